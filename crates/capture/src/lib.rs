@@ -1,0 +1,2 @@
+//! FerroDDS capture layer (contract to be written).
+#![forbid(unsafe_code)]

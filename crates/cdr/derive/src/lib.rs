@@ -1,0 +1,2 @@
+//! Derive macro for FerroDDS topic types (contract to be written).
+#![forbid(unsafe_code)]

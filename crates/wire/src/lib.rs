@@ -1,0 +1,2 @@
+//! FerroDDS wire layer (contract to be written).
+#![forbid(unsafe_code)]
