@@ -1,0 +1,2 @@
+//! FerroDDS cdr layer (contract to be written).
+#![forbid(unsafe_code)]
