@@ -1,0 +1,2 @@
+//! FerroDDS transports (contract to be written).
+#![forbid(unsafe_code)]
