@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs, non-interactively and only when missing, everything the test suite needs:
+#   - Debian packages: tshark (wire checks), cyclonedds-tools (ddsperf + libddsc, the peer DDS),
+#     iproute2 (network-namespace tests), python3-venv (Cyclone's Python package for interop tests)
+#   - cargo-fuzz (fuzz targets run on stable with `-s none`)
+# Safe to run repeatedly. Needs root (or sudo) for apt-get.
+set -euo pipefail
+
+need_pkgs=()
+command -v tshark >/dev/null 2>&1 || need_pkgs+=(tshark)
+command -v ddsperf >/dev/null 2>&1 || need_pkgs+=(cyclonedds-tools libddsc0debian)
+command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
+command -v tc >/dev/null 2>&1 || need_pkgs+=(iproute2)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
+
+if ((${#need_pkgs[@]})); then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  echo "install-test-deps: apt-get install ${need_pkgs[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections || true
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "install-test-deps: cargo install cargo-fuzz" >&2
+  cargo install cargo-fuzz --locked --quiet
+fi
+echo "install-test-deps: ok (tshark $(tshark --version | head -1 | awk '{print $3}'), $(cargo fuzz --version))" >&2

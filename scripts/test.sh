@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (`.ci/run` calls this script).
+#   1. installs missing test dependencies (scripts/install-test-deps.sh)
+#   2. rustfmt check, clippy with -D warnings
+#   3. every unit, integration, doc and bench-smoke test of the workspace
+#   4. every cargo-fuzz target for a bounded time on stable (`-s none`); a crash fails the run
+# Environment: FUZZ_SECONDS (default 20) per fuzz target; SKIP_FUZZ=1 skips step 4.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+step() { printf '\n==> %s (t+%ss)\n' "$*" "$(( $(date +%s) - start ))"; }
+
+step "installing test dependencies"
+bash scripts/install-test-deps.sh
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test (unit, integration, benches in test mode)"
+cargo test --workspace --all-targets --locked 2>&1 | tee target/test-output.txt
+step "cargo test --doc"
+cargo test --workspace --doc --locked 2>&1 | tee -a target/test-output.txt
+
+if [ "${SKIP_FUZZ:-0}" != 1 ] && [ -d fuzz ]; then
+  secs=${FUZZ_SECONDS:-20}
+  for t in $(cd fuzz && cargo fuzz list); do
+    step "fuzz $t for ${secs}s"
+    log="target/fuzz-$t.log"
+    if ! (cd fuzz && cargo fuzz run -s none --release "$t" -- -max_total_time="$secs" -print_final_stats=1) >"$log" 2>&1; then
+      tail -n 60 "$log" >&2
+      echo "fuzz target $t failed (crash, leak, timeout or build error): see $log and fuzz/artifacts/$t" >&2
+      exit 1
+    fi
+    grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$log" || true
+  done
+fi
+
+passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')
+failed=$(grep -Eo '[0-9]+ failed' target/test-output.txt | awk '{s+=$1} END {print s+0}')
+step "done"
+echo "tests: ${passed} passed, ${failed} failed"
