@@ -1,0 +1,2 @@
+//! ferrodds (contract to be written).
+#![forbid(unsafe_code)]

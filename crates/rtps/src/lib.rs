@@ -1,0 +1,2 @@
+//! rtps (contract to be written).
+#![forbid(unsafe_code)]

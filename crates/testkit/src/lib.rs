@@ -1,0 +1,2 @@
+//! testkit (contract to be written).
+#![forbid(unsafe_code)]
