@@ -1,0 +1,346 @@
+//! Value types of the engine API: time, configuration, handles, requests,
+//! events, samples, errors and statistics.
+
+use crate::qos::{QosPolicyId, ReaderQos, WriterQos};
+use crate::{Guid, GuidPrefix, Locator, SequenceNumber, Time};
+
+/// Monotonic time supplied by the caller, nanoseconds from an arbitrary origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timestamp(pub u64);
+
+impl Timestamp {
+    /// `self + d`, saturating.
+    #[must_use]
+    pub fn saturating_add(self, d: core::time::Duration) -> Timestamp {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        Timestamp(self.0.saturating_add(ns))
+    }
+
+    /// Nanoseconds elapsed since `earlier` (0 if `earlier` is later).
+    #[must_use]
+    pub fn since(self, earlier: Timestamp) -> core::time::Duration {
+        core::time::Duration::from_nanos(self.0.saturating_sub(earlier.0))
+    }
+}
+
+/// Participant configuration. `Default` fills everything but the GUID prefix
+/// and the locators.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParticipantConfig {
+    /// DDS domain id (default 0).
+    pub domain_id: u32,
+    /// Participant id from the transport's port probing (default 0).
+    pub participant_id: u32,
+    /// GUID prefix chosen by the runtime (vendor bytes + random).
+    pub guid_prefix: GuidPrefix,
+    /// Unicast locators for builtin (discovery) traffic.
+    pub metatraffic_unicast_locators: Vec<Locator>,
+    /// Multicast locators for builtin traffic.
+    pub metatraffic_multicast_locators: Vec<Locator>,
+    /// Unicast locators for user traffic.
+    pub default_unicast_locators: Vec<Locator>,
+    /// Multicast locators for user traffic.
+    pub default_multicast_locators: Vec<Locator>,
+    /// Where SPDP announcements go: the SPDP multicast group and/or unicast initial peers.
+    pub spdp_destinations: Vec<Locator>,
+    /// Participant lease duration announced to peers (default 20 s).
+    pub lease_duration: core::time::Duration,
+    /// SPDP announcement period (default 3 s; the first announcement is immediate).
+    pub spdp_period: core::time::Duration,
+    /// HEARTBEAT period while unacknowledged data exists (default 100 ms).
+    pub heartbeat_period: core::time::Duration,
+    /// Delay before answering an ACKNACK (default 0: at once).
+    pub nack_response_delay: core::time::Duration,
+    /// Largest datagram `poll_transmit` builds (default 65000).
+    pub max_message_size: usize,
+    /// Optional PID_ENTITY_NAME announced in SPDP.
+    pub entity_name: Option<String>,
+}
+
+impl Default for ParticipantConfig {
+    fn default() -> Self {
+        Self {
+            domain_id: 0,
+            participant_id: 0,
+            guid_prefix: GuidPrefix([0; 12]),
+            metatraffic_unicast_locators: Vec::new(),
+            metatraffic_multicast_locators: Vec::new(),
+            default_unicast_locators: Vec::new(),
+            default_multicast_locators: Vec::new(),
+            spdp_destinations: Vec::new(),
+            lease_duration: core::time::Duration::from_secs(20),
+            spdp_period: core::time::Duration::from_secs(3),
+            heartbeat_period: core::time::Duration::from_millis(100),
+            nack_response_delay: core::time::Duration::ZERO,
+            max_message_size: 65000,
+            entity_name: None,
+        }
+    }
+}
+
+/// Handle of a local user DataWriter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WriterId(pub(crate) usize);
+
+/// Handle of a local user DataReader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ReaderId(pub(crate) usize);
+
+/// What to create a writer with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriterAttributes {
+    /// Topic name.
+    pub topic_name: String,
+    /// Type name.
+    pub type_name: String,
+    /// Whether the type has a key (selects entity kind 0x02 vs 0x03).
+    pub keyed: bool,
+    /// Writer QoS.
+    pub qos: WriterQos,
+}
+
+/// What to create a reader with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReaderAttributes {
+    /// Topic name.
+    pub topic_name: String,
+    /// Type name.
+    pub type_name: String,
+    /// Whether the type has a key (selects entity kind 0x07 vs 0x04).
+    pub keyed: bool,
+    /// Reader QoS.
+    pub qos: ReaderQos,
+}
+
+/// Kind of a change (DDS instance state transitions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ChangeKind {
+    /// A new value.
+    #[default]
+    Alive,
+    /// The instance was disposed (STATUS_INFO 1).
+    NotAliveDisposed,
+    /// The instance was unregistered (STATUS_INFO 2).
+    NotAliveUnregistered,
+    /// Disposed and unregistered (STATUS_INFO 3).
+    NotAliveDisposedUnregistered,
+}
+
+impl ChangeKind {
+    /// The STATUS_INFO flags (0 for alive).
+    #[must_use]
+    pub fn status_info(self) -> u32 {
+        match self {
+            ChangeKind::Alive => 0,
+            ChangeKind::NotAliveDisposed => 1,
+            ChangeKind::NotAliveUnregistered => 2,
+            ChangeKind::NotAliveDisposedUnregistered => 3,
+        }
+    }
+
+    /// From STATUS_INFO flags (the filtered bit is ignored).
+    #[must_use]
+    pub fn from_status_info(flags: u32) -> Self {
+        match flags & 3 {
+            0 => ChangeKind::Alive,
+            1 => ChangeKind::NotAliveDisposed,
+            2 => ChangeKind::NotAliveUnregistered,
+            _ => ChangeKind::NotAliveDisposedUnregistered,
+        }
+    }
+}
+
+/// A change handed to [`crate::Participant::write`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteRequest<'a> {
+    /// Alive or one of the not-alive kinds.
+    pub kind: ChangeKind,
+    /// Sent as PID_KEY_HASH inline QoS when `Some`; also identifies the
+    /// instance for KEEP_LAST (unkeyed writers: one instance).
+    pub key_hash: Option<[u8; 16]>,
+    /// Encapsulation header + CDR body (key only for dispose/unregister; may be empty).
+    pub serialized_payload: &'a [u8],
+    /// Sent as INFO_TS when `Some`.
+    pub source_timestamp: Option<Time>,
+}
+
+/// Errors of entity management.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The writer handle does not name a live writer.
+    #[error("unknown writer")]
+    UnknownWriter,
+    /// The reader handle does not name a live reader.
+    #[error("unknown reader")]
+    UnknownReader,
+    /// The 24-bit entity key space is exhausted.
+    #[error("too many entities")]
+    TooManyEntities,
+    /// A QoS value is inconsistent (e.g. KEEP_LAST 0).
+    #[error("inconsistent QoS: {0}")]
+    InconsistentQos(&'static str),
+}
+
+/// Errors of [`crate::Participant::write`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// KEEP_ALL history at its resource limit with unacknowledged data: wait for
+    /// [`Event::WriterResourcesAvailable`] and retry, up to max_blocking_time.
+    #[error("writer history full")]
+    HistoryFull,
+    /// The sample does not fit in one datagram (fragmentation is not implemented yet).
+    #[error("payload of {size} bytes exceeds the maximum of {max}")]
+    PayloadTooLarge {
+        /// Payload size.
+        size: usize,
+        /// Largest payload that fits.
+        max: usize,
+    },
+    /// The writer handle does not name a live writer.
+    #[error("unknown writer")]
+    UnknownWriter,
+}
+
+/// A datagram produced by [`crate::Participant::poll_transmit`]: the first
+/// `len` bytes of the caller's buffer go to every locator in `destinations`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    /// Bytes written into the caller's buffer.
+    pub len: usize,
+    /// Distinct destination locators.
+    pub destinations: Vec<Locator>,
+}
+
+/// Something the runtime may want to react to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A remote participant was discovered.
+    ParticipantDiscovered {
+        /// Its GUID prefix.
+        prefix: GuidPrefix,
+    },
+    /// A remote participant left (lease expiry or dispose).
+    ParticipantLost {
+        /// Its GUID prefix.
+        prefix: GuidPrefix,
+    },
+    /// A writer matched a reader.
+    PublicationMatched {
+        /// Local writer.
+        writer: WriterId,
+        /// The matched reader.
+        remote_reader: Guid,
+        /// Matched readers now.
+        current_count: usize,
+    },
+    /// A writer lost a reader.
+    PublicationUnmatched {
+        /// Local writer.
+        writer: WriterId,
+        /// The reader.
+        remote_reader: Guid,
+        /// Matched readers now.
+        current_count: usize,
+    },
+    /// A reader matched a writer.
+    SubscriptionMatched {
+        /// Local reader.
+        reader: ReaderId,
+        /// The matched writer.
+        remote_writer: Guid,
+        /// Matched writers now.
+        current_count: usize,
+    },
+    /// A reader lost a writer.
+    SubscriptionUnmatched {
+        /// Local reader.
+        reader: ReaderId,
+        /// The writer.
+        remote_writer: Guid,
+        /// Matched writers now.
+        current_count: usize,
+    },
+    /// A reader with the same topic requested QoS this writer does not offer.
+    OfferedIncompatibleQos {
+        /// Local writer.
+        writer: WriterId,
+        /// The reader.
+        remote_reader: Guid,
+        /// First failing policy.
+        policy: QosPolicyId,
+    },
+    /// A writer with the same topic does not offer the QoS this reader requests.
+    RequestedIncompatibleQos {
+        /// Local reader.
+        reader: ReaderId,
+        /// The writer.
+        remote_writer: Guid,
+        /// First failing policy.
+        policy: QosPolicyId,
+    },
+    /// Samples are ready for [`crate::Participant::take_sample`].
+    DataAvailable {
+        /// The reader.
+        reader: ReaderId,
+    },
+    /// Acknowledgements freed KEEP_ALL history space after `HistoryFull`.
+    WriterResourcesAvailable {
+        /// The writer.
+        writer: WriterId,
+    },
+    /// Every matched reliable reader acknowledged everything written.
+    AllAcknowledged {
+        /// The writer.
+        writer: WriterId,
+    },
+    /// Samples announced by a writer became unavailable before delivery.
+    SampleLost {
+        /// The reader.
+        reader: ReaderId,
+        /// How many.
+        count: u32,
+    },
+}
+
+/// A received sample.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// The writer.
+    pub writer_guid: Guid,
+    /// Its sequence number.
+    pub sequence_number: SequenceNumber,
+    /// From INFO_TS, if any.
+    pub source_timestamp: Option<Time>,
+    /// Alive or not-alive.
+    pub kind: ChangeKind,
+    /// From PID_KEY_HASH, if any.
+    pub key_hash: Option<[u8; 16]>,
+    /// Serialized payload including the encapsulation header, or empty.
+    /// May carry up to 3 trailing padding bytes added by the sender's submessage
+    /// alignment.
+    pub payload: Vec<u8>,
+}
+
+/// Counters kept by the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Datagrams given to `handle_datagram`.
+    pub received_datagrams: u64,
+    /// Datagrams dropped (wholly or from the first bad submessage on) as malformed.
+    pub malformed_datagrams: u64,
+    /// Submessages skipped because their id is unknown or unsupported.
+    pub unknown_submessages: u64,
+    /// Submessages ignored because they name no matched endpoint.
+    pub unmatched_submessages: u64,
+    /// Datagrams produced by `poll_transmit`.
+    pub sent_datagrams: u64,
+    /// DATA submessages sent (including repairs).
+    pub sent_data: u64,
+    /// DATA submessages resent on request.
+    pub resent_data: u64,
+    /// Samples dropped by readers (duplicate, old, or buffer full).
+    pub dropped_samples: u64,
+}
