@@ -1,2 +1,58 @@
-//! FerroDDS capture layer (contract to be written).
+//! Packet capture for FerroDDS: write RTPS datagrams to pcapng (default) or
+//! classic pcap files that Wireshark/tshark decode as RTPS, and read UDP
+//! datagrams back out of captures (for golden-byte tests).
+//!
+//! # Contract
+//!
+//! * Every datagram becomes an Ethernet II frame with synthetic IPv4 and UDP
+//!   headers carrying the real addresses and ports (Wireshark derives the
+//!   DDS domain and participant from the destination port). The IPv4 header
+//!   checksum and the UDP checksum are always correct. Multicast destinations
+//!   get the RFC 1112 MAC (`01:00:5e` + low 23 bits of the group), other
+//!   addresses a locally administered unicast MAC `02:00:a:b:c:d`.
+//! * Payloads up to [`MAX_UNFRAGMENTED_UDP_PAYLOAD`] bytes fit one frame
+//!   (with the default MTU of 65535). Larger payloads, up to
+//!   [`MAX_UDP_PAYLOAD`] (the UDP length field limit), are written as IPv4
+//!   fragments with correct offsets and MF flags, which tshark reassembles.
+//!   A smaller MTU can be set to fragment earlier. Larger payloads are
+//!   rejected with [`CaptureError::DatagramTooLarge`].
+//! * Timestamps are nanoseconds since the Unix epoch ([`Timestamp`]), taken
+//!   from the caller (`SystemTime`, `Duration` or raw nanoseconds); the
+//!   `*_now` methods use [`std::time::SystemTime::now`].
+//! * pcapng files ([`CaptureWriter`]) are little-endian, have one interface
+//!   block per [`CaptureWriter::add_interface`] call (link type Ethernet,
+//!   nanosecond resolution) and record the [`Direction`] in `epb_flags` and
+//!   an optional comment in `opt_comment`. Classic pcap ([`PcapWriter`]) uses
+//!   the nanosecond magic `0xa1b23c4d`.
+//! * Writers reuse internal scratch buffers: after the first packet, writing
+//!   does not allocate. They do no buffering of their own, so wrap files in a
+//!   [`std::io::BufWriter`].
+//! * The reader ([`read_udp_payloads`], [`parse_udp_payloads`]) accepts pcap
+//!   and pcapng with Ethernet, raw IP, BSD loopback and Linux cooked (v1, v2)
+//!   link types, reassembles complete IPv4 fragment sets, reports frames it
+//!   cannot use in [`CaptureContents::skipped`], and never panics on
+//!   malformed input.
+//! * [`testing`] runs `tshark` over a capture and reports per-packet
+//!   protocol, RTPS submessage, malformed and expert information; it is
+//!   test support, not part of the capture path.
 #![forbid(unsafe_code)]
+
+mod error;
+mod pcap;
+mod pcapng;
+mod reader;
+mod synth;
+pub mod testing;
+mod time;
+
+pub use error::{CaptureError, ReadError};
+pub use pcap::PcapWriter;
+pub use pcapng::{CaptureWriter, Direction, InterfaceId};
+pub use reader::{
+    parse_udp_payloads, read_udp_payloads, read_udp_payloads_from, CaptureContents,
+    CapturedDatagram, SkipReason, SkippedFrame,
+};
+pub use synth::{
+    mac_for_ipv4, MAX_IPV4_MTU, MAX_UDP_PAYLOAD, MAX_UNFRAGMENTED_UDP_PAYLOAD, MIN_IPV4_MTU,
+};
+pub use time::Timestamp;

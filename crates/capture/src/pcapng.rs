@@ -1,0 +1,424 @@
+//! pcapng writer (the default format).
+
+use std::io::Write;
+use std::net::SocketAddrV4;
+
+use crate::synth::{Frame, Synthesizer};
+use crate::{CaptureError, Timestamp, MAX_IPV4_MTU, MAX_UDP_PAYLOAD, MIN_IPV4_MTU};
+
+const SHB_TYPE: u32 = 0x0A0D_0D0A;
+const IDB_TYPE: u32 = 0x0000_0001;
+const EPB_TYPE: u32 = 0x0000_0006;
+const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
+const LINKTYPE_ETHERNET: u16 = 1;
+/// Snapshot length announced in interface blocks; frames are never truncated.
+const SNAPLEN: u32 = 262_144;
+const OPT_ENDOFOPT: u16 = 0;
+const OPT_COMMENT: u16 = 1;
+const SHB_USERAPPL: u16 = 4;
+const IF_NAME: u16 = 2;
+const IF_TSRESOL: u16 = 9;
+const EPB_FLAGS: u16 = 2;
+const TTL: u8 = 64;
+const USER_APPL: &str = concat!("ferrodds-capture ", env!("CARGO_PKG_VERSION"));
+
+/// Identifies an interface (IDB) within one [`CaptureWriter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct InterfaceId(pub(crate) u32);
+
+impl InterfaceId {
+    /// The pcapng interface index (order of `add_interface` calls, from 0).
+    pub fn index(self) -> u32 {
+        self.0
+    }
+}
+
+/// Direction of a captured datagram, recorded in the pcapng `epb_flags`
+/// option (Wireshark field `frame.packet_flags_direction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Received by the capturing process.
+    Inbound,
+    /// Sent by the capturing process.
+    Outbound,
+}
+
+impl Direction {
+    /// The two direction bits of `epb_flags` (1 inbound, 2 outbound).
+    pub fn epb_flags(self) -> u32 {
+        match self {
+            Direction::Inbound => 1,
+            Direction::Outbound => 2,
+        }
+    }
+
+    /// Decodes the direction bits of an `epb_flags` value.
+    pub fn from_epb_flags(flags: u32) -> Option<Self> {
+        match flags & 3 {
+            1 => Some(Direction::Inbound),
+            2 => Some(Direction::Outbound),
+            _ => None,
+        }
+    }
+}
+
+/// Writes RTPS (or any UDP) datagrams to a pcapng stream as Ethernet frames
+/// with synthetic IPv4/UDP headers.
+///
+/// All blocks are little-endian. Each interface block declares link type
+/// Ethernet and nanosecond timestamps. The section header is written by
+/// [`CaptureWriter::new`]; interfaces may be added at any time. After warm-up
+/// a `write_udp` call does not allocate. Wrap files in a
+/// [`std::io::BufWriter`]: each packet is handed to `out` in a few pieces.
+#[derive(Debug)]
+pub struct CaptureWriter<W: Write> {
+    out: W,
+    synth: Synthesizer,
+    block: Vec<u8>,
+    interfaces: u32,
+}
+
+impl<W: Write> CaptureWriter<W> {
+    /// Starts a pcapng stream on `out`, writing the section header block.
+    pub fn new(mut out: W) -> Result<Self, CaptureError> {
+        let mut block = Vec::with_capacity(128);
+        let appl_opt = opt_len(USER_APPL.len());
+        let total = 28 + appl_opt + 4;
+        put_u32(&mut block, SHB_TYPE);
+        put_u32(&mut block, total as u32);
+        put_u32(&mut block, BYTE_ORDER_MAGIC);
+        block.extend_from_slice(&1u16.to_le_bytes());
+        block.extend_from_slice(&0u16.to_le_bytes());
+        block.extend_from_slice(&(-1i64).to_le_bytes());
+        put_opt(&mut block, SHB_USERAPPL, USER_APPL.as_bytes());
+        put_opt(&mut block, OPT_ENDOFOPT, &[]);
+        put_u32(&mut block, total as u32);
+        debug_assert_eq!(block.len(), total);
+        out.write_all(&block)?;
+        Ok(Self {
+            out,
+            synth: Synthesizer::new(),
+            block,
+            interfaces: 0,
+        })
+    }
+
+    /// Adds an interface description block (link type Ethernet, nanosecond
+    /// timestamps) named `name`, e.g. one per transport or participant.
+    pub fn add_interface(&mut self, name: &str) -> Result<InterfaceId, CaptureError> {
+        if name.len() > usize::from(u16::MAX) {
+            return Err(CaptureError::OptionTooLong {
+                what: "interface name",
+                len: name.len(),
+            });
+        }
+        let total = 16 + opt_len(name.len()) + opt_len(1) + 4 + 4;
+        let b = &mut self.block;
+        b.clear();
+        put_u32(b, IDB_TYPE);
+        put_u32(b, total as u32);
+        b.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
+        b.extend_from_slice(&0u16.to_le_bytes());
+        put_u32(b, SNAPLEN);
+        put_opt(b, IF_NAME, name.as_bytes());
+        put_opt(b, IF_TSRESOL, &[9]);
+        put_opt(b, OPT_ENDOFOPT, &[]);
+        put_u32(b, total as u32);
+        debug_assert_eq!(b.len(), total);
+        self.out.write_all(b)?;
+        let id = InterfaceId(self.interfaces);
+        self.interfaces += 1;
+        Ok(id)
+    }
+
+    /// Sets the largest IPv4 packet per frame (default and maximum 65535).
+    ///
+    /// Datagrams whose IPv4 packet is larger are written as IPv4 fragments.
+    pub fn set_mtu(&mut self, mtu: u16) -> Result<(), CaptureError> {
+        if !(MIN_IPV4_MTU..=MAX_IPV4_MTU).contains(&mtu) {
+            return Err(CaptureError::InvalidMtu(mtu));
+        }
+        self.synth.set_mtu(mtu);
+        Ok(())
+    }
+
+    /// The current IPv4 MTU.
+    pub fn mtu(&self) -> u16 {
+        self.synth.mtu()
+    }
+
+    /// Writes one UDP datagram from `src` to `dst` with `payload` as seen on
+    /// interface `iface` at time `ts`.
+    ///
+    /// Payloads up to [`MAX_UNFRAGMENTED_UDP_PAYLOAD`](crate::MAX_UNFRAGMENTED_UDP_PAYLOAD)
+    /// bytes (with the default MTU) give one frame; larger ones, up to
+    /// [`MAX_UDP_PAYLOAD`], are split into IPv4 fragments that share `ts`
+    /// and `dir`; `comment` goes on the last fragment (where Wireshark shows
+    /// the reassembled datagram).
+    #[allow(clippy::too_many_arguments)] // mirrors the fields of a captured datagram
+    pub fn write_udp(
+        &mut self,
+        iface: InterfaceId,
+        ts: impl Into<Timestamp>,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        payload: &[u8],
+        dir: Direction,
+        comment: Option<&str>,
+    ) -> Result<(), CaptureError> {
+        if iface.0 >= self.interfaces {
+            return Err(CaptureError::UnknownInterface(iface.0));
+        }
+        if payload.len() > MAX_UDP_PAYLOAD {
+            return Err(CaptureError::DatagramTooLarge {
+                len: payload.len(),
+                max: MAX_UDP_PAYLOAD,
+            });
+        }
+        if let Some(c) = comment {
+            if c.len() > usize::from(u16::MAX) {
+                return Err(CaptureError::OptionTooLong {
+                    what: "comment",
+                    len: c.len(),
+                });
+            }
+        }
+        let ts = ts.into().as_nanos();
+        let Self {
+            out, synth, block, ..
+        } = self;
+        synth.frames(src, dst, TTL, payload, |frame| {
+            let comment = if frame.last { comment } else { None };
+            write_epb(out, block, iface.0, ts, &frame, dir, comment)
+        })
+    }
+
+    /// [`write_udp`](Self::write_udp) stamped with the current wall-clock time.
+    pub fn write_udp_now(
+        &mut self,
+        iface: InterfaceId,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        payload: &[u8],
+        dir: Direction,
+        comment: Option<&str>,
+    ) -> Result<(), CaptureError> {
+        self.write_udp(iface, Timestamp::now(), src, dst, payload, dir, comment)
+    }
+
+    /// Flushes the underlying output.
+    pub fn flush(&mut self) -> Result<(), CaptureError> {
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// The underlying output.
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
+
+    /// Flushes and returns the underlying output.
+    pub fn into_inner(mut self) -> Result<W, CaptureError> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+fn write_epb<W: Write>(
+    out: &mut W,
+    block: &mut Vec<u8>,
+    iface: u32,
+    ts: u64,
+    frame: &Frame<'_>,
+    dir: Direction,
+    comment: Option<&str>,
+) -> Result<(), CaptureError> {
+    let caplen = frame.len();
+    let pad = pad4(caplen);
+    let opts = opt_len(4) + comment.map_or(0, |c| opt_len(c.len())) + 4;
+    let total = 28 + caplen + pad + opts + 4;
+    block.clear();
+    put_u32(block, EPB_TYPE);
+    // Frames are at most 14 + 65535 bytes and comments at most 65535 bytes.
+    put_u32(block, total as u32);
+    put_u32(block, iface);
+    put_u32(block, (ts >> 32) as u32);
+    put_u32(block, ts as u32);
+    put_u32(block, caplen as u32);
+    put_u32(block, caplen as u32);
+    out.write_all(block)?;
+    out.write_all(frame.headers)?;
+    out.write_all(frame.data)?;
+    block.clear();
+    block.extend_from_slice(&[0u8; 3][..pad]);
+    put_opt(block, EPB_FLAGS, &dir.epb_flags().to_le_bytes());
+    if let Some(c) = comment {
+        put_opt(block, OPT_COMMENT, c.as_bytes());
+    }
+    put_opt(block, OPT_ENDOFOPT, &[]);
+    put_u32(block, total as u32);
+    out.write_all(block)?;
+    Ok(())
+}
+
+fn pad4(len: usize) -> usize {
+    (4 - len % 4) % 4
+}
+
+/// Bytes taken by an option with a value of `len` bytes.
+fn opt_len(len: usize) -> usize {
+    4 + len + pad4(len)
+}
+
+fn put_u32(b: &mut Vec<u8>, v: u32) {
+    b.extend_from_slice(&v.to_le_bytes());
+}
+
+/// Appends an option; the caller has checked `value.len() <= 65535`.
+fn put_opt(b: &mut Vec<u8>, code: u16, value: &[u8]) {
+    b.extend_from_slice(&code.to_le_bytes());
+    b.extend_from_slice(&(value.len() as u16).to_le_bytes());
+    b.extend_from_slice(value);
+    b.extend_from_slice(&[0u8; 3][..pad4(value.len())]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn sa(port: u16) -> SocketAddrV4 {
+        SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)
+    }
+
+    fn u32_at(b: &[u8], off: usize) -> u32 {
+        u32::from_le_bytes(b[off..off + 4].try_into().unwrap())
+    }
+
+    /// Walks the blocks, checking that leading and trailing lengths agree.
+    fn blocks(b: &[u8]) -> Vec<(u32, &[u8])> {
+        let mut out = Vec::new();
+        let mut off = 0;
+        while off < b.len() {
+            let ty = u32_at(b, off);
+            let len = u32_at(b, off + 4) as usize;
+            assert_eq!(len % 4, 0, "block length must be 4-aligned");
+            assert_eq!(u32_at(b, off + len - 4) as usize, len, "trailing length");
+            out.push((ty, &b[off..off + len]));
+            off += len;
+        }
+        assert_eq!(off, b.len());
+        out
+    }
+
+    #[test]
+    fn layout_of_section_interface_and_packet_blocks() {
+        let mut w = CaptureWriter::new(Vec::new()).unwrap();
+        let i0 = w.add_interface("udp").unwrap();
+        let i1 = w.add_interface("tcp").unwrap();
+        assert_eq!((i0.index(), i1.index()), (0, 1));
+        w.write_udp(
+            i1,
+            Timestamp::from_nanos(0x0000_0001_0000_0002),
+            sa(1000),
+            sa(7400),
+            b"RTPS12345",
+            Direction::Outbound,
+            Some("hi"),
+        )
+        .unwrap();
+        let bytes = w.into_inner().unwrap();
+        let bl = blocks(&bytes);
+        assert_eq!(
+            bl.iter().map(|b| b.0).collect::<Vec<_>>(),
+            vec![SHB_TYPE, IDB_TYPE, IDB_TYPE, EPB_TYPE]
+        );
+        assert_eq!(u32_at(bl[0].1, 8), BYTE_ORDER_MAGIC);
+        let epb = bl[3].1;
+        assert_eq!(u32_at(epb, 8), 1, "interface id");
+        assert_eq!(u32_at(epb, 12), 1, "timestamp high");
+        assert_eq!(u32_at(epb, 16), 2, "timestamp low");
+        let caplen = u32_at(epb, 20) as usize;
+        assert_eq!(caplen, 14 + 20 + 8 + 9);
+        assert_eq!(u32_at(epb, 24) as usize, caplen);
+        assert_eq!(&epb[28 + 42..28 + 51], b"RTPS12345");
+        // Options after the padded data: flags (2, len 4, value 2), comment, end.
+        let opts = &epb[28 + caplen + pad4(caplen)..];
+        assert_eq!(&opts[0..4], &[2, 0, 4, 0]);
+        assert_eq!(u32_at(opts, 4), 2);
+        assert_eq!(&opts[8..12], &[1, 0, 2, 0]);
+        assert_eq!(&opts[12..14], b"hi");
+        assert_eq!(&opts[16..20], &[0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn rejects_unknown_interface_and_oversized_payload() {
+        let mut w = CaptureWriter::new(Vec::new()).unwrap();
+        let err = w
+            .write_udp(
+                InterfaceId(0),
+                Timestamp::from_nanos(1),
+                sa(1),
+                sa(2),
+                b"x",
+                Direction::Inbound,
+                None,
+            )
+            .unwrap_err();
+        assert!(matches!(err, CaptureError::UnknownInterface(0)));
+        let i = w.add_interface("lo").unwrap();
+        let big = vec![0u8; MAX_UDP_PAYLOAD + 1];
+        let err = w
+            .write_udp(
+                i,
+                Timestamp::from_nanos(1),
+                sa(1),
+                sa(2),
+                &big,
+                Direction::Inbound,
+                None,
+            )
+            .unwrap_err();
+        assert!(matches!(err, CaptureError::DatagramTooLarge { len, .. } if len == big.len()));
+        assert!(matches!(w.set_mtu(67), Err(CaptureError::InvalidMtu(67))));
+        w.set_mtu(1500).unwrap();
+        assert_eq!(w.mtu(), 1500);
+    }
+
+    #[test]
+    fn fragments_share_timestamp_and_comment_goes_last() {
+        let mut w = CaptureWriter::new(Vec::new()).unwrap();
+        let i = w.add_interface("lo").unwrap();
+        w.set_mtu(576).unwrap();
+        let payload = vec![7u8; 2000];
+        w.write_udp(
+            i,
+            Timestamp::from_nanos(42),
+            sa(1),
+            sa(2),
+            &payload,
+            Direction::Inbound,
+            Some("big"),
+        )
+        .unwrap();
+        let bytes = w.into_inner().unwrap();
+        let bl = blocks(&bytes);
+        let epbs: Vec<&[u8]> = bl.iter().filter(|b| b.0 == EPB_TYPE).map(|b| b.1).collect();
+        // 2008 bytes in 552-byte fragments: 4 frames.
+        assert_eq!(epbs.len(), 4);
+        for (n, epb) in epbs.iter().enumerate() {
+            assert_eq!(u32_at(epb, 16), 42);
+            let has_comment = epb.windows(3).any(|w| w == b"big");
+            assert_eq!(has_comment, n == 3);
+        }
+    }
+
+    #[test]
+    fn direction_flag_round_trip() {
+        for d in [Direction::Inbound, Direction::Outbound] {
+            assert_eq!(Direction::from_epb_flags(d.epb_flags()), Some(d));
+        }
+        assert_eq!(Direction::from_epb_flags(0), None);
+        assert_eq!(Direction::from_epb_flags(0xff00_0003), None);
+    }
+}
