@@ -1,2 +1,69 @@
-//! FerroDDS transports (contract to be written).
+//! UDPv4 transport for FerroDDS (DDSI-RTPS 2.5 §9.6).
+//!
+//! This crate moves datagrams; it knows nothing about RTPS messages beyond the well-known port
+//! formula ([`PortMapping`]) and UDPv4 locators ([`UdpLocator`], convertible to and from the
+//! raw `(kind, port, address[16])` form of the wire crate).
+//!
+//! # Contract
+//!
+//! * **Sockets.** A [`UdpTransport`] owns, for one participant: a metatraffic (SPDP) unicast
+//!   socket and a user-data unicast socket, both bound exclusively on `0.0.0.0` at the ports of
+//!   its participant id; with multicast enabled, a metatraffic and a user-data multicast socket
+//!   (`SO_REUSEADDR` + `SO_REUSEPORT`, bound to the group and port, joined on the chosen
+//!   interface's address); and one send socket with `IP_MULTICAST_IF` set to that interface.
+//! * **Participant id.** `None` probes 0..=119 and takes the first id whose SPDP-unicast and
+//!   user-unicast ports both bind; an explicit id that is taken is an error.
+//! * **What is announced.** [`UdpTransport::metatraffic_unicast_locators`] and
+//!   [`UdpTransport::default_unicast_locators`] carry the selected interface's IPv4 address
+//!   (never `0.0.0.0`); the multicast locators carry the group and are empty when multicast is
+//!   disabled.
+//! * **Threads.** [`UdpTransport`] is `Send + Sync`; [`UdpTransport::send`] takes `&self` and
+//!   may be called from several threads at once. It sends a scatter-gather list as one
+//!   datagram without copying or allocating. [`UdpTransport::receivers`] hands out one
+//!   [`UdpReceiver`] per socket; each is `Send` and meant to be owned by one receive thread,
+//!   which calls [`UdpReceiver::recv`] with its own buffer (no allocation per datagram).
+//! * **Shutdown.** [`UdpTransport::shutdown`] (also run on drop) makes every blocked `recv`
+//!   return `Ok(None)` promptly, and every later one immediately; `send` then fails with
+//!   `NotConnected`. On Linux this uses `shutdown(SHUT_RD)` on the receive sockets, which costs
+//!   nothing per datagram; elsewhere receive sockets poll a flag every 100 ms.
+//!
+//! # Example
+//!
+//! Two participants on loopback exchange a datagram:
+//!
+//! ```
+//! use std::io::IoSlice;
+//! use ferrodds_transport::{InterfaceSelector, UdpConfig, UdpTransport, TrafficKind};
+//!
+//! let mut config = UdpConfig::new(231);
+//! config.interface = InterfaceSelector::Name("lo".into());
+//! config.multicast_enabled = false;
+//! let a = UdpTransport::new(&config)?;
+//! let b = UdpTransport::new(&config)?;
+//! assert_ne!(a.participant_id(), b.participant_id());
+//!
+//! let dst = b.default_unicast_locators()[0].socket_addr();
+//! a.send(dst, &[IoSlice::new(b"RTPS"), IoSlice::new(b" hello")])?;
+//!
+//! let mut rx = b.receivers().into_iter().find(|r| r.kind() == TrafficKind::UserData).unwrap();
+//! let mut buf = [0u8; 1500];
+//! let got = rx.recv(&mut buf)?.expect("not shut down");
+//! assert_eq!(&buf[..got.len], b"RTPS hello");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![forbid(unsafe_code)]
+
+mod error;
+mod interface;
+mod locator;
+mod port;
+mod udp;
+
+pub use error::{LocatorError, PortError, TransportError};
+pub use interface::{list_interfaces, InterfaceSelector, NetworkInterface};
+pub use locator::{UdpLocator, LOCATOR_KIND_UDPV4};
+pub use port::{ParticipantPorts, PortMapping, MAX_PARTICIPANT_ID};
+pub use udp::{
+    BufferSizes, Received, TrafficKind, UdpConfig, UdpReceiver, UdpTransport,
+    DEFAULT_MULTICAST_GROUP, MAX_UDP_PAYLOAD,
+};

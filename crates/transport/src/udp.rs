@@ -1,0 +1,652 @@
+//! The UDPv4 transport: socket set-up, scatter-gather send and blocking receive handles.
+
+use std::io::{self, IoSlice};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, SocketAddrV4, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
+
+use crate::error::TransportError;
+use crate::interface::{InterfaceSelector, NetworkInterface};
+use crate::locator::UdpLocator;
+use crate::port::{ParticipantPorts, PortMapping, MAX_PARTICIPANT_ID};
+
+/// Largest UDP payload over IPv4 (65535 - 20 byte IP header - 8 byte UDP header).
+pub const MAX_UDP_PAYLOAD: usize = 65_507;
+
+/// The RTPS default IPv4 multicast group, 239.255.0.1.
+pub const DEFAULT_MULTICAST_GROUP: Ipv4Addr = Ipv4Addr::new(239, 255, 0, 1);
+
+/// Configuration of a [`UdpTransport`].
+///
+/// Build it with [`UdpConfig::new`] (or [`Default`], domain 0) and adjust the public fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UdpConfig {
+    /// DDS domain id. Default 0.
+    pub domain_id: u32,
+    /// Participant id; `None` (the default) probes 0..=119 and takes the first id whose SPDP
+    /// unicast and user unicast ports both bind.
+    pub participant_id: Option<u32>,
+    /// Interface used for multicast and announced in the unicast locators. Default
+    /// [`InterfaceSelector::Default`].
+    pub interface: InterfaceSelector,
+    /// Whether to create the multicast sockets and announce multicast locators. Default true.
+    pub multicast_enabled: bool,
+    /// Multicast group for SPDP and user data. Default 239.255.0.1.
+    pub multicast_group: Ipv4Addr,
+    /// Requested `SO_RCVBUF` of every receive socket, in bytes; `None` (default) keeps the
+    /// system default. The kernel may clamp (and Linux doubles) it: see
+    /// [`UdpTransport::buffer_sizes`].
+    pub recv_buffer_bytes: Option<usize>,
+    /// Requested `SO_SNDBUF` of the send socket, in bytes; `None` (default) keeps the system
+    /// default.
+    pub send_buffer_bytes: Option<usize>,
+    /// `IP_MULTICAST_TTL` of sent multicast datagrams. Default 1 (stay on the local subnet).
+    pub multicast_ttl: u32,
+    /// `IP_MULTICAST_LOOP`: deliver our own multicast to sockets on this host. Default true
+    /// (other participants on the same host must see our SPDP announcements).
+    pub multicast_loop: bool,
+    /// The RTPS port formula parameters. Default: the specification's values.
+    pub port_mapping: PortMapping,
+    /// Largest datagram payload `send` accepts, in bytes, 1..=65507. Default 65507.
+    pub max_message_size: usize,
+}
+
+impl Default for UdpConfig {
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
+impl UdpConfig {
+    /// The default configuration for `domain_id`.
+    pub fn new(domain_id: u32) -> Self {
+        Self {
+            domain_id,
+            participant_id: None,
+            interface: InterfaceSelector::Default,
+            multicast_enabled: true,
+            multicast_group: DEFAULT_MULTICAST_GROUP,
+            recv_buffer_bytes: None,
+            send_buffer_bytes: None,
+            multicast_ttl: 1,
+            multicast_loop: true,
+            port_mapping: PortMapping::RTPS_DEFAULT,
+            max_message_size: MAX_UDP_PAYLOAD,
+        }
+    }
+}
+
+/// Which traffic a socket carries, from the port it is bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TrafficKind {
+    /// Discovery traffic (SPDP/SEDP and other builtin endpoints): the SPDP ports.
+    Metatraffic,
+    /// User data: the user ports.
+    UserData,
+}
+
+/// Metadata of one received datagram; the bytes are `buf[..len]` of the caller's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Received {
+    /// Number of bytes written to the start of the buffer.
+    pub len: usize,
+    /// Source address of the datagram.
+    pub src: SocketAddrV4,
+    /// Traffic kind of the socket it arrived on.
+    pub kind: TrafficKind,
+    /// Whether it arrived on a multicast socket.
+    pub multicast: bool,
+    /// Local port of the socket it arrived on.
+    pub local_port: u16,
+}
+
+/// Kernel-granted socket buffer sizes, in bytes (Linux reports twice the requested value,
+/// clamped to `net.core.[rw]mem_max`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BufferSizes {
+    /// `SO_SNDBUF` of the send socket.
+    pub send: usize,
+    /// `SO_RCVBUF` of the metatraffic unicast socket (all receive sockets get the same
+    /// request).
+    pub recv: usize,
+}
+
+#[derive(Debug)]
+struct RecvSocket {
+    socket: Arc<UdpSocket>,
+    kind: TrafficKind,
+    multicast: bool,
+    local_port: u16,
+}
+
+/// A UDPv4 RTPS transport for one participant.
+///
+/// See the [crate documentation](crate) for the threading and shutdown contract.
+#[derive(Debug)]
+pub struct UdpTransport {
+    domain_id: u32,
+    participant_id: u32,
+    ports: ParticipantPorts,
+    interface: NetworkInterface,
+    send_socket: Socket,
+    recv_sockets: Vec<RecvSocket>,
+    shutdown: Arc<AtomicBool>,
+    max_message_size: usize,
+    buffer_sizes: BufferSizes,
+    metatraffic_unicast: [UdpLocator; 1],
+    default_unicast: [UdpLocator; 1],
+    metatraffic_multicast: Vec<UdpLocator>,
+    default_multicast: Vec<UdpLocator>,
+}
+
+fn udp_socket(op: &'static str) -> Result<Socket, TransportError> {
+    Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(TransportError::socket(op))
+}
+
+fn set_recv_buffer(socket: &Socket, bytes: Option<usize>) -> Result<(), TransportError> {
+    match bytes {
+        Some(n) => socket
+            .set_recv_buffer_size(n)
+            .map_err(TransportError::socket("set SO_RCVBUF")),
+        None => Ok(()),
+    }
+}
+
+/// Binds an exclusive unicast socket on `0.0.0.0:port` (no `SO_REUSEADDR`, so a port held by
+/// another participant fails with `AddrInUse`).
+fn bind_unicast(port: u16, recv_buffer: Option<usize>) -> Result<Socket, BindFailure> {
+    let socket = udp_socket("create unicast socket").map_err(BindFailure::Fatal)?;
+    set_recv_buffer(&socket, recv_buffer).map_err(BindFailure::Fatal)?;
+    let addr = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port);
+    match socket.bind(&SockAddr::from(addr)) {
+        Ok(()) => Ok(socket),
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse => Err(BindFailure::InUse(port, e)),
+        Err(e) => Err(BindFailure::Fatal(TransportError::Socket {
+            op: "bind unicast socket",
+            source: e,
+        })),
+    }
+}
+
+enum BindFailure {
+    InUse(u16, io::Error),
+    Fatal(TransportError),
+}
+
+/// Creates a shared multicast receive socket for `group:port`, joined on `iface`.
+fn bind_multicast(
+    group: Ipv4Addr,
+    port: u16,
+    iface: Ipv4Addr,
+    recv_buffer: Option<usize>,
+) -> Result<Socket, TransportError> {
+    let socket = udp_socket("create multicast socket")?;
+    socket
+        .set_reuse_address(true)
+        .map_err(TransportError::socket("set SO_REUSEADDR"))?;
+    #[cfg(all(unix, not(any(target_os = "solaris", target_os = "illumos"))))]
+    socket
+        .set_reuse_port(true)
+        .map_err(TransportError::socket("set SO_REUSEPORT"))?;
+    set_recv_buffer(&socket, recv_buffer)?;
+    // Binding to the group address (where the OS allows it) keeps unicast datagrams to the same
+    // port and other groups' traffic off this socket.
+    #[cfg(unix)]
+    let bind_ip = group;
+    #[cfg(not(unix))]
+    let bind_ip = Ipv4Addr::UNSPECIFIED;
+    socket
+        .bind(&SockAddr::from(SocketAddrV4::new(bind_ip, port)))
+        .map_err(TransportError::socket("bind multicast socket"))?;
+    #[cfg(target_os = "linux")]
+    socket
+        .set_multicast_all_v4(false)
+        .map_err(TransportError::socket("clear IP_MULTICAST_ALL"))?;
+    socket
+        .join_multicast_v4(&group, &iface)
+        .map_err(TransportError::socket("join multicast group"))?;
+    Ok(socket)
+}
+
+fn into_recv_socket(socket: Socket, kind: TrafficKind, multicast: bool, port: u16) -> RecvSocket {
+    let socket: UdpSocket = socket.into();
+    // Linux wakes a blocked recv on shutdown(SHUT_RD) even for unconnected UDP sockets, so no
+    // timeout is needed there. Elsewhere poll the shutdown flag every 100 ms.
+    #[cfg(not(target_os = "linux"))]
+    let _ = socket.set_read_timeout(Some(std::time::Duration::from_millis(100)));
+    RecvSocket {
+        socket: Arc::new(socket),
+        kind,
+        multicast,
+        local_port: port,
+    }
+}
+
+impl UdpTransport {
+    /// Creates the sockets described by `config`.
+    ///
+    /// Errors: the interface does not exist ([`TransportError::InterfaceNotFound`],
+    /// [`TransportError::AddressNotFound`]), a port is out of range
+    /// ([`TransportError::Port`]), the requested participant id is taken
+    /// ([`TransportError::ParticipantIdInUse`]) or all are
+    /// ([`TransportError::NoFreeParticipantId`]), or a socket option failed.
+    pub fn new(config: &UdpConfig) -> Result<Self, TransportError> {
+        if config.max_message_size == 0 || config.max_message_size > MAX_UDP_PAYLOAD {
+            return Err(TransportError::InvalidMaxMessageSize(
+                config.max_message_size,
+            ));
+        }
+        if config.multicast_enabled && !config.multicast_group.is_multicast() {
+            return Err(TransportError::NotMulticast(config.multicast_group));
+        }
+        if let Some(pid) = config.participant_id {
+            if pid > MAX_PARTICIPANT_ID {
+                return Err(TransportError::ParticipantIdOutOfRange(pid));
+            }
+        }
+        let interface = config.interface.resolve()?;
+        let mapping = &config.port_mapping;
+        let domain_id = config.domain_id;
+        // Validate the multicast ports before probing.
+        mapping.spdp_multicast_port(domain_id)?;
+        mapping.user_multicast_port(domain_id)?;
+
+        let (participant_id, ports, meta_uc, user_uc) = match config.participant_id {
+            Some(pid) => {
+                let ports = mapping.ports(domain_id, pid)?;
+                match Self::bind_pair(&ports, config.recv_buffer_bytes) {
+                    Ok((m, u)) => (pid, ports, m, u),
+                    Err(BindFailure::InUse(port, source)) => {
+                        return Err(TransportError::ParticipantIdInUse {
+                            participant_id: pid,
+                            port,
+                            source,
+                        })
+                    }
+                    Err(BindFailure::Fatal(e)) => return Err(e),
+                }
+            }
+            None => {
+                let mut found = None;
+                for pid in 0..=MAX_PARTICIPANT_ID {
+                    let ports = mapping.ports(domain_id, pid)?;
+                    match Self::bind_pair(&ports, config.recv_buffer_bytes) {
+                        Ok((m, u)) => {
+                            found = Some((pid, ports, m, u));
+                            break;
+                        }
+                        Err(BindFailure::InUse(..)) => continue,
+                        Err(BindFailure::Fatal(e)) => return Err(e),
+                    }
+                }
+                found.ok_or(TransportError::NoFreeParticipantId { domain_id })?
+            }
+        };
+
+        let send_socket = udp_socket("create send socket")?;
+        if let Some(n) = config.send_buffer_bytes {
+            send_socket
+                .set_send_buffer_size(n)
+                .map_err(TransportError::socket("set SO_SNDBUF"))?;
+        }
+        if config.multicast_enabled {
+            send_socket
+                .set_multicast_if_v4(&interface.address)
+                .map_err(TransportError::socket("set IP_MULTICAST_IF"))?;
+            send_socket
+                .set_multicast_ttl_v4(config.multicast_ttl)
+                .map_err(TransportError::socket("set IP_MULTICAST_TTL"))?;
+            send_socket
+                .set_multicast_loop_v4(config.multicast_loop)
+                .map_err(TransportError::socket("set IP_MULTICAST_LOOP"))?;
+        }
+        send_socket
+            .bind(&SockAddr::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)))
+            .map_err(TransportError::socket("bind send socket"))?;
+
+        let buffer_sizes = BufferSizes {
+            send: send_socket
+                .send_buffer_size()
+                .map_err(TransportError::socket("get SO_SNDBUF"))?,
+            recv: meta_uc
+                .recv_buffer_size()
+                .map_err(TransportError::socket("get SO_RCVBUF"))?,
+        };
+
+        let mut recv_sockets = vec![
+            into_recv_socket(meta_uc, TrafficKind::Metatraffic, false, ports.spdp_unicast),
+            into_recv_socket(user_uc, TrafficKind::UserData, false, ports.user_unicast),
+        ];
+        let group = config.multicast_group;
+        let (metatraffic_multicast, default_multicast) = if config.multicast_enabled {
+            let meta_mc = bind_multicast(
+                group,
+                ports.spdp_multicast,
+                interface.address,
+                config.recv_buffer_bytes,
+            )?;
+            let user_mc = bind_multicast(
+                group,
+                ports.user_multicast,
+                interface.address,
+                config.recv_buffer_bytes,
+            )?;
+            recv_sockets.push(into_recv_socket(
+                meta_mc,
+                TrafficKind::Metatraffic,
+                true,
+                ports.spdp_multicast,
+            ));
+            recv_sockets.push(into_recv_socket(
+                user_mc,
+                TrafficKind::UserData,
+                true,
+                ports.user_multicast,
+            ));
+            (
+                vec![UdpLocator::new(group, ports.spdp_multicast)],
+                vec![UdpLocator::new(group, ports.user_multicast)],
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
+
+        Ok(Self {
+            domain_id,
+            participant_id,
+            ports,
+            metatraffic_unicast: [UdpLocator::new(interface.address, ports.spdp_unicast)],
+            default_unicast: [UdpLocator::new(interface.address, ports.user_unicast)],
+            interface,
+            send_socket,
+            recv_sockets,
+            shutdown: Arc::new(AtomicBool::new(false)),
+            max_message_size: config.max_message_size,
+            buffer_sizes,
+            metatraffic_multicast,
+            default_multicast,
+        })
+    }
+
+    fn bind_pair(
+        ports: &ParticipantPorts,
+        recv_buffer: Option<usize>,
+    ) -> Result<(Socket, Socket), BindFailure> {
+        let meta = bind_unicast(ports.spdp_unicast, recv_buffer)?;
+        let user = bind_unicast(ports.user_unicast, recv_buffer)?;
+        Ok((meta, user))
+    }
+
+    /// The domain id.
+    pub fn domain_id(&self) -> u32 {
+        self.domain_id
+    }
+
+    /// The participant id (requested or found by probing).
+    pub fn participant_id(&self) -> u32 {
+        self.participant_id
+    }
+
+    /// The four ports of this participant.
+    pub fn ports(&self) -> ParticipantPorts {
+        self.ports
+    }
+
+    /// The selected interface.
+    pub fn interface(&self) -> &NetworkInterface {
+        &self.interface
+    }
+
+    /// Granted socket buffer sizes.
+    pub fn buffer_sizes(&self) -> BufferSizes {
+        self.buffer_sizes
+    }
+
+    /// Largest payload [`send`](Self::send) accepts (65507 unless configured lower).
+    pub fn max_message_size(&self) -> usize {
+        self.max_message_size
+    }
+
+    /// Metatraffic unicast locators to announce in SPDP: interface address + SPDP unicast port.
+    pub fn metatraffic_unicast_locators(&self) -> &[UdpLocator] {
+        &self.metatraffic_unicast
+    }
+
+    /// Default (user-data) unicast locators to announce: interface address + user unicast port.
+    pub fn default_unicast_locators(&self) -> &[UdpLocator] {
+        &self.default_unicast
+    }
+
+    /// Metatraffic multicast locators (group + SPDP multicast port); empty when multicast is
+    /// disabled. SPDP announcements are sent here.
+    pub fn metatraffic_multicast_locators(&self) -> &[UdpLocator] {
+        &self.metatraffic_multicast
+    }
+
+    /// Default (user-data) multicast locators (group + user multicast port); empty when
+    /// multicast is disabled.
+    pub fn default_multicast_locators(&self) -> &[UdpLocator] {
+        &self.default_multicast
+    }
+
+    /// Sends one datagram made of the concatenation of `bufs` to `dst`, without copying.
+    ///
+    /// Thread-safe (`&self`), allocation-free. Returns the number of bytes sent. Fails with
+    /// [`io::ErrorKind::InvalidInput`] when the total exceeds
+    /// [`max_message_size`](Self::max_message_size) and with [`io::ErrorKind::NotConnected`]
+    /// after [`shutdown`](Self::shutdown).
+    pub fn send(&self, dst: SocketAddrV4, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if total > self.max_message_size {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        if self.shutdown.load(Ordering::Relaxed) {
+            return Err(io::ErrorKind::NotConnected.into());
+        }
+        self.send_socket
+            .send_to_vectored(bufs, &SockAddr::from(dst))
+    }
+
+    /// Sends one contiguous datagram; see [`send`](Self::send).
+    pub fn send_to(&self, dst: SocketAddrV4, buf: &[u8]) -> io::Result<usize> {
+        self.send(dst, &[IoSlice::new(buf)])
+    }
+
+    /// Receive handles, one per socket: metatraffic unicast, user unicast, then (with
+    /// multicast) metatraffic multicast and user multicast.
+    ///
+    /// Each handle is meant to be owned by one receive thread. Calling this again returns new
+    /// handles on the same sockets; a datagram is then delivered to only one of them.
+    pub fn receivers(&self) -> Vec<UdpReceiver> {
+        self.recv_sockets
+            .iter()
+            .map(|s| UdpReceiver {
+                socket: Arc::clone(&s.socket),
+                kind: s.kind,
+                multicast: s.multicast,
+                local_port: s.local_port,
+                shutdown: Arc::clone(&self.shutdown),
+            })
+            .collect()
+    }
+
+    /// Stops the transport: every blocked or later [`UdpReceiver::recv`] returns `Ok(None)`
+    /// promptly, and [`send`](Self::send) fails. Idempotent; also done on drop.
+    pub fn shutdown(&self) {
+        if self.shutdown.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for s in &self.recv_sockets {
+            // On an unconnected UDP socket Linux reports ENOTCONN but still marks the socket
+            // shut down for reading and wakes blocked readers, which is all we need.
+            let _ = SockRef::from(&*s.socket).shutdown(Shutdown::Read);
+        }
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) has been called.
+    pub fn is_shut_down(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for UdpTransport {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A blocking receive handle on one socket of a [`UdpTransport`]; owned by one thread.
+#[derive(Debug)]
+pub struct UdpReceiver {
+    socket: Arc<UdpSocket>,
+    kind: TrafficKind,
+    multicast: bool,
+    local_port: u16,
+    shutdown: Arc<AtomicBool>,
+}
+
+impl UdpReceiver {
+    /// Traffic kind of this socket.
+    pub fn kind(&self) -> TrafficKind {
+        self.kind
+    }
+
+    /// Whether this is a multicast socket.
+    pub fn is_multicast(&self) -> bool {
+        self.multicast
+    }
+
+    /// Local port of this socket.
+    pub fn local_port(&self) -> u16 {
+        self.local_port
+    }
+
+    /// Blocks until a datagram arrives (written to the start of `buf`) or the transport is
+    /// shut down (`Ok(None)`).
+    ///
+    /// Does not allocate. A datagram longer than `buf` is truncated to `buf.len()`, so pass a
+    /// buffer of [`MAX_UDP_PAYLOAD`] bytes (or the peer's maximum message size). Datagrams
+    /// with a non-IPv4 source are skipped.
+    pub fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<Received>> {
+        loop {
+            if self.shutdown.load(Ordering::Acquire) {
+                return Ok(None);
+            }
+            match self.socket.recv_from(buf) {
+                Ok((len, SocketAddr::V4(src))) => {
+                    if len == 0 && self.shutdown.load(Ordering::Acquire) {
+                        return Ok(None);
+                    }
+                    return Ok(Some(Received {
+                        len,
+                        src,
+                        kind: self.kind,
+                        multicast: self.multicast,
+                        local_port: self.local_port,
+                    }));
+                }
+                Ok((_, SocketAddr::V6(_))) => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => {
+                    if self.shutdown.load(Ordering::Acquire) {
+                        return Ok(None);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lo_config(domain_id: u32) -> UdpConfig {
+        UdpConfig {
+            interface: InterfaceSelector::Name("lo".into()),
+            multicast_enabled: false,
+            ..UdpConfig::new(domain_id)
+        }
+    }
+
+    #[test]
+    fn config_defaults() {
+        let c = UdpConfig::default();
+        assert_eq!(c.domain_id, 0);
+        assert_eq!(c.multicast_group, Ipv4Addr::new(239, 255, 0, 1));
+        assert_eq!(c.max_message_size, 65_507);
+        assert!(c.multicast_enabled);
+        assert_eq!(c.participant_id, None);
+    }
+
+    #[test]
+    fn rejects_bad_max_message_size() {
+        let mut c = lo_config(201);
+        c.max_message_size = 70_000;
+        assert!(matches!(
+            UdpTransport::new(&c),
+            Err(TransportError::InvalidMaxMessageSize(70_000))
+        ));
+        c.max_message_size = 0;
+        assert!(matches!(
+            UdpTransport::new(&c),
+            Err(TransportError::InvalidMaxMessageSize(0))
+        ));
+    }
+
+    #[test]
+    fn rejects_non_multicast_group_and_large_pid() {
+        let mut c = lo_config(201);
+        c.multicast_enabled = true;
+        c.multicast_group = Ipv4Addr::new(10, 0, 0, 1);
+        assert!(matches!(
+            UdpTransport::new(&c),
+            Err(TransportError::NotMulticast(_))
+        ));
+        let mut c = lo_config(201);
+        c.participant_id = Some(120);
+        assert!(matches!(
+            UdpTransport::new(&c),
+            Err(TransportError::ParticipantIdOutOfRange(120))
+        ));
+    }
+
+    #[test]
+    fn too_large_domain_is_a_port_error() {
+        let c = lo_config(240);
+        assert!(matches!(
+            UdpTransport::new(&c),
+            Err(TransportError::Port(_))
+        ));
+    }
+
+    #[test]
+    fn oversized_send_is_rejected_without_sending() {
+        let mut c = lo_config(202);
+        c.max_message_size = 100;
+        let t = UdpTransport::new(&c).unwrap();
+        let big = [0u8; 101];
+        let dst = t.default_unicast_locators()[0].socket_addr();
+        let err = t.send_to(dst, &big).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(t.send_to(dst, &big[..100]).unwrap(), 100);
+        t.shutdown();
+        assert!(t.is_shut_down());
+        assert_eq!(
+            t.send_to(dst, &big[..1]).unwrap_err().kind(),
+            io::ErrorKind::NotConnected
+        );
+    }
+}
