@@ -11,17 +11,17 @@ mod user {
     // Deliberately no `use` of ferrodds_cdr items: generated code must be self-contained.
     #[derive(Debug, Clone, PartialEq, Default, ferrodds_cdr::TopicType)]
     #[dds(type_name = "test::Mut", extensibility = "mutable")]
-    pub struct Mut {
+    pub(crate) struct Mut {
         #[key]
         #[dds(id = 1)]
-        pub a: u16,
+        pub(crate) a: u16,
         #[dds(id = 2)]
-        pub b: f64,
-        pub s: String,
+        pub(crate) b: f64,
+        pub(crate) s: String,
     }
 
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ferrodds_cdr::CdrEnum)]
-    pub enum Color {
+    pub(crate) enum Color {
         #[default]
         Red,
         Green = 5,
