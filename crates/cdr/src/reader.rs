@@ -314,17 +314,16 @@ impl<'a> CdrReader<'a> {
     }
 
     /// Reads the next member header of a mutable type, or `None` at its end (XCDR1: the
-    /// PID_LIST_END sentinel or the end of the enclosing scope; XCDR2: the DHEADER's end).
+    /// PID_LIST_END sentinel, which is required; XCDR2: the end of the DHEADER).
     /// XCDR1 PID_IGNORE parameters are skipped. The returned header's scope covers the
     /// member data; pass it to [`end_member`](Self::end_member) after reading the value.
     pub fn next_member(&mut self) -> Result<Option<MemberHeader>, CdrError> {
         match self.encoding.version {
             XcdrVersion::Xcdr1 => loop {
                 self.align(4)?;
-                if self.remaining() == 0 {
-                    return Ok(None);
-                }
                 let offset = self.pos;
+                // A parameter list must end with PID_LIST_END; running out of input first
+                // is a truncation.
                 let raw = self.read_u16()?;
                 let slen = self.read_u16()?;
                 let pid = raw & PID_MASK;
