@@ -1,2 +1,79 @@
-//! ferrodds (contract to be written).
+//! FerroDDS: a DDS implementation speaking the standard RTPS 2.x wire protocol over UDPv4.
+//!
+//! # Contract
+//!
+//! * **Entities.** [`DomainParticipant`] → [`Topic`] / [`Publisher`] / [`Subscriber`] →
+//!   [`DataWriter<T>`] / [`DataReader<T>`] for any `T: ferrodds_cdr::TopicType`
+//!   (`#[derive(TopicType)]`). Handles are `Send + Sync`; dropping a writer or reader deletes
+//!   it (remote peers see it unmatched); dropping the participant deletes everything, sends
+//!   the SEDP disposals best-effort, joins the threads and closes the sockets. Entity
+//!   handles that outlive their participant return [`DdsError::AlreadyDeleted`].
+//! * **Threads.** Each participant runs one receive thread per UDP socket (metatraffic and
+//!   user unicast, plus the multicast sockets when multicast is on) and one event thread.
+//!   A receive thread parses, runs the protocol engine and delivers in the same thread:
+//!   samples are decoded into the reader's cache, waiting readers and wait sets are woken and
+//!   listeners are called there. The event thread sleeps until the engine's next timeout
+//!   (heartbeats, SPDP announcements, lease checks) and is woken early when an operation
+//!   moves that timeout forward.
+//! * **Write path.** [`DataWriter::write`] serializes (XCDR1 little-endian) into a reusable
+//!   per-writer buffer, gives the change to the engine and sends the resulting datagrams
+//!   **from the calling thread** — no hand-off to another thread.
+//! * **What blocks.** `write` blocks only with KEEP_ALL history full of unacknowledged
+//!   samples, for at most `reliability.max_blocking_time`, then returns
+//!   [`DdsError::Timeout`]. [`DataWriter::wait_for_acknowledgments`],
+//!   [`DataReader::wait_for_data`], [`WaitSet::wait`] and the `wait_for_*` helpers block up
+//!   to their timeout. Nothing else blocks except on the locks below.
+//! * **Locking.** One mutex guards the protocol engine (held while running an engine
+//!   operation and sending the datagrams it produced; never while decoding for a reader or
+//!   calling a listener). Each endpoint has small status and cache mutexes of its own.
+//!   Listeners run with no runtime lock held, so they may call any API.
+//! * **Configuration.** [`Config`] (builder setters, documented defaults).
+//!   [`DomainParticipant::new`] applies the environment overrides `FERRODDS_INTERFACE`
+//!   (interface name or IPv4 address), `FERRODDS_PEERS` (comma-separated IPv4 unicast
+//!   discovery peers) and `FERRODDS_MULTICAST` (`0`/`1`);
+//!   [`DomainParticipant::with_config`] uses exactly the configuration it is given.
+//! * **Errors.** Every fallible call returns [`DdsError`], mirroring the DDS return codes,
+//!   with lower-layer errors as typed sources. Runtime failures in threads (a failed send, a
+//!   malformed datagram) never panic; they are logged with `tracing`. `write` takes the
+//!   sample by reference, so a failed write leaves it with the caller.
+//! * **Not yet.** Content filters, deadline/liveliness enforcement in the API, per-endpoint
+//!   engine locks, an async facade; the capture tap writes synchronously.
+
 #![forbid(unsafe_code)]
+
+mod capture;
+mod config;
+mod entity;
+mod error;
+mod participant;
+mod qos;
+mod reader;
+mod runtime;
+mod sample;
+mod status;
+mod typesupport;
+mod waitset;
+mod writer;
+
+pub use config::{Config, Interface, ENV_INTERFACE, ENV_MULTICAST, ENV_PEERS};
+pub use error::{DdsError, DdsResult};
+pub use participant::{DomainParticipant, Publisher, Subscriber, Topic, VENDOR_ID};
+pub use qos::{
+    DataReaderQos, DataWriterQos, Durability, History, Liveliness, LivelinessKind, Ownership,
+    PublisherQos, QosPolicyId, Reliability, ReliabilityKind, ResourceLimits, SubscriberQos,
+    TopicQos,
+};
+pub use reader::DataReader;
+pub use runtime::time_to_unix_nanos;
+pub use sample::{InstanceHandle, InstanceState, Sample, SampleInfo, SampleState};
+pub use status::{
+    DataReaderListener, DataWriterListener, OfferedIncompatibleQosStatus, PublicationMatchedStatus,
+    RequestedIncompatibleQosStatus, SampleLostStatus, StatusMask, SubscriptionMatchedStatus,
+};
+pub use waitset::{Condition, GuardCondition, ReadCondition, StatusCondition, WaitSet};
+pub use writer::DataWriter;
+
+/// Re-exports of the CDR layer: the `TopicType` trait and derive, and the shipped types.
+pub use ferrodds_cdr::{self as cdr, TopicType};
+/// GUIDs and RTPS time as used in sample infos and statuses.
+pub use ferrodds_rtps::{Guid, GuidPrefix, Time};

@@ -1,0 +1,316 @@
+//! Participant configuration: one [`Config`] value with builder setters and env overrides.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::DdsError;
+
+/// Environment variable overriding [`Config::interface`] (a name such as `lo` or an IPv4
+/// address such as `127.0.0.1`).
+pub const ENV_INTERFACE: &str = "FERRODDS_INTERFACE";
+/// Environment variable overriding [`Config::initial_peers`]: comma-separated IPv4 addresses.
+pub const ENV_PEERS: &str = "FERRODDS_PEERS";
+/// Environment variable overriding [`Config::multicast`]: `0` (off) or `1` (on).
+pub const ENV_MULTICAST: &str = "FERRODDS_MULTICAST";
+
+/// How the participant chooses its network interface.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Interface {
+    /// The first interface that is up, not loopback and multicast-capable (as other DDS
+    /// implementations do); the loopback interface when there is none.
+    #[default]
+    Default,
+    /// An interface by system name, e.g. `lo` or `eth0`.
+    Name(String),
+    /// The interface carrying this IPv4 address, e.g. `127.0.0.1`.
+    Address(Ipv4Addr),
+}
+
+impl Interface {
+    /// Parses `""`/`"default"` as [`Interface::Default`], a dotted IPv4 address as
+    /// [`Interface::Address`] and anything else as [`Interface::Name`].
+    pub fn parse(s: &str) -> Self {
+        let s = s.trim();
+        if s.is_empty() || s.eq_ignore_ascii_case("default") {
+            Self::Default
+        } else if let Ok(a) = s.parse::<Ipv4Addr>() {
+            Self::Address(a)
+        } else {
+            Self::Name(s.to_owned())
+        }
+    }
+}
+
+/// Configuration of a [`crate::DomainParticipant`].
+///
+/// Every field has a documented default and unit. `Config::default()` does **not** read the
+/// environment; [`Config::from_env`] (used by [`crate::DomainParticipant::new`]) applies
+/// `FERRODDS_INTERFACE`, `FERRODDS_PEERS` and `FERRODDS_MULTICAST` on top of the defaults.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Config {
+    /// Network interface for discovery and user data. Default: [`Interface::Default`] (first
+    /// non-loopback multicast-capable interface). Tests pin this to `127.0.0.1`.
+    pub interface: Interface,
+    /// Whether SPDP discovery and user data use IPv4 multicast (group 239.255.0.1).
+    /// Default: `true`.
+    pub multicast: bool,
+    /// Unicast discovery peers (IPv4 addresses). SPDP announcements are sent to the SPDP unicast
+    /// ports of participant ids `0..=max_peer_participant_id` at each peer. Default: empty.
+    pub initial_peers: Vec<Ipv4Addr>,
+    /// Highest participant id probed at each initial peer. Default: `9`.
+    pub max_peer_participant_id: u32,
+    /// Participant id (selects the unicast ports). Default: `None` = the first free id in
+    /// `0..=119`.
+    pub participant_id: Option<u32>,
+    /// Socket receive buffer size in bytes (the kernel may clamp it). Default: 4 MiB.
+    pub recv_buffer_bytes: usize,
+    /// Socket send buffer size in bytes (the kernel may clamp it). Default: 1 MiB.
+    pub send_buffer_bytes: usize,
+    /// Participant lease duration announced in SPDP. Default: 20 s.
+    pub lease_duration: Duration,
+    /// Period of SPDP announcements. Default: 3 s (the first one is sent at creation).
+    pub spdp_period: Duration,
+    /// Heartbeat period of reliable writers while data is unacknowledged. Default: 100 ms.
+    pub heartbeat_period: Duration,
+    /// Largest RTPS message (UDP payload) in bytes. Default: 65000.
+    pub max_message_size: usize,
+    /// When set, every datagram sent and received by the participant is written to this
+    /// pcapng file (synthetic Ethernet/IPv4/UDP headers, with direction). Default: `None`.
+    pub capture_file: Option<PathBuf>,
+    /// Participant name announced in SPDP (`PID_ENTITY_NAME`). Default: `None`.
+    pub entity_name: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            interface: Interface::Default,
+            multicast: true,
+            initial_peers: Vec::new(),
+            max_peer_participant_id: 9,
+            participant_id: None,
+            recv_buffer_bytes: 4 * 1024 * 1024,
+            send_buffer_bytes: 1024 * 1024,
+            lease_duration: Duration::from_secs(20),
+            spdp_period: Duration::from_secs(3),
+            heartbeat_period: Duration::from_millis(100),
+            max_message_size: 65_000,
+            capture_file: None,
+            entity_name: None,
+        }
+    }
+}
+
+impl Config {
+    /// Defaults with the `FERRODDS_*` environment overrides applied.
+    pub fn from_env() -> Result<Self, DdsError> {
+        Self::default().with_env_overrides()
+    }
+
+    /// A loopback-only configuration: interface `127.0.0.1`, multicast off, initial peer
+    /// `127.0.0.1`. This is what tests and examples in this repository use.
+    pub fn loopback() -> Self {
+        Self::default()
+            .interface(Interface::Address(Ipv4Addr::LOCALHOST))
+            .multicast(false)
+            .initial_peers(vec![Ipv4Addr::LOCALHOST])
+    }
+
+    /// Applies `FERRODDS_INTERFACE`, `FERRODDS_PEERS` and `FERRODDS_MULTICAST` when set.
+    pub fn with_env_overrides(self) -> Result<Self, DdsError> {
+        self.with_overrides_from(|k| std::env::var(k).ok())
+    }
+
+    /// Applies the overrides read through `get` (the environment in
+    /// [`Config::with_env_overrides`]); split out so it can be tested without touching the
+    /// process environment.
+    pub fn with_overrides_from(
+        mut self,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, DdsError> {
+        if let Some(v) = get(ENV_INTERFACE) {
+            self.interface = Interface::parse(&v);
+        }
+        if let Some(v) = get(ENV_PEERS) {
+            let mut peers = Vec::new();
+            for p in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let a = p.parse::<Ipv4Addr>().map_err(|_| DdsError::BadParameter {
+                    what: "FERRODDS_PEERS must be comma-separated IPv4 addresses",
+                })?;
+                peers.push(a);
+            }
+            self.initial_peers = peers;
+        }
+        if let Some(v) = get(ENV_MULTICAST) {
+            self.multicast = match v.trim() {
+                "0" | "false" | "off" => false,
+                "1" | "true" | "on" => true,
+                _ => {
+                    return Err(DdsError::BadParameter {
+                        what: "FERRODDS_MULTICAST must be 0 or 1",
+                    })
+                }
+            };
+        }
+        Ok(self)
+    }
+
+    /// Sets [`Config::interface`].
+    pub fn interface(mut self, interface: Interface) -> Self {
+        self.interface = interface;
+        self
+    }
+    /// Sets [`Config::multicast`].
+    pub fn multicast(mut self, on: bool) -> Self {
+        self.multicast = on;
+        self
+    }
+    /// Sets [`Config::initial_peers`].
+    pub fn initial_peers(mut self, peers: Vec<Ipv4Addr>) -> Self {
+        self.initial_peers = peers;
+        self
+    }
+    /// Sets [`Config::max_peer_participant_id`].
+    pub fn max_peer_participant_id(mut self, id: u32) -> Self {
+        self.max_peer_participant_id = id;
+        self
+    }
+    /// Sets [`Config::participant_id`].
+    pub fn participant_id(mut self, id: Option<u32>) -> Self {
+        self.participant_id = id;
+        self
+    }
+    /// Sets [`Config::recv_buffer_bytes`].
+    pub fn recv_buffer_bytes(mut self, bytes: usize) -> Self {
+        self.recv_buffer_bytes = bytes;
+        self
+    }
+    /// Sets [`Config::send_buffer_bytes`].
+    pub fn send_buffer_bytes(mut self, bytes: usize) -> Self {
+        self.send_buffer_bytes = bytes;
+        self
+    }
+    /// Sets [`Config::lease_duration`].
+    pub fn lease_duration(mut self, d: Duration) -> Self {
+        self.lease_duration = d;
+        self
+    }
+    /// Sets [`Config::spdp_period`].
+    pub fn spdp_period(mut self, d: Duration) -> Self {
+        self.spdp_period = d;
+        self
+    }
+    /// Sets [`Config::heartbeat_period`].
+    pub fn heartbeat_period(mut self, d: Duration) -> Self {
+        self.heartbeat_period = d;
+        self
+    }
+    /// Sets [`Config::max_message_size`].
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+    /// Sets [`Config::capture_file`].
+    pub fn capture_file(mut self, path: Option<PathBuf>) -> Self {
+        self.capture_file = path;
+        self
+    }
+    /// Sets [`Config::entity_name`].
+    pub fn entity_name(mut self, name: Option<String>) -> Self {
+        self.entity_name = name;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), DdsError> {
+        if self.max_message_size < 1024 || self.max_message_size > 65_507 {
+            return Err(DdsError::BadParameter {
+                what: "max_message_size must be within 1024..=65507 bytes",
+            });
+        }
+        if self.spdp_period.is_zero() || self.heartbeat_period.is_zero() {
+            return Err(DdsError::BadParameter {
+                what: "spdp_period and heartbeat_period must be non-zero",
+            });
+        }
+        if self.lease_duration < self.spdp_period {
+            return Err(DdsError::BadParameter {
+                what: "lease_duration must not be shorter than spdp_period",
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn interface_parse() {
+        assert_eq!(Interface::parse(""), Interface::Default);
+        assert_eq!(Interface::parse("default"), Interface::Default);
+        assert_eq!(
+            Interface::parse("127.0.0.1"),
+            Interface::Address(Ipv4Addr::LOCALHOST)
+        );
+        assert_eq!(Interface::parse(" lo "), Interface::Name("lo".into()));
+    }
+
+    #[test]
+    fn env_overrides_apply() {
+        let c = Config::default()
+            .with_overrides_from(env(&[
+                (ENV_INTERFACE, "lo"),
+                (ENV_PEERS, "127.0.0.1, 10.0.0.2"),
+                (ENV_MULTICAST, "0"),
+            ]))
+            .unwrap();
+        assert_eq!(c.interface, Interface::Name("lo".into()));
+        assert_eq!(
+            c.initial_peers,
+            vec![Ipv4Addr::LOCALHOST, Ipv4Addr::new(10, 0, 0, 2)]
+        );
+        assert!(!c.multicast);
+        let unchanged = Config::default().with_overrides_from(env(&[])).unwrap();
+        assert_eq!(unchanged, Config::default());
+    }
+
+    #[test]
+    fn env_overrides_reject_garbage() {
+        assert!(matches!(
+            Config::default().with_overrides_from(env(&[(ENV_MULTICAST, "maybe")])),
+            Err(DdsError::BadParameter { .. })
+        ));
+        assert!(matches!(
+            Config::default().with_overrides_from(env(&[(ENV_PEERS, "host.example")])),
+            Err(DdsError::BadParameter { .. })
+        ));
+    }
+
+    #[test]
+    fn validate_bounds() {
+        assert!(Config::loopback().validate().is_ok());
+        assert!(Config::default()
+            .max_message_size(70_000)
+            .validate()
+            .is_err());
+        assert!(Config::default()
+            .lease_duration(Duration::from_secs(1))
+            .validate()
+            .is_err());
+        let lb = Config::loopback();
+        assert!(!lb.multicast);
+        assert_eq!(lb.initial_peers, vec![Ipv4Addr::LOCALHOST]);
+    }
+}

@@ -1,0 +1,569 @@
+//! Non-generic per-endpoint state shared between the runtime threads and the typed
+//! [`crate::DataWriter`] / [`crate::DataReader`] handles: statuses, condvars, listeners,
+//! attached wait sets, and the reader's sample cache.
+
+use std::any::Any;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use ferrodds_rtps::{ChangeKind, Event};
+
+use crate::qos::History;
+use crate::runtime::{lock, wait_timeout};
+use crate::sample::{InstanceHandle, InstanceState, SampleInfo, SampleState};
+use crate::status::{
+    DataReaderListener, DataWriterListener, OfferedIncompatibleQosStatus, PublicationMatchedStatus,
+    RequestedIncompatibleQosStatus, SampleLostStatus, StatusMask, SubscriptionMatchedStatus,
+};
+
+/// Wake-up point of one [`crate::WaitSet`].
+#[derive(Debug, Default)]
+pub(crate) struct WaitSetSignal {
+    pub(crate) generation: Mutex<u64>,
+    pub(crate) cv: Condvar,
+}
+
+impl WaitSetSignal {
+    pub(crate) fn notify(&self) {
+        *lock(&self.generation) += 1;
+        self.cv.notify_all();
+    }
+}
+
+/// Wait sets attached to an entity or condition.
+#[derive(Debug, Default)]
+pub(crate) struct Waiters(Mutex<Vec<Weak<WaitSetSignal>>>);
+
+impl Waiters {
+    pub(crate) fn attach(&self, s: &Arc<WaitSetSignal>) {
+        let mut v = lock(&self.0);
+        v.retain(|w| w.strong_count() > 0);
+        v.push(Arc::downgrade(s));
+    }
+    pub(crate) fn detach(&self, s: &Arc<WaitSetSignal>) {
+        lock(&self.0).retain(|w| w.upgrade().is_some_and(|x| !Arc::ptr_eq(&x, s)));
+    }
+    pub(crate) fn notify(&self) {
+        let v: Vec<Arc<WaitSetSignal>> = lock(&self.0).iter().filter_map(Weak::upgrade).collect();
+        for s in v {
+            s.notify();
+        }
+    }
+}
+
+/// Decodes a serialized payload into a boxed `T` plus the key hash of the decoded value.
+pub(crate) type DecodeFn =
+    dyn Fn(&[u8]) -> Option<(Box<dyn Any + Send>, Option<[u8; 16]>)> + Send + Sync;
+/// Computes the key hash from a key-only payload (dispose/unregister).
+pub(crate) type KeyFn = dyn Fn(&[u8]) -> Option<[u8; 16]> + Send + Sync;
+
+/// A decoded sample in a reader cache.
+pub(crate) struct CachedSample {
+    pub(crate) data: Option<Box<dyn Any + Send>>,
+    pub(crate) info: SampleInfo,
+}
+
+/// The reader's sample cache (what `read` looks at and `take` removes from).
+#[derive(Default)]
+pub(crate) struct ReaderCache {
+    pub(crate) samples: VecDeque<CachedSample>,
+    instances: HashMap<InstanceHandle, InstanceState>,
+    pub(crate) undecodable: u64,
+}
+
+#[derive(Default)]
+struct ReaderStatus {
+    data_flag: bool,
+    changed: StatusMask,
+    matched: SubscriptionMatchedStatus,
+    incompatible: RequestedIncompatibleQosStatus,
+    lost: SampleLostStatus,
+}
+
+/// Shared state of one reader.
+pub(crate) struct ReaderShared {
+    pub(crate) inbox: Mutex<VecDeque<ferrodds_rtps::Sample>>,
+    pub(crate) cache: Mutex<ReaderCache>,
+    status: Mutex<ReaderStatus>,
+    cv: Condvar,
+    listener: Mutex<Option<Arc<dyn DataReaderListener>>>,
+    pub(crate) waiters: Waiters,
+    decode: Box<DecodeFn>,
+    decode_key: Box<KeyFn>,
+    history: History,
+}
+
+impl ReaderShared {
+    pub(crate) fn new(history: History, decode: Box<DecodeFn>, decode_key: Box<KeyFn>) -> Self {
+        Self {
+            inbox: Mutex::new(VecDeque::new()),
+            cache: Mutex::new(ReaderCache::default()),
+            status: Mutex::new(ReaderStatus::default()),
+            cv: Condvar::new(),
+            listener: Mutex::new(None),
+            waiters: Waiters::default(),
+            decode,
+            decode_key,
+            history,
+        }
+    }
+
+    pub(crate) fn set_listener(&self, l: Option<Arc<dyn DataReaderListener>>) {
+        *lock(&self.listener) = l;
+    }
+
+    fn listener(&self) -> Option<Arc<dyn DataReaderListener>> {
+        lock(&self.listener).clone()
+    }
+
+    /// Moves samples from the inbox into the cache, decoding them and applying the history
+    /// policy. Returns the cache guard.
+    pub(crate) fn ingest(&self) -> std::sync::MutexGuard<'_, ReaderCache> {
+        let mut cache = lock(&self.cache);
+        loop {
+            let Some(s) = lock(&self.inbox).pop_front() else {
+                break;
+            };
+            self.ingest_one(&mut cache, s);
+        }
+        cache
+    }
+
+    fn ingest_one(&self, cache: &mut ReaderCache, s: ferrodds_rtps::Sample) {
+        let (data, decoded_key) = if s.kind == ChangeKind::Alive {
+            match (self.decode)(&s.payload) {
+                Some((d, k)) => (Some(d), k),
+                None => {
+                    cache.undecodable += 1;
+                    tracing::debug!(writer = ?s.writer_guid, sn = ?s.sequence_number, "undecodable sample dropped");
+                    return;
+                }
+            }
+        } else {
+            (None, None)
+        };
+        let key = s
+            .key_hash
+            .or(decoded_key)
+            .or_else(|| {
+                if s.kind == ChangeKind::Alive || s.payload.is_empty() {
+                    None
+                } else {
+                    (self.decode_key)(&s.payload)
+                }
+            })
+            .unwrap_or([0; 16]);
+        let handle = InstanceHandle(key);
+        let state = match s.kind {
+            ChangeKind::Alive => InstanceState::Alive,
+            ChangeKind::NotAliveDisposed | ChangeKind::NotAliveDisposedUnregistered => {
+                InstanceState::NotAliveDisposed
+            }
+            ChangeKind::NotAliveUnregistered => match cache.instances.get(&handle) {
+                Some(InstanceState::NotAliveDisposed) => InstanceState::NotAliveDisposed,
+                _ => InstanceState::NotAliveNoWriters,
+            },
+        };
+        cache.instances.insert(handle, state);
+        let info = SampleInfo {
+            sample_state: SampleState::NotRead,
+            instance_state: state,
+            valid_data: data.is_some(),
+            source_timestamp: s.source_timestamp,
+            instance_handle: handle,
+            publication_handle: s.writer_guid,
+            sequence_number: s.sequence_number.0,
+        };
+        if let History::KeepLast(depth) = self.history {
+            let depth = depth.max(1) as usize;
+            let n = cache
+                .samples
+                .iter()
+                .filter(|c| c.info.instance_handle == handle)
+                .count();
+            if n >= depth {
+                if let Some(pos) = cache
+                    .samples
+                    .iter()
+                    .position(|c| c.info.instance_handle == handle)
+                {
+                    cache.samples.remove(pos);
+                }
+            }
+        }
+        cache.samples.push_back(CachedSample { data, info });
+    }
+
+    /// Whether the cache (or the inbox) holds samples not yet read.
+    pub(crate) fn has_unread(&self) -> bool {
+        if !lock(&self.inbox).is_empty() {
+            return true;
+        }
+        lock(&self.cache)
+            .samples
+            .iter()
+            .any(|c| c.info.sample_state == SampleState::NotRead)
+    }
+
+    /// Status kinds changed since they were last read.
+    pub(crate) fn changed(&self) -> StatusMask {
+        let st = lock(&self.status);
+        let mut m = st.changed;
+        if st.data_flag || self.has_unread_quick() {
+            m = m | StatusMask::DATA_AVAILABLE;
+        }
+        m
+    }
+
+    fn has_unread_quick(&self) -> bool {
+        !lock(&self.inbox).is_empty()
+    }
+
+    /// Clears DATA_AVAILABLE (after a take/read).
+    pub(crate) fn clear_data_flag(&self) {
+        let mut st = lock(&self.status);
+        st.data_flag = false;
+        st.changed = st.changed.without(StatusMask::DATA_AVAILABLE);
+    }
+
+    /// Waits until the cache has unread samples or `timeout` passes.
+    pub(crate) fn wait_for_data(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            {
+                let cache = self.ingest();
+                if cache
+                    .samples
+                    .iter()
+                    .any(|c| c.info.sample_state == SampleState::NotRead)
+                {
+                    return true;
+                }
+            }
+            let mut st = lock(&self.status);
+            if st.data_flag {
+                st.data_flag = false;
+                continue;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            st = wait_timeout(
+                &self.cv,
+                st,
+                (deadline - now).min(Duration::from_millis(100)),
+            );
+            drop(st);
+        }
+    }
+
+    pub(crate) fn subscription_matched_status(&self) -> SubscriptionMatchedStatus {
+        let mut st = lock(&self.status);
+        let s = st.matched;
+        st.matched.total_count_change = 0;
+        st.matched.current_count_change = 0;
+        st.changed = st.changed.without(StatusMask::SUBSCRIPTION_MATCHED);
+        s
+    }
+
+    pub(crate) fn current_matched(&self) -> u32 {
+        lock(&self.status).matched.current_count
+    }
+
+    pub(crate) fn requested_incompatible_qos_status(&self) -> RequestedIncompatibleQosStatus {
+        let mut st = lock(&self.status);
+        let s = st.incompatible;
+        st.incompatible.total_count_change = 0;
+        st.changed = st.changed.without(StatusMask::REQUESTED_INCOMPATIBLE_QOS);
+        s
+    }
+
+    pub(crate) fn sample_lost_status(&self) -> SampleLostStatus {
+        let mut st = lock(&self.status);
+        let s = st.lost;
+        st.lost.total_count_change = 0;
+        st.changed = st.changed.without(StatusMask::SAMPLE_LOST);
+        s
+    }
+
+    /// Waits until at least `n` writers are matched.
+    pub(crate) fn wait_for_matched(&self, n: u32, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut st = lock(&self.status);
+        loop {
+            if st.matched.current_count >= n {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            st = wait_timeout(&self.cv, st, deadline - now);
+        }
+    }
+
+    /// Applies an engine event (called with no engine lock held).
+    pub(crate) fn on_event(&self, ev: &Event) {
+        let listener = self.listener();
+        match ev {
+            Event::DataAvailable { .. } => {
+                drop(self.ingest());
+                {
+                    let mut st = lock(&self.status);
+                    st.data_flag = true;
+                    st.changed = st.changed | StatusMask::DATA_AVAILABLE;
+                }
+                self.cv.notify_all();
+                self.waiters.notify();
+                if let Some(l) = listener {
+                    l.on_data_available();
+                }
+            }
+            Event::SubscriptionMatched {
+                remote_writer,
+                current_count,
+                ..
+            } => {
+                let s = {
+                    let mut st = lock(&self.status);
+                    let m = &mut st.matched;
+                    m.total_count += 1;
+                    m.total_count_change += 1;
+                    m.current_count = u32::try_from(*current_count).unwrap_or(u32::MAX);
+                    m.current_count_change += 1;
+                    m.last_publication_handle = Some(*remote_writer);
+                    st.changed = st.changed | StatusMask::SUBSCRIPTION_MATCHED;
+                    st.matched
+                };
+                self.cv.notify_all();
+                self.waiters.notify();
+                if let Some(l) = listener {
+                    l.on_subscription_matched(&s);
+                }
+            }
+            Event::SubscriptionUnmatched {
+                remote_writer,
+                current_count,
+                ..
+            } => {
+                let s = {
+                    let mut st = lock(&self.status);
+                    let m = &mut st.matched;
+                    m.current_count = u32::try_from(*current_count).unwrap_or(u32::MAX);
+                    m.current_count_change -= 1;
+                    m.last_publication_handle = Some(*remote_writer);
+                    st.changed = st.changed | StatusMask::SUBSCRIPTION_MATCHED;
+                    st.matched
+                };
+                self.cv.notify_all();
+                self.waiters.notify();
+                if let Some(l) = listener {
+                    l.on_subscription_matched(&s);
+                }
+            }
+            Event::RequestedIncompatibleQos { policy, .. } => {
+                let s = {
+                    let mut st = lock(&self.status);
+                    st.incompatible.total_count += 1;
+                    st.incompatible.total_count_change += 1;
+                    st.incompatible.last_policy_id = Some(*policy);
+                    st.changed = st.changed | StatusMask::REQUESTED_INCOMPATIBLE_QOS;
+                    st.incompatible
+                };
+                self.cv.notify_all();
+                self.waiters.notify();
+                if let Some(l) = listener {
+                    l.on_requested_incompatible_qos(&s);
+                }
+            }
+            Event::SampleLost { count, .. } => {
+                let s = {
+                    let mut st = lock(&self.status);
+                    st.lost.total_count = st.lost.total_count.saturating_add(*count);
+                    st.lost.total_count_change = st
+                        .lost
+                        .total_count_change
+                        .saturating_add(i32::try_from(*count).unwrap_or(i32::MAX));
+                    st.changed = st.changed | StatusMask::SAMPLE_LOST;
+                    st.lost
+                };
+                self.waiters.notify();
+                if let Some(l) = listener {
+                    l.on_sample_lost(&s);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[derive(Default)]
+struct WriterStatus {
+    changed: StatusMask,
+    matched: PublicationMatchedStatus,
+    incompatible: OfferedIncompatibleQosStatus,
+    resources_gen: u64,
+    acked_gen: u64,
+}
+
+/// Shared state of one writer.
+#[derive(Default)]
+pub(crate) struct WriterShared {
+    status: Mutex<WriterStatus>,
+    cv: Condvar,
+    listener: Mutex<Option<Arc<dyn DataWriterListener>>>,
+    pub(crate) waiters: Waiters,
+}
+
+impl WriterShared {
+    pub(crate) fn set_listener(&self, l: Option<Arc<dyn DataWriterListener>>) {
+        *lock(&self.listener) = l;
+    }
+
+    pub(crate) fn changed(&self) -> StatusMask {
+        lock(&self.status).changed
+    }
+
+    pub(crate) fn resources_gen(&self) -> u64 {
+        lock(&self.status).resources_gen
+    }
+
+    pub(crate) fn acked_gen(&self) -> u64 {
+        lock(&self.status).acked_gen
+    }
+
+    /// Waits (at most `d`) for the resources generation to move past `gen`.
+    pub(crate) fn wait_resources(&self, gen: u64, d: Duration) {
+        let st = lock(&self.status);
+        if st.resources_gen == gen {
+            drop(wait_timeout(&self.cv, st, d));
+        }
+    }
+
+    /// Waits (at most `d`) for the acknowledgement generation to move past `gen`.
+    pub(crate) fn wait_acked(&self, gen: u64, d: Duration) {
+        let st = lock(&self.status);
+        if st.acked_gen == gen {
+            drop(wait_timeout(&self.cv, st, d));
+        }
+    }
+
+    pub(crate) fn publication_matched_status(&self) -> PublicationMatchedStatus {
+        let mut st = lock(&self.status);
+        let s = st.matched;
+        st.matched.total_count_change = 0;
+        st.matched.current_count_change = 0;
+        st.changed = st.changed.without(StatusMask::PUBLICATION_MATCHED);
+        s
+    }
+
+    pub(crate) fn current_matched(&self) -> u32 {
+        lock(&self.status).matched.current_count
+    }
+
+    pub(crate) fn offered_incompatible_qos_status(&self) -> OfferedIncompatibleQosStatus {
+        let mut st = lock(&self.status);
+        let s = st.incompatible;
+        st.incompatible.total_count_change = 0;
+        st.changed = st.changed.without(StatusMask::OFFERED_INCOMPATIBLE_QOS);
+        s
+    }
+
+    /// Waits until at least `n` readers are matched.
+    pub(crate) fn wait_for_matched(&self, n: u32, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut st = lock(&self.status);
+        loop {
+            if st.matched.current_count >= n {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            st = wait_timeout(&self.cv, st, deadline - now);
+        }
+    }
+
+    /// Applies an engine event (called with no engine lock held).
+    pub(crate) fn on_event(&self, ev: &Event) {
+        let listener = lock(&self.listener).clone();
+        match ev {
+            Event::PublicationMatched {
+                remote_reader,
+                current_count,
+                ..
+            } => {
+                let s = {
+                    let mut st = lock(&self.status);
+                    let m = &mut st.matched;
+                    m.total_count += 1;
+                    m.total_count_change += 1;
+                    m.current_count = u32::try_from(*current_count).unwrap_or(u32::MAX);
+                    m.current_count_change += 1;
+                    m.last_subscription_handle = Some(*remote_reader);
+                    st.changed = st.changed | StatusMask::PUBLICATION_MATCHED;
+                    st.matched
+                };
+                self.cv.notify_all();
+                self.waiters.notify();
+                if let Some(l) = listener {
+                    l.on_publication_matched(&s);
+                }
+            }
+            Event::PublicationUnmatched {
+                remote_reader,
+                current_count,
+                ..
+            } => {
+                let s = {
+                    let mut st = lock(&self.status);
+                    let m = &mut st.matched;
+                    m.current_count = u32::try_from(*current_count).unwrap_or(u32::MAX);
+                    m.current_count_change -= 1;
+                    m.last_subscription_handle = Some(*remote_reader);
+                    st.changed = st.changed | StatusMask::PUBLICATION_MATCHED;
+                    // an unmatched reader may have been the one holding back acknowledgements
+                    st.acked_gen += 1;
+                    st.resources_gen += 1;
+                    st.matched
+                };
+                self.cv.notify_all();
+                self.waiters.notify();
+                if let Some(l) = listener {
+                    l.on_publication_matched(&s);
+                }
+            }
+            Event::OfferedIncompatibleQos { policy, .. } => {
+                let s = {
+                    let mut st = lock(&self.status);
+                    st.incompatible.total_count += 1;
+                    st.incompatible.total_count_change += 1;
+                    st.incompatible.last_policy_id = Some(*policy);
+                    st.changed = st.changed | StatusMask::OFFERED_INCOMPATIBLE_QOS;
+                    st.incompatible
+                };
+                self.cv.notify_all();
+                self.waiters.notify();
+                if let Some(l) = listener {
+                    l.on_offered_incompatible_qos(&s);
+                }
+            }
+            Event::WriterResourcesAvailable { .. } => {
+                lock(&self.status).resources_gen += 1;
+                self.cv.notify_all();
+            }
+            Event::AllAcknowledged { .. } => {
+                {
+                    let mut st = lock(&self.status);
+                    st.acked_gen += 1;
+                    st.resources_gen += 1;
+                }
+                self.cv.notify_all();
+            }
+            _ => {}
+        }
+    }
+}

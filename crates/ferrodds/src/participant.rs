@@ -1,0 +1,421 @@
+//! [`DomainParticipant`], [`Topic`], [`Publisher`] and [`Subscriber`].
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ferrodds_cdr::TopicType;
+use ferrodds_rtps::{
+    GuidPrefix, Locator, Participant, ParticipantConfig, ReaderAttributes, Timestamp,
+    WriterAttributes,
+};
+use ferrodds_transport::{InterfaceSelector, PortMapping, UdpConfig, UdpLocator, UdpTransport};
+
+use crate::capture::CaptureTap;
+use crate::config::{Config, Interface};
+use crate::entity::{ReaderShared, WriterShared};
+use crate::error::{DdsError, DdsResult};
+use crate::qos::{DataReaderQos, DataWriterQos, PublisherQos, SubscriberQos, TopicQos};
+use crate::reader::DataReader;
+use crate::runtime::{lock, Inner};
+use crate::typesupport;
+use crate::writer::DataWriter;
+
+/// The RTPS vendor id FerroDDS announces (unassigned by the OMG; see the wire crate).
+pub const VENDOR_ID: [u8; 2] = [0x01, 0xfd];
+
+static PREFIX_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh GUID prefix: vendor id (2 bytes), host id (2), process id (4), then a
+/// per-process counter mixed with random bits (4).
+pub(crate) fn new_guid_prefix() -> GuidPrefix {
+    let mut host = RandomState::new().build_hasher();
+    // A stable-per-host value when available; randomness otherwise.
+    if let Ok(name) = std::fs::read_to_string("/etc/hostname") {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        std::hash::Hash::hash(name.trim(), &mut h);
+        host = h;
+    }
+    let host_id = (host.finish() & 0xffff) as u16;
+    let pid = std::process::id();
+    let counter = PREFIX_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let random = RandomState::new().build_hasher().finish() as u32;
+    let tail = (counter & 0xff) | (random & 0xffff_ff00);
+    let mut p = [0u8; 12];
+    p[0..2].copy_from_slice(&VENDOR_ID);
+    p[2..4].copy_from_slice(&host_id.to_be_bytes());
+    p[4..8].copy_from_slice(&pid.to_be_bytes());
+    p[8..12].copy_from_slice(&tail.to_be_bytes());
+    GuidPrefix(p)
+}
+
+fn to_locator(l: &UdpLocator) -> Locator {
+    Locator::udpv4(l.ip(), l.port())
+}
+
+/// Entry point: a participant in one DDS domain, owning the UDP transport and the runtime
+/// threads. Dropping it deletes every entity it created (their handles then return
+/// [`DdsError::AlreadyDeleted`]), joins the threads and closes the sockets.
+pub struct DomainParticipant {
+    inner: Arc<Inner>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl DomainParticipant {
+    /// A participant with [`Config::from_env`] (defaults plus `FERRODDS_*` overrides).
+    pub fn new(domain_id: u32) -> DdsResult<Self> {
+        Self::with_config(domain_id, Config::from_env()?)
+    }
+
+    /// A participant with an explicit configuration (the environment is not consulted).
+    pub fn with_config(domain_id: u32, config: Config) -> DdsResult<Self> {
+        config.validate()?;
+        let origin = Instant::now();
+        let mut udp = UdpConfig::new(domain_id);
+        udp.participant_id = config.participant_id;
+        udp.interface = match &config.interface {
+            Interface::Default => InterfaceSelector::Default,
+            Interface::Name(n) => InterfaceSelector::Name(n.clone()),
+            Interface::Address(a) => InterfaceSelector::Address(*a),
+        };
+        udp.multicast_enabled = config.multicast;
+        udp.recv_buffer_bytes = Some(config.recv_buffer_bytes);
+        udp.send_buffer_bytes = Some(config.send_buffer_bytes);
+        udp.max_message_size = config.max_message_size;
+        let transport = UdpTransport::new(&udp)?;
+
+        let mut spdp_destinations: Vec<Locator> = Vec::new();
+        if config.multicast {
+            spdp_destinations.extend(
+                transport
+                    .metatraffic_multicast_locators()
+                    .iter()
+                    .map(to_locator),
+            );
+        }
+        let ports = PortMapping::RTPS_DEFAULT;
+        for peer in &config.initial_peers {
+            for pid in 0..=config.max_peer_participant_id {
+                match ports.spdp_unicast_port(domain_id, pid) {
+                    Ok(port) => spdp_destinations.push(Locator::udpv4(*peer, port)),
+                    Err(_) => break,
+                }
+            }
+        }
+        spdp_destinations.dedup();
+
+        let engine_cfg = ParticipantConfig {
+            domain_id,
+            participant_id: transport.participant_id(),
+            guid_prefix: new_guid_prefix(),
+            metatraffic_unicast_locators: transport
+                .metatraffic_unicast_locators()
+                .iter()
+                .map(to_locator)
+                .collect(),
+            metatraffic_multicast_locators: if config.multicast {
+                transport
+                    .metatraffic_multicast_locators()
+                    .iter()
+                    .map(to_locator)
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            default_unicast_locators: transport
+                .default_unicast_locators()
+                .iter()
+                .map(to_locator)
+                .collect(),
+            default_multicast_locators: if config.multicast {
+                transport
+                    .default_multicast_locators()
+                    .iter()
+                    .map(to_locator)
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            spdp_destinations,
+            lease_duration: config.lease_duration,
+            spdp_period: config.spdp_period,
+            heartbeat_period: config.heartbeat_period,
+            max_message_size: config.max_message_size,
+            entity_name: config.entity_name.clone(),
+            ..ParticipantConfig::default()
+        };
+        let engine = Participant::new(engine_cfg, Timestamp(0));
+        let capture = match &config.capture_file {
+            Some(path) => Some(CaptureTap::create(path, &transport.interface().name)?),
+            None => None,
+        };
+        tracing::debug!(
+            domain_id,
+            participant_id = transport.participant_id(),
+            prefix = ?engine.guid_prefix(),
+            "participant created"
+        );
+        let inner = Arc::new(Inner::new(
+            domain_id,
+            engine,
+            transport,
+            origin,
+            config.multicast,
+            capture,
+            config.max_message_size,
+        ));
+        let threads = match inner.start_threads() {
+            Ok(t) => t,
+            Err(e) => {
+                inner.shutdown();
+                return Err(e.into());
+            }
+        };
+        Ok(Self { inner, threads })
+    }
+
+    /// The domain id.
+    pub fn domain_id(&self) -> u32 {
+        self.inner.domain_id
+    }
+
+    /// The participant id (selects the unicast ports).
+    pub fn participant_id(&self) -> u32 {
+        self.inner.participant_id
+    }
+
+    /// This participant's GUID prefix.
+    pub fn guid_prefix(&self) -> GuidPrefix {
+        self.inner.guid_prefix
+    }
+
+    /// GUID prefixes of the remote participants discovered so far.
+    pub fn discovered_participants(&self) -> Vec<GuidPrefix> {
+        self.inner.discovered_participants()
+    }
+
+    /// Blocks until at least `n` remote participants are discovered; `false` on timeout.
+    pub fn wait_for_participants(&self, n: usize, timeout: Duration) -> bool {
+        self.inner.wait_for_participants(n, timeout)
+    }
+
+    /// Creates (or looks up) a topic. Fails with `PreconditionNotMet` when a topic of the
+    /// same name but another type exists in this participant.
+    pub fn create_topic<T: TopicType>(&self, name: &str, _qos: TopicQos) -> DdsResult<Topic<T>> {
+        if name.is_empty() {
+            return Err(DdsError::BadParameter {
+                what: "topic name must not be empty",
+            });
+        }
+        let mut topics = lock(&self.inner.topics);
+        match topics.get(name) {
+            Some(t) if *t != T::TYPE_NAME => {
+                return Err(DdsError::PreconditionNotMet {
+                    what: "a topic with this name and another type exists",
+                })
+            }
+            Some(_) => {}
+            None => {
+                topics.insert(name.to_owned(), T::TYPE_NAME);
+            }
+        }
+        Ok(Topic {
+            name: name.to_owned(),
+            _t: PhantomData,
+        })
+    }
+
+    /// Creates a publisher (its QoS carries the PARTITION of its writers).
+    pub fn create_publisher(&self, qos: PublisherQos) -> DdsResult<Publisher> {
+        Ok(Publisher {
+            inner: Arc::clone(&self.inner),
+            qos,
+        })
+    }
+
+    /// Creates a subscriber (its QoS carries the PARTITION of its readers).
+    pub fn create_subscriber(&self, qos: SubscriberQos) -> DdsResult<Subscriber> {
+        Ok(Subscriber {
+            inner: Arc::clone(&self.inner),
+            qos,
+        })
+    }
+}
+
+impl Drop for DomainParticipant {
+    fn drop(&mut self) {
+        self.inner.shutdown();
+        for t in self.threads.drain(..) {
+            if t.join().is_err() {
+                tracing::warn!("a runtime thread panicked");
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for DomainParticipant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DomainParticipant")
+            .field("domain_id", &self.inner.domain_id)
+            .field("participant_id", &self.inner.participant_id)
+            .field("guid_prefix", &self.inner.guid_prefix)
+            .finish()
+    }
+}
+
+/// A named, typed topic.
+pub struct Topic<T> {
+    name: String,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: TopicType> Topic<T> {
+    /// The topic name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The DDS type name announced in discovery.
+    pub fn type_name(&self) -> &'static str {
+        T::TYPE_NAME
+    }
+}
+
+impl<T> Clone for Topic<T> {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Topic<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Topic").field("name", &self.name).finish()
+    }
+}
+
+/// Creates [`DataWriter`]s in its partitions.
+#[derive(Clone)]
+pub struct Publisher {
+    inner: Arc<Inner>,
+    qos: PublisherQos,
+}
+
+impl Publisher {
+    /// Creates a writer on `topic`.
+    pub fn create_datawriter<T: TopicType>(
+        &self,
+        topic: &Topic<T>,
+        qos: DataWriterQos,
+    ) -> DdsResult<DataWriter<T>> {
+        if self.inner.is_shut_down() {
+            return Err(DdsError::AlreadyDeleted);
+        }
+        qos.validate()?;
+        let attrs = WriterAttributes {
+            topic_name: topic.name.clone(),
+            type_name: T::TYPE_NAME.to_owned(),
+            keyed: T::IS_KEYED,
+            qos: qos.to_engine(&self.qos.partition),
+        };
+        let shared = Arc::new(WriterShared::default());
+        let mut pending = Vec::new();
+        let (id, guid) = self.inner.with_engine(&mut pending, |st, now| {
+            let id = st.engine.create_writer(attrs, now)?;
+            st.writers.insert(id, Arc::clone(&shared));
+            let guid = st.engine.writer_guid(id);
+            Ok::<_, DdsError>((id, guid))
+        })?;
+        let guid = guid.ok_or(DdsError::Error {
+            what: "engine has no GUID for a new writer",
+        })?;
+        Ok(DataWriter::new(
+            Arc::clone(&self.inner),
+            id,
+            guid,
+            shared,
+            qos,
+            topic.name.clone(),
+        ))
+    }
+
+    /// The publisher QoS.
+    pub fn qos(&self) -> &PublisherQos {
+        &self.qos
+    }
+}
+
+/// Creates [`DataReader`]s in its partitions.
+#[derive(Clone)]
+pub struct Subscriber {
+    inner: Arc<Inner>,
+    qos: SubscriberQos,
+}
+
+impl Subscriber {
+    /// Creates a reader on `topic`.
+    pub fn create_datareader<T: TopicType + Send + 'static>(
+        &self,
+        topic: &Topic<T>,
+        qos: DataReaderQos,
+    ) -> DdsResult<DataReader<T>> {
+        if self.inner.is_shut_down() {
+            return Err(DdsError::AlreadyDeleted);
+        }
+        qos.validate()?;
+        let attrs = ReaderAttributes {
+            topic_name: topic.name.clone(),
+            type_name: T::TYPE_NAME.to_owned(),
+            keyed: T::IS_KEYED,
+            qos: qos.to_engine(&self.qos.partition),
+        };
+        let shared = Arc::new(ReaderShared::new(
+            qos.history,
+            typesupport::decoder::<T>(),
+            typesupport::key_decoder::<T>(),
+        ));
+        let mut pending = Vec::new();
+        let (id, guid) = self.inner.with_engine(&mut pending, |st, now| {
+            let id = st.engine.create_reader(attrs, now)?;
+            st.readers.insert(id, Arc::clone(&shared));
+            let guid = st.engine.reader_guid(id);
+            Ok::<_, DdsError>((id, guid))
+        })?;
+        let guid = guid.ok_or(DdsError::Error {
+            what: "engine has no GUID for a new reader",
+        })?;
+        Ok(DataReader::new(
+            Arc::clone(&self.inner),
+            id,
+            guid,
+            shared,
+            qos,
+            topic.name.clone(),
+        ))
+    }
+
+    /// The subscriber QoS.
+    pub fn qos(&self) -> &SubscriberQos {
+        &self.qos
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guid_prefixes_start_with_vendor_and_differ() {
+        let a = new_guid_prefix();
+        let b = new_guid_prefix();
+        assert_eq!(&a.0[..2], &VENDOR_ID);
+        assert_eq!(&a.0[4..8], &std::process::id().to_be_bytes());
+        assert_ne!(a, b);
+        assert_eq!(a.0[2..4], b.0[2..4], "same host id within a process");
+    }
+}

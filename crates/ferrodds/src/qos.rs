@@ -1,0 +1,454 @@
+//! QoS policies of the public API and their mapping onto the protocol engine's QoS values.
+//!
+//! Defaults follow the DDS specification: writers are RELIABLE (max_blocking_time 100 ms),
+//! readers BEST_EFFORT; both VOLATILE and KEEP_LAST(1), unlimited resource limits, AUTOMATIC
+//! liveliness with an infinite lease.
+
+use std::time::Duration;
+
+/// `RELIABILITY` kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReliabilityKind {
+    /// Samples are sent once; losses are not repaired.
+    BestEffort,
+    /// Losses are repaired with HEARTBEAT/ACKNACK; with KEEP_ALL on both sides nothing is lost.
+    Reliable,
+}
+
+/// `RELIABILITY` policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Reliability {
+    /// Best effort or reliable.
+    pub kind: ReliabilityKind,
+    /// How long a KEEP_ALL writer blocks in `write` when its history is full of
+    /// unacknowledged samples before returning [`crate::DdsError::Timeout`].
+    pub max_blocking_time: Duration,
+}
+
+impl Reliability {
+    /// BEST_EFFORT.
+    pub const fn best_effort() -> Self {
+        Self {
+            kind: ReliabilityKind::BestEffort,
+            max_blocking_time: Duration::from_millis(100),
+        }
+    }
+    /// RELIABLE with a max_blocking_time of 100 ms.
+    pub const fn reliable() -> Self {
+        Self {
+            kind: ReliabilityKind::Reliable,
+            max_blocking_time: Duration::from_millis(100),
+        }
+    }
+}
+
+/// `DURABILITY` kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Durability {
+    /// Late-joining readers get only samples written after they matched.
+    Volatile,
+    /// The writer keeps its history (per `history`) for late-joining TRANSIENT_LOCAL readers.
+    TransientLocal,
+}
+
+/// `HISTORY` policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum History {
+    /// Keep the last `n` samples per instance (`n >= 1`).
+    KeepLast(u32),
+    /// Keep everything, bounded by the resource limits.
+    KeepAll,
+}
+
+/// `RESOURCE_LIMITS` policy (`None` = unlimited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ResourceLimits {
+    /// Maximum number of samples kept.
+    pub max_samples: Option<u32>,
+    /// Maximum number of instances.
+    pub max_instances: Option<u32>,
+    /// Maximum number of samples per instance.
+    pub max_samples_per_instance: Option<u32>,
+}
+
+/// `LIVELINESS` kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LivelinessKind {
+    /// Asserted by the middleware.
+    Automatic,
+    /// Asserted by any action of the participant.
+    ManualByParticipant,
+    /// Asserted by writing.
+    ManualByTopic,
+}
+
+/// `LIVELINESS` policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Liveliness {
+    /// Who asserts liveliness.
+    pub kind: LivelinessKind,
+    /// Lease duration; `None` = infinite.
+    pub lease_duration: Option<Duration>,
+}
+
+impl Default for Liveliness {
+    fn default() -> Self {
+        Self {
+            kind: LivelinessKind::Automatic,
+            lease_duration: None,
+        }
+    }
+}
+
+/// `OWNERSHIP` kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Ownership {
+    /// Every writer may update every instance.
+    #[default]
+    Shared,
+    /// Only the strongest writer updates an instance.
+    Exclusive,
+}
+
+/// QoS of a [`crate::DataWriter`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DataWriterQos {
+    /// Default: RELIABLE, max_blocking_time 100 ms.
+    pub reliability: Reliability,
+    /// Default: VOLATILE.
+    pub durability: Durability,
+    /// Default: KEEP_LAST(1).
+    pub history: History,
+    /// Default: unlimited.
+    pub resource_limits: ResourceLimits,
+    /// Default: AUTOMATIC, infinite lease.
+    pub liveliness: Liveliness,
+    /// Default: SHARED.
+    pub ownership: Ownership,
+    /// Deadline period; default `None` = infinite.
+    pub deadline: Option<Duration>,
+}
+
+impl Default for DataWriterQos {
+    fn default() -> Self {
+        Self {
+            reliability: Reliability::reliable(),
+            durability: Durability::Volatile,
+            history: History::KeepLast(1),
+            resource_limits: ResourceLimits::default(),
+            liveliness: Liveliness::default(),
+            ownership: Ownership::Shared,
+            deadline: None,
+        }
+    }
+}
+
+/// QoS of a [`crate::DataReader`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DataReaderQos {
+    /// Default: BEST_EFFORT.
+    pub reliability: Reliability,
+    /// Default: VOLATILE.
+    pub durability: Durability,
+    /// Default: KEEP_LAST(1).
+    pub history: History,
+    /// Default: unlimited.
+    pub resource_limits: ResourceLimits,
+    /// Default: AUTOMATIC, infinite lease.
+    pub liveliness: Liveliness,
+    /// Default: SHARED.
+    pub ownership: Ownership,
+    /// Deadline period; default `None` = infinite.
+    pub deadline: Option<Duration>,
+}
+
+impl Default for DataReaderQos {
+    fn default() -> Self {
+        Self {
+            reliability: Reliability::best_effort(),
+            durability: Durability::Volatile,
+            history: History::KeepLast(1),
+            resource_limits: ResourceLimits::default(),
+            liveliness: Liveliness::default(),
+            ownership: Ownership::Shared,
+            deadline: None,
+        }
+    }
+}
+
+macro_rules! endpoint_qos_setters {
+    ($t:ty) => {
+        impl $t {
+            /// Sets RELIABLE reliability (keeps `max_blocking_time`).
+            pub fn reliable(mut self) -> Self {
+                self.reliability.kind = ReliabilityKind::Reliable;
+                self
+            }
+            /// Sets BEST_EFFORT reliability.
+            pub fn best_effort(mut self) -> Self {
+                self.reliability.kind = ReliabilityKind::BestEffort;
+                self
+            }
+            /// Sets the reliability `max_blocking_time`.
+            pub fn max_blocking_time(mut self, d: Duration) -> Self {
+                self.reliability.max_blocking_time = d;
+                self
+            }
+            /// Sets TRANSIENT_LOCAL durability.
+            pub fn transient_local(mut self) -> Self {
+                self.durability = Durability::TransientLocal;
+                self
+            }
+            /// Sets VOLATILE durability.
+            pub fn volatile(mut self) -> Self {
+                self.durability = Durability::Volatile;
+                self
+            }
+            /// Sets KEEP_ALL history.
+            pub fn keep_all(mut self) -> Self {
+                self.history = History::KeepAll;
+                self
+            }
+            /// Sets KEEP_LAST(depth) history.
+            pub fn keep_last(mut self, depth: u32) -> Self {
+                self.history = History::KeepLast(depth);
+                self
+            }
+            /// Sets the resource limits.
+            pub fn resource_limits(mut self, limits: ResourceLimits) -> Self {
+                self.resource_limits = limits;
+                self
+            }
+            /// Sets the liveliness policy.
+            pub fn liveliness(mut self, l: Liveliness) -> Self {
+                self.liveliness = l;
+                self
+            }
+            /// Sets the deadline period.
+            pub fn deadline(mut self, d: Option<Duration>) -> Self {
+                self.deadline = d;
+                self
+            }
+            /// Sets the ownership kind.
+            pub fn ownership(mut self, o: Ownership) -> Self {
+                self.ownership = o;
+                self
+            }
+
+            pub(crate) fn validate(&self) -> Result<(), crate::DdsError> {
+                if let History::KeepLast(0) = self.history {
+                    return Err(crate::DdsError::BadParameter {
+                        what: "KEEP_LAST depth must be at least 1",
+                    });
+                }
+                if let (History::KeepLast(d), Some(m)) =
+                    (self.history, self.resource_limits.max_samples_per_instance)
+                {
+                    if d > m {
+                        return Err(crate::DdsError::BadParameter {
+                            what: "KEEP_LAST depth exceeds max_samples_per_instance",
+                        });
+                    }
+                }
+                Ok(())
+            }
+        }
+    };
+}
+endpoint_qos_setters!(DataWriterQos);
+endpoint_qos_setters!(DataReaderQos);
+
+/// QoS of a [`crate::Topic`] (nothing configurable yet; endpoint QoS is set per endpoint).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct TopicQos {}
+
+/// QoS of a [`crate::Publisher`]: the `PARTITION` its writers publish in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct PublisherQos {
+    /// Partition names; empty = the default partition `""`.
+    pub partition: Vec<String>,
+}
+
+/// QoS of a [`crate::Subscriber`]: the `PARTITION` its readers subscribe to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct SubscriberQos {
+    /// Partition names; empty = the default partition `""`.
+    pub partition: Vec<String>,
+}
+
+impl PublisherQos {
+    /// Publisher QoS with these partitions.
+    pub fn with_partition<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Self {
+        Self {
+            partition: names.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl SubscriberQos {
+    /// Subscriber QoS with these partitions.
+    pub fn with_partition<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Self {
+        Self {
+            partition: names.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+pub use ferrodds_rtps::QosPolicyId;
+
+fn engine_reliability(r: Reliability) -> ferrodds_rtps::Reliability {
+    ferrodds_rtps::Reliability {
+        kind: match r.kind {
+            ReliabilityKind::BestEffort => ferrodds_rtps::ReliabilityKind::BestEffort,
+            ReliabilityKind::Reliable => ferrodds_rtps::ReliabilityKind::Reliable,
+        },
+        max_blocking_time: r.max_blocking_time,
+    }
+}
+
+fn engine_durability(d: Durability) -> ferrodds_rtps::Durability {
+    match d {
+        Durability::Volatile => ferrodds_rtps::Durability::Volatile,
+        Durability::TransientLocal => ferrodds_rtps::Durability::TransientLocal,
+    }
+}
+
+fn engine_history(h: History) -> ferrodds_rtps::History {
+    match h {
+        History::KeepLast(n) => ferrodds_rtps::History::KeepLast(n),
+        History::KeepAll => ferrodds_rtps::History::KeepAll,
+    }
+}
+
+fn limit(v: Option<u32>) -> i32 {
+    v.map_or(-1, |n| i32::try_from(n).unwrap_or(i32::MAX))
+}
+
+fn engine_limits(r: ResourceLimits) -> ferrodds_rtps::ResourceLimits {
+    ferrodds_rtps::ResourceLimits {
+        max_samples: limit(r.max_samples),
+        max_instances: limit(r.max_instances),
+        max_samples_per_instance: limit(r.max_samples_per_instance),
+    }
+}
+
+fn engine_liveliness(l: Liveliness) -> ferrodds_rtps::Liveliness {
+    ferrodds_rtps::Liveliness {
+        kind: match l.kind {
+            LivelinessKind::Automatic => ferrodds_rtps::LivelinessKind::Automatic,
+            LivelinessKind::ManualByParticipant => {
+                ferrodds_rtps::LivelinessKind::ManualByParticipant
+            }
+            LivelinessKind::ManualByTopic => ferrodds_rtps::LivelinessKind::ManualByTopic,
+        },
+        lease_duration: l
+            .lease_duration
+            .unwrap_or(ferrodds_rtps::qos::DURATION_INFINITE),
+    }
+}
+
+fn engine_ownership(o: Ownership) -> ferrodds_rtps::Ownership {
+    match o {
+        Ownership::Shared => ferrodds_rtps::Ownership::Shared,
+        Ownership::Exclusive => ferrodds_rtps::Ownership::Exclusive,
+    }
+}
+
+fn engine_deadline(d: Option<Duration>) -> ferrodds_rtps::Deadline {
+    ferrodds_rtps::Deadline {
+        period: d.unwrap_or(ferrodds_rtps::qos::DURATION_INFINITE),
+    }
+}
+
+impl DataWriterQos {
+    pub(crate) fn to_engine(&self, partition: &[String]) -> ferrodds_rtps::WriterQos {
+        ferrodds_rtps::WriterQos {
+            reliability: engine_reliability(self.reliability),
+            durability: engine_durability(self.durability),
+            history: engine_history(self.history),
+            resource_limits: engine_limits(self.resource_limits),
+            liveliness: engine_liveliness(self.liveliness),
+            ownership: engine_ownership(self.ownership),
+            deadline: engine_deadline(self.deadline),
+            partition: ferrodds_rtps::Partition(partition.to_vec()),
+            ..ferrodds_rtps::WriterQos::default()
+        }
+    }
+}
+
+impl DataReaderQos {
+    pub(crate) fn to_engine(&self, partition: &[String]) -> ferrodds_rtps::ReaderQos {
+        ferrodds_rtps::ReaderQos {
+            reliability: engine_reliability(self.reliability),
+            durability: engine_durability(self.durability),
+            history: engine_history(self.history),
+            resource_limits: engine_limits(self.resource_limits),
+            liveliness: engine_liveliness(self.liveliness),
+            ownership: engine_ownership(self.ownership),
+            deadline: engine_deadline(self.deadline),
+            partition: ferrodds_rtps::Partition(partition.to_vec()),
+            ..ferrodds_rtps::ReaderQos::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_spec() {
+        let w = DataWriterQos::default();
+        assert_eq!(w.reliability.kind, ReliabilityKind::Reliable);
+        assert_eq!(w.reliability.max_blocking_time, Duration::from_millis(100));
+        let r = DataReaderQos::default();
+        assert_eq!(r.reliability.kind, ReliabilityKind::BestEffort);
+        assert_eq!(r.history, History::KeepLast(1));
+        assert_eq!(w.to_engine(&[]), ferrodds_rtps::WriterQos::default());
+        assert_eq!(r.to_engine(&[]), ferrodds_rtps::ReaderQos::default());
+    }
+
+    #[test]
+    fn mapping_carries_every_policy() {
+        let w = DataWriterQos::default()
+            .best_effort()
+            .transient_local()
+            .keep_all()
+            .resource_limits(ResourceLimits {
+                max_samples: Some(10),
+                ..ResourceLimits::default()
+            })
+            .deadline(Some(Duration::from_secs(1)));
+        let e = w.to_engine(&["p1".to_owned()]);
+        assert_eq!(
+            e.reliability.kind,
+            ferrodds_rtps::ReliabilityKind::BestEffort
+        );
+        assert_eq!(e.durability, ferrodds_rtps::Durability::TransientLocal);
+        assert_eq!(e.history, ferrodds_rtps::History::KeepAll);
+        assert_eq!(e.resource_limits.max_samples, 10);
+        assert_eq!(e.resource_limits.max_instances, -1);
+        assert_eq!(e.deadline.period, Duration::from_secs(1));
+        assert_eq!(e.partition.0, vec!["p1".to_owned()]);
+        let r = DataReaderQos::default()
+            .reliable()
+            .keep_last(5)
+            .to_engine(&[]);
+        assert_eq!(r.reliability.kind, ferrodds_rtps::ReliabilityKind::Reliable);
+        assert_eq!(r.history, ferrodds_rtps::History::KeepLast(5));
+    }
+
+    #[test]
+    fn validation_rejects_inconsistent_history() {
+        assert!(DataWriterQos::default().keep_last(0).validate().is_err());
+        let r = DataReaderQos::default()
+            .keep_last(5)
+            .resource_limits(ResourceLimits {
+                max_samples_per_instance: Some(2),
+                ..ResourceLimits::default()
+            });
+        assert!(r.validate().is_err());
+        assert!(DataReaderQos::default().keep_last(5).validate().is_ok());
+    }
+}

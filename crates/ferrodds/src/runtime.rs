@@ -1,0 +1,498 @@
+//! The runtime driver: one engine behind one mutex, receive threads, an event thread,
+//! transmit draining and event dispatch.
+//!
+//! Every interaction with the engine goes through [`Inner::with_engine`]: lock, run the
+//! operation, drain `poll_transmit` (sending each datagram from the calling thread) and
+//! `poll_event` (moving received samples into reader inboxes), read `poll_timeout`, unlock,
+//! then update statuses, wake waiters and call listeners with no engine lock held.
+
+use std::collections::{HashMap, HashSet};
+use std::io::IoSlice;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ferrodds_rtps::{Event, Participant, ReaderId, Timestamp, WriterId};
+use ferrodds_rtps::{GuidPrefix, Locator, Time};
+use ferrodds_transport::{TrafficKind, UdpReceiver, UdpTransport};
+
+use crate::capture::CaptureTap;
+use crate::entity::{ReaderShared, WriterShared};
+
+/// Locks a mutex, recovering the data if a thread panicked while holding it (the runtime
+/// never leaves shared state half-updated across a panic point it controls).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Waits on `cv` for at most `d`, recovering from poisoning.
+pub(crate) fn wait_timeout<'a, T>(
+    cv: &Condvar,
+    g: MutexGuard<'a, T>,
+    d: Duration,
+) -> MutexGuard<'a, T> {
+    match cv.wait_timeout(g, d) {
+        Ok((g, _)) => g,
+        Err(e) => e.into_inner().0,
+    }
+}
+
+/// Wall-clock time as an RTPS `Time` (used for source timestamps).
+pub(crate) fn wall_time() -> Time {
+    let ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    time_from_unix_nanos(ns)
+}
+
+/// Converts nanoseconds since the Unix epoch into an RTPS `Time` (seconds + 2^-32 fractions).
+pub(crate) fn time_from_unix_nanos(ns: i64) -> Time {
+    let secs = ns.div_euclid(1_000_000_000);
+    let sub = ns.rem_euclid(1_000_000_000) as u64; // < 1e9
+    Time {
+        seconds: i32::try_from(secs).unwrap_or(i32::MAX),
+        fraction: u32::try_from((sub << 32) / 1_000_000_000).unwrap_or(u32::MAX),
+    }
+}
+
+/// Converts an RTPS `Time` into nanoseconds since the Unix epoch.
+pub fn time_to_unix_nanos(t: Time) -> i64 {
+    i64::from(t.seconds) * 1_000_000_000 + ((u64::from(t.fraction) * 1_000_000_000) >> 32) as i64
+}
+
+/// What the engine lock protects.
+pub(crate) struct EngineState {
+    pub(crate) engine: Participant,
+    pub(crate) writers: HashMap<WriterId, Arc<WriterShared>>,
+    pub(crate) readers: HashMap<ReaderId, Arc<ReaderShared>>,
+    tx_buf: Vec<u8>,
+}
+
+/// Work to do after the engine lock is released.
+pub(crate) enum Pending {
+    Reader(Arc<ReaderShared>, Event),
+    Writer(Arc<WriterShared>, Event),
+    Participant(Event),
+}
+
+/// State shared by the participant handle, its entities and its threads.
+pub(crate) struct Inner {
+    pub(crate) domain_id: u32,
+    pub(crate) guid_prefix: GuidPrefix,
+    pub(crate) participant_id: u32,
+    engine: Mutex<EngineState>,
+    transport: UdpTransport,
+    origin: Instant,
+    /// Nanoseconds (from `origin`) the event thread will next wake at; `u64::MAX` = idle.
+    timer_wake_at: AtomicU64,
+    timer: Mutex<bool>,
+    timer_cv: Condvar,
+    shutdown: AtomicBool,
+    multicast: bool,
+    local_addr: Ipv4Addr,
+    local_port: u16,
+    capture: Option<CaptureTap>,
+    discovered: Mutex<HashSet<GuidPrefix>>,
+    discovered_cv: Condvar,
+    pub(crate) topics: Mutex<HashMap<String, &'static str>>,
+}
+
+impl Inner {
+    pub(crate) fn new(
+        domain_id: u32,
+        engine: Participant,
+        transport: UdpTransport,
+        origin: Instant,
+        multicast: bool,
+        capture: Option<CaptureTap>,
+        max_message_size: usize,
+    ) -> Self {
+        let guid_prefix = engine.guid_prefix();
+        let local_addr = transport.interface().address;
+        let local_port = transport
+            .metatraffic_unicast_locators()
+            .first()
+            .map_or(0, |l| l.port());
+        let participant_id = transport.participant_id();
+        Self {
+            domain_id,
+            guid_prefix,
+            participant_id,
+            engine: Mutex::new(EngineState {
+                engine,
+                writers: HashMap::new(),
+                readers: HashMap::new(),
+                tx_buf: vec![0; max_message_size.max(1024)],
+            }),
+            transport,
+            origin,
+            timer_wake_at: AtomicU64::new(0),
+            timer: Mutex::new(false),
+            timer_cv: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+            multicast,
+            local_addr,
+            local_port,
+            capture,
+            discovered: Mutex::new(HashSet::new()),
+            discovered_cv: Condvar::new(),
+            topics: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Monotonic engine time.
+    pub(crate) fn now(&self) -> Timestamp {
+        Timestamp(u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Runs `f` on the engine, then drains transmits and events and dispatches them after
+    /// unlocking. `pending` is a caller-owned scratch vector (reused to avoid allocation).
+    pub(crate) fn with_engine<R>(
+        &self,
+        pending: &mut Vec<Pending>,
+        f: impl FnOnce(&mut EngineState, Timestamp) -> R,
+    ) -> R {
+        let (r, next) = {
+            let mut st = lock(&self.engine);
+            let now = self.now();
+            let r = f(&mut st, now);
+            self.drain_locked(&mut st, now, pending);
+            (r, st.engine.poll_timeout())
+        };
+        self.kick_timer(next);
+        self.dispatch(pending);
+        r
+    }
+
+    /// Runs a read-only query on the engine (no draining).
+    pub(crate) fn query<R>(&self, f: impl FnOnce(&EngineState) -> R) -> R {
+        let st = lock(&self.engine);
+        f(&st)
+    }
+
+    fn drain_locked(&self, st: &mut EngineState, now: Timestamp, pending: &mut Vec<Pending>) {
+        let EngineState {
+            engine,
+            writers,
+            readers,
+            tx_buf,
+        } = st;
+        while let Some(t) = engine.poll_transmit(now, tx_buf) {
+            let len = t.len.min(tx_buf.len());
+            self.send_datagram(&tx_buf[..len], &t.destinations);
+        }
+        while let Some(ev) = engine.poll_event() {
+            match &ev {
+                Event::DataAvailable { reader } => {
+                    if let Some(r) = readers.get(reader) {
+                        let mut inbox = lock(&r.inbox);
+                        while let Some(s) = engine.take_sample(*reader) {
+                            inbox.push_back(s);
+                        }
+                        drop(inbox);
+                        pending.push(Pending::Reader(Arc::clone(r), ev));
+                    } else {
+                        while engine.take_sample(*reader).is_some() {}
+                    }
+                }
+                Event::SubscriptionMatched { reader, .. }
+                | Event::SubscriptionUnmatched { reader, .. }
+                | Event::RequestedIncompatibleQos { reader, .. }
+                | Event::SampleLost { reader, .. } => {
+                    if let Some(r) = readers.get(reader) {
+                        pending.push(Pending::Reader(Arc::clone(r), ev));
+                    }
+                }
+                Event::PublicationMatched { writer, .. }
+                | Event::PublicationUnmatched { writer, .. }
+                | Event::OfferedIncompatibleQos { writer, .. }
+                | Event::WriterResourcesAvailable { writer }
+                | Event::AllAcknowledged { writer } => {
+                    if let Some(w) = writers.get(writer) {
+                        pending.push(Pending::Writer(Arc::clone(w), ev));
+                    }
+                }
+                _ => pending.push(Pending::Participant(ev)),
+            }
+        }
+    }
+
+    fn dispatch(&self, pending: &mut Vec<Pending>) {
+        for p in pending.drain(..) {
+            match p {
+                Pending::Reader(r, ev) => r.on_event(&ev),
+                Pending::Writer(w, ev) => w.on_event(&ev),
+                Pending::Participant(ev) => self.on_participant_event(&ev),
+            }
+        }
+    }
+
+    fn on_participant_event(&self, ev: &Event) {
+        match ev {
+            Event::ParticipantDiscovered { prefix } => {
+                tracing::debug!(?prefix, "participant discovered");
+                lock(&self.discovered).insert(*prefix);
+                self.discovered_cv.notify_all();
+            }
+            Event::ParticipantLost { prefix } => {
+                tracing::debug!(?prefix, "participant lost");
+                lock(&self.discovered).remove(prefix);
+                self.discovered_cv.notify_all();
+            }
+            other => tracing::trace!(?other, "unhandled engine event"),
+        }
+    }
+
+    pub(crate) fn discovered_participants(&self) -> Vec<GuidPrefix> {
+        lock(&self.discovered).iter().copied().collect()
+    }
+
+    /// Waits until at least `n` remote participants are known.
+    pub(crate) fn wait_for_participants(&self, n: usize, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut g = lock(&self.discovered);
+        loop {
+            if g.len() >= n {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline || self.is_shut_down() {
+                return false;
+            }
+            g = wait_timeout(&self.discovered_cv, g, deadline - now);
+        }
+    }
+
+    fn send_datagram(&self, bytes: &[u8], destinations: &[Locator]) {
+        for d in destinations {
+            let Some(dst) = udp_destination(d) else {
+                continue;
+            };
+            if dst.ip().is_multicast() && !self.multicast {
+                continue;
+            }
+            if let Err(e) = self.transport.send(dst, &[IoSlice::new(bytes)]) {
+                tracing::debug!(%dst, error = %e, "send failed");
+                continue;
+            }
+            if let Some(c) = &self.capture {
+                c.outbound(
+                    SocketAddrV4::new(self.local_addr, self.local_port),
+                    dst,
+                    bytes,
+                );
+            }
+        }
+    }
+
+    /// Tells the event thread that the engine's next timeout may have moved earlier.
+    fn kick_timer(&self, next: Option<Timestamp>) {
+        let Some(next) = next else {
+            return;
+        };
+        let cur = self.timer_wake_at.load(Ordering::Acquire);
+        if cur == 0 || next.0 < cur {
+            let mut kicked = lock(&self.timer);
+            *kicked = true;
+            self.timer_cv.notify_one();
+        }
+    }
+
+    /// Body of the event thread: sleeps until the engine's `poll_timeout` (or a kick) and
+    /// calls `handle_timeout`.
+    pub(crate) fn event_loop(self: &Arc<Self>) {
+        let mut pending = Vec::new();
+        while !self.is_shut_down() {
+            // 0 = "processing": every kick is recorded until we go back to sleep.
+            self.timer_wake_at.store(0, Ordering::Release);
+            let next = {
+                let mut st = lock(&self.engine);
+                let now = self.now();
+                if st.engine.poll_timeout().is_some_and(|t| t <= now) {
+                    st.engine.handle_timeout(now);
+                }
+                self.drain_locked(&mut st, now, &mut pending);
+                st.engine.poll_timeout()
+            };
+            self.dispatch(&mut pending);
+            let wake_ns = next.map_or(u64::MAX, |t| t.0.max(1));
+            let mut kicked = lock(&self.timer);
+            self.timer_wake_at.store(wake_ns, Ordering::Release);
+            loop {
+                if *kicked || self.is_shut_down() {
+                    break;
+                }
+                let now = self.now().0;
+                if wake_ns <= now {
+                    break;
+                }
+                // Cap the sleep so that a lost kick costs at most this long.
+                let d = Duration::from_nanos((wake_ns - now).min(200_000_000));
+                let (g, res) = match self.timer_cv.wait_timeout(kicked, d) {
+                    Ok(x) => x,
+                    Err(e) => e.into_inner(),
+                };
+                kicked = g;
+                if res.timed_out() {
+                    break;
+                }
+            }
+            *kicked = false;
+        }
+    }
+
+    /// Body of a receive thread.
+    pub(crate) fn receive_loop(self: &Arc<Self>, mut rx: UdpReceiver) {
+        let mut buf = vec![0u8; 65_536];
+        let mut pending = Vec::new();
+        let local_port = rx.local_port();
+        loop {
+            match rx.recv(&mut buf) {
+                Ok(Some(r)) => {
+                    if self.is_shut_down() {
+                        break;
+                    }
+                    let len = r.len.min(buf.len());
+                    let data = &buf[..len];
+                    if let Some(c) = &self.capture {
+                        let dst_ip = if r.multicast {
+                            Ipv4Addr::new(239, 255, 0, 1)
+                        } else {
+                            self.local_addr
+                        };
+                        c.inbound(r.src, SocketAddrV4::new(dst_ip, local_port), data);
+                    }
+                    let src = Locator::udpv4(*r.src.ip(), r.src.port());
+                    let _ = r.kind == TrafficKind::Metatraffic;
+                    self.with_engine(&mut pending, |st, now| {
+                        st.engine.handle_datagram(now, Some(src), data);
+                    });
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    if self.is_shut_down() {
+                        break;
+                    }
+                    tracing::debug!(error = %e, "receive failed");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+    }
+
+    pub(crate) fn start_threads(self: &Arc<Self>) -> Result<Vec<JoinHandle<()>>, std::io::Error> {
+        let mut handles = Vec::new();
+        for (i, rx) in self.transport.receivers().into_iter().enumerate() {
+            let inner = Arc::clone(self);
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("ferrodds-rx{i}"))
+                    .spawn(move || inner.receive_loop(rx))?,
+            );
+        }
+        let inner = Arc::clone(self);
+        handles.push(
+            std::thread::Builder::new()
+                .name("ferrodds-timer".into())
+                .spawn(move || inner.event_loop())?,
+        );
+        Ok(handles)
+    }
+
+    /// Deletes every endpoint (so the engine announces the disposals), flushes what that
+    /// produced, then stops the threads' sources of work.
+    pub(crate) fn shutdown(&self) {
+        if self.shutdown.load(Ordering::Acquire) {
+            return;
+        }
+        {
+            let mut pending = Vec::new();
+            let mut st = lock(&self.engine);
+            let now = self.now();
+            let writers: Vec<WriterId> = st.writers.keys().copied().collect();
+            let readers: Vec<ReaderId> = st.readers.keys().copied().collect();
+            for w in writers {
+                let _ = st.engine.delete_writer(w, now);
+            }
+            for r in readers {
+                let _ = st.engine.delete_reader(r, now);
+            }
+            st.writers.clear();
+            st.readers.clear();
+            self.drain_locked(&mut st, now, &mut pending);
+            self.shutdown.store(true, Ordering::Release);
+        }
+        self.transport.shutdown();
+        {
+            let mut kicked = lock(&self.timer);
+            *kicked = true;
+            self.timer_cv.notify_all();
+        }
+        self.discovered_cv.notify_all();
+        if let Some(c) = &self.capture {
+            c.flush();
+        }
+    }
+}
+
+/// The UDPv4 socket address of a locator, if it is one.
+pub(crate) fn udp_destination(l: &Locator) -> Option<SocketAddrV4> {
+    if l.kind != Locator::KIND_UDPV4 {
+        return None;
+    }
+    let port = u16::try_from(l.port).ok().filter(|p| *p != 0)?;
+    let a = l.address;
+    Some(SocketAddrV4::new(
+        Ipv4Addr::new(a[12], a[13], a[14], a[15]),
+        port,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_destination_filters_kinds_and_ports() {
+        let l = Locator::udpv4(Ipv4Addr::new(127, 0, 0, 1), 7410);
+        assert_eq!(
+            udp_destination(&l),
+            Some(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7410))
+        );
+        let mut v6 = l;
+        v6.kind = 2; // UDPv6
+        assert_eq!(udp_destination(&v6), None);
+        let mut big = l;
+        big.port = 70_000;
+        assert_eq!(udp_destination(&big), None);
+        let mut zero = l;
+        zero.port = 0;
+        assert_eq!(udp_destination(&zero), None);
+    }
+
+    #[test]
+    fn time_conversions_round_trip() {
+        let t = time_from_unix_nanos(1_500_000_000);
+        assert_eq!(t.seconds, 1);
+        assert_eq!(t.fraction, 1 << 31);
+        for ns in [0i64, 1, 999_999_999, 1_700_000_000_123_456_789] {
+            let back = time_to_unix_nanos(time_from_unix_nanos(ns));
+            assert!((back - ns).abs() <= 1, "{ns} -> {back}");
+        }
+    }
+
+    #[test]
+    fn wall_time_is_recent() {
+        let t = wall_time();
+        // after 2020-01-01 and before 2100
+        assert!(t.seconds > 1_577_836_800, "{t:?}");
+        assert!(t.seconds < i32::MAX);
+    }
+}

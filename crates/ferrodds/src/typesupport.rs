@@ -1,0 +1,109 @@
+//! Glue between [`ferrodds_cdr::TopicType`] and the runtime: serialization into reusable
+//! buffers, key hashes, and the type-erased decoders a reader cache uses.
+
+use std::any::Any;
+
+use ferrodds_cdr::{decode_sample, encode_key, encode_sample, key_hash, Encoding, TopicType};
+
+use crate::entity::{DecodeFn, KeyFn};
+use crate::error::DdsError;
+
+/// Encoding used for user data: XCDR1 little-endian (Cyclone's default for final types; the
+/// absence of `DATA_REPRESENTATION` in discovery means XCDR1).
+pub(crate) const USER_ENCODING: Encoding = Encoding::XCDR1_LE;
+
+/// Serializes `sample` (encapsulation header + body) into `out` (cleared first).
+pub(crate) fn serialize<T: TopicType>(sample: &T, out: &mut Vec<u8>) -> Result<(), DdsError> {
+    out.clear();
+    encode_sample(sample, USER_ENCODING, out)?;
+    Ok(())
+}
+
+/// Serializes the key members of `sample` (for dispose/unregister) into `out`.
+pub(crate) fn serialize_key<T: TopicType>(sample: &T, out: &mut Vec<u8>) -> Result<(), DdsError> {
+    out.clear();
+    encode_key(sample, USER_ENCODING, out)?;
+    Ok(())
+}
+
+/// The key hash of `sample` (`None` for unkeyed types).
+pub(crate) fn instance_key<T: TopicType>(sample: &T) -> Result<Option<[u8; 16]>, DdsError> {
+    Ok(key_hash(sample)?)
+}
+
+/// A type-erased decoder for a reader cache.
+pub(crate) fn decoder<T: TopicType + Send + 'static>() -> Box<DecodeFn> {
+    Box::new(|payload: &[u8]| {
+        let v: T = decode_sample(payload).ok()?;
+        let k = if T::IS_KEYED {
+            key_hash(&v).ok().flatten()
+        } else {
+            None
+        };
+        Some((Box::new(v) as Box<dyn Any + Send>, k))
+    })
+}
+
+/// Key hash from a key-only payload (dispose/unregister without `PID_KEY_HASH`).
+///
+/// Exact for big-endian key payloads and for keys made of octets (byte order does not
+/// matter); for little-endian multi-byte keys of an MD5-hashed type the result names a
+/// distinct but non-standard instance.
+pub(crate) fn key_decoder<T: TopicType + 'static>() -> Box<KeyFn> {
+    Box::new(|payload: &[u8]| {
+        if !T::IS_KEYED || payload.len() < 4 {
+            return None;
+        }
+        let pad = usize::from(payload[3] & 3);
+        let body = payload.get(4..payload.len().checked_sub(pad)?)?;
+        let mut h = [0u8; 16];
+        match T::KEY_MAX_SIZE {
+            Some(m) if m <= 16 => {
+                let n = body.len().min(m).min(16);
+                h[..n].copy_from_slice(&body[..n]);
+            }
+            _ => {
+                use md5::Digest;
+                h.copy_from_slice(&md5::Md5::digest(body));
+            }
+        }
+        Some(h)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrodds_cdr::types::{ShapeType, TestDataKeyed};
+
+    #[test]
+    fn shape_round_trip_through_decoder() {
+        let s = ShapeType {
+            color: "BLUE".into(),
+            x: 10,
+            y: 20,
+            shapesize: 30,
+        };
+        let mut buf = Vec::new();
+        serialize(&s, &mut buf).unwrap();
+        assert_eq!(&buf[..2], &[0x00, 0x01], "CDR_LE encapsulation");
+        let (any, key) = decoder::<ShapeType>()(&buf).unwrap();
+        let back = any.downcast::<ShapeType>().unwrap();
+        assert_eq!(*back, s);
+        assert_eq!(key, instance_key(&s).unwrap());
+        assert!(decoder::<ShapeType>()(&buf[..3]).is_none());
+    }
+
+    #[test]
+    fn key_only_payload_gives_the_key_hash_for_octet_keys() {
+        let s = TestDataKeyed {
+            key: [1, 2, 3, 4],
+            ..TestDataKeyed::default()
+        };
+        let mut buf = Vec::new();
+        serialize_key(&s, &mut buf).unwrap();
+        let h = key_decoder::<TestDataKeyed>()(&buf).unwrap();
+        assert_eq!(Some(h), instance_key(&s).unwrap());
+        assert_eq!(key_decoder::<TestDataKeyed>()(&[0, 1]), None);
+    }
+}
