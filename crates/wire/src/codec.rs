@@ -113,10 +113,6 @@ impl<'a> Reader<'a> {
         })
     }
 
-    pub(crate) fn i16(&mut self) -> Result<i16> {
-        Ok(self.u16()? as i16)
-    }
-
     pub(crate) fn u32(&mut self) -> Result<u32> {
         let a = self.array::<4>()?;
         Ok(match self.endian {

@@ -17,7 +17,7 @@
 //!   [`Opaque`] bodies.
 //! - Parameter lists (§9.4.2.11) with PID constants ([`parameter::pid`]), a
 //!   borrowed iterator, a writer and typed values ([`ParameterValue`], module
-//!   [`qos`]).
+//!   [`qos`] and [`values`]).
 //!
 //! ## Parsing contract
 //!
@@ -69,6 +69,7 @@ pub mod parameter;
 pub mod qos;
 pub mod submessage;
 mod types;
+pub mod values;
 
 pub use codec::{pad4, Endianness};
 pub use error::{Result, WireError};
@@ -76,7 +77,9 @@ pub use header::Header;
 pub use message::{
     Message, MessageView, MessageWriter, RawSubmessage, RawSubmessages, Submessages,
 };
-pub use parameter::{Parameter, ParameterList, ParameterListWriter, ParameterValue, Parameters};
+pub use parameter::{
+    pid, Parameter, ParameterList, ParameterListWriter, ParameterValue, Parameters,
+};
 pub use submessage::{
     AckNack, Data, DataFrag, Encode, Gap, GapGroupInfo, Heartbeat, HeartbeatFrag,
     HeartbeatGroupInfo, InfoDst, InfoReply, InfoReplyIp4, InfoSrc, InfoTs, LocatorUdpv4, NackFrag,
@@ -86,3 +89,4 @@ pub use types::{
     Count, Duration, EntityId, FragmentNumber, FragmentNumberSet, Guid, GuidPrefix, Locator,
     LocatorList, ProtocolVersion, SequenceNumber, SequenceNumberSet, Time, VendorId, MAX_SET_BITS,
 };
+pub use values::{BuiltinEndpointSet, KeyHash, OctetSeq, SecurityInfo, StatusInfo};
