@@ -48,6 +48,14 @@ pub trait CdrType: Sized {
         self.serialize(w)
     }
 
+    /// Writes the value as its key-holder type for key-only payloads (dispose/unregister):
+    /// the key members with the type's own extensibility framing (XCDR2 DHEADER for
+    /// appendable types; parameter list / EMHEADERs for mutable types). Defaults to
+    /// [`serialize_key`](Self::serialize_key), which is right for final types.
+    fn serialize_key_holder(&self, w: &mut CdrWriter<'_>) -> Result<(), CdrError> {
+        self.serialize_key(w)
+    }
+
     /// Writes the elements of a sequence or array (no count, no DHEADER).
     /// Primitives override this with bulk copies.
     fn serialize_slice(items: &[Self], w: &mut CdrWriter<'_>) -> Result<(), CdrError> {

@@ -56,8 +56,9 @@ pub fn decode_sample<T: TopicType>(payload: &[u8]) -> Result<T, CdrError> {
     T::deserialize(&mut r)
 }
 
-/// Appends a key-only payload (encapsulation header + key members, as used for
-/// dispose/unregister samples) to `out`. Padding is handled as in [`encode_sample`].
+/// Appends a key-only payload (encapsulation header + the key-holder serialization, see
+/// [`CdrType::serialize_key_holder`](crate::CdrType::serialize_key_holder)), as used for
+/// dispose/unregister samples, to `out`. Padding is handled as in [`encode_sample`].
 pub fn encode_key<T: TopicType>(
     sample: &T,
     encoding: Encoding,
@@ -66,7 +67,7 @@ pub fn encode_key<T: TopicType>(
     let start = out.len();
     let repr = Representation::for_type(T::EXTENSIBILITY, encoding);
     out.extend_from_slice(&EncapsulationHeader::new(repr).to_bytes());
-    if let Err(e) = sample.serialize_key(&mut CdrWriter::new(out, encoding)) {
+    if let Err(e) = sample.serialize_key_holder(&mut CdrWriter::new(out, encoding)) {
         out.truncate(start);
         return Err(e);
     }

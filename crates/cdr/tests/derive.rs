@@ -62,6 +62,27 @@ fn mutable_xcdr1_parameter_list() {
 }
 
 #[test]
+fn mutable_key_holder() {
+    let mut b = Vec::new();
+    ferrodds_cdr::encode_key(&mut_sample(), Encoding::XCDR1_BE, &mut b).unwrap();
+    #[rustfmt::skip]
+    assert_eq!(b, [
+        0x00, 0x02, 0x00, 0x00,                   // PL_CDR_BE
+        0x40, 0x01, 0x00, 0x04, 0x01, 0x02, 0, 0, // key member a only
+        0x3f, 0x02, 0x00, 0x00,                   // PID_LIST_END
+    ]);
+    b.clear();
+    ferrodds_cdr::encode_key(&mut_sample(), Encoding::XCDR2_LE, &mut b).unwrap();
+    #[rustfmt::skip]
+    assert_eq!(b, [
+        0x00, 0x0b, 0x00, 0x02,                   // PL_CDR2_LE, 2 bytes of padding
+        6, 0, 0, 0,                               // DHEADER
+        0x01, 0, 0, 0x90, 0x02, 0x01,             // M|LC=1|id 1, u16 LE
+        0, 0,
+    ]);
+}
+
+#[test]
 fn mutable_xcdr2_emheaders() {
     #[rustfmt::skip]
     let expect = [

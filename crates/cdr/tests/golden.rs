@@ -325,6 +325,15 @@ fn key_only_payload() {
         0, 0, 0,
     ]);
     buf.clear();
+    encode_key(&blue(), Encoding::XCDR2_BE, &mut buf).unwrap();
+    #[rustfmt::skip]
+    assert_eq!(buf, [
+        0x00, 0x08, 0x00, 0x03,   // D_CDR2_BE, 3 bytes of padding
+        0, 0, 0, 9,               // DHEADER of the key holder
+        0, 0, 0, 5, b'B', b'L', b'U', b'E', 0,
+        0, 0, 0,
+    ]);
+    buf.clear();
     encode_key(
         &perftest_sample!(TestDataKeyed),
         Encoding::XCDR2_LE,

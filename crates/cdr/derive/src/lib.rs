@@ -280,11 +280,43 @@ fn topic_type(input: &DeriveInput) -> syn::Result<TokenStream2> {
     let key_ser1: Vec<_> = key_x1.iter().map(|f| ser_key(f)).collect();
     let key_ser2: Vec<_> = key_x2.iter().map(|f| ser_key(f)).collect();
 
+    let x2 = quote!(#krate::XcdrVersion::Xcdr2);
+    // Key holder: the key members (or all, if none is a key) with the type's framing.
+    let holder = match ext {
+        Ext::Final => quote!(#cdr::serialize_key(self, w)),
+        Ext::Appendable => quote! {
+            if w.version() == #x2 {
+                let d = w.begin_dheader();
+                #cdr::serialize_key(self, w)?;
+                w.end_dheader(d)
+            } else {
+                #cdr::serialize_key(self, w)
+            }
+        },
+        Ext::Mutable => {
+            let members = key_x1.iter().map(|f| {
+                let id = f.id;
+                let mu = f.key;
+                let ty = &f.ty;
+                let s = ser_key(f);
+                quote! {
+                    let m = w.begin_member(#id, #mu, <#ty as #cdr>::PRIMITIVE_SIZE)?;
+                    #s
+                    w.end_member(m)?;
+                }
+            });
+            quote! {
+                let t = w.begin_mutable();
+                #(#members)*
+                w.end_mutable(t)
+            }
+        }
+    };
+
     let sers: Vec<_> = all.iter().map(|f| ser(f)).collect();
     let idents: Vec<_> = all.iter().map(|f| &f.ident).collect();
     let des: Vec<_> = all.iter().map(|f| de(f)).collect();
 
-    let x2 = quote!(#krate::XcdrVersion::Xcdr2);
     let (serialize, deserialize) = match ext {
         Ext::Final => (
             quote!(#(#sers)* ::core::result::Result::Ok(())),
@@ -390,6 +422,13 @@ fn topic_type(input: &DeriveInput) -> syn::Result<TokenStream2> {
                 r: &mut #krate::CdrReader<'_>,
             ) -> ::core::result::Result<Self, #krate::CdrError> {
                 #deserialize
+            }
+
+            fn serialize_key_holder(
+                &self,
+                w: &mut #krate::CdrWriter<'_>,
+            ) -> ::core::result::Result<(), #krate::CdrError> {
+                #holder
             }
 
             fn serialize_key(
