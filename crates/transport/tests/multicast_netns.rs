@@ -9,19 +9,21 @@
 
 mod common;
 
-use std::io::Read;
+use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{collector, WAIT};
 use ferrodds_transport::{InterfaceSelector, TrafficKind, UdpConfig, UdpLocator, UdpTransport};
 
 const INNER_ENV: &str = "FERRODDS_TRANSPORT_NETNS_INNER";
 const CHILD_TIMEOUT: Duration = Duration::from_secs(60);
+const ROLE_SENDER: &str = "sender";
+const ROLE_RECEIVER: &str = "receiver";
 
 static NS_COUNTER: AtomicU32 = AtomicU32::new(0);
 
@@ -53,91 +55,168 @@ impl Drop for Netns {
     }
 }
 
-fn ip(ns: &str, args: &[&str]) {
-    let out = Command::new("ip")
-        .arg("-n")
-        .arg(ns)
-        .args(args)
-        .output()
-        .expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip -n {ns} {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Runs the test named `test_name` inside a fresh namespace; returns after it passed there.
-fn run_in_netns(test_name: &str) {
+/// Creates a fresh namespace with `lo` up, or `None` (after printing the skip line) when this
+/// process may not.
+fn new_netns() -> Option<Netns> {
     if !is_root() {
         println!("SKIPPED: needs root for network namespaces (not running as root)");
-        return;
+        return None;
     }
-    let ns = format!(
+    let name = format!(
         "ferrodds-test-{}-{}",
         std::process::id(),
         NS_COUNTER.fetch_add(1, Ordering::Relaxed)
     );
-    match Command::new("ip").args(["netns", "add", &ns]).output() {
+    match Command::new("ip").args(["netns", "add", &name]).output() {
         Ok(o) if o.status.success() => {}
         Ok(o) => {
             println!(
                 "SKIPPED: needs root for network namespaces (ip netns add: {})",
                 String::from_utf8_lossy(&o.stderr).trim()
             );
-            return;
+            return None;
         }
         Err(e) => {
             println!("SKIPPED: needs root for network namespaces (ip: {e})");
-            return;
+            return None;
         }
     }
-    let guard = Netns(ns);
-    ip(&guard.0, &["link", "set", "lo", "up"]);
-    ip(&guard.0, &["link", "set", "lo", "multicast", "on"]);
-    ip(&guard.0, &["route", "add", "224.0.0.0/4", "dev", "lo"]);
+    let ns = Netns(name);
+    ip(&ns, &["link", "set", "lo", "up"]);
+    Some(ns)
+}
 
-    let exe = std::env::current_exe().expect("current test binary");
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &guard.0])
-        .arg(exe)
-        .args(["--exact", test_name, "--nocapture", "--test-threads=1"])
-        .env(INNER_ENV, "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn inner test run");
-    let pid = child.id();
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut out = String::new();
-        let mut err = String::new();
-        let _ = stdout.read_to_string(&mut out);
-        let _ = stderr.read_to_string(&mut err);
-        let status = child.wait();
-        let _ = tx.send((status, out, err));
-    });
-    let (status, out, err) = match rx.recv_timeout(CHILD_TIMEOUT) {
-        Ok(r) => r,
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("inner run of {test_name} timed out after {CHILD_TIMEOUT:?}");
+fn ip(ns: &Netns, args: &[&str]) {
+    let out = Command::new("ip")
+        .arg("-n")
+        .arg(&ns.0)
+        .args(args)
+        .output()
+        .expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip -n {} {args:?} failed: {}",
+        ns.0,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A re-executed copy of this test binary running one test inside a namespace.
+struct Inner {
+    test_name: String,
+    pid: u32,
+    lines: mpsc::Receiver<String>,
+    done: mpsc::Receiver<std::io::Result<std::process::ExitStatus>>,
+    output: Vec<String>,
+}
+
+impl Inner {
+    fn spawn(ns: &Netns, test_name: &str, role: &str) -> Self {
+        let exe = std::env::current_exe().expect("current test binary");
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &ns.0])
+            .arg(exe)
+            .args(["--exact", test_name, "--nocapture", "--test-threads=1"])
+            .env(INNER_ENV, role)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn inner test run");
+        let pid = child.id();
+        let (line_tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        for stream in [
+            Box::new(stdout) as Box<dyn std::io::Read + Send>,
+            Box::new(stderr),
+        ] {
+            let tx = line_tx.clone();
+            thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
         }
-    };
-    let status = status.expect("wait for inner run");
-    assert!(
-        status.success(),
-        "inner run of {test_name} failed ({status}):\n{out}\n{err}"
-    );
-    // Guard against a filter that matched nothing.
-    assert!(
-        out.contains("test result: ok. 1 passed"),
-        "inner run did not run exactly one test:\n{out}\n{err}"
-    );
-    drop(guard);
+        let (done_tx, done) = mpsc::channel();
+        thread::spawn(move || {
+            let _ = done_tx.send(child.wait());
+        });
+        Self {
+            test_name: test_name.to_owned(),
+            pid,
+            lines,
+            done,
+            output: Vec::new(),
+        }
+    }
+
+    fn kill(&self) {
+        let _ = Command::new("kill")
+            .args(["-9", &self.pid.to_string()])
+            .status();
+    }
+
+    /// Waits until the child prints a line ending with `marker`.
+    fn wait_for_line(&mut self, marker: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let hit = line.trim().ends_with(marker);
+                    self.output.push(line);
+                    if hit {
+                        return;
+                    }
+                }
+                Err(_) => {
+                    self.kill();
+                    panic!(
+                        "{}: no {marker:?} line within {timeout:?}:\n{}",
+                        self.test_name,
+                        self.output.join("\n")
+                    );
+                }
+            }
+        }
+    }
+
+    /// Waits for the child to exit and asserts that it ran exactly one test, successfully.
+    fn finish(mut self) {
+        let status = match self.done.recv_timeout(CHILD_TIMEOUT) {
+            Ok(status) => status.expect("wait for inner run"),
+            Err(_) => {
+                self.kill();
+                panic!("inner run of {} timed out", self.test_name);
+            }
+        };
+        // The reader threads end at EOF, shortly after exit.
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
+            self.output.push(line);
+        }
+        let out = self.output.join("\n");
+        assert!(
+            status.success(),
+            "inner run of {} failed ({status}):\n{out}",
+            self.test_name
+        );
+        // Guard against a filter that matched nothing.
+        assert!(
+            out.contains("test result: ok. 1 passed"),
+            "inner run did not run exactly one test:\n{out}"
+        );
+    }
+}
+
+/// Runs the test named `test_name` inside a fresh namespace whose `lo` carries multicast;
+/// returns after it passed there.
+fn run_in_netns(test_name: &str) {
+    let Some(ns) = new_netns() else { return };
+    ip(&ns, &["link", "set", "lo", "multicast", "on"]);
+    ip(&ns, &["route", "add", "224.0.0.0/4", "dev", "lo"]);
+    Inner::spawn(&ns, test_name, "1").finish();
+    drop(ns);
 }
 
 fn mc_config(domain_id: u32) -> UdpConfig {
@@ -246,10 +325,87 @@ fn multicast_shutdown_unblocks_in_netns() {
         .map(common::Collector::spawn)
         .collect();
     thread::sleep(Duration::from_millis(100));
-    let start = std::time::Instant::now();
+    let start = Instant::now();
     drop(t);
     for c in collectors {
         c.handle.join().unwrap().unwrap();
     }
     assert!(start.elapsed() < Duration::from_secs(1));
+}
+
+const VETH_A: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+const VETH_B: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+const VETH_TEST: &str = "multicast_leaves_through_the_chosen_interface_across_veth";
+
+/// Two namespaces ("hosts") joined by a veth pair. In the sender's namespace the multicast
+/// route points at `lo`, so only `IP_MULTICAST_IF` makes the SPDP datagrams leave through
+/// `veth-a`; the sender has multicast loop off and must not hear itself.
+#[test]
+fn multicast_leaves_through_the_chosen_interface_across_veth() {
+    match std::env::var(INNER_ENV).as_deref() {
+        Ok(ROLE_SENDER) => return veth_sender(),
+        Ok(ROLE_RECEIVER) => return veth_receiver(),
+        Ok(other) => panic!("unexpected role {other:?}"),
+        Err(_) => {}
+    }
+    let Some(ns_a) = new_netns() else { return };
+    let Some(ns_b) = new_netns() else { return };
+    ip(
+        &ns_a,
+        &[
+            "link", "add", "veth-a", "type", "veth", "peer", "name", "veth-b", "netns", &ns_b.0,
+        ],
+    );
+    ip(&ns_a, &["addr", "add", "198.18.0.1/24", "dev", "veth-a"]);
+    ip(&ns_a, &["link", "set", "veth-a", "up"]);
+    ip(&ns_a, &["link", "set", "lo", "multicast", "on"]);
+    ip(&ns_a, &["route", "add", "224.0.0.0/4", "dev", "lo"]);
+    ip(&ns_b, &["addr", "add", "198.18.0.2/24", "dev", "veth-b"]);
+    ip(&ns_b, &["link", "set", "veth-b", "up"]);
+    ip(&ns_b, &["route", "add", "224.0.0.0/4", "dev", "veth-b"]);
+
+    let mut receiver = Inner::spawn(&ns_b, VETH_TEST, ROLE_RECEIVER);
+    receiver.wait_for_line("READY", Duration::from_secs(20));
+    let sender = Inner::spawn(&ns_a, VETH_TEST, ROLE_SENDER);
+    sender.finish();
+    receiver.finish();
+}
+
+fn veth_config(interface: &str) -> UdpConfig {
+    UdpConfig {
+        interface: InterfaceSelector::Name(interface.into()),
+        multicast_enabled: true,
+        ..UdpConfig::new(0)
+    }
+}
+
+fn veth_receiver() {
+    let t = UdpTransport::new(&veth_config("veth-b")).unwrap();
+    assert_eq!(t.metatraffic_unicast_locators()[0].ip(), VETH_B);
+    let meta = collector(&t, TrafficKind::Metatraffic, true);
+    println!("READY");
+    let (got, bytes) = meta
+        .next(Duration::from_secs(10))
+        .expect("SPDP multicast from the other namespace");
+    assert_eq!(bytes, b"veth-spdp");
+    assert_eq!(*got.src.ip(), VETH_A);
+    assert!(got.multicast);
+    assert_eq!(got.local_port, 7400);
+}
+
+fn veth_sender() {
+    let mut cfg = veth_config("veth-a");
+    cfg.multicast_loop = false;
+    let t = UdpTransport::new(&cfg).unwrap();
+    assert_eq!(t.default_unicast_locators()[0].ip(), VETH_A);
+    let own = collector(&t, TrafficKind::Metatraffic, true);
+    let dst = t.metatraffic_multicast_locators()[0].socket_addr();
+    for _ in 0..40 {
+        t.send_to(dst, b"veth-spdp").unwrap();
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        own.next(Duration::from_millis(100)).is_none(),
+        "multicast loop is off: the sender must not receive its own datagrams"
+    );
 }
