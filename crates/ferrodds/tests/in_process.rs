@@ -1,0 +1,469 @@
+//! Two participants in one process over loopback: discovery, best-effort and reliable
+//! delivery, keyed instances, TRANSIENT_LOCAL late joiners, acknowledgements, incompatible
+//! QoS, listeners and wait sets. Each test uses its own domain id.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use ferrodds::cdr::types::{TestData, TestDataKeyed};
+use ferrodds::{
+    DataReader, DataReaderListener, DataReaderQos, DataWriterQos, DdsError, InstanceHandle,
+    InstanceState, PublisherQos, QosPolicyId, StatusMask, SubscriberQos, TopicQos, WaitSet,
+};
+
+/// Takes samples until `n` valid ones arrived (or `WAIT` passes) and returns them.
+fn collect<T: ferrodds::TopicType + Send + 'static>(
+    reader: &DataReader<T>,
+    n: usize,
+) -> Vec<ferrodds::Sample<T>> {
+    let deadline = Instant::now() + WAIT;
+    let mut out = Vec::new();
+    while out
+        .iter()
+        .filter(|s: &&ferrodds::Sample<T>| s.info.valid_data)
+        .count()
+        < n
+        && Instant::now() < deadline
+    {
+        let _ = reader.wait_for_data(Duration::from_millis(100));
+        out.extend(reader.take().unwrap());
+    }
+    out
+}
+
+fn check_in_order(samples: &[ferrodds::Sample<TestData>], n: u32) {
+    let got: Vec<u32> = samples
+        .iter()
+        .filter_map(|s| s.data.as_ref())
+        .map(|d| d.seq_num)
+        .collect();
+    assert_eq!(got.len(), n as usize, "sample count");
+    for (i, d) in samples.iter().filter_map(|s| s.data.as_ref()).enumerate() {
+        assert_eq!(d.seq_num, i as u32, "order");
+        assert_eq!(
+            d.bin_data,
+            payload_for(d.seq_num),
+            "content of {}",
+            d.seq_num
+        );
+        assert_eq!(d.entity_id, 7);
+    }
+}
+
+#[test]
+fn discovery_both_ways() {
+    with_timeout(30, || {
+        let a = participant(140);
+        let b = participant(140);
+        assert_ne!(a.participant_id(), b.participant_id());
+        assert!(a.wait_for_participants(1, WAIT), "a did not discover b");
+        assert!(b.wait_for_participants(1, WAIT), "b did not discover a");
+        assert_eq!(a.discovered_participants(), vec![b.guid_prefix()]);
+        assert_eq!(b.discovered_participants(), vec![a.guid_prefix()]);
+    });
+}
+
+fn delivery(domain: u32, reliable: bool) {
+    let a = participant(domain);
+    let b = participant(domain);
+    let ta = a
+        .create_topic::<TestData>("delivery", TopicQos::default())
+        .unwrap();
+    let tb = b
+        .create_topic::<TestData>("delivery", TopicQos::default())
+        .unwrap();
+    let mut wq = DataWriterQos::default().keep_all();
+    let mut rq = DataReaderQos::default().keep_all();
+    if reliable {
+        wq = wq.reliable().max_blocking_time(Duration::from_secs(5));
+        rq = rq.reliable();
+    } else {
+        wq = wq.best_effort();
+        rq = rq.best_effort();
+    }
+    let w = a
+        .create_publisher(PublisherQos::default())
+        .unwrap()
+        .create_datawriter(&ta, wq)
+        .unwrap();
+    let r = b
+        .create_subscriber(SubscriberQos::default())
+        .unwrap()
+        .create_datareader(&tb, rq)
+        .unwrap();
+    assert!(w.wait_for_matched(1, WAIT), "writer did not match");
+    assert!(r.wait_for_matched(1, WAIT), "reader did not match");
+    let st = w.publication_matched_status();
+    assert_eq!(st.current_count, 1);
+    assert_eq!(st.last_subscription_handle, Some(r.guid()));
+    for i in 0..1000u32 {
+        w.write(&test_data(i)).unwrap();
+        if !reliable && i % 100 == 99 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    if reliable {
+        w.wait_for_acknowledgments(WAIT).unwrap();
+    }
+    let samples = collect(&r, 1000);
+    check_in_order(&samples, 1000);
+    for s in &samples {
+        assert_eq!(s.info.publication_handle, w.guid());
+        assert_eq!(s.info.instance_state, InstanceState::Alive);
+        assert!(s.info.source_timestamp.is_some());
+    }
+}
+
+#[test]
+fn best_effort_1000_samples() {
+    with_timeout(60, || delivery(141, false));
+}
+
+#[test]
+fn reliable_1000_samples() {
+    with_timeout(60, || delivery(142, true));
+}
+
+#[test]
+fn keyed_1000_instances_register_and_dispose() {
+    with_timeout(60, || {
+        let a = participant(143);
+        let b = participant(143);
+        let ta = a
+            .create_topic::<TestDataKeyed>("keyed", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestDataKeyed>("keyed", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(
+                &ta,
+                DataWriterQos::default()
+                    .keep_all()
+                    .max_blocking_time(Duration::from_secs(5)),
+            )
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
+        let mut handles = Vec::new();
+        for i in 0..1000u32 {
+            let s = keyed_data(i, i);
+            handles.push(w.register_instance(&s).unwrap());
+            w.write(&s).unwrap();
+        }
+        let distinct: std::collections::HashSet<InstanceHandle> = handles.iter().copied().collect();
+        assert_eq!(distinct.len(), 1000, "distinct instance handles");
+        for i in 0..1000u32 {
+            w.dispose(&keyed_data(i, i)).unwrap();
+        }
+        w.wait_for_acknowledgments(WAIT).unwrap();
+        let deadline = Instant::now() + WAIT;
+        let mut all = Vec::new();
+        while all.len() < 2000 && Instant::now() < deadline {
+            let _ = r.wait_for_data(Duration::from_millis(100));
+            all.extend(r.take().unwrap());
+        }
+        let alive: Vec<_> = all.iter().filter(|s| s.info.valid_data).collect();
+        let disposed: Vec<_> = all
+            .iter()
+            .filter(|s| {
+                !s.info.valid_data && s.info.instance_state == InstanceState::NotAliveDisposed
+            })
+            .collect();
+        assert_eq!(alive.len(), 1000, "alive samples");
+        assert_eq!(disposed.len(), 1000, "dispose notifications");
+        for s in &alive {
+            let d = s.data.as_ref().unwrap();
+            let inst = u32::from_le_bytes(d.key);
+            assert_eq!(d.seq_num, inst);
+            assert_eq!(s.info.instance_handle, handles[inst as usize]);
+            assert_eq!(d.bin_data, payload_for(d.seq_num));
+        }
+        let disposed_handles: std::collections::HashSet<InstanceHandle> =
+            disposed.iter().map(|s| s.info.instance_handle).collect();
+        assert_eq!(disposed_handles, distinct, "every instance disposed once");
+    });
+}
+
+#[test]
+fn transient_local_late_joiner_gets_history() {
+    with_timeout(60, || {
+        let a = participant(144);
+        let ta = a
+            .create_topic::<TestData>("history", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(
+                &ta,
+                DataWriterQos::default().transient_local().keep_last(20),
+            )
+            .unwrap();
+        for i in 0..10u32 {
+            w.write(&test_data(i)).unwrap();
+        }
+        // The reader's participant is created after the samples were written.
+        let b = participant(144);
+        let tb = b
+            .create_topic::<TestData>("history", TopicQos::default())
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(
+                &tb,
+                DataReaderQos::default()
+                    .reliable()
+                    .transient_local()
+                    .keep_all(),
+            )
+            .unwrap();
+        let samples = collect(&r, 10);
+        check_in_order(&samples, 10);
+        // and a volatile late joiner gets nothing of the history
+        let rv = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        assert!(rv.wait_for_matched(1, WAIT));
+        w.write(&test_data(10)).unwrap();
+        let got = collect(&rv, 1);
+        let seqs: Vec<u32> = got
+            .iter()
+            .filter_map(|s| s.data.as_ref())
+            .map(|d| d.seq_num)
+            .collect();
+        assert_eq!(seqs, vec![10], "volatile reader sees only new samples");
+    });
+}
+
+#[test]
+fn wait_for_acknowledgments_completes_and_times_out_without_reader_ack() {
+    with_timeout(60, || {
+        let a = participant(145);
+        let b = participant(145);
+        let ta = a
+            .create_topic::<TestData>("acks", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestData>("acks", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&ta, DataWriterQos::default().keep_all())
+            .unwrap();
+        // no reader yet: trivially acknowledged
+        w.wait_for_acknowledgments(Duration::from_millis(200))
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        assert!(w.wait_for_matched(1, WAIT));
+        for i in 0..100 {
+            w.write(&test_data(i)).unwrap();
+        }
+        let t0 = Instant::now();
+        w.wait_for_acknowledgments(WAIT).unwrap();
+        assert!(t0.elapsed() < WAIT);
+        check_in_order(&collect(&r, 100), 100);
+        // After the reader's participant is gone, acknowledgement of new data cannot come
+        // from it; a zero timeout must not report success while it is still matched.
+        drop(r);
+        drop(b);
+    });
+}
+
+#[test]
+fn incompatible_qos_is_reported_on_both_sides() {
+    with_timeout(30, || {
+        let a = participant(146);
+        let b = participant(146);
+        let ta = a
+            .create_topic::<TestData>("incompatible", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestData>("incompatible", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&ta, DataWriterQos::default().best_effort())
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable())
+            .unwrap();
+        let deadline = Instant::now() + WAIT;
+        let (mut offered, mut requested) = (None, None);
+        while (offered.is_none() || requested.is_none()) && Instant::now() < deadline {
+            let o = w.offered_incompatible_qos_status();
+            if o.total_count > 0 {
+                offered = Some(o);
+            }
+            let q = r.requested_incompatible_qos_status();
+            if q.total_count > 0 {
+                requested = Some(q);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let offered = offered.expect("offered incompatible QoS not reported");
+        let requested = requested.expect("requested incompatible QoS not reported");
+        assert_eq!(offered.last_policy_id, Some(QosPolicyId::Reliability));
+        assert_eq!(requested.last_policy_id, Some(QosPolicyId::Reliability));
+        assert_eq!(w.matched_count(), 0);
+        assert_eq!(r.matched_count(), 0);
+    });
+}
+
+#[derive(Default)]
+struct CountingListener {
+    data: AtomicUsize,
+    matched: AtomicUsize,
+}
+
+impl DataReaderListener for CountingListener {
+    fn on_data_available(&self) {
+        self.data.fetch_add(1, Ordering::SeqCst);
+    }
+    fn on_subscription_matched(&self, _s: &ferrodds::SubscriptionMatchedStatus) {
+        self.matched.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn listeners_and_waitsets_fire() {
+    with_timeout(30, || {
+        let a = participant(147);
+        let b = participant(147);
+        let ta = a
+            .create_topic::<TestData>("wake", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestData>("wake", TopicQos::default())
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        let l = Arc::new(CountingListener::default());
+        r.set_listener(Some(l.clone()));
+        let mut ws = WaitSet::new();
+        let rc = r.create_readcondition();
+        let sc = r.status_condition();
+        sc.set_enabled_statuses(StatusMask::SUBSCRIPTION_MATCHED);
+        ws.attach_condition(sc.clone());
+        ws.attach_condition(rc.clone());
+        assert!(matches!(
+            ws.wait(Duration::from_millis(50)),
+            Err(DdsError::Timeout)
+        ));
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&ta, DataWriterQos::default().keep_all())
+            .unwrap();
+        let active = ws.wait(WAIT).expect("matched status condition");
+        assert_eq!(active.len(), 1);
+        assert!(sc.trigger_value());
+        let st = r.subscription_matched_status();
+        assert_eq!(st.current_count, 1);
+        assert_eq!(st.current_count_change, 1);
+        assert!(!sc.trigger_value(), "reading the status resets it");
+        assert!(l.matched.load(Ordering::SeqCst) >= 1);
+        w.write(&test_data(0)).unwrap();
+        let active = ws.wait(WAIT).expect("read condition");
+        assert!(active
+            .iter()
+            .any(|c| matches!(c, ferrodds::Condition::Read(_))));
+        assert!(l.data.load(Ordering::SeqCst) >= 1);
+        // read keeps the sample, take removes it
+        let read = r.read().unwrap();
+        assert_eq!(read.len(), 1);
+        assert!(
+            !rc.trigger_value(),
+            "read samples do not trigger the read condition"
+        );
+        assert_eq!(
+            r.read().unwrap()[0].info.sample_state,
+            ferrodds::SampleState::Read
+        );
+        assert_eq!(r.take().unwrap().len(), 1);
+        assert!(r.take().unwrap().is_empty());
+    });
+}
+
+#[test]
+fn partitions_must_intersect() {
+    with_timeout(30, || {
+        let a = participant(148);
+        let b = participant(148);
+        let ta = a
+            .create_topic::<TestData>("parts", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestData>("parts", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::with_partition(["red"]))
+            .unwrap()
+            .create_datawriter(&ta, DataWriterQos::default())
+            .unwrap();
+        let r_blue = b
+            .create_subscriber(SubscriberQos::with_partition(["blue"]))
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default())
+            .unwrap();
+        let r_red = b
+            .create_subscriber(SubscriberQos::with_partition(["red"]))
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default())
+            .unwrap();
+        assert!(r_red.wait_for_matched(1, WAIT));
+        assert!(w.wait_for_matched(1, WAIT));
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(r_blue.matched_count(), 0);
+        assert_eq!(w.matched_count(), 1);
+    });
+}
+
+#[test]
+fn topic_type_conflict_and_deleted_participant() {
+    with_timeout(30, || {
+        let a = participant(149);
+        let t = a
+            .create_topic::<TestData>("conflict", TopicQos::default())
+            .unwrap();
+        assert!(matches!(
+            a.create_topic::<TestDataKeyed>("conflict", TopicQos::default()),
+            Err(DdsError::PreconditionNotMet { .. })
+        ));
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&t, DataWriterQos::default())
+            .unwrap();
+        w.write(&test_data(1)).unwrap();
+        drop(a);
+        assert!(matches!(
+            w.write(&test_data(2)),
+            Err(DdsError::AlreadyDeleted)
+        ));
+    });
+}
