@@ -4,9 +4,9 @@
 //!
 //! This module is for tests in this and other FerroDDS crates; it is not
 //! used by the capture path. It runs the `tshark` binary found on `PATH`
-//! (or named by the `TSHARK` environment variable), with RTPS reassembly
-//! and IPv4/UDP checksum validation switched on, and kills it after a
-//! timeout.
+//! (or named by the `TSHARK` environment variable) in two-pass mode with
+//! RTPS reassembly on and, by default, IPv4/UDP checksum validation on (see
+//! [`TsharkOptions`]), and kills it after a timeout.
 //!
 //! Tests should call [`require_tshark`] first: a missing tshark is an error
 //! unless the environment variable [`SKIP_ENV`] (`FERRODDS_SKIP_TSHARK`) is
@@ -27,17 +27,59 @@ pub const SKIP_ENV: &str = "FERRODDS_SKIP_TSHARK";
 /// How long [`tshark_check`] lets tshark run.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Preferences passed to every tshark run: RTPS DATA_FRAG reassembly and
-/// checksum validation (so a wrong synthetic checksum shows as an expert
-/// error).
-pub const DEFAULT_PREFS: &[&str] = &[
-    "-o",
-    "rtps.enable_rtps_reassembly:TRUE",
+/// Preferences passed to every tshark run: RTPS DATA_FRAG reassembly.
+pub const DEFAULT_PREFS: &[&str] = &["-o", "rtps.enable_rtps_reassembly:TRUE"];
+
+/// Preferences that make Wireshark validate IPv4 and UDP checksums (a wrong
+/// checksum becomes an expert error). Right for files written by this crate;
+/// wrong for real loopback captures, whose UDP checksums are left to
+/// (absent) offload hardware and look bad.
+pub const CHECKSUM_PREFS: &[&str] = &[
     "-o",
     "ip.check_checksum:TRUE",
     "-o",
     "udp.check_checksum:TRUE",
 ];
+
+/// How to run tshark in [`tshark_check_with`].
+#[derive(Debug, Clone, Copy)]
+pub struct TsharkOptions<'a> {
+    /// Add [`CHECKSUM_PREFS`] (default: true).
+    pub validate_checksums: bool,
+    /// Extra arguments after the preferences, e.g. `["-Y", "rtps.sm.id == 0x15"]`
+    /// or more `-o pref:value` pairs (default: none).
+    pub extra_args: &'a [&'a str],
+    /// Kill tshark after this long (default: [`DEFAULT_TIMEOUT`]).
+    pub timeout: Duration,
+}
+
+impl Default for TsharkOptions<'_> {
+    fn default() -> Self {
+        Self {
+            validate_checksums: true,
+            extra_args: &[],
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+impl<'a> TsharkOptions<'a> {
+    /// Options for real captures: no checksum validation.
+    pub fn real_capture() -> Self {
+        Self {
+            validate_checksums: false,
+            ..Self::default()
+        }
+    }
+
+    /// The same options with a display filter (`-Y filter`) added.
+    pub fn with_filter(self, filter_args: &'a [&'a str]) -> Self {
+        Self {
+            extra_args: filter_args,
+            ..self
+        }
+    }
+}
 
 /// Fields requested from tshark, in output column order.
 const FIELDS: &[&str] = &[
@@ -255,31 +297,34 @@ fn skip_or(e: io::Error) -> Result<bool, TsharkError> {
     }
 }
 
-/// Decodes `path` with tshark ([`DEFAULT_PREFS`], [`DEFAULT_TIMEOUT`]).
+/// Decodes `path` with tshark using [`TsharkOptions::default`] (checksum
+/// validation on): the check for files written by this crate.
 pub fn tshark_check(path: impl AsRef<Path>) -> Result<TsharkReport, TsharkError> {
-    tshark_check_with(path, &[], DEFAULT_TIMEOUT)
+    tshark_check_with(path, &TsharkOptions::default())
 }
 
-/// Decodes `path` with tshark, adding `extra_args` (e.g. `["-o", "pref:value"]`
-/// or a `-Y` display filter) after [`DEFAULT_PREFS`].
+/// Decodes `path` with tshark (two passes, no name resolution,
+/// [`DEFAULT_PREFS`], then the options).
 pub fn tshark_check_with(
     path: impl AsRef<Path>,
-    extra_args: &[&str],
-    timeout: Duration,
+    opts: &TsharkOptions<'_>,
 ) -> Result<TsharkReport, TsharkError> {
     let mut cmd = Command::new(tshark_program());
     cmd.arg("-n")
         .arg("-2")
         .arg("-r")
         .arg(path.as_ref())
-        .args(DEFAULT_PREFS)
-        .args(extra_args)
+        .args(DEFAULT_PREFS);
+    if opts.validate_checksums {
+        cmd.args(CHECKSUM_PREFS);
+    }
+    cmd.args(opts.extra_args)
         .args(["-T", "fields", "-E", "separator=/t", "-E", "occurrence=a"])
         .arg(format!("-Eaggregator={AGGREGATOR}"));
     for f in FIELDS {
         cmd.args(["-e", f]);
     }
-    let (status, stdout, stderr) = run_with_timeout(cmd, timeout)?;
+    let (status, stdout, stderr) = run_with_timeout(cmd, opts.timeout)?;
     if !status.success() {
         return Err(TsharkError::Failed { status, stderr });
     }

@@ -7,9 +7,10 @@
 use std::io::BufWriter;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
-use std::time::Duration;
 
-use ferrodds_capture::testing::{require_tshark, tshark_check, tshark_check_with, Severity};
+use ferrodds_capture::testing::{
+    require_tshark, tshark_check, tshark_check_with, Severity, TsharkOptions,
+};
 use ferrodds_capture::{
     read_udp_payloads, CaptureWriter, Direction, PcapWriter, Timestamp, MAX_UDP_PAYLOAD,
     MAX_UNFRAGMENTED_UDP_PAYLOAD,
@@ -186,7 +187,8 @@ fn pcapng_rtps_decodes_cleanly_in_tshark() {
 
     // Direction flags and the comment made it into the file.
     let count = |filter: &str| {
-        tshark_check_with(&path, &["-Y", filter], Duration::from_secs(60))
+        let args = ["-Y", filter];
+        tshark_check_with(&path, &TsharkOptions::default().with_filter(&args))
             .unwrap()
             .packets
             .len()
