@@ -137,6 +137,9 @@ pub(crate) fn write_submessage(
 
 /// A submessage kept as opaque bytes: security submessages (whose bodies are
 /// transformed by the crypto plugin) and unknown or vendor-specific ids.
+///
+/// An empty body encodes as `octetsToNextHeader` 0, which receivers read as
+/// "extends to the end of the message": emit it only as the last submessage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Opaque<'a> {
     /// Submessage id.
