@@ -57,6 +57,13 @@ pub enum TransportError {
     /// Default selection found no interface that is up and has an IPv4 address.
     #[error("no usable IPv4 network interface found")]
     NoUsableInterface,
+    /// Multicast is enabled but the chosen interface lacks the `MULTICAST` flag (as `lo` does
+    /// by default on Linux); choose another interface or disable multicast.
+    #[error("interface {interface:?} does not support multicast; choose another interface or disable multicast")]
+    MulticastUnsupported {
+        /// Name of the chosen interface.
+        interface: String,
+    },
     /// The configured multicast group is not an IPv4 multicast address.
     #[error("{0} is not an IPv4 multicast address")]
     NotMulticast(Ipv4Addr),

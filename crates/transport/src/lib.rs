@@ -11,6 +11,8 @@
 //!   its participant id; with multicast enabled, a metatraffic and a user-data multicast socket
 //!   (`SO_REUSEADDR` + `SO_REUSEPORT`, bound to the group and port, joined on the chosen
 //!   interface's address); and one send socket with `IP_MULTICAST_IF` set to that interface.
+//!   Multicast on an interface without the `MULTICAST` flag (such as Linux `lo` by default) is
+//!   refused with [`TransportError::MulticastUnsupported`].
 //! * **Participant id.** `None` probes 0..=119 and takes the first id whose SPDP-unicast and
 //!   user-unicast ports both bind; an explicit id that is taken is an error.
 //! * **What is announced.** [`UdpTransport::metatraffic_unicast_locators`] and

@@ -210,6 +210,15 @@ fn bind_multicast(
     Ok(socket)
 }
 
+fn check_multicast(iface: &NetworkInterface, enabled: bool) -> Result<(), TransportError> {
+    if enabled && !iface.multicast {
+        return Err(TransportError::MulticastUnsupported {
+            interface: iface.name.clone(),
+        });
+    }
+    Ok(())
+}
+
 fn into_recv_socket(socket: Socket, kind: TrafficKind, multicast: bool, port: u16) -> RecvSocket {
     let socket: UdpSocket = socket.into();
     // Linux wakes a blocked recv on shutdown(SHUT_RD) even for unconnected UDP sockets, so no
@@ -247,6 +256,7 @@ impl UdpTransport {
             }
         }
         let interface = config.interface.resolve()?;
+        check_multicast(&interface, config.multicast_enabled)?;
         let mapping = &config.port_mapping;
         let domain_id = config.domain_id;
         // Validate the multicast ports before probing.
@@ -579,6 +589,35 @@ mod tests {
             multicast_enabled: false,
             ..UdpConfig::new(domain_id)
         }
+    }
+
+    #[test]
+    fn transport_and_receiver_are_send_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<UdpTransport>();
+        send::<UdpReceiver>();
+    }
+
+    #[test]
+    fn multicast_needs_a_multicast_interface() {
+        let mut iface = NetworkInterface {
+            name: "lo".into(),
+            index: 1,
+            address: Ipv4Addr::LOCALHOST,
+            prefix_len: 8,
+            loopback: true,
+            multicast: false,
+            up: true,
+            mtu: Some(65536),
+        };
+        assert!(check_multicast(&iface, false).is_ok());
+        match check_multicast(&iface, true) {
+            Err(TransportError::MulticastUnsupported { interface }) => assert_eq!(interface, "lo"),
+            other => panic!("unexpected {other:?}"),
+        }
+        iface.multicast = true;
+        assert!(check_multicast(&iface, true).is_ok());
     }
 
     #[test]

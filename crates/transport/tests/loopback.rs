@@ -293,3 +293,23 @@ fn concurrent_senders_share_one_transport() {
     }
     assert!(seen.iter().flatten().all(|s| *s));
 }
+
+#[test]
+fn multicast_on_host_loopback_without_multicast_flag_is_refused() {
+    let lo = ferrodds_transport::list_interfaces()
+        .into_iter()
+        .find(|i| i.name == "lo")
+        .expect("lo exists");
+    let mut cfg = lo_config(222);
+    cfg.multicast_enabled = true;
+    let result = UdpTransport::new(&cfg);
+    if lo.multicast {
+        // Some hosts enable it; then the check must not fire (no traffic is sent here).
+        assert!(result.is_ok(), "{result:?}");
+    } else {
+        match result {
+            Err(TransportError::MulticastUnsupported { interface }) => assert_eq!(interface, "lo"),
+            other => panic!("expected MulticastUnsupported, got {other:?}"),
+        }
+    }
+}
