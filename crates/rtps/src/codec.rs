@@ -462,6 +462,7 @@ impl<'b> Emitter<'b> {
     }
 
     /// True if nothing but the header was written.
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 20
     }

@@ -21,12 +21,12 @@
 #![forbid(unsafe_code)]
 
 mod api;
-#[allow(dead_code)] // wired in step by step
 mod codec;
+mod discovery;
+mod history;
 mod participant;
-#[allow(dead_code)]
+mod proxy;
 pub mod qos;
-#[allow(dead_code)]
 mod sn_set;
 mod types;
 

@@ -1,22 +1,269 @@
-//! The participant: entity tables, discovery, writer/reader machines.
+//! The participant: entity tables, discovery (SPDP/SEDP), matching, the
+//! stateful writer/reader machines and datagram building.
+
+use std::collections::{HashMap, VecDeque};
 
 use crate::api::*;
-use crate::{Guid, GuidPrefix, Locator, SequenceNumber};
+use crate::codec::{self, Emitter, Sub, SubIter};
+use crate::discovery::{
+    self, bes, EndpointData, SpdpData, SEDP_PUB_READER, SEDP_PUB_WRITER, SEDP_SUB_READER,
+    SEDP_SUB_WRITER, SPDP_READER, SPDP_WRITER,
+};
+use crate::history::{CacheChange, HistoryCache};
+use crate::proxy::{Change, Outcome, ReaderProxy, WriterProxy};
+use crate::qos::{
+    check_compatible, Durability, EndpointQos, History, ReaderQos, Reliability, ReliabilityKind,
+    WriterQos,
+};
+use crate::sn_set::SnSet;
+use crate::{EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time};
 
-/// A DomainParticipant's protocol state (sans-IO).
+/// Bytes of a datagram not available to a user payload: header, INFO_DST,
+/// INFO_TS, DATA header, inline QoS (key hash + status info) and a HEARTBEAT.
+const DATA_OVERHEAD: usize = 20 + 16 + 12 + 24 + 32 + 32;
+/// HEARTBEAT submessage size.
+const HB_LEN: usize = 32;
+/// Most remote participants tracked.
+const MAX_PARTICIPANTS: usize = 4096;
+/// Most remote endpoints tracked (per kind).
+const MAX_REMOTE_ENDPOINTS: usize = 1 << 16;
+
+const IDX_SEDP_PUB: usize = 0;
+const IDX_SEDP_SUB: usize = 1;
+const FIRST_USER: usize = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    User,
+    SedpPub,
+    SedpSub,
+}
+
+#[derive(Debug)]
+struct LocalWriter {
+    guid: Guid,
+    role: Role,
+    topic_name: String,
+    type_name: String,
+    qos: WriterQos,
+    history: HistoryCache,
+    last_sn: i64,
+    pushed: i64,
+    proxies: Vec<ReaderProxy>,
+    hb_count: i32,
+    next_hb: Option<Timestamp>,
+    blocked: bool,
+    all_acked_reported: bool,
+}
+
+impl LocalWriter {
+    fn reliable(&self) -> bool {
+        self.qos.reliability.kind == ReliabilityKind::Reliable
+    }
+
+    /// Highest SN every reliable reader acknowledged and that was pushed.
+    fn ack_bound(&self) -> i64 {
+        self.proxies
+            .iter()
+            .filter(|p| p.reliable)
+            .map(|p| p.acked)
+            .min()
+            .unwrap_or(i64::MAX)
+            .min(self.pushed)
+    }
+
+    fn hb_first(&self) -> i64 {
+        self.history.first_sn().unwrap_or(self.last_sn + 1)
+    }
+
+    fn lagging(&self) -> bool {
+        self.reliable() && self.proxies.iter().any(|p| p.lagging(self.last_sn))
+    }
+
+    fn all_acked(&self) -> bool {
+        !self.proxies.iter().any(|p| p.lagging(self.last_sn))
+    }
+
+    fn max_samples(&self) -> Option<usize> {
+        match self.qos.history {
+            History::KeepAll => self.qos.resource_limits.max_samples_bound(),
+            History::KeepLast(_) => None,
+        }
+    }
+
+    fn has_room(&self) -> bool {
+        match self.max_samples() {
+            None => true,
+            Some(max) => {
+                self.history.len() < max
+                    || self
+                        .history
+                        .first_sn()
+                        .is_some_and(|f| f <= self.ack_bound())
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct LocalReader {
+    guid: Guid,
+    role: Role,
+    topic_name: String,
+    type_name: String,
+    qos: ReaderQos,
+    proxies: Vec<WriterProxy>,
+    samples: VecDeque<Sample>,
+    notify: bool,
+}
+
+impl LocalReader {
+    fn room(&self) -> usize {
+        match (self.role, self.qos.history) {
+            (Role::User, History::KeepAll) => match self.qos.resource_limits.max_samples_bound() {
+                Some(max) => max.saturating_sub(self.samples.len()),
+                None => usize::MAX,
+            },
+            _ => usize::MAX,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct RemoteParticipant {
+    data: SpdpData,
+    last_heard: Timestamp,
+}
+
+/// A DomainParticipant's protocol state (sans-IO). See the crate docs for
+/// the call contract.
 #[derive(Debug)]
 pub struct Participant {
     config: ParticipantConfig,
     stats: Stats,
+    writers: Vec<Option<LocalWriter>>,
+    readers: Vec<Option<LocalReader>>,
+    next_entity_key: u32,
+    participants: HashMap<GuidPrefix, RemoteParticipant>,
+    remote_writers: HashMap<Guid, EndpointData>,
+    remote_readers: HashMap<Guid, EndpointData>,
+    spdp_payload: Vec<u8>,
+    next_spdp: Timestamp,
+    spdp_queue: VecDeque<Vec<Locator>>,
+    leave_queue: VecDeque<Vec<Locator>>,
+    events: VecDeque<Event>,
+}
+
+fn builtin_writer(prefix: GuidPrefix, eid: EntityId, role: Role, topic: &str) -> LocalWriter {
+    LocalWriter {
+        guid: Guid::new(prefix, eid),
+        role,
+        topic_name: topic.into(),
+        type_name: String::new(),
+        qos: WriterQos {
+            reliability: Reliability::RELIABLE,
+            durability: Durability::TransientLocal,
+            history: History::KeepLast(1),
+            ..WriterQos::default()
+        },
+        history: HistoryCache::default(),
+        last_sn: 0,
+        pushed: 0,
+        proxies: Vec::new(),
+        hb_count: 0,
+        next_hb: None,
+        blocked: false,
+        all_acked_reported: false,
+    }
+}
+
+fn builtin_reader(prefix: GuidPrefix, eid: EntityId, role: Role, topic: &str) -> LocalReader {
+    LocalReader {
+        guid: Guid::new(prefix, eid),
+        role,
+        topic_name: topic.into(),
+        type_name: String::new(),
+        qos: ReaderQos {
+            reliability: Reliability::RELIABLE,
+            durability: Durability::TransientLocal,
+            history: History::KeepAll,
+            ..ReaderQos::default()
+        },
+        proxies: Vec::new(),
+        samples: VecDeque::new(),
+        notify: false,
+    }
+}
+
+fn dedup(mut v: Vec<Locator>) -> Vec<Locator> {
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 impl Participant {
     /// Creates a participant; the first SPDP announcement is due at `now`.
     pub fn new(config: ParticipantConfig, now: Timestamp) -> Self {
-        let _ = now;
+        let prefix = config.guid_prefix;
+        let spdp = SpdpData {
+            guid_prefix: prefix,
+            vendor: codec::VENDOR_ID,
+            protocol_major: 2,
+            domain_id: Some(config.domain_id),
+            domain_tag_empty: true,
+            builtin_endpoints: bes::PARTICIPANT_ANNOUNCER
+                | bes::PARTICIPANT_DETECTOR
+                | bes::PUBLICATIONS_ANNOUNCER
+                | bes::PUBLICATIONS_DETECTOR
+                | bes::SUBSCRIPTIONS_ANNOUNCER
+                | bes::SUBSCRIPTIONS_DETECTOR,
+            metatraffic_unicast: config.metatraffic_unicast_locators.clone(),
+            metatraffic_multicast: config.metatraffic_multicast_locators.clone(),
+            default_unicast: config.default_unicast_locators.clone(),
+            default_multicast: config.default_multicast_locators.clone(),
+            lease_duration: config.lease_duration,
+            entity_name: config.entity_name.clone(),
+        };
         Self {
+            spdp_payload: spdp.encode(),
+            writers: vec![
+                Some(builtin_writer(
+                    prefix,
+                    SEDP_PUB_WRITER,
+                    Role::SedpPub,
+                    "DCPSPublication",
+                )),
+                Some(builtin_writer(
+                    prefix,
+                    SEDP_SUB_WRITER,
+                    Role::SedpSub,
+                    "DCPSSubscription",
+                )),
+            ],
+            readers: vec![
+                Some(builtin_reader(
+                    prefix,
+                    SEDP_PUB_READER,
+                    Role::SedpPub,
+                    "DCPSPublication",
+                )),
+                Some(builtin_reader(
+                    prefix,
+                    SEDP_SUB_READER,
+                    Role::SedpSub,
+                    "DCPSSubscription",
+                )),
+            ],
             config,
             stats: Stats::default(),
+            next_entity_key: 1,
+            participants: HashMap::new(),
+            remote_writers: HashMap::new(),
+            remote_readers: HashMap::new(),
+            next_spdp: now,
+            spdp_queue: VecDeque::new(),
+            leave_queue: VecDeque::new(),
+            events: VecDeque::new(),
         }
     }
 
@@ -25,53 +272,200 @@ impl Participant {
         self.config.guid_prefix
     }
 
+    /// The configuration this participant was created with.
+    pub fn config(&self) -> &ParticipantConfig {
+        &self.config
+    }
+
+    /// Queues an SPDP dispose (DATA(p[UD])) to the SPDP destinations and to
+    /// every known participant, so peers drop us without waiting for the
+    /// lease. Call before dropping the participant, then drain `poll_transmit`.
+    pub fn announce_leave(&mut self) {
+        let mut dests = self.config.spdp_destinations.clone();
+        let prefixes: Vec<GuidPrefix> = self.participants.keys().copied().collect();
+        for p in prefixes {
+            dests.extend(self.locators_for(p, &[], true));
+        }
+        let dests = dedup(dests);
+        if !dests.is_empty() {
+            self.leave_queue.push_back(dests);
+        }
+    }
+
     /// Counters.
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
 
-    /// Creates a user writer and announces it through SEDP.
+    /// GUID prefixes of the currently known remote participants.
+    pub fn discovered_participants(&self) -> Vec<GuidPrefix> {
+        let mut v: Vec<_> = self.participants.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn alloc_entity(&mut self, kind: u8) -> Result<EntityId, EngineError> {
+        let k = self.next_entity_key;
+        if k >= 1 << 24 {
+            return Err(EngineError::TooManyEntities);
+        }
+        self.next_entity_key += 1;
+        Ok(EntityId([(k >> 16) as u8, (k >> 8) as u8, k as u8, kind]))
+    }
+
+    fn user_writer(&self, w: WriterId) -> Option<&LocalWriter> {
+        if w.0 < FIRST_USER {
+            return None;
+        }
+        self.writers.get(w.0)?.as_ref()
+    }
+
+    fn user_reader(&self, r: ReaderId) -> Option<&LocalReader> {
+        if r.0 < FIRST_USER {
+            return None;
+        }
+        self.readers.get(r.0)?.as_ref()
+    }
+
+    fn check_history(h: History) -> Result<(), EngineError> {
+        if h == History::KeepLast(0) {
+            return Err(EngineError::InconsistentQos("KEEP_LAST depth 0"));
+        }
+        Ok(())
+    }
+
+    /// Creates a user writer, announces it through SEDP and matches it with
+    /// known readers (including this participant's own).
     pub fn create_writer(
         &mut self,
         attrs: WriterAttributes,
         now: Timestamp,
     ) -> Result<WriterId, EngineError> {
-        let _ = (attrs, now);
-        Err(EngineError::TooManyEntities)
+        Self::check_history(attrs.qos.history)?;
+        let eid = self.alloc_entity(if attrs.keyed { 0x02 } else { 0x03 })?;
+        let guid = Guid::new(self.config.guid_prefix, eid);
+        let data = EndpointData {
+            guid,
+            topic_name: attrs.topic_name.clone(),
+            type_name: attrs.type_name.clone(),
+            qos: EndpointQos::from(&attrs.qos),
+            unicast: Vec::new(),
+            multicast: Vec::new(),
+        };
+        let w = LocalWriter {
+            guid,
+            role: Role::User,
+            topic_name: attrs.topic_name,
+            type_name: attrs.type_name,
+            qos: attrs.qos,
+            history: HistoryCache::default(),
+            last_sn: 0,
+            pushed: 0,
+            proxies: Vec::new(),
+            hb_count: 0,
+            next_hb: None,
+            blocked: false,
+            all_acked_reported: false,
+        };
+        self.writers.push(Some(w));
+        let id = WriterId(self.writers.len() - 1);
+        self.announce_endpoint(IDX_SEDP_PUB, &data, now);
+        let readers: Vec<EndpointData> = self.remote_readers.values().cloned().collect();
+        for r in &readers {
+            self.match_writer_reader(id.0, r);
+        }
+        // Local loopback: our own readers see this writer like a remote one.
+        self.on_remote_writer(data);
+        Ok(id)
     }
 
-    /// Creates a user reader and announces it through SEDP.
+    /// Creates a user reader, announces it through SEDP and matches it with
+    /// known writers (including this participant's own).
     pub fn create_reader(
         &mut self,
         attrs: ReaderAttributes,
         now: Timestamp,
     ) -> Result<ReaderId, EngineError> {
-        let _ = (attrs, now);
-        Err(EngineError::TooManyEntities)
+        Self::check_history(attrs.qos.history)?;
+        let eid = self.alloc_entity(if attrs.keyed { 0x07 } else { 0x04 })?;
+        let guid = Guid::new(self.config.guid_prefix, eid);
+        let data = EndpointData {
+            guid,
+            topic_name: attrs.topic_name.clone(),
+            type_name: attrs.type_name.clone(),
+            qos: EndpointQos::from(&attrs.qos),
+            unicast: Vec::new(),
+            multicast: Vec::new(),
+        };
+        self.readers.push(Some(LocalReader {
+            guid,
+            role: Role::User,
+            topic_name: attrs.topic_name,
+            type_name: attrs.type_name,
+            qos: attrs.qos,
+            proxies: Vec::new(),
+            samples: VecDeque::new(),
+            notify: false,
+        }));
+        let id = ReaderId(self.readers.len() - 1);
+        self.announce_endpoint(IDX_SEDP_SUB, &data, now);
+        let writers: Vec<EndpointData> = self.remote_writers.values().cloned().collect();
+        for w in &writers {
+            self.match_reader_writer(id.0, w);
+        }
+        self.on_remote_reader(data);
+        Ok(id)
+    }
+
+    fn announce_endpoint(&mut self, sedp: usize, data: &EndpointData, now: Timestamp) {
+        let payload = data.encode(self.config.guid_prefix);
+        let key = data.guid.to_bytes();
+        let _ = self.add_change(sedp, ChangeKind::Alive, Some(key), &payload, None, now);
+    }
+
+    fn announce_dispose(&mut self, sedp: usize, guid: Guid, now: Timestamp) {
+        let payload = discovery::endpoint_key_payload(guid);
+        let _ = self.add_change(
+            sedp,
+            ChangeKind::NotAliveDisposedUnregistered,
+            Some(guid.to_bytes()),
+            &payload,
+            None,
+            now,
+        );
     }
 
     /// Deletes a writer (announces a dispose through SEDP).
     pub fn delete_writer(&mut self, w: WriterId, now: Timestamp) -> Result<(), EngineError> {
-        let _ = (w, now);
-        Err(EngineError::UnknownWriter)
+        let guid = self.user_writer(w).ok_or(EngineError::UnknownWriter)?.guid;
+        self.writers[w.0] = None;
+        self.announce_dispose(IDX_SEDP_PUB, guid, now);
+        self.remove_remote_writer(guid);
+        Ok(())
     }
 
     /// Deletes a reader (announces a dispose through SEDP).
     pub fn delete_reader(&mut self, r: ReaderId, now: Timestamp) -> Result<(), EngineError> {
-        let _ = (r, now);
-        Err(EngineError::UnknownReader)
+        let guid = self.user_reader(r).ok_or(EngineError::UnknownReader)?.guid;
+        self.readers[r.0] = None;
+        self.announce_dispose(IDX_SEDP_SUB, guid, now);
+        self.remove_remote_reader(guid);
+        Ok(())
     }
 
     /// GUID of a live writer.
     pub fn writer_guid(&self, w: WriterId) -> Option<Guid> {
-        let _ = w;
-        None
+        self.user_writer(w).map(|w| w.guid)
     }
 
     /// GUID of a live reader.
     pub fn reader_guid(&self, r: ReaderId) -> Option<Guid> {
-        let _ = r;
-        None
+        self.user_reader(r).map(|r| r.guid)
+    }
+
+    /// Largest payload `write` accepts.
+    pub fn max_payload_size(&self) -> usize {
+        self.config.max_message_size.saturating_sub(DATA_OVERHEAD)
     }
 
     /// Adds a change to the writer's history and queues its transmission
@@ -82,60 +476,1114 @@ impl Participant {
         change: WriteRequest<'_>,
         now: Timestamp,
     ) -> Result<SequenceNumber, WriteError> {
-        let _ = (w, change, now);
-        Err(WriteError::UnknownWriter)
+        if self.user_writer(w).is_none() {
+            return Err(WriteError::UnknownWriter);
+        }
+        let max = self.max_payload_size();
+        if change.serialized_payload.len() > max {
+            return Err(WriteError::PayloadTooLarge {
+                size: change.serialized_payload.len(),
+                max,
+            });
+        }
+        self.add_change(
+            w.0,
+            change.kind,
+            change.key_hash,
+            change.serialized_payload,
+            change.source_timestamp,
+            now,
+        )
+        .map(SequenceNumber)
+    }
+
+    fn add_change(
+        &mut self,
+        wi: usize,
+        kind: ChangeKind,
+        key_hash: Option<[u8; 16]>,
+        payload: &[u8],
+        source_timestamp: Option<Time>,
+        now: Timestamp,
+    ) -> Result<i64, WriteError> {
+        let period = self.config.heartbeat_period;
+        let w = self
+            .writers
+            .get_mut(wi)
+            .and_then(Option::as_mut)
+            .ok_or(WriteError::UnknownWriter)?;
+        match w.qos.history {
+            History::KeepLast(depth) => {
+                let depth = depth.max(1) as usize;
+                while w.history.instance_count(key_hash.as_ref()) >= depth {
+                    if w.history.remove_oldest_of(key_hash.as_ref()).is_none() {
+                        break;
+                    }
+                }
+            }
+            History::KeepAll => {
+                if let Some(max) = w.max_samples() {
+                    if w.history.len() >= max {
+                        if w.history.first_sn().is_some_and(|f| f <= w.ack_bound()) {
+                            w.history.remove_oldest();
+                        } else {
+                            w.blocked = true;
+                            return Err(WriteError::HistoryFull);
+                        }
+                    }
+                }
+            }
+        }
+        let sn = w.last_sn + 1;
+        let payload = w.history.make_payload(payload);
+        w.history.push(CacheChange {
+            sn,
+            kind,
+            key_hash,
+            source_timestamp,
+            payload,
+        });
+        w.last_sn = sn;
+        w.all_acked_reported = false;
+        if w.reliable() && w.next_hb.is_none() && w.proxies.iter().any(|p| p.reliable) {
+            w.next_hb = Some(now.saturating_add(period));
+        }
+        Ok(sn)
     }
 
     /// True when every matched reliable reader acknowledged everything written so far.
     pub fn is_acknowledged_by_all(&self, w: WriterId) -> bool {
-        let _ = w;
-        true
+        self.user_writer(w).is_none_or(LocalWriter::all_acked)
     }
 
-    /// Processes one received datagram. `src` is the sender's locator, if known.
-    pub fn handle_datagram(&mut self, now: Timestamp, src: Option<Locator>, datagram: &[u8]) {
-        let _ = (now, src, datagram);
-        self.stats.received_datagrams += 1;
+    /// Number of readers matched with this writer.
+    pub fn matched_reader_count(&self, w: WriterId) -> usize {
+        self.user_writer(w).map_or(0, |w| w.proxies.len())
     }
 
-    /// Runs timers that are due at `now`.
-    pub fn handle_timeout(&mut self, now: Timestamp) {
-        let _ = now;
-    }
-
-    /// When `handle_timeout` should next be called.
-    pub fn poll_timeout(&self) -> Option<Timestamp> {
-        None
-    }
-
-    /// Writes the next datagram into `buf` (len >= max_message_size) and says
-    /// where to send it.
-    pub fn poll_transmit(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<Transmit> {
-        let _ = (now, buf);
-        None
+    /// Number of writers matched with this reader.
+    pub fn matched_writer_count(&self, r: ReaderId) -> usize {
+        self.user_reader(r).map_or(0, |r| r.proxies.len())
     }
 
     /// Next event.
     pub fn poll_event(&mut self) -> Option<Event> {
-        None
+        self.events.pop_front()
     }
 
     /// Next sample for this reader, in delivery order (reliable: per-writer SN
     /// order, exactly once).
     pub fn take_sample(&mut self, r: ReaderId) -> Option<Sample> {
-        let _ = r;
+        if r.0 < FIRST_USER {
+            return None;
+        }
+        let reader = self.readers.get_mut(r.0)?.as_mut()?;
+        let was_full = reader.room() == 0;
+        let s = reader.samples.pop_front()?;
+        if was_full {
+            // Space again: ask for what we refused.
+            for p in reader.proxies.iter_mut().filter(|p| p.reliable) {
+                if p.max_seen >= p.next {
+                    p.ack_pending = true;
+                }
+            }
+        }
+        Some(s)
+    }
+
+    // ----------------------------------------------------------------- matching
+
+    fn locators_for(
+        &self,
+        prefix: GuidPrefix,
+        endpoint: &[Locator],
+        builtin: bool,
+    ) -> Vec<Locator> {
+        if !endpoint.is_empty() {
+            return endpoint.to_vec();
+        }
+        let (meta_u, meta_m, def_u, def_m) = if prefix == self.config.guid_prefix {
+            (
+                &self.config.metatraffic_unicast_locators,
+                &self.config.metatraffic_multicast_locators,
+                &self.config.default_unicast_locators,
+                &self.config.default_multicast_locators,
+            )
+        } else if let Some(p) = self.participants.get(&prefix) {
+            (
+                &p.data.metatraffic_unicast,
+                &p.data.metatraffic_multicast,
+                &p.data.default_unicast,
+                &p.data.default_multicast,
+            )
+        } else {
+            return Vec::new();
+        };
+        let order: [&Vec<Locator>; 4] = if builtin {
+            [meta_u, def_u, meta_m, def_m]
+        } else {
+            [def_u, meta_u, def_m, meta_m]
+        };
+        order
+            .into_iter()
+            .find(|l| !l.is_empty())
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Matches local user writer `wi` with a (remote or local) reader.
+    fn match_writer_reader(&mut self, wi: usize, reader: &EndpointData) {
+        let locators = self.locators_for(reader.guid.prefix, &reader.unicast, false);
+        let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) else {
+            return;
+        };
+        if w.role != Role::User
+            || w.topic_name != reader.topic_name
+            || w.type_name != reader.type_name
+        {
+            return;
+        }
+        let existing = w.proxies.iter().position(|p| p.guid == reader.guid);
+        match check_compatible(&EndpointQos::from(&w.qos), &reader.qos) {
+            Ok(()) => {
+                if let Some(i) = existing {
+                    w.proxies[i].locators = locators;
+                    return;
+                }
+                let reliable = reader.qos.reliability.kind == ReliabilityKind::Reliable;
+                let start_after = match w.qos.durability {
+                    Durability::TransientLocal => 0,
+                    Durability::Volatile => w.pushed,
+                };
+                w.proxies.push(ReaderProxy::new(
+                    reader.guid,
+                    reliable,
+                    locators,
+                    start_after,
+                ));
+                w.all_acked_reported = false;
+                self.events.push_back(Event::PublicationMatched {
+                    writer: WriterId(wi),
+                    remote_reader: reader.guid,
+                    current_count: w.proxies.len(),
+                });
+            }
+            Err(policy) => {
+                if let Some(i) = existing {
+                    w.proxies.remove(i);
+                    self.events.push_back(Event::PublicationUnmatched {
+                        writer: WriterId(wi),
+                        remote_reader: reader.guid,
+                        current_count: w.proxies.len(),
+                    });
+                }
+                self.events.push_back(Event::OfferedIncompatibleQos {
+                    writer: WriterId(wi),
+                    remote_reader: reader.guid,
+                    policy,
+                });
+            }
+        }
+    }
+
+    /// Matches local user reader `ri` with a (remote or local) writer.
+    fn match_reader_writer(&mut self, ri: usize, writer: &EndpointData) {
+        let locators = self.locators_for(writer.guid.prefix, &writer.unicast, false);
+        let Some(r) = self.readers.get_mut(ri).and_then(Option::as_mut) else {
+            return;
+        };
+        if r.role != Role::User
+            || r.topic_name != writer.topic_name
+            || r.type_name != writer.type_name
+        {
+            return;
+        }
+        let existing = r.proxies.iter().position(|p| p.guid == writer.guid);
+        match check_compatible(&writer.qos, &EndpointQos::from(&r.qos)) {
+            Ok(()) => {
+                if let Some(i) = existing {
+                    r.proxies[i].locators = locators;
+                    return;
+                }
+                let reliable = r.qos.reliability.kind == ReliabilityKind::Reliable;
+                r.proxies
+                    .push(WriterProxy::new(writer.guid, reliable, locators));
+                self.events.push_back(Event::SubscriptionMatched {
+                    reader: ReaderId(ri),
+                    remote_writer: writer.guid,
+                    current_count: r.proxies.len(),
+                });
+            }
+            Err(policy) => {
+                if let Some(i) = existing {
+                    r.proxies.remove(i);
+                    self.events.push_back(Event::SubscriptionUnmatched {
+                        reader: ReaderId(ri),
+                        remote_writer: writer.guid,
+                        current_count: r.proxies.len(),
+                    });
+                }
+                self.events.push_back(Event::RequestedIncompatibleQos {
+                    reader: ReaderId(ri),
+                    remote_writer: writer.guid,
+                    policy,
+                });
+            }
+        }
+    }
+
+    fn on_remote_writer(&mut self, data: EndpointData) {
+        if !self.remote_writers.contains_key(&data.guid)
+            && self.remote_writers.len() >= MAX_REMOTE_ENDPOINTS
+        {
+            return;
+        }
+        for ri in FIRST_USER..self.readers.len() {
+            self.match_reader_writer(ri, &data);
+        }
+        self.remote_writers.insert(data.guid, data);
+    }
+
+    fn on_remote_reader(&mut self, data: EndpointData) {
+        if !self.remote_readers.contains_key(&data.guid)
+            && self.remote_readers.len() >= MAX_REMOTE_ENDPOINTS
+        {
+            return;
+        }
+        for wi in FIRST_USER..self.writers.len() {
+            self.match_writer_reader(wi, &data);
+        }
+        self.remote_readers.insert(data.guid, data);
+    }
+
+    fn remove_remote_writer(&mut self, guid: Guid) {
+        self.remote_writers.remove(&guid);
+        for (ri, r) in self.readers.iter_mut().enumerate() {
+            let Some(r) = r.as_mut() else { continue };
+            if let Some(i) = r.proxies.iter().position(|p| p.guid == guid) {
+                r.proxies.remove(i);
+                if r.role == Role::User {
+                    self.events.push_back(Event::SubscriptionUnmatched {
+                        reader: ReaderId(ri),
+                        remote_writer: guid,
+                        current_count: r.proxies.len(),
+                    });
+                }
+            }
+        }
+    }
+
+    fn remove_remote_reader(&mut self, guid: Guid) {
+        self.remote_readers.remove(&guid);
+        for wi in 0..self.writers.len() {
+            let Some(w) = self.writers[wi].as_mut() else {
+                continue;
+            };
+            if let Some(i) = w.proxies.iter().position(|p| p.guid == guid) {
+                w.proxies.remove(i);
+                if w.role == Role::User {
+                    self.events.push_back(Event::PublicationUnmatched {
+                        writer: WriterId(wi),
+                        remote_reader: guid,
+                        current_count: w.proxies.len(),
+                    });
+                }
+                self.after_ack(wi);
+            }
+        }
+    }
+
+    fn match_builtins(&mut self, prefix: GuidPrefix, set: u32) {
+        let locs = self.locators_for(prefix, &[], true);
+        let pairs = [
+            (bes::PUBLICATIONS_DETECTOR, IDX_SEDP_PUB, SEDP_PUB_READER),
+            (bes::SUBSCRIPTIONS_DETECTOR, IDX_SEDP_SUB, SEDP_SUB_READER),
+        ];
+        for (bit, wi, eid) in pairs {
+            if set & bit == 0 {
+                continue;
+            }
+            if let Some(w) = self.writers[wi].as_mut() {
+                let guid = Guid::new(prefix, eid);
+                if !w.proxies.iter().any(|p| p.guid == guid) {
+                    w.proxies
+                        .push(ReaderProxy::new(guid, true, locs.clone(), 0));
+                }
+            }
+        }
+        let pairs = [
+            (bes::PUBLICATIONS_ANNOUNCER, IDX_SEDP_PUB, SEDP_PUB_WRITER),
+            (bes::SUBSCRIPTIONS_ANNOUNCER, IDX_SEDP_SUB, SEDP_SUB_WRITER),
+        ];
+        for (bit, ri, eid) in pairs {
+            if set & bit == 0 {
+                continue;
+            }
+            if let Some(r) = self.readers[ri].as_mut() {
+                let guid = Guid::new(prefix, eid);
+                if !r.proxies.iter().any(|p| p.guid == guid) {
+                    r.proxies.push(WriterProxy::new(guid, true, locs.clone()));
+                }
+            }
+        }
+    }
+
+    fn remove_participant(&mut self, prefix: GuidPrefix) {
+        if self.participants.remove(&prefix).is_none() {
+            return;
+        }
+        for i in [IDX_SEDP_PUB, IDX_SEDP_SUB] {
+            if let Some(w) = self.writers[i].as_mut() {
+                w.proxies.retain(|p| p.guid.prefix != prefix);
+            }
+            if let Some(r) = self.readers[i].as_mut() {
+                r.proxies.retain(|p| p.guid.prefix != prefix);
+            }
+        }
+        let mut ws: Vec<Guid> = self
+            .remote_writers
+            .keys()
+            .filter(|g| g.prefix == prefix)
+            .copied()
+            .collect();
+        ws.sort_unstable();
+        for g in ws {
+            self.remove_remote_writer(g);
+        }
+        let mut rs: Vec<Guid> = self
+            .remote_readers
+            .keys()
+            .filter(|g| g.prefix == prefix)
+            .copied()
+            .collect();
+        rs.sort_unstable();
+        for g in rs {
+            self.remove_remote_reader(g);
+        }
+        self.events.push_back(Event::ParticipantLost { prefix });
+    }
+
+    // ------------------------------------------------------------------ receive
+
+    /// Processes one received datagram. `src` is the sender's locator, if known
+    /// (unused for now). Malformed input is counted in [`Stats`] and dropped.
+    pub fn handle_datagram(&mut self, now: Timestamp, src: Option<Locator>, datagram: &[u8]) {
+        let _ = src;
+        self.stats.received_datagrams += 1;
+        let Ok((hdr, body)) = codec::parse_header(datagram) else {
+            self.stats.malformed_datagrams += 1;
+            return;
+        };
+        let mut src_prefix = hdr.prefix;
+        if let Some(p) = self.participants.get_mut(&src_prefix) {
+            p.last_heard = now;
+        }
+        let ours = self.config.guid_prefix;
+        let mut for_us = true;
+        let mut ts: Option<Time> = None;
+        for sub in SubIter::new(body) {
+            let sub = match sub {
+                Ok(s) => s,
+                Err(_) => {
+                    self.stats.malformed_datagrams += 1;
+                    break;
+                }
+            };
+            match sub {
+                Sub::InfoTs(t) => ts = t,
+                Sub::InfoSrc(p) => src_prefix = p,
+                Sub::InfoDst(p) => for_us = p == GuidPrefix([0; 12]) || p == ours,
+                Sub::Other(_) => self.stats.unknown_submessages += 1,
+                _ if !for_us => {}
+                Sub::Data(d) => self.on_data(src_prefix, &d, ts, now),
+                Sub::Heartbeat {
+                    reader_id,
+                    writer_id,
+                    first,
+                    last,
+                    count,
+                    final_flag,
+                } => self.on_heartbeat(
+                    Guid::new(src_prefix, writer_id),
+                    reader_id,
+                    (first, last, count, final_flag),
+                ),
+                Sub::AckNack {
+                    reader_id,
+                    writer_id,
+                    set,
+                    count,
+                    final_flag,
+                } => self.on_acknack(
+                    Guid::new(src_prefix, reader_id),
+                    writer_id,
+                    &set,
+                    count,
+                    final_flag,
+                    now,
+                ),
+                Sub::Gap {
+                    reader_id,
+                    writer_id,
+                    start,
+                    list,
+                } => self.on_gap(Guid::new(src_prefix, writer_id), reader_id, start, &list),
+            }
+        }
+        for (ri, r) in self.readers.iter_mut().enumerate() {
+            if let Some(r) = r.as_mut() {
+                if r.notify {
+                    r.notify = false;
+                    self.events.push_back(Event::DataAvailable {
+                        reader: ReaderId(ri),
+                    });
+                }
+            }
+        }
+    }
+
+    fn on_data(
+        &mut self,
+        src: GuidPrefix,
+        d: &codec::DataSub<'_>,
+        ts: Option<Time>,
+        now: Timestamp,
+    ) {
+        let iq = match d.inline_qos {
+            Some(q) => match codec::parse_inline_qos(q, d.little_endian) {
+                Some(iq) => iq,
+                None => {
+                    self.stats.malformed_datagrams += 1;
+                    return;
+                }
+            },
+            None => codec::InlineQos::default(),
+        };
+        if d.writer_id == SPDP_WRITER {
+            self.on_spdp(src, d, iq, now);
+            return;
+        }
+        let writer_guid = Guid::new(src, d.writer_id);
+        let payload = d.payload.unwrap_or(&[]);
+        let mut matched = false;
+        let mut builtin: Vec<(Role, Change)> = Vec::new();
+        for ri in 0..self.readers.len() {
+            let Some(r) = self.readers[ri].as_mut() else {
+                continue;
+            };
+            if d.reader_id != EntityId::UNKNOWN && d.reader_id != r.guid.entity_id {
+                continue;
+            }
+            let room = r.room();
+            let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer_guid) else {
+                continue;
+            };
+            matched = true;
+            let change = Change {
+                kind: ChangeKind::from_status_info(iq.status_info),
+                key_hash: iq.key_hash,
+                source_timestamp: ts,
+                payload: payload.to_vec(),
+            };
+            let mut out = Outcome::default();
+            p.on_data(d.sn, change, room, &mut out);
+            self.stats.dropped_samples += out.dropped;
+            Self::deliver(
+                r,
+                ReaderId(ri),
+                writer_guid,
+                out,
+                &mut builtin,
+                &mut self.events,
+            );
+        }
+        if !matched {
+            self.stats.unmatched_submessages += 1;
+        }
+        self.process_builtin(builtin);
+    }
+
+    fn deliver(
+        r: &mut LocalReader,
+        id: ReaderId,
+        writer_guid: Guid,
+        out: Outcome,
+        builtin: &mut Vec<(Role, Change)>,
+        events: &mut VecDeque<Event>,
+    ) {
+        if r.role != Role::User {
+            builtin.extend(out.delivered.into_iter().map(|(_, c)| (r.role, c)));
+            return;
+        }
+        if out.lost > 0 {
+            events.push_back(Event::SampleLost {
+                reader: id,
+                count: u32::try_from(out.lost).unwrap_or(u32::MAX),
+            });
+        }
+        for (sn, c) in out.delivered {
+            if let History::KeepLast(depth) = r.qos.history {
+                let depth = depth.max(1) as usize;
+                let same = r
+                    .samples
+                    .iter()
+                    .filter(|s| s.key_hash == c.key_hash)
+                    .count();
+                if same >= depth {
+                    if let Some(i) = r.samples.iter().position(|s| s.key_hash == c.key_hash) {
+                        r.samples.remove(i);
+                    }
+                }
+            }
+            r.samples.push_back(Sample {
+                writer_guid,
+                sequence_number: SequenceNumber(sn),
+                source_timestamp: c.source_timestamp,
+                kind: c.kind,
+                key_hash: c.key_hash,
+                payload: c.payload,
+            });
+            r.notify = true;
+        }
+    }
+
+    fn process_builtin(&mut self, changes: Vec<(Role, Change)>) {
+        for (role, c) in changes {
+            let writer_side = role == Role::SedpPub;
+            if c.kind == ChangeKind::Alive {
+                if let Some(data) = EndpointData::decode(&c.payload, writer_side) {
+                    if data.guid.prefix == self.config.guid_prefix {
+                        continue;
+                    }
+                    if writer_side {
+                        self.on_remote_writer(data);
+                    } else {
+                        self.on_remote_reader(data);
+                    }
+                }
+            } else {
+                let guid = c
+                    .key_hash
+                    .map(Guid::from_bytes)
+                    .or_else(|| discovery::key_guid(&c.payload));
+                if let Some(g) = guid.filter(|g| g.prefix != self.config.guid_prefix) {
+                    if writer_side {
+                        self.remove_remote_writer(g);
+                    } else {
+                        self.remove_remote_reader(g);
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_spdp(
+        &mut self,
+        src: GuidPrefix,
+        d: &codec::DataSub<'_>,
+        iq: codec::InlineQos,
+        now: Timestamp,
+    ) {
+        let payload = d.payload.unwrap_or(&[]);
+        if iq.status_info & 3 != 0 {
+            let prefix = iq
+                .key_hash
+                .map(|k| Guid::from_bytes(k).prefix)
+                .or_else(|| discovery::key_guid(payload).map(|g| g.prefix))
+                .unwrap_or(src);
+            if prefix != self.config.guid_prefix {
+                self.remove_participant(prefix);
+            }
+            return;
+        }
+        let Some(data) = SpdpData::decode(payload) else {
+            self.stats.malformed_datagrams += 1;
+            return;
+        };
+        let prefix = data.guid_prefix;
+        if prefix == self.config.guid_prefix
+            || data.protocol_major != 2
+            || data
+                .domain_id
+                .is_some_and(|dom| dom != self.config.domain_id)
+            || !data.domain_tag_empty
+        {
+            return;
+        }
+        if let Some(p) = self.participants.get_mut(&prefix) {
+            p.last_heard = now;
+            p.data = data;
+            return;
+        }
+        if self.participants.len() >= MAX_PARTICIPANTS {
+            return;
+        }
+        let set = data.builtin_endpoints;
+        self.participants.insert(
+            prefix,
+            RemoteParticipant {
+                data,
+                last_heard: now,
+            },
+        );
+        self.events
+            .push_back(Event::ParticipantDiscovered { prefix });
+        let dests = self.locators_for(prefix, &[], true);
+        if !dests.is_empty() {
+            self.spdp_queue.push_back(dests);
+        }
+        self.match_builtins(prefix, set);
+    }
+
+    fn on_heartbeat(&mut self, writer: Guid, reader_id: EntityId, hb: (i64, i64, i32, bool)) {
+        let (first, last, count, final_flag) = hb;
+        let mut builtin = Vec::new();
+        let mut matched = false;
+        for ri in 0..self.readers.len() {
+            let Some(r) = self.readers[ri].as_mut() else {
+                continue;
+            };
+            if reader_id != EntityId::UNKNOWN && reader_id != r.guid.entity_id {
+                continue;
+            }
+            let room = r.room();
+            let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer) else {
+                continue;
+            };
+            matched = true;
+            let mut out = Outcome::default();
+            p.on_heartbeat(first, last, count, final_flag, room, &mut out);
+            Self::deliver(r, ReaderId(ri), writer, out, &mut builtin, &mut self.events);
+        }
+        if !matched {
+            self.stats.unmatched_submessages += 1;
+        }
+        self.process_builtin(builtin);
+    }
+
+    fn on_gap(&mut self, writer: Guid, reader_id: EntityId, start: i64, list: &SnSet) {
+        let mut builtin = Vec::new();
+        for ri in 0..self.readers.len() {
+            let Some(r) = self.readers[ri].as_mut() else {
+                continue;
+            };
+            if reader_id != EntityId::UNKNOWN && reader_id != r.guid.entity_id {
+                continue;
+            }
+            let room = r.room();
+            let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer) else {
+                continue;
+            };
+            let mut out = Outcome::default();
+            p.on_gap(start, list, room, &mut out);
+            Self::deliver(r, ReaderId(ri), writer, out, &mut builtin, &mut self.events);
+        }
+        self.process_builtin(builtin);
+    }
+
+    fn on_acknack(
+        &mut self,
+        reader: Guid,
+        writer_id: EntityId,
+        set: &SnSet,
+        count: i32,
+        final_flag: bool,
+        now: Timestamp,
+    ) {
+        let due = now.saturating_add(self.config.nack_response_delay);
+        let Some(wi) = self
+            .writers
+            .iter()
+            .position(|w| w.as_ref().is_some_and(|w| w.guid.entity_id == writer_id))
+        else {
+            self.stats.unmatched_submessages += 1;
+            return;
+        };
+        let Some(w) = self.writers[wi].as_mut() else {
+            return;
+        };
+        let last = w.last_sn;
+        let Some(p) = w.proxies.iter_mut().find(|p| p.guid == reader) else {
+            self.stats.unmatched_submessages += 1;
+            return;
+        };
+        if p.reliable && p.on_acknack(set, count, final_flag, last, due) {
+            self.after_ack(wi);
+        }
+    }
+
+    /// Purges acknowledged history and raises resource/acknowledgement events.
+    fn after_ack(&mut self, wi: usize) {
+        let Some(w) = self.writers[wi].as_mut() else {
+            return;
+        };
+        if w.qos.durability == Durability::Volatile {
+            let bound = w.ack_bound();
+            w.history.remove_up_to(bound);
+        }
+        let user = w.role == Role::User;
+        if w.blocked && w.has_room() {
+            w.blocked = false;
+            if user {
+                self.events.push_back(Event::WriterResourcesAvailable {
+                    writer: WriterId(wi),
+                });
+            }
+        }
+        if w.reliable()
+            && w.last_sn > 0
+            && !w.all_acked_reported
+            && w.proxies.iter().any(|p| p.reliable)
+            && w.all_acked()
+        {
+            w.all_acked_reported = true;
+            if user {
+                self.events.push_back(Event::AllAcknowledged {
+                    writer: WriterId(wi),
+                });
+            }
+        }
+        if !w.lagging() {
+            w.next_hb = None;
+        }
+    }
+
+    // ------------------------------------------------------------------ timers
+
+    /// Runs timers that are due at `now` (SPDP announcements, leases,
+    /// periodic HEARTBEATs).
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        if now >= self.next_spdp {
+            if !self.config.spdp_destinations.is_empty() {
+                self.spdp_queue
+                    .push_back(dedup(self.config.spdp_destinations.clone()));
+            }
+            self.next_spdp = now.saturating_add(self.config.spdp_period);
+        }
+        let mut expired: Vec<GuidPrefix> = self
+            .participants
+            .iter()
+            .filter(|(_, p)| now >= p.last_heard.saturating_add(p.data.lease_duration))
+            .map(|(k, _)| *k)
+            .collect();
+        expired.sort_unstable();
+        for prefix in expired {
+            self.remove_participant(prefix);
+        }
+        let period = self.config.heartbeat_period;
+        for w in self.writers.iter_mut().flatten() {
+            if !w.lagging() {
+                w.next_hb = None;
+                continue;
+            }
+            match w.next_hb {
+                Some(t) if now < t => {}
+                None => w.next_hb = Some(now.saturating_add(period)),
+                Some(_) => {
+                    let last = w.last_sn;
+                    for p in w.proxies.iter_mut().filter(|p| p.lagging(last)) {
+                        p.hb_pending = true;
+                    }
+                    w.next_hb = Some(now.saturating_add(period));
+                }
+            }
+        }
+    }
+
+    /// When `handle_timeout` should next be called.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        let mut t = self.next_spdp;
+        for p in self.participants.values() {
+            t = t.min(p.last_heard.saturating_add(p.data.lease_duration));
+        }
+        for w in self.writers.iter().flatten() {
+            if let Some(h) = w.next_hb {
+                t = t.min(h);
+            }
+            for p in &w.proxies {
+                if !p.requested.is_empty() {
+                    t = t.min(p.repair_due);
+                }
+            }
+        }
+        Some(t)
+    }
+
+    // ----------------------------------------------------------------- transmit
+
+    /// Writes the next datagram into `buf` (len >= max_message_size) and says
+    /// where to send it. Call until it returns `None`.
+    pub fn poll_transmit(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<Transmit> {
+        let limit = self.config.max_message_size.min(buf.len());
+        let t = self
+            .transmit_spdp(buf, limit)
+            .or_else(|| self.transmit_acknack(buf, limit))
+            .or_else(|| self.transmit_push(buf, limit))
+            .or_else(|| self.transmit_repairs(now, buf, limit));
+        if let Some(t) = &t {
+            self.stats.sent_datagrams += 1;
+            debug_assert!(t.len <= limit);
+        }
+        t
+    }
+
+    fn transmit_spdp(&mut self, buf: &mut [u8], limit: usize) -> Option<Transmit> {
+        if let Some(dests) = self.leave_queue.pop_front() {
+            let mut e = Emitter::new(buf, limit, self.config.guid_prefix)?;
+            let key = Guid::new(self.config.guid_prefix, EntityId::PARTICIPANT).to_bytes();
+            let payload = discovery::participant_key_payload(self.config.guid_prefix);
+            if e.data(SPDP_READER, SPDP_WRITER, 2, Some(&key), 3, &payload, true) {
+                return Some(Transmit {
+                    len: e.len(),
+                    destinations: dests,
+                });
+            }
+        }
+        while let Some(dests) = self.spdp_queue.pop_front() {
+            let mut e = Emitter::new(buf, limit, self.config.guid_prefix)?;
+            let key = Guid::new(self.config.guid_prefix, EntityId::PARTICIPANT).to_bytes();
+            if e.data(
+                SPDP_READER,
+                SPDP_WRITER,
+                1,
+                Some(&key),
+                0,
+                &self.spdp_payload,
+                false,
+            ) {
+                self.stats.sent_data += 1;
+                return Some(Transmit {
+                    len: e.len(),
+                    destinations: dests,
+                });
+            }
+        }
         None
     }
 
-    /// Number of readers matched with this writer.
-    pub fn matched_reader_count(&self, w: WriterId) -> usize {
-        let _ = w;
-        0
+    fn transmit_acknack(&mut self, buf: &mut [u8], limit: usize) -> Option<Transmit> {
+        let prefix = self.config.guid_prefix;
+        for r in self.readers.iter_mut().flatten() {
+            let room = r.room();
+            let reader_eid = r.guid.entity_id;
+            for p in r.proxies.iter_mut().filter(|p| p.ack_pending) {
+                p.ack_pending = false;
+                if p.locators.is_empty() {
+                    continue;
+                }
+                let set = p.ack_set(room);
+                let final_flag = set.is_empty() && p.synced;
+                p.ack_count = p.ack_count.wrapping_add(1);
+                let mut e = Emitter::new(buf, limit, prefix)?;
+                if e.info_dst(p.guid.prefix)
+                    && e.acknack(reader_eid, p.guid.entity_id, &set, p.ack_count, final_flag)
+                {
+                    return Some(Transmit {
+                        len: e.len(),
+                        destinations: dedup(p.locators.clone()),
+                    });
+                }
+            }
+        }
+        None
     }
 
-    /// Number of writers matched with this reader.
-    pub fn matched_writer_count(&self, r: ReaderId) -> usize {
-        let _ = r;
-        0
+    fn transmit_push(&mut self, buf: &mut [u8], limit: usize) -> Option<Transmit> {
+        let prefix = self.config.guid_prefix;
+        for wi in 0..self.writers.len() {
+            let Some(w) = self.writers[wi].as_mut() else {
+                continue;
+            };
+            if w.pushed >= w.last_sn {
+                continue;
+            }
+            if w.proxies.is_empty() {
+                w.pushed = w.last_sn;
+                self.after_ack(wi);
+                continue;
+            }
+            let dests = dedup(
+                w.proxies
+                    .iter()
+                    .flat_map(|p| p.locators.iter().copied())
+                    .collect(),
+            );
+            if dests.is_empty() {
+                w.pushed = w.last_sn;
+                self.after_ack(wi);
+                continue;
+            }
+            let reader_id = if w.proxies.len() == 1 {
+                w.proxies[0].guid.entity_id
+            } else {
+                EntityId::UNKNOWN
+            };
+            let first_prefix = w.proxies[0].guid.prefix;
+            let same_prefix = w.proxies.iter().all(|p| p.guid.prefix == first_prefix);
+            let with_hb = w.reliable() && w.proxies.iter().any(|p| p.reliable);
+            let reserve = if with_hb { HB_LEN } else { 0 };
+            let mut e = Emitter::new(buf, limit, prefix)?;
+            if same_prefix && !e.info_dst(first_prefix) {
+                return None;
+            }
+            let mut sent_any = false;
+            while w.pushed < w.last_sn {
+                let sn = w.pushed + 1;
+                let Some(c) = w.history.get(sn) else {
+                    // Replaced before it was sent (KEEP_LAST): readers get a GAP on request.
+                    w.pushed = sn;
+                    continue;
+                };
+                let need = Emitter::data_len(
+                    c.key_hash.is_some(),
+                    c.kind != ChangeKind::Alive,
+                    c.payload.len(),
+                ) + if c.source_timestamp.is_some() { 12 } else { 0 };
+                if need + reserve > e.room() {
+                    if sent_any {
+                        break;
+                    }
+                    // Cannot fit even alone (buffer smaller than configured): drop it.
+                    w.pushed = sn;
+                    continue;
+                }
+                if let Some(t) = c.source_timestamp {
+                    e.info_ts(t);
+                }
+                let key_only = c.kind != ChangeKind::Alive;
+                e.data(
+                    reader_id,
+                    w.guid.entity_id,
+                    sn,
+                    c.key_hash.as_ref(),
+                    c.kind.status_info(),
+                    &c.payload,
+                    key_only,
+                );
+                self.stats.sent_data += 1;
+                sent_any = true;
+                w.pushed = sn;
+            }
+            if with_hb {
+                w.hb_count = w.hb_count.wrapping_add(1);
+                e.heartbeat(
+                    reader_id,
+                    w.guid.entity_id,
+                    w.hb_first(),
+                    w.last_sn,
+                    w.hb_count,
+                    false,
+                );
+                for p in &mut w.proxies {
+                    p.hb_pending = false;
+                }
+            }
+            let len = e.len();
+            self.after_ack(wi);
+            if sent_any || with_hb {
+                return Some(Transmit {
+                    len,
+                    destinations: dests,
+                });
+            }
+        }
+        None
+    }
+
+    fn transmit_repairs(
+        &mut self,
+        now: Timestamp,
+        buf: &mut [u8],
+        limit: usize,
+    ) -> Option<Transmit> {
+        let prefix = self.config.guid_prefix;
+        for w in self.writers.iter_mut().flatten() {
+            if !w.reliable() {
+                continue;
+            }
+            let first = w.hb_first();
+            let last = w.last_sn;
+            let writer_eid = w.guid.entity_id;
+            for p in w.proxies.iter_mut() {
+                let repairs_due = !p.requested.is_empty() && now >= p.repair_due;
+                if !p.reliable || !(p.gap_pending || p.hb_pending || repairs_due) {
+                    continue;
+                }
+                if p.locators.is_empty() {
+                    p.gap_pending = false;
+                    p.hb_pending = false;
+                    p.requested.clear();
+                    continue;
+                }
+                let reader_eid = p.guid.entity_id;
+                let mut e = Emitter::new(buf, limit, prefix)?;
+                if !e.info_dst(p.guid.prefix) {
+                    return None;
+                }
+                if p.gap_pending && p.first_relevant > 1 {
+                    e.gap(reader_eid, writer_eid, 1, &SnSet::new(p.first_relevant));
+                }
+                p.gap_pending = false;
+                if repairs_due {
+                    while let Some(&sn) = p.requested.first() {
+                        let change = if sn >= p.first_relevant {
+                            w.history.get(sn)
+                        } else {
+                            None
+                        };
+                        match change {
+                            Some(c) => {
+                                let need = Emitter::data_len(
+                                    c.key_hash.is_some(),
+                                    c.kind != ChangeKind::Alive,
+                                    c.payload.len(),
+                                ) + if c.source_timestamp.is_some() { 12 } else { 0 };
+                                if need + HB_LEN > e.room() {
+                                    break;
+                                }
+                                if let Some(t) = c.source_timestamp {
+                                    e.info_ts(t);
+                                }
+                                e.data(
+                                    reader_eid,
+                                    writer_eid,
+                                    sn,
+                                    c.key_hash.as_ref(),
+                                    c.kind.status_info(),
+                                    &c.payload,
+                                    c.kind != ChangeKind::Alive,
+                                );
+                                self.stats.sent_data += 1;
+                                self.stats.resent_data += 1;
+                                p.requested.remove(&sn);
+                            }
+                            None => {
+                                // Coalesce a run of unavailable SNs into one GAP.
+                                let mut end = sn;
+                                while p.requested.contains(&(end + 1))
+                                    && (end + 1 < p.first_relevant
+                                        || w.history.get(end + 1).is_none())
+                                {
+                                    end += 1;
+                                }
+                                if 28 + 4 + HB_LEN > e.room() {
+                                    break;
+                                }
+                                e.gap(reader_eid, writer_eid, sn, &SnSet::new(end + 1));
+                                p.requested = p.requested.split_off(&(end + 1));
+                            }
+                        }
+                    }
+                }
+                w.hb_count = w.hb_count.wrapping_add(1);
+                e.heartbeat(reader_eid, writer_eid, first, last, w.hb_count, false);
+                p.hb_pending = false;
+                return Some(Transmit {
+                    len: e.len(),
+                    destinations: dedup(p.locators.clone()),
+                });
+            }
+        }
+        None
     }
 }

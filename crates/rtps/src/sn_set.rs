@@ -78,6 +78,7 @@ impl SnSet {
         true
     }
 
+    #[cfg(test)]
     pub(crate) fn contains(&self, sn: i64) -> bool {
         let Some(off) = sn.checked_sub(self.base) else {
             return false;

@@ -1,0 +1,432 @@
+//! Per-remote-endpoint state: the reader proxy kept by a local writer and the
+//! writer proxy kept by a local reader (DDSI-RTPS 2.5 §8.4.7.5, §8.4.10.4).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::api::{ChangeKind, Timestamp};
+use crate::sn_set::SnSet;
+use crate::{Guid, Locator, Time};
+
+/// Most out-of-order changes buffered per writer proxy.
+pub(crate) const MAX_OUT_OF_ORDER: usize = 4096;
+/// Most outstanding repair requests per reader proxy.
+const MAX_REQUESTED: usize = 4096;
+
+/// A received change waiting for delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Change {
+    pub(crate) kind: ChangeKind,
+    pub(crate) key_hash: Option<[u8; 16]>,
+    pub(crate) source_timestamp: Option<Time>,
+    pub(crate) payload: Vec<u8>,
+}
+
+/// A remote reader as seen by a local writer.
+#[derive(Debug, Clone)]
+pub(crate) struct ReaderProxy {
+    pub(crate) guid: Guid,
+    pub(crate) reliable: bool,
+    pub(crate) locators: Vec<Locator>,
+    /// Every SN <= `acked` is acknowledged.
+    pub(crate) acked: i64,
+    /// SNs below this are not for this reader (volatile late joiner): GAP them.
+    pub(crate) first_relevant: i64,
+    pub(crate) requested: BTreeSet<i64>,
+    pub(crate) gap_pending: bool,
+    pub(crate) hb_pending: bool,
+    pub(crate) last_acknack: Option<i32>,
+    pub(crate) repair_due: Timestamp,
+}
+
+impl ReaderProxy {
+    pub(crate) fn new(
+        guid: Guid,
+        reliable: bool,
+        locators: Vec<Locator>,
+        start_after: i64,
+    ) -> Self {
+        Self {
+            guid,
+            reliable,
+            locators,
+            acked: start_after,
+            first_relevant: start_after + 1,
+            requested: BTreeSet::new(),
+            gap_pending: reliable && start_after > 0,
+            hb_pending: reliable,
+            last_acknack: None,
+            repair_due: Timestamp(0),
+        }
+    }
+
+    /// Applies an ACKNACK; false if it was stale. `last_sn` is the writer's newest SN.
+    pub(crate) fn on_acknack(
+        &mut self,
+        set: &SnSet,
+        count: i32,
+        final_flag: bool,
+        last_sn: i64,
+        due: Timestamp,
+    ) -> bool {
+        if self.last_acknack.is_some_and(|c| count <= c) {
+            return false;
+        }
+        self.last_acknack = Some(count);
+        let base = set.base().min(last_sn + 1);
+        if base - 1 > self.acked {
+            self.acked = base - 1;
+            self.requested = self.requested.split_off(&(self.acked + 1));
+        }
+        let before = self.requested.len();
+        for sn in set.iter() {
+            if sn > last_sn || self.requested.len() >= MAX_REQUESTED {
+                break;
+            }
+            self.requested.insert(sn);
+        }
+        if self.requested.len() > before {
+            self.repair_due = due;
+        }
+        if !final_flag && self.requested.is_empty() {
+            self.hb_pending = true;
+        }
+        true
+    }
+
+    pub(crate) fn lagging(&self, last_sn: i64) -> bool {
+        self.reliable && self.acked < last_sn
+    }
+}
+
+/// A remote writer as seen by a local reader.
+#[derive(Debug, Clone)]
+pub(crate) struct WriterProxy {
+    pub(crate) guid: Guid,
+    pub(crate) reliable: bool,
+    pub(crate) locators: Vec<Locator>,
+    /// Next SN to deliver: everything below was delivered, irrelevant or lost.
+    pub(crate) next: i64,
+    /// Out-of-order changes (`None` = irrelevant per GAP).
+    pub(crate) buffer: BTreeMap<i64, Option<Change>>,
+    /// Highest SN known to exist.
+    pub(crate) max_seen: i64,
+    /// A HEARTBEAT established where the writer starts.
+    pub(crate) synced: bool,
+    pub(crate) last_hb: Option<i32>,
+    pub(crate) ack_pending: bool,
+    pub(crate) ack_count: i32,
+}
+
+/// What a proxy operation produced.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    /// Changes now deliverable, in order.
+    pub(crate) delivered: Vec<(i64, Change)>,
+    /// Changes dropped (duplicate, old, no room).
+    pub(crate) dropped: u64,
+    /// SNs found unavailable.
+    pub(crate) lost: u64,
+}
+
+impl WriterProxy {
+    pub(crate) fn new(guid: Guid, reliable: bool, locators: Vec<Locator>) -> Self {
+        Self {
+            guid,
+            reliable,
+            locators,
+            next: 1,
+            buffer: BTreeMap::new(),
+            max_seen: 0,
+            synced: false,
+            last_hb: None,
+            // Pre-emptive ACKNACK (base 1, no bits) for reliable writers.
+            ack_pending: reliable,
+            ack_count: 0,
+        }
+    }
+
+    fn drain(&mut self, room: &mut usize, out: &mut Outcome) {
+        while let Some(entry) = self.buffer.first_entry() {
+            if *entry.key() != self.next {
+                if *entry.key() < self.next {
+                    entry.remove();
+                    continue;
+                }
+                break;
+            }
+            if entry.get().is_some() && *room == 0 {
+                break;
+            }
+            let sn = *entry.key();
+            if let Some(c) = entry.remove() {
+                out.delivered.push((sn, c));
+                *room -= 1;
+            }
+            self.next += 1;
+        }
+    }
+
+    /// A DATA for `sn`. `room` bounds how many changes may be delivered.
+    pub(crate) fn on_data(&mut self, sn: i64, change: Change, mut room: usize, out: &mut Outcome) {
+        if !self.reliable {
+            if sn >= self.next && room > 0 {
+                self.next = sn + 1;
+                self.max_seen = self.max_seen.max(sn);
+                out.delivered.push((sn, change));
+            } else {
+                out.dropped += 1;
+            }
+            return;
+        }
+        if sn < self.next || self.buffer.contains_key(&sn) {
+            out.dropped += 1;
+            return;
+        }
+        self.max_seen = self.max_seen.max(sn);
+        if sn == self.next && room > 0 && self.synced {
+            out.delivered.push((sn, change));
+            room -= 1;
+            self.next += 1;
+            self.drain(&mut room, out);
+        } else if self.buffer.len() < MAX_OUT_OF_ORDER && sn - self.next < 1 << 20 {
+            // Before the first HEARTBEAT the start SN is unknown: buffer.
+            self.buffer.insert(sn, Some(change));
+        } else {
+            out.dropped += 1;
+        }
+    }
+
+    /// A GAP: `[start, list.base())` and the set bits are irrelevant.
+    pub(crate) fn on_gap(&mut self, start: i64, list: &SnSet, mut room: usize, out: &mut Outcome) {
+        if !self.reliable {
+            return;
+        }
+        let end = list.base();
+        if start <= self.next && end > self.next {
+            self.next = end;
+            self.buffer = self.buffer.split_off(&end);
+        } else if start > self.next {
+            let stop = end.min(start + 256);
+            for sn in start..stop {
+                if self.buffer.len() >= MAX_OUT_OF_ORDER {
+                    break;
+                }
+                self.buffer.entry(sn).or_insert(None);
+            }
+        }
+        self.max_seen = self.max_seen.max(end - 1);
+        for sn in list.iter() {
+            self.max_seen = self.max_seen.max(sn);
+            if sn == self.next {
+                self.buffer.remove(&sn);
+                self.next += 1;
+            } else if sn > self.next && self.buffer.len() < MAX_OUT_OF_ORDER {
+                self.buffer.entry(sn).or_insert(None);
+            }
+        }
+        if self.synced {
+            self.drain(&mut room, out);
+        }
+    }
+
+    /// A HEARTBEAT. Returns false if stale.
+    pub(crate) fn on_heartbeat(
+        &mut self,
+        first: i64,
+        last: i64,
+        count: i32,
+        final_flag: bool,
+        mut room: usize,
+        out: &mut Outcome,
+    ) -> bool {
+        if !self.reliable {
+            return false;
+        }
+        if self.last_hb.is_some_and(|c| count <= c) {
+            return false;
+        }
+        self.last_hb = Some(count);
+        if first > self.next {
+            // Everything below `first` is no longer available: deliver what we
+            // buffered, count the rest as lost (unless we never synced: then
+            // this is simply where we join).
+            let rest = self.buffer.split_off(&first);
+            let below = core::mem::replace(&mut self.buffer, rest);
+            let held = below.len() as i64;
+            for (sn, c) in below {
+                if let Some(c) = c {
+                    out.delivered.push((sn, c));
+                    room = room.saturating_sub(1);
+                }
+            }
+            if self.synced {
+                out.lost += (first - self.next - held).max(0) as u64;
+            }
+            self.next = first;
+        }
+        self.synced = true;
+        self.drain(&mut room, out);
+        self.max_seen = self.max_seen.max(last);
+        if !final_flag || self.has_missing() {
+            self.ack_pending = true;
+        }
+        true
+    }
+
+    fn has_missing(&self) -> bool {
+        if self.next > self.max_seen {
+            return false;
+        }
+        let span = (self.max_seen - self.next + 1) as u64;
+        span > self.buffer.range(self.next..=self.max_seen).count() as u64
+    }
+
+    /// The ACKNACK set: base = first missing SN (never 0), bits = missing SNs
+    /// (at most `room` of them, at most 256).
+    pub(crate) fn ack_set(&self, room: usize) -> SnSet {
+        let mut set = SnSet::new(self.next);
+        let end = self.max_seen.min(self.next + 255);
+        let mut budget = room;
+        let mut sn = self.next;
+        while sn <= end && budget > 0 {
+            if !self.buffer.contains_key(&sn) {
+                set.insert(sn);
+                budget -= 1;
+            }
+            sn += 1;
+        }
+        set
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EntityId, GuidPrefix};
+
+    fn g() -> Guid {
+        Guid::new(GuidPrefix([1; 12]), EntityId([0, 0, 1, 2]))
+    }
+
+    fn c(n: u8) -> Change {
+        Change {
+            kind: ChangeKind::Alive,
+            key_hash: None,
+            source_timestamp: None,
+            payload: vec![n],
+        }
+    }
+
+    fn sns(o: &Outcome) -> Vec<i64> {
+        o.delivered.iter().map(|(sn, _)| *sn).collect()
+    }
+
+    #[test]
+    fn reliable_in_order_exactly_once() {
+        let mut p = WriterProxy::new(g(), true, vec![]);
+        let mut o = Outcome::default();
+        p.on_heartbeat(1, 0, 1, false, usize::MAX, &mut o);
+        p.on_data(2, c(2), usize::MAX, &mut o);
+        p.on_data(3, c(3), usize::MAX, &mut o);
+        assert!(o.delivered.is_empty());
+        let set = p.ack_set(usize::MAX);
+        assert_eq!(set.base(), 1);
+        assert_eq!(set.iter().collect::<Vec<_>>(), vec![1]);
+        p.on_data(1, c(1), usize::MAX, &mut o);
+        p.on_data(2, c(2), usize::MAX, &mut o);
+        assert_eq!(sns(&o), vec![1, 2, 3]);
+        assert_eq!(o.dropped, 1);
+        assert_eq!(p.ack_set(usize::MAX).base(), 4);
+    }
+
+    #[test]
+    fn data_before_first_heartbeat_is_buffered() {
+        let mut p = WriterProxy::new(g(), true, vec![]);
+        let mut o = Outcome::default();
+        p.on_data(5, c(5), usize::MAX, &mut o);
+        assert!(o.delivered.is_empty());
+        // Writer says history starts at 5: join there, nothing lost.
+        p.on_heartbeat(5, 5, 1, true, usize::MAX, &mut o);
+        assert_eq!(sns(&o), vec![5]);
+        assert_eq!(o.lost, 0);
+    }
+
+    #[test]
+    fn heartbeat_first_above_next_marks_lost() {
+        let mut p = WriterProxy::new(g(), true, vec![]);
+        let mut o = Outcome::default();
+        p.on_heartbeat(1, 10, 1, false, usize::MAX, &mut o);
+        p.on_data(4, c(4), usize::MAX, &mut o);
+        p.on_heartbeat(6, 10, 2, false, usize::MAX, &mut o);
+        // 1,2,3,5 lost; 4 delivered.
+        assert_eq!(sns(&o), vec![4]);
+        assert_eq!(o.lost, 4);
+        assert_eq!(p.next, 6);
+        // Stale count ignored.
+        assert!(!p.on_heartbeat(9, 10, 2, false, usize::MAX, &mut o));
+    }
+
+    #[test]
+    fn gap_counts_as_received() {
+        let mut p = WriterProxy::new(g(), true, vec![]);
+        let mut o = Outcome::default();
+        p.on_heartbeat(1, 6, 1, false, usize::MAX, &mut o);
+        p.on_data(4, c(4), usize::MAX, &mut o);
+        let mut list = SnSet::new(4);
+        list.insert(6);
+        p.on_gap(1, &list, usize::MAX, &mut o);
+        assert_eq!(sns(&o), vec![4]);
+        assert_eq!(p.next, 5);
+        p.on_data(5, c(5), usize::MAX, &mut o);
+        assert_eq!(sns(&o), vec![4, 5]);
+        assert_eq!(p.next, 7);
+        assert_eq!(o.lost, 0);
+    }
+
+    #[test]
+    fn room_limits_delivery_and_nacks() {
+        let mut p = WriterProxy::new(g(), true, vec![]);
+        let mut o = Outcome::default();
+        p.on_heartbeat(1, 5, 1, false, usize::MAX, &mut o);
+        p.on_data(1, c(1), 0, &mut o);
+        assert!(o.delivered.is_empty());
+        assert_eq!(p.ack_set(2).iter().count(), 2);
+        assert_eq!(p.ack_set(0).iter().count(), 0);
+        assert_eq!(p.ack_set(0).base(), 1);
+    }
+
+    #[test]
+    fn best_effort_drops_old() {
+        let mut p = WriterProxy::new(g(), false, vec![]);
+        let mut o = Outcome::default();
+        p.on_data(2, c(2), usize::MAX, &mut o);
+        p.on_data(1, c(1), usize::MAX, &mut o);
+        p.on_data(2, c(2), usize::MAX, &mut o);
+        p.on_data(5, c(5), usize::MAX, &mut o);
+        assert_eq!(sns(&o), vec![2, 5]);
+        assert_eq!(o.dropped, 2);
+        assert!(!p.ack_pending);
+    }
+
+    #[test]
+    fn reader_proxy_acknack() {
+        let mut r = ReaderProxy::new(g(), true, vec![], 0);
+        assert!(r.hb_pending && !r.gap_pending);
+        let mut set = SnSet::new(3);
+        set.insert(3);
+        set.insert(5);
+        set.insert(50);
+        assert!(r.on_acknack(&set, 1, false, 10, Timestamp(7)));
+        assert_eq!(r.acked, 2);
+        assert_eq!(r.requested.iter().copied().collect::<Vec<_>>(), vec![3, 5]);
+        assert_eq!(r.repair_due, Timestamp(7));
+        assert!(!r.on_acknack(&SnSet::new(11), 1, true, 10, Timestamp(8)));
+        assert!(r.on_acknack(&SnSet::new(11), 2, true, 10, Timestamp(8)));
+        assert_eq!(r.acked, 10);
+        assert!(r.requested.is_empty());
+        assert!(!r.lagging(10));
+        let late = ReaderProxy::new(g(), true, vec![], 7);
+        assert!(late.gap_pending);
+        assert_eq!(late.first_relevant, 8);
+    }
+}
