@@ -66,6 +66,9 @@ pub enum CdrError {
     /// A mutable-type member with the must-understand flag whose id this type does not know.
     #[error("unknown must-understand member id {0:#x}")]
     UnknownMustUnderstand(u32),
+    /// A member id that does not fit the 28 bits of an XTypes member id.
+    #[error("member id {0:#x} exceeds 28 bits")]
+    InvalidMemberId(u32),
     /// A malformed parameter-list or EMHEADER member header.
     #[error("malformed member header at offset {offset}")]
     BadMemberHeader {

@@ -282,7 +282,7 @@ impl<'a> CdrWriter<'a> {
         primitive_size: usize,
     ) -> Result<MemberToken, CdrError> {
         if id > MEMBER_ID_MASK {
-            return Err(CdrError::LengthOverflow(id as usize));
+            return Err(CdrError::InvalidMemberId(id));
         }
         self.align(4);
         let header_at = self.buf.len();
@@ -465,6 +465,17 @@ mod tests {
         assert!(t.is_none());
         w.end_mutable(t).unwrap();
         assert_eq!(buf, [0, 1, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1, 0x3f, 0x02, 0, 0]);
+    }
+
+    #[test]
+    fn member_id_limit() {
+        let mut buf = Vec::new();
+        let mut w = CdrWriter::new(&mut buf, Encoding::XCDR2_LE);
+        assert_eq!(
+            w.begin_member(0x1000_0000, false, 4).map(|_| ()),
+            Err(CdrError::InvalidMemberId(0x1000_0000))
+        );
+        assert!(buf.is_empty());
     }
 
     #[test]
