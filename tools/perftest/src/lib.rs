@@ -1,0 +1,2 @@
+//! perftest library (contract to be written).
+#![forbid(unsafe_code)]

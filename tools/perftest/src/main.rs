@@ -1,0 +1,2 @@
+//! perftest binary.
+fn main() {}
