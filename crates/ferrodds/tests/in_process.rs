@@ -231,21 +231,54 @@ fn transient_local_late_joiner_gets_history() {
             .unwrap();
         let samples = collect(&r, 10);
         check_in_order(&samples, 10);
-        // and a volatile late joiner gets nothing of the history
+    });
+}
+
+#[test]
+fn volatile_late_joiner_gets_no_history() {
+    with_timeout(60, || {
+        let a = participant(150);
+        let ta = a
+            .create_topic::<TestData>("history", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(
+                &ta,
+                DataWriterQos::default().transient_local().keep_last(20),
+            )
+            .unwrap();
+        for i in 0..10u32 {
+            w.write(&test_data(i)).unwrap();
+        }
+        let b = participant(150);
+        let tb = b
+            .create_topic::<TestData>("history", TopicQos::default())
+            .unwrap();
         let rv = b
             .create_subscriber(SubscriberQos::default())
             .unwrap()
             .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
             .unwrap();
         assert!(rv.wait_for_matched(1, WAIT));
+        assert!(w.wait_for_matched(1, WAIT));
+        std::thread::sleep(Duration::from_millis(300));
         w.write(&test_data(10)).unwrap();
-        let got = collect(&rv, 1);
-        let seqs: Vec<u32> = got
+        w.wait_for_acknowledgments(WAIT).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let seqs: Vec<u32> = rv
+            .take()
+            .unwrap()
             .iter()
             .filter_map(|s| s.data.as_ref())
             .map(|d| d.seq_num)
             .collect();
-        assert_eq!(seqs, vec![10], "volatile reader sees only new samples");
+        assert_eq!(
+            seqs,
+            vec![10],
+            "a VOLATILE reader sees only samples written after it matched"
+        );
     });
 }
 

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
+pub mod peer;
+
 use std::sync::mpsc;
 use std::time::Duration;
 

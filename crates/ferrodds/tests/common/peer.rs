@@ -1,0 +1,138 @@
+//! Running the Cyclone DDS Python peer (`interop/cyclone/peer.py`) from tests.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+/// Repository root (two levels above this crate).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("..")
+}
+
+/// The venv interpreter with `cyclonedds`, or `None` when `FERRODDS_SKIP_INTEROP=1`.
+/// Panics with setup instructions when the venv is missing and skipping was not requested.
+pub fn cyclone_python() -> Option<PathBuf> {
+    let py = repo_root().join("target/peers-venv/bin/python");
+    if std::env::var("FERRODDS_SKIP_INTEROP").as_deref() == Ok("1") {
+        eprintln!("SKIPPED: FERRODDS_SKIP_INTEROP=1 set, Cyclone DDS interop not run");
+        return None;
+    }
+    let ok = py.exists()
+        && Command::new(&py)
+            .args(["-c", "import cyclonedds"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "Cyclone DDS Python peer missing: run scripts/setup-python-peers.sh (creates \
+         target/peers-venv with the `cyclonedds` package), or set FERRODDS_SKIP_INTEROP=1 \
+         to skip the interop tests explicitly"
+    );
+    Some(py)
+}
+
+/// A running peer process with its stdout lines streamed into a channel.
+pub struct Peer {
+    child: Child,
+    lines: Receiver<String>,
+    pub seen: Vec<String>,
+    name: String,
+}
+
+impl Peer {
+    /// Starts `peer.py <args>` with the loopback-only Cyclone configuration.
+    pub fn start(py: &PathBuf, args: &[&str]) -> Peer {
+        let root = repo_root();
+        let script = root.join("interop/cyclone/peer.py");
+        let xml = root
+            .join("interop/cyclone/cyclone-loopback.xml")
+            .canonicalize()
+            .expect("cyclone-loopback.xml");
+        let mut child = Command::new(py)
+            .arg(script)
+            .args(args)
+            .env("CYCLONEDDS_URI", format!("file://{}", xml.display()))
+            .env("PYTHONUNBUFFERED", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn Cyclone peer");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Peer {
+            child,
+            lines: rx,
+            seen: Vec::new(),
+            name: args.join(" "),
+        }
+    }
+
+    /// Waits for a line matching `pred`; panics after `timeout`.
+    pub fn wait_line(&mut self, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + timeout;
+        if let Some(l) = self.seen.iter().find(|l| pred(l)) {
+            return l.clone();
+        }
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    self.seen.push(l.clone());
+                    if pred(&l) {
+                        return l;
+                    }
+                }
+                Err(_) => panic!(
+                    "peer `{}`: expected line not seen within {timeout:?}; got {:?}",
+                    self.name,
+                    self.seen.iter().rev().take(10).collect::<Vec<_>>()
+                ),
+            }
+        }
+    }
+
+    /// Waits for the process to exit (killing it after `timeout`); returns every stdout line
+    /// and whether it exited successfully.
+    pub fn finish(mut self, timeout: Duration) -> (Vec<String>, bool) {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                break Some(s);
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // drain what is left
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
+            self.seen.push(l);
+        }
+        let seen = std::mem::take(&mut self.seen);
+        (seen, status.is_some_and(|s| s.success()))
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

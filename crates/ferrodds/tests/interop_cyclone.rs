@@ -1,0 +1,426 @@
+//! Interoperability with Eclipse Cyclone DDS (its Python binding, `interop/cyclone/peer.py`).
+//!
+//! Everything stays on loopback: Cyclone runs with `interop/cyclone/cyclone-loopback.xml`
+//! (interface `lo`, no multicast, unicast peer 127.0.0.1, automatic participant index) and
+//! our participants with `Config::loopback()`. Needs `scripts/setup-python-peers.sh`; the
+//! tests fail with instructions when the venv is missing, unless `FERRODDS_SKIP_INTEROP=1`.
+//!
+//! Matrix: discovery both ways; our writer → Cyclone reader and Cyclone writer → our reader,
+//! best effort and reliable, unkeyed (`TestData_t`) and keyed with 1,000 instances
+//! (`TestDataKeyed_t`), TRANSIENT_LOCAL late joiners both ways; every sample is checked by
+//! content and count.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::peer::{cyclone_python, Peer};
+use common::*;
+use ferrodds::cdr::types::{TestData, TestDataKeyed};
+use ferrodds::{
+    DataReader, DataReaderQos, DataWriterQos, InstanceState, PublisherQos, SubscriberQos, TopicQos,
+};
+
+const PEER_WAIT: Duration = Duration::from_secs(30);
+
+/// Parses a peer `SAMPLE <key> <seq> <entity> <len> ok|BAD` line.
+fn parse_sample(l: &str) -> Option<(u32, u32, bool)> {
+    let mut it = l.strip_prefix("SAMPLE ")?.split(' ');
+    let key = it.next()?.parse().ok()?;
+    let seq = it.next()?.parse().ok()?;
+    let entity: i32 = it.next()?.parse().ok()?;
+    let _len: usize = it.next()?.parse().ok()?;
+    let ok = it.next()? == "ok" && entity == 7;
+    Some((key, seq, ok))
+}
+
+/// Our writer → Cyclone reader.
+fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
+    let Some(py) = cyclone_python() else { return };
+    let n = 1000u32;
+    let topic = format!("ours_to_cyclone_{domain}");
+    let count = n.to_string();
+    let dom = domain.to_string();
+    let mut args = vec![
+        "sub",
+        "--type",
+        if keyed { "keyed" } else { "unkeyed" },
+        "--topic",
+        &topic,
+        "--domain",
+        &dom,
+        "--count",
+        &count,
+        "--keep-all",
+        "--timeout",
+        "40",
+    ];
+    if reliable {
+        args.push("--reliable");
+    }
+    let mut peer = Peer::start(&py, &args);
+    peer.wait_line(PEER_WAIT, |l| l == "READY");
+    let p = participant(domain);
+    let mut wq = DataWriterQos::default()
+        .keep_all()
+        .max_blocking_time(Duration::from_secs(5));
+    wq = if reliable {
+        wq.reliable()
+    } else {
+        wq.best_effort()
+    };
+    let w = p.create_publisher(PublisherQos::default()).unwrap();
+    let written = if keyed {
+        let t = p
+            .create_topic::<TestDataKeyed>(&topic, TopicQos::default())
+            .unwrap();
+        let w = w.create_datawriter(&t, wq).unwrap();
+        assert!(
+            w.wait_for_matched(1, PEER_WAIT),
+            "Cyclone reader not matched"
+        );
+        peer.wait_line(PEER_WAIT, |l| l == "MATCHED 1");
+        for i in 0..n {
+            w.write(&keyed_data(i, i)).unwrap();
+            if !reliable && i % 50 == 49 {
+                std::thread::sleep(Duration::from_millis(3));
+            }
+        }
+        if reliable {
+            w.wait_for_acknowledgments(PEER_WAIT).unwrap();
+        }
+        n
+    } else {
+        let t = p
+            .create_topic::<TestData>(&topic, TopicQos::default())
+            .unwrap();
+        let w = w.create_datawriter(&t, wq).unwrap();
+        assert!(
+            w.wait_for_matched(1, PEER_WAIT),
+            "Cyclone reader not matched"
+        );
+        peer.wait_line(PEER_WAIT, |l| l == "MATCHED 1");
+        for i in 0..n {
+            w.write(&test_data(i)).unwrap();
+            if !reliable && i % 50 == 49 {
+                std::thread::sleep(Duration::from_millis(3));
+            }
+        }
+        if reliable {
+            w.wait_for_acknowledgments(PEER_WAIT).unwrap();
+        }
+        n
+    };
+    let (lines, ok) = peer.finish(Duration::from_secs(45));
+    let samples: Vec<(u32, u32, bool)> = lines.iter().filter_map(|l| parse_sample(l)).collect();
+    assert!(
+        ok,
+        "Cyclone subscriber failed; last lines {:?}",
+        lines.iter().rev().take(5).collect::<Vec<_>>()
+    );
+    assert_eq!(samples.len(), written as usize, "sample count at Cyclone");
+    for (i, (key, seq, good)) in samples.iter().enumerate() {
+        assert!(good, "content mismatch at sample {i}");
+        assert_eq!(*seq, i as u32, "order at Cyclone");
+        assert_eq!(*key, if keyed { *seq } else { 0 });
+    }
+}
+
+fn take_all<T: ferrodds::TopicType + Send + 'static>(
+    r: &DataReader<T>,
+    valid: usize,
+    extra_invalid: usize,
+) -> Vec<ferrodds::Sample<T>> {
+    let deadline = Instant::now() + PEER_WAIT;
+    let mut out: Vec<ferrodds::Sample<T>> = Vec::new();
+    loop {
+        let v = out.iter().filter(|s| s.info.valid_data).count();
+        let inv = out.len() - v;
+        if (v >= valid && inv >= extra_invalid) || Instant::now() > deadline {
+            return out;
+        }
+        let _ = r.wait_for_data(Duration::from_millis(100));
+        out.extend(r.take().unwrap());
+    }
+}
+
+/// Cyclone writer → our reader.
+fn cyclone_to_ours(domain: u32, keyed: bool, reliable: bool) {
+    let Some(py) = cyclone_python() else { return };
+    let n = 1000u32;
+    let topic = format!("cyclone_to_ours_{domain}");
+    let p = participant(domain);
+    let mut rq = DataReaderQos::default().keep_all();
+    rq = if reliable {
+        rq.reliable()
+    } else {
+        rq.best_effort()
+    };
+    let sub = p.create_subscriber(SubscriberQos::default()).unwrap();
+    let count = n.to_string();
+    let dom = domain.to_string();
+    let mut args = vec![
+        "pub",
+        "--type",
+        if keyed { "keyed" } else { "unkeyed" },
+        "--topic",
+        &topic,
+        "--domain",
+        &dom,
+        "--count",
+        &count,
+        "--instances",
+        &count,
+        "--keep-all",
+        "--timeout",
+        "40",
+    ];
+    if reliable {
+        args.push("--reliable");
+    }
+    if keyed {
+        args.push("--dispose");
+    }
+    if keyed {
+        let t = p
+            .create_topic::<TestDataKeyed>(&topic, TopicQos::default())
+            .unwrap();
+        let r = sub.create_datareader(&t, rq).unwrap();
+        let peer = Peer::start(&py, &args);
+        assert!(
+            r.wait_for_matched(1, PEER_WAIT),
+            "Cyclone writer not matched"
+        );
+        let samples = take_all(&r, n as usize, if reliable { n as usize } else { 0 });
+        let (lines, ok) = peer.finish(Duration::from_secs(45));
+        assert!(ok, "Cyclone publisher failed: {:?}", lines);
+        let valid: Vec<&TestDataKeyed> = samples.iter().filter_map(|s| s.data.as_ref()).collect();
+        assert_eq!(valid.len(), n as usize, "valid samples from Cyclone");
+        for (i, d) in valid.iter().enumerate() {
+            assert_eq!(d.seq_num, i as u32);
+            assert_eq!(u32::from_le_bytes(d.key), i as u32);
+            assert_eq!(d.bin_data, payload_for(d.seq_num));
+        }
+        if reliable {
+            let disposed = samples
+                .iter()
+                .filter(|s| {
+                    !s.info.valid_data && s.info.instance_state == InstanceState::NotAliveDisposed
+                })
+                .count();
+            assert_eq!(disposed, n as usize, "dispose notifications from Cyclone");
+            // the disposal names the same instance as the data
+            let first = samples.iter().find(|s| s.info.valid_data).unwrap();
+            assert!(samples.iter().any(
+                |s| !s.info.valid_data && s.info.instance_handle == first.info.instance_handle
+            ));
+        }
+    } else {
+        let t = p
+            .create_topic::<TestData>(&topic, TopicQos::default())
+            .unwrap();
+        let r = sub.create_datareader(&t, rq).unwrap();
+        let peer = Peer::start(&py, &args);
+        assert!(
+            r.wait_for_matched(1, PEER_WAIT),
+            "Cyclone writer not matched"
+        );
+        let samples = take_all(&r, n as usize, 0);
+        let (lines, ok) = peer.finish(Duration::from_secs(45));
+        assert!(ok, "Cyclone publisher failed: {:?}", lines);
+        let valid: Vec<&TestData> = samples.iter().filter_map(|s| s.data.as_ref()).collect();
+        assert_eq!(valid.len(), n as usize, "samples from Cyclone");
+        for (i, d) in valid.iter().enumerate() {
+            assert_eq!(d.seq_num, i as u32);
+            assert_eq!(d.bin_data, payload_for(d.seq_num));
+        }
+    }
+}
+
+#[test]
+fn discovery_both_ways_with_cyclone() {
+    with_timeout(60, || {
+        let Some(py) = cyclone_python() else { return };
+        let mut peer = Peer::start(
+            &py,
+            &[
+                "sub",
+                "--type",
+                "unkeyed",
+                "--topic",
+                "disc",
+                "--domain",
+                "170",
+                "--count",
+                "1",
+                "--timeout",
+                "20",
+            ],
+        );
+        peer.wait_line(PEER_WAIT, |l| l == "READY");
+        let p = participant(170);
+        assert!(
+            p.wait_for_participants(1, PEER_WAIT),
+            "Cyclone participant not discovered"
+        );
+        let t = p
+            .create_topic::<TestData>("disc", TopicQos::default())
+            .unwrap();
+        let w = p
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&t, DataWriterQos::default())
+            .unwrap();
+        assert!(
+            w.wait_for_matched(1, PEER_WAIT),
+            "Cyclone reader not matched by us"
+        );
+        peer.wait_line(PEER_WAIT, |l| l == "MATCHED 1");
+        w.write(&test_data(5)).unwrap();
+        peer.wait_line(PEER_WAIT, |l| l.starts_with("SAMPLE 0 5 7 5 ok"));
+        let (_, ok) = peer.finish(Duration::from_secs(20));
+        assert!(ok);
+    });
+}
+
+#[test]
+fn ours_to_cyclone_best_effort_unkeyed() {
+    with_timeout(120, || ours_to_cyclone(171, false, false));
+}
+
+#[test]
+fn ours_to_cyclone_reliable_unkeyed() {
+    with_timeout(120, || ours_to_cyclone(172, false, true));
+}
+
+#[test]
+fn ours_to_cyclone_reliable_keyed_1000_instances() {
+    with_timeout(120, || ours_to_cyclone(173, true, true));
+}
+
+#[test]
+fn ours_to_cyclone_best_effort_keyed_1000_instances() {
+    with_timeout(120, || ours_to_cyclone(174, true, false));
+}
+
+#[test]
+fn cyclone_to_ours_best_effort_unkeyed() {
+    with_timeout(120, || cyclone_to_ours(175, false, false));
+}
+
+#[test]
+fn cyclone_to_ours_reliable_unkeyed() {
+    with_timeout(120, || cyclone_to_ours(176, false, true));
+}
+
+#[test]
+fn cyclone_to_ours_reliable_keyed_1000_instances_with_dispose() {
+    with_timeout(120, || cyclone_to_ours(177, true, true));
+}
+
+#[test]
+fn cyclone_to_ours_best_effort_keyed_1000_instances() {
+    with_timeout(120, || cyclone_to_ours(178, true, false));
+}
+
+#[test]
+fn transient_local_cyclone_late_joiner_gets_our_history() {
+    with_timeout(90, || {
+        let Some(py) = cyclone_python() else { return };
+        let p = participant(179);
+        let t = p
+            .create_topic::<TestData>("tl_ours", TopicQos::default())
+            .unwrap();
+        let w = p
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&t, DataWriterQos::default().transient_local().keep_last(50))
+            .unwrap();
+        for i in 0..20 {
+            w.write(&test_data(i)).unwrap();
+        }
+        let peer = Peer::start(
+            &py,
+            &[
+                "sub",
+                "--type",
+                "unkeyed",
+                "--topic",
+                "tl_ours",
+                "--domain",
+                "179",
+                "--count",
+                "20",
+                "--reliable",
+                "--transient-local",
+                "--keep-all",
+                "--timeout",
+                "40",
+            ],
+        );
+        let (lines, ok) = peer.finish(Duration::from_secs(45));
+        let samples: Vec<(u32, u32, bool)> = lines.iter().filter_map(|l| parse_sample(l)).collect();
+        assert!(ok, "Cyclone late joiner failed: {lines:?}");
+        assert_eq!(
+            samples.iter().map(|s| s.1).collect::<Vec<_>>(),
+            (0..20).collect::<Vec<_>>()
+        );
+        assert!(samples.iter().all(|s| s.2), "content");
+    });
+}
+
+#[test]
+fn transient_local_we_are_late_joiner_to_cyclone_history() {
+    with_timeout(90, || {
+        let Some(py) = cyclone_python() else { return };
+        let mut peer = Peer::start(
+            &py,
+            &[
+                "pub",
+                "--type",
+                "unkeyed",
+                "--topic",
+                "tl_cyc",
+                "--domain",
+                "180",
+                "--count",
+                "20",
+                "--reliable",
+                "--transient-local",
+                "--keep-all",
+                "--no-wait-match",
+                "--linger",
+                "15",
+                "--timeout",
+                "40",
+            ],
+        );
+        peer.wait_line(PEER_WAIT, |l| l == "WROTE 20");
+        let p = participant(180);
+        let t = p
+            .create_topic::<TestData>("tl_cyc", TopicQos::default())
+            .unwrap();
+        let r = p
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(
+                &t,
+                DataReaderQos::default()
+                    .reliable()
+                    .transient_local()
+                    .keep_all(),
+            )
+            .unwrap();
+        let samples = take_all(&r, 20, 0);
+        let seqs: Vec<u32> = samples
+            .iter()
+            .filter_map(|s| s.data.as_ref())
+            .map(|d| d.seq_num)
+            .collect();
+        assert_eq!(seqs, (0..20).collect::<Vec<_>>(), "history from Cyclone");
+        for s in samples.iter().filter_map(|s| s.data.as_ref()) {
+            assert_eq!(s.bin_data, payload_for(s.seq_num));
+        }
+        drop(peer);
+    });
+}

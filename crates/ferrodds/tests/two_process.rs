@@ -1,0 +1,208 @@
+//! Two processes: the `shapes` binary as subscriber (or publisher) and a participant in the
+//! test, over loopback only.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use ferrodds::cdr::types::ShapeType;
+use ferrodds::{DataReaderQos, DataWriterQos, PublisherQos, SubscriberQos, TopicQos};
+
+fn shapes(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_shapes"));
+    c.args([
+        "--interface",
+        "127.0.0.1",
+        "--peer",
+        "127.0.0.1",
+        "--no-multicast",
+    ])
+    .args(args)
+    .env_remove("FERRODDS_INTERFACE")
+    .env_remove("FERRODDS_PEERS")
+    .env_remove("FERRODDS_MULTICAST")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    c
+}
+
+/// Waits for the child to exit within `timeout` (killing it otherwise) and returns its
+/// stdout lines and exit success.
+fn finish(mut child: Child, timeout: Duration) -> (Vec<String>, bool) {
+    let stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<String>>()
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let lines = reader.join().expect("reader thread");
+    (lines, status.is_some_and(|s| s.success()))
+}
+
+#[test]
+fn shapes_subscriber_prints_samples_from_this_process() {
+    with_timeout(60, || {
+        let child = shapes(&[
+            "-S",
+            "-t",
+            "Circle",
+            "-d",
+            "160",
+            "-r",
+            "--keep-all",
+            "--count",
+            "20",
+            "--duration",
+            "30",
+        ])
+        .spawn()
+        .expect("spawn shapes");
+        let p = participant(160);
+        let t = p
+            .create_topic::<ShapeType>("Circle", TopicQos::default())
+            .unwrap();
+        let w = p
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&t, DataWriterQos::default().keep_all())
+            .unwrap();
+        assert!(
+            w.wait_for_matched(1, Duration::from_secs(20)),
+            "shapes subscriber not matched"
+        );
+        for i in 0..20 {
+            w.write(&ShapeType {
+                color: "RED".into(),
+                x: i,
+                y: 2 * i,
+                shapesize: 25,
+            })
+            .unwrap();
+        }
+        w.wait_for_acknowledgments(Duration::from_secs(10)).unwrap();
+        let (lines, ok) = finish(child, Duration::from_secs(20));
+        assert!(ok, "shapes exited with failure; output: {lines:?}");
+        let samples: Vec<&String> = lines.iter().filter(|l| l.starts_with("Circle ")).collect();
+        assert_eq!(samples.len(), 20, "{lines:?}");
+        for (i, l) in samples.iter().enumerate() {
+            assert_eq!(**l, format!("Circle RED {} {} 25", i, 2 * i));
+        }
+        assert!(lines
+            .iter()
+            .any(|l| l == "SUMMARY received=20 in_order=true gaps=0"));
+    });
+}
+
+#[test]
+fn shapes_publisher_to_this_process() {
+    with_timeout(60, || {
+        let p = participant(161);
+        let t = p
+            .create_topic::<ShapeType>("Square", TopicQos::default())
+            .unwrap();
+        let r = p
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&t, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        let child = shapes(&[
+            "-P",
+            "-t",
+            "Square",
+            "-c",
+            "GREEN",
+            "-d",
+            "161",
+            "--sequence",
+            "--count",
+            "50",
+            "--rate",
+            "200",
+            "--wait-matched",
+            "--duration",
+            "30",
+        ])
+        .spawn()
+        .expect("spawn shapes");
+        let mut xs = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while xs.len() < 50 && Instant::now() < deadline {
+            let _ = r.wait_for_data(Duration::from_millis(100));
+            for s in r.take().unwrap() {
+                if let Some(d) = s.data {
+                    assert_eq!(d.color, "GREEN");
+                    assert_eq!(d.shapesize, 30);
+                    xs.push(d.x);
+                }
+            }
+        }
+        let (lines, ok) = finish(child, Duration::from_secs(20));
+        assert!(ok, "shapes publisher failed: {lines:?}");
+        assert_eq!(xs, (0..50).collect::<Vec<i32>>());
+        assert!(lines.iter().any(|l| l == "PUBLISHED 50"), "{lines:?}");
+    });
+}
+
+#[test]
+fn two_shapes_processes() {
+    with_timeout(60, || {
+        let sub = shapes(&[
+            "-S",
+            "-t",
+            "Triangle",
+            "-d",
+            "162",
+            "--sequence",
+            "--quiet",
+            "--count",
+            "100",
+            "--duration",
+            "30",
+        ])
+        .spawn()
+        .expect("spawn subscriber");
+        let publ = shapes(&[
+            "-P",
+            "-t",
+            "Triangle",
+            "-c",
+            "YELLOW",
+            "-d",
+            "162",
+            "--sequence",
+            "--count",
+            "100",
+            "--rate",
+            "0",
+            "--wait-matched",
+            "--duration",
+            "30",
+        ])
+        .spawn()
+        .expect("spawn publisher");
+        let (sub_lines, sub_ok) = finish(sub, Duration::from_secs(40));
+        let (pub_lines, pub_ok) = finish(publ, Duration::from_secs(10));
+        assert!(pub_ok, "publisher: {pub_lines:?}");
+        assert!(sub_ok, "subscriber: {sub_lines:?}");
+        assert_eq!(
+            sub_lines.last().map(String::as_str),
+            Some("SUMMARY received=100 in_order=true gaps=0")
+        );
+    });
+}
