@@ -14,8 +14,11 @@
 //!   (with the default MTU of 65535). Larger payloads, up to
 //!   [`MAX_UDP_PAYLOAD`] (the UDP length field limit), are written as IPv4
 //!   fragments with correct offsets and MF flags, which tshark reassembles.
-//!   A smaller MTU can be set to fragment earlier. Larger payloads are
-//!   rejected with [`CaptureError::DatagramTooLarge`].
+//!   A smaller MTU can be set to fragment earlier. In pcapng, larger
+//!   messages (TCP, shared memory), up to [`MAX_EXPORTED_PDU_PAYLOAD`], are
+//!   written as Wireshark exported PDUs (link type 252, dissector `rtps`) on
+//!   a companion interface; classic pcap rejects them with
+//!   [`CaptureError::DatagramTooLarge`].
 //! * Timestamps are nanoseconds since the Unix epoch ([`Timestamp`]), taken
 //!   from the caller (`SystemTime`, `Duration` or raw nanoseconds); the
 //!   `*_now` methods use [`std::time::SystemTime::now`].
@@ -28,8 +31,8 @@
 //!   does not allocate. They do no buffering of their own, so wrap files in a
 //!   [`std::io::BufWriter`].
 //! * The reader ([`read_udp_payloads`], [`parse_udp_payloads`]) accepts pcap
-//!   and pcapng with Ethernet, raw IP, BSD loopback and Linux cooked (v1, v2)
-//!   link types, reassembles complete IPv4 fragment sets, reports frames it
+//!   and pcapng with Ethernet, raw IP, BSD loopback, Linux cooked (v1, v2)
+//!   and `rtps` exported-PDU link types, reassembles complete IPv4 fragment sets, reports frames it
 //!   cannot use in [`CaptureContents::skipped`], and never panics on
 //!   malformed input.
 //! * [`testing`] runs `tshark` over a capture and reports per-packet
@@ -47,7 +50,7 @@ mod time;
 
 pub use error::{CaptureError, ReadError};
 pub use pcap::PcapWriter;
-pub use pcapng::{CaptureWriter, Direction, InterfaceId};
+pub use pcapng::{CaptureWriter, Direction, InterfaceId, MAX_EXPORTED_PDU_PAYLOAD};
 pub use reader::{
     parse_udp_payloads, read_udp_payloads, read_udp_payloads_from, CaptureContents,
     CapturedDatagram, SkipReason, SkippedFrame,

@@ -11,6 +11,21 @@ const IDB_TYPE: u32 = 0x0000_0001;
 const EPB_TYPE: u32 = 0x0000_0006;
 const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
 const LINKTYPE_ETHERNET: u16 = 1;
+const LINKTYPE_WIRESHARK_UPPER_PDU: u16 = 252;
+/// Exported-PDU tags (Wireshark `exported_pdu`).
+const PDU_TAG_END: u16 = 0;
+const PDU_TAG_DISSECTOR_NAME: u16 = 12;
+const PDU_TAG_IPV4_SRC: u16 = 20;
+const PDU_TAG_IPV4_DST: u16 = 21;
+const PDU_TAG_PORT_TYPE: u16 = 24;
+const PDU_TAG_SRC_PORT: u16 = 25;
+const PDU_TAG_DST_PORT: u16 = 26;
+const PDU_PORT_TYPE_UDP: u32 = 3;
+/// Bytes of exported-PDU tags written before each message.
+const PDU_TAGS_LEN: usize = 8 + 4 * 8 + 4 * 2 + 4;
+/// Largest RTPS message written as an exported PDU: tshark refuses frames
+/// over 262144 bytes.
+pub const MAX_EXPORTED_PDU_PAYLOAD: usize = SNAPLEN as usize - PDU_TAGS_LEN;
 /// Snapshot length announced in interface blocks; frames are never truncated.
 const SNAPLEN: u32 = 262_144;
 const OPT_ENDOFOPT: u16 = 0;
@@ -70,12 +85,22 @@ impl Direction {
 /// [`CaptureWriter::new`]; interfaces may be added at any time. After warm-up
 /// a `write_udp` call does not allocate. Wrap files in a
 /// [`std::io::BufWriter`]: each packet is handed to `out` in a few pieces.
+///
+/// Messages too large for UDP (over [`MAX_UDP_PAYLOAD`] bytes, e.g. from a
+/// TCP or shared-memory transport) are written as Wireshark exported PDUs
+/// (link type 252, dissector `rtps`, with the IPv4 addresses and ports as
+/// tags) on a companion interface named `<name> (exported PDU)`, added the
+/// first time it is needed; tshark decodes them as RTPS directly.
 #[derive(Debug)]
 pub struct CaptureWriter<W: Write> {
     out: W,
     synth: Synthesizer,
     block: Vec<u8>,
-    interfaces: u32,
+    /// Interfaces added by the caller, in order.
+    interfaces: Vec<Iface>,
+    /// Interface blocks written so far (the caller's plus companions).
+    idb_count: u32,
+    pdu_tags: Vec<u8>,
 }
 
 impl<W: Write> CaptureWriter<W> {
@@ -99,13 +124,26 @@ impl<W: Write> CaptureWriter<W> {
             out,
             synth: Synthesizer::new(),
             block,
-            interfaces: 0,
+            interfaces: Vec::new(),
+            idb_count: 0,
+            pdu_tags: Vec::with_capacity(PDU_TAGS_LEN),
         })
     }
 
     /// Adds an interface description block (link type Ethernet, nanosecond
     /// timestamps) named `name`, e.g. one per transport or participant.
     pub fn add_interface(&mut self, name: &str) -> Result<InterfaceId, CaptureError> {
+        let index = self.write_idb(name, LINKTYPE_ETHERNET)?;
+        self.interfaces.push(Iface {
+            name: name.to_string(),
+            index,
+            companion: None,
+        });
+        Ok(InterfaceId(index))
+    }
+
+    /// Writes an interface description block; returns its pcapng index.
+    fn write_idb(&mut self, name: &str, linktype: u16) -> Result<u32, CaptureError> {
         if name.len() > usize::from(u16::MAX) {
             return Err(CaptureError::OptionTooLong {
                 what: "interface name",
@@ -117,7 +155,7 @@ impl<W: Write> CaptureWriter<W> {
         b.clear();
         put_u32(b, IDB_TYPE);
         put_u32(b, total as u32);
-        b.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
+        b.extend_from_slice(&linktype.to_le_bytes());
         b.extend_from_slice(&0u16.to_le_bytes());
         put_u32(b, SNAPLEN);
         put_opt(b, IF_NAME, name.as_bytes());
@@ -126,9 +164,9 @@ impl<W: Write> CaptureWriter<W> {
         put_u32(b, total as u32);
         debug_assert_eq!(b.len(), total);
         self.out.write_all(b)?;
-        let id = InterfaceId(self.interfaces);
-        self.interfaces += 1;
-        Ok(id)
+        let index = self.idb_count;
+        self.idb_count += 1;
+        Ok(index)
     }
 
     /// Sets the largest IPv4 packet per frame (default and maximum 65535).
@@ -154,7 +192,9 @@ impl<W: Write> CaptureWriter<W> {
     /// bytes (with the default MTU) give one frame; larger ones, up to
     /// [`MAX_UDP_PAYLOAD`], are split into IPv4 fragments that share `ts`
     /// and `dir`; `comment` goes on the last fragment (where Wireshark shows
-    /// the reassembled datagram).
+    /// the reassembled datagram). Larger messages, up to
+    /// [`MAX_EXPORTED_PDU_PAYLOAD`], become one exported-PDU frame on the
+    /// interface's companion (see the type docs).
     #[allow(clippy::too_many_arguments)] // mirrors the fields of a captured datagram
     pub fn write_udp(
         &mut self,
@@ -166,13 +206,13 @@ impl<W: Write> CaptureWriter<W> {
         dir: Direction,
         comment: Option<&str>,
     ) -> Result<(), CaptureError> {
-        if iface.0 >= self.interfaces {
-            return Err(CaptureError::UnknownInterface(iface.0));
-        }
-        if payload.len() > MAX_UDP_PAYLOAD {
+        let slot = self
+            .interface_slot(iface)
+            .ok_or(CaptureError::UnknownInterface(iface.0))?;
+        if payload.len() > MAX_EXPORTED_PDU_PAYLOAD {
             return Err(CaptureError::DatagramTooLarge {
                 len: payload.len(),
-                max: MAX_UDP_PAYLOAD,
+                max: MAX_EXPORTED_PDU_PAYLOAD,
             });
         }
         if let Some(c) = comment {
@@ -184,6 +224,9 @@ impl<W: Write> CaptureWriter<W> {
             }
         }
         let ts = ts.into().as_nanos();
+        if payload.len() > MAX_UDP_PAYLOAD {
+            return self.write_exported_pdu(slot, ts, src, dst, payload, dir, comment);
+        }
         let Self {
             out, synth, block, ..
         } = self;
@@ -191,6 +234,59 @@ impl<W: Write> CaptureWriter<W> {
             let comment = if frame.last { comment } else { None };
             write_epb(out, block, iface.0, ts, &frame, dir, comment)
         })
+    }
+
+    /// Index into `interfaces` for an id returned by `add_interface`.
+    fn interface_slot(&self, iface: InterfaceId) -> Option<usize> {
+        self.interfaces.iter().position(|i| i.index == iface.0)
+    }
+
+    /// Writes a message as one exported-PDU frame on the companion
+    /// interface of `interfaces[slot]`, adding the companion if needed.
+    #[allow(clippy::too_many_arguments)] // write_udp's arguments, resolved
+    fn write_exported_pdu(
+        &mut self,
+        slot: usize,
+        ts: u64,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        payload: &[u8],
+        dir: Direction,
+        comment: Option<&str>,
+    ) -> Result<(), CaptureError> {
+        let companion = match self.interfaces[slot].companion {
+            Some(c) => c,
+            None => {
+                let name = format!("{} (exported PDU)", self.interfaces[slot].name);
+                let c = self.write_idb(&name, LINKTYPE_WIRESHARK_UPPER_PDU)?;
+                self.interfaces[slot].companion = Some(c);
+                c
+            }
+        };
+        let t = &mut self.pdu_tags;
+        t.clear();
+        put_pdu_tag(t, PDU_TAG_DISSECTOR_NAME, b"rtps");
+        put_pdu_tag(t, PDU_TAG_IPV4_SRC, &src.ip().octets());
+        put_pdu_tag(t, PDU_TAG_IPV4_DST, &dst.ip().octets());
+        put_pdu_tag(t, PDU_TAG_PORT_TYPE, &PDU_PORT_TYPE_UDP.to_be_bytes());
+        put_pdu_tag(t, PDU_TAG_SRC_PORT, &u32::from(src.port()).to_be_bytes());
+        put_pdu_tag(t, PDU_TAG_DST_PORT, &u32::from(dst.port()).to_be_bytes());
+        put_pdu_tag(t, PDU_TAG_END, &[]);
+        debug_assert_eq!(t.len(), PDU_TAGS_LEN);
+        let frame = Frame {
+            headers: t,
+            data: payload,
+            last: true,
+        };
+        write_epb(
+            &mut self.out,
+            &mut self.block,
+            companion,
+            ts,
+            &frame,
+            dir,
+            comment,
+        )
     }
 
     /// [`write_udp`](Self::write_udp) stamped with the current wall-clock time.
@@ -222,6 +318,27 @@ impl<W: Write> CaptureWriter<W> {
         self.out.flush()?;
         Ok(self.out)
     }
+}
+
+/// An interface added with `add_interface`.
+#[derive(Debug)]
+struct Iface {
+    name: String,
+    /// Its pcapng interface index.
+    index: u32,
+    /// pcapng index of its exported-PDU companion, once written.
+    companion: Option<u32>,
+}
+
+/// Appends an exported-PDU tag (big-endian code and length, value padded to 4;
+/// the length includes the padding).
+fn put_pdu_tag(b: &mut Vec<u8>, code: u16, value: &[u8]) {
+    let pad = pad4(value.len());
+    b.extend_from_slice(&code.to_be_bytes());
+    // Tag values here are at most 4 bytes.
+    b.extend_from_slice(&((value.len() + pad) as u16).to_be_bytes());
+    b.extend_from_slice(value);
+    b.extend_from_slice(&[0u8; 3][..pad]);
 }
 
 fn write_epb<W: Write>(
@@ -367,7 +484,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, CaptureError::UnknownInterface(0)));
         let i = w.add_interface("lo").unwrap();
-        let big = vec![0u8; MAX_UDP_PAYLOAD + 1];
+        let big = vec![0u8; MAX_EXPORTED_PDU_PAYLOAD + 1];
         let err = w
             .write_udp(
                 i,

@@ -2,7 +2,8 @@
 //!
 //! Supported link types: Ethernet (1, with 802.1Q tags), BSD loopback
 //! (0), raw IP (12, 14, 101), IPv4 (228), Linux cooked v1 (113) and v2
-//! (276). Only IPv4/UDP is extracted; everything else is listed in
+//! (276), and Wireshark exported PDUs (252) for the `rtps` dissector with
+//! IPv4 address and port tags. Only IPv4/UDP is extracted; everything else is listed in
 //! [`CaptureContents::skipped`] with a reason. IPv4 fragments are
 //! reassembled when every fragment of a datagram is present; fragments
 //! that never complete are reported as skipped.
@@ -19,6 +20,8 @@ use pcap_file::pcapng::{Block, PcapNgParser};
 use pcap_file::PcapError;
 
 use crate::{Direction, ReadError};
+
+const LINKTYPE_WIRESHARK_UPPER_PDU: u32 = 252;
 
 /// One UDP datagram found in a capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +64,8 @@ pub enum SkipReason {
     IncompleteFragment,
     /// A packet block refers to an interface that was never described.
     UnknownInterface(u32),
+    /// An exported PDU (link type 252) for another dissector than `rtps`.
+    UnsupportedExportedPdu,
 }
 
 /// A frame that produced no datagram.
@@ -339,6 +344,9 @@ impl Extractor {
     }
 
     fn frame_inner(&mut self, linktype: u32, data: &[u8], meta: Meta) -> Result<(), SkipReason> {
+        if linktype == LINKTYPE_WIRESHARK_UPPER_PDU {
+            return self.exported_pdu(data, meta);
+        }
         let ip = link_payload(linktype, data)?;
         let v = ip.first().ok_or(SkipReason::Truncated)? >> 4;
         if v != 4 {
@@ -371,6 +379,68 @@ impl Extractor {
         self.fragment((src, dst, id), frag_off, body, more, meta)
     }
 
+    /// An exported PDU for the `rtps` dissector, addressed by IPv4/port tags.
+    fn exported_pdu(&mut self, data: &[u8], meta: Meta) -> Result<(), SkipReason> {
+        let mut rest = data;
+        let mut dissector: &[u8] = &[];
+        let (mut src_ip, mut dst_ip) = (None, None);
+        let (mut src_port, mut dst_port) = (None, None);
+        loop {
+            let hdr = rest.get(0..4).ok_or(SkipReason::Truncated)?;
+            let code = u16::from_be_bytes([hdr[0], hdr[1]]);
+            let len = usize::from(u16::from_be_bytes([hdr[2], hdr[3]]));
+            let value = rest.get(4..4 + len).ok_or(SkipReason::Truncated)?;
+            rest = &rest[4 + len..];
+            let ipv4 = |v: &[u8]| v.get(0..4).map(|a| Ipv4Addr::new(a[0], a[1], a[2], a[3]));
+            let port = |v: &[u8]| {
+                v.get(0..4)
+                    .and_then(|p| u16::try_from(u32::from_be_bytes([p[0], p[1], p[2], p[3]])).ok())
+            };
+            match code {
+                0 => break,
+                12 => dissector = value,
+                20 => src_ip = ipv4(value),
+                21 => dst_ip = ipv4(value),
+                25 => src_port = port(value),
+                26 => dst_port = port(value),
+                _ => {}
+            }
+        }
+        // The name may be NUL-padded.
+        let name_end = dissector
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(dissector.len());
+        if &dissector[..name_end] != b"rtps" {
+            return Err(SkipReason::UnsupportedExportedPdu);
+        }
+        match (src_ip, dst_ip, src_port, dst_port) {
+            (Some(si), Some(di), Some(sp), Some(dp)) => {
+                self.push(
+                    SocketAddrV4::new(si, sp),
+                    SocketAddrV4::new(di, dp),
+                    rest,
+                    meta,
+                );
+                Ok(())
+            }
+            _ => Err(SkipReason::NotIpv4(0)),
+        }
+    }
+
+    fn push(&mut self, src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8], meta: Meta) {
+        self.out.datagrams.push(CapturedDatagram {
+            frame: self.frame_no,
+            ts: meta.ts,
+            src,
+            dst,
+            payload: payload.to_vec(),
+            interface: meta.interface,
+            direction: meta.direction,
+            comment: meta.comment,
+        });
+    }
+
     fn udp(
         &mut self,
         src: Ipv4Addr,
@@ -387,16 +457,12 @@ impl Extractor {
         if len < 8 || len > udp.len() {
             return Err(SkipReason::BadHeader);
         }
-        self.out.datagrams.push(CapturedDatagram {
-            frame: self.frame_no,
-            ts: meta.ts,
-            src: SocketAddrV4::new(src, sport),
-            dst: SocketAddrV4::new(dst, dport),
-            payload: udp[8..len].to_vec(),
-            interface: meta.interface,
-            direction: meta.direction,
-            comment: meta.comment,
-        });
+        self.push(
+            SocketAddrV4::new(src, sport),
+            SocketAddrV4::new(dst, dport),
+            &udp[8..len],
+            meta,
+        );
         Ok(())
     }
 
@@ -667,6 +733,45 @@ mod tests {
             Err(SkipReason::UnsupportedLinkType(147))
         );
         assert_eq!(link_payload(113, &sll[..10]), Err(SkipReason::Truncated));
+    }
+
+    #[test]
+    fn exported_pdu_for_other_dissectors_is_skipped() {
+        let mut pdu = Vec::new();
+        for (code, val) in [(12u16, &b"rtpsvt\0\0"[..]), (0, &[][..])] {
+            pdu.extend_from_slice(&code.to_be_bytes());
+            pdu.extend_from_slice(&(val.len() as u16).to_be_bytes());
+            pdu.extend_from_slice(val);
+        }
+        pdu.extend_from_slice(b"RTPS");
+        let mut ex = Extractor::default();
+        ex.frame(
+            252,
+            &pdu,
+            Meta {
+                ts: UNIX_EPOCH,
+                interface: 0,
+                direction: None,
+                comment: None,
+            },
+        );
+        // Truncated tag list.
+        ex.frame(
+            252,
+            &pdu[..6],
+            Meta {
+                ts: UNIX_EPOCH,
+                interface: 0,
+                direction: None,
+                comment: None,
+            },
+        );
+        let c = ex.finish();
+        assert!(c.datagrams.is_empty());
+        assert_eq!(
+            c.skipped.iter().map(|s| s.reason).collect::<Vec<_>>(),
+            vec![SkipReason::UnsupportedExportedPdu, SkipReason::Truncated]
+        );
     }
 
     #[test]

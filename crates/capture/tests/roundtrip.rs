@@ -4,7 +4,8 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use ferrodds_capture::{
-    parse_udp_payloads, CaptureWriter, Direction, PcapWriter, Timestamp, MAX_UDP_PAYLOAD,
+    parse_udp_payloads, CaptureError, CaptureWriter, Direction, PcapWriter, Timestamp,
+    MAX_EXPORTED_PDU_PAYLOAD, MAX_UDP_PAYLOAD,
 };
 use proptest::prelude::*;
 
@@ -129,35 +130,63 @@ proptest! {
 }
 
 #[test]
-fn largest_payload_round_trips_and_one_more_is_rejected() {
+fn largest_udp_payload_fragments_larger_ones_become_exported_pdus() {
     let mut w = CaptureWriter::new(Vec::new()).unwrap();
-    let i = w.add_interface("big").unwrap();
+    let i = w.add_interface("tcp").unwrap();
     let a = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7411);
-    let payload: Vec<u8> = (0..MAX_UDP_PAYLOAD).map(|i| (i % 239) as u8).collect();
-    w.write_udp(
-        i,
-        Timestamp::from_nanos(5),
-        a,
-        a,
-        &payload,
-        Direction::Outbound,
-        None,
-    )
-    .unwrap();
-    let too_big = vec![0u8; MAX_UDP_PAYLOAD + 1];
-    assert!(w
-        .write_udp(
+    let b = SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 2), 7413);
+    let udp_max: Vec<u8> = (0..MAX_UDP_PAYLOAD).map(|i| (i % 239) as u8).collect();
+    let over: Vec<u8> = (0..=MAX_UDP_PAYLOAD).map(|i| (i % 233) as u8).collect();
+    let biggest = vec![0x5au8; MAX_EXPORTED_PDU_PAYLOAD];
+    for p in [&udp_max, &over, &biggest] {
+        w.write_udp(
+            i,
+            Timestamp::from_nanos(5),
+            a,
+            b,
+            p,
+            Direction::Outbound,
+            Some("c"),
+        )
+        .unwrap();
+    }
+    let too_big = vec![0u8; MAX_EXPORTED_PDU_PAYLOAD + 1];
+    assert!(matches!(
+        w.write_udp(
             i,
             Timestamp::from_nanos(6),
             a,
-            a,
+            b,
             &too_big,
             Direction::Outbound,
             None
-        )
-        .is_err());
+        ),
+        Err(CaptureError::DatagramTooLarge { .. })
+    ));
+    // An interface added after the companion keeps its own index.
+    let j = w.add_interface("udp").unwrap();
+    assert_eq!(j.index(), 2);
+    w.write_udp(
+        j,
+        Timestamp::from_nanos(7),
+        b,
+        a,
+        b"tail",
+        Direction::Inbound,
+        None,
+    )
+    .unwrap();
     let c = parse_udp_payloads(&w.into_inner().unwrap()).unwrap();
-    assert_eq!(c.datagrams.len(), 1);
-    assert_eq!(c.datagrams[0].payload, payload);
+    assert!(c.skipped.is_empty(), "{:?}", c.skipped);
+    assert_eq!(c.datagrams.len(), 4);
+    assert_eq!(c.datagrams[0].payload, udp_max);
     assert_eq!(c.datagrams[0].frame, 2, "two IPv4 fragments");
+    assert_eq!(c.datagrams[0].interface, 0);
+    assert_eq!(c.datagrams[1].payload, over);
+    assert_eq!(c.datagrams[1].interface, 1, "exported-PDU companion");
+    assert_eq!((c.datagrams[1].src, c.datagrams[1].dst), (a, b));
+    assert_eq!(c.datagrams[1].comment.as_deref(), Some("c"));
+    assert_eq!(c.datagrams[2].payload, biggest);
+    assert_eq!(c.datagrams[3].payload, b"tail");
+    assert_eq!(c.datagrams[3].interface, 2);
 }

@@ -240,6 +240,51 @@ fn small_mtu_pcap_fragments_reassemble_in_tshark() {
     std::fs::remove_file(&path).unwrap();
 }
 
+#[test]
+fn oversized_message_becomes_an_exported_pdu_tshark_decodes() {
+    if !require_tshark().expect("tshark is required for this test") {
+        return;
+    }
+    let path = temp_path("pdu.pcapng");
+    // A 100 kB DATA: too big for UDP, as a TCP or SHM transport might carry.
+    // Its octetsToNextHeader is 0 ("to the end of the message").
+    let mut m = header(prefix(1));
+    info_ts(&mut m);
+    data(&mut m, 9, 1000);
+    let data_start = m.len() - (4 + 24 + 1000);
+    m.truncate(data_start + 4 + 24);
+    m.extend((0..100_000u32).map(|i| (i % 241) as u8));
+    m[data_start + 2..data_start + 4].copy_from_slice(&[0, 0]);
+    assert!(m.len() > MAX_UDP_PAYLOAD);
+    {
+        let mut w = CaptureWriter::new(Vec::new()).unwrap();
+        let i = w.add_interface("tcp4").unwrap();
+        let (a, b) = (sa([127, 0, 0, 1], 7411), sa([127, 0, 0, 1], 7413));
+        w.write_udp(i, Timestamp::now(), a, b, &m, Direction::Outbound, None)
+            .unwrap();
+        let mut small = header(prefix(1));
+        heartbeat(&mut small, 9, 9, 3);
+        w.write_udp(i, Timestamp::now(), a, b, &small, Direction::Outbound, None)
+            .unwrap();
+        std::fs::write(&path, w.into_inner().unwrap()).unwrap();
+    }
+    let report = tshark_check(&path).unwrap();
+    assert_eq!(report.packets.len(), 2, "{report:#?}");
+    let issues = report.issues();
+    assert!(
+        issues.is_empty(),
+        "tshark found problems:\n{}",
+        issues.join("\n")
+    );
+    assert_eq!(report.packets[0].protocols, vec!["exported_pdu", "rtps"]);
+    assert_eq!(report.packets[0].submessage_ids, vec![0x09, 0x15]);
+    assert_eq!(report.packets[1].submessage_ids, vec![0x07]);
+    let back = read_udp_payloads(&path).unwrap();
+    assert_eq!(back.datagrams.len(), 2);
+    assert_eq!(back.datagrams[0].payload, m);
+    std::fs::remove_file(&path).unwrap();
+}
+
 /// Writes one datagram to a pcapng in memory and returns the file bytes.
 fn one_datagram_file(payload: &[u8]) -> Vec<u8> {
     let mut w = CaptureWriter::new(Vec::new()).unwrap();
