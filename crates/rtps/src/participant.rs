@@ -28,6 +28,11 @@ const MAX_PARTICIPANTS: usize = 4096;
 /// Most remote endpoints tracked (per kind).
 const MAX_REMOTE_ENDPOINTS: usize = 1 << 16;
 
+/// Number of quick SPDP announcements after start.
+const INITIAL_ANNOUNCEMENTS: u32 = 5;
+/// Their period.
+const INITIAL_ANNOUNCEMENT_PERIOD: core::time::Duration = core::time::Duration::from_millis(100);
+
 const IDX_SEDP_PUB: usize = 0;
 const IDX_SEDP_SUB: usize = 1;
 const FIRST_USER: usize = 2;
@@ -149,6 +154,7 @@ pub struct Participant {
     remote_readers: HashMap<Guid, EndpointData>,
     spdp_payload: Vec<u8>,
     next_spdp: Timestamp,
+    spdp_sent: u32,
     spdp_queue: VecDeque<Vec<Locator>>,
     leave_queue: VecDeque<Vec<Locator>>,
     events: VecDeque<Event>,
@@ -261,6 +267,7 @@ impl Participant {
             remote_writers: HashMap::new(),
             remote_readers: HashMap::new(),
             next_spdp: now,
+            spdp_sent: 0,
             spdp_queue: VecDeque::new(),
             leave_queue: VecDeque::new(),
             events: VecDeque::new(),
@@ -651,9 +658,13 @@ impl Participant {
                     return;
                 }
                 let reliable = reader.qos.reliability.kind == ReliabilityKind::Reliable;
-                let start_after = match w.qos.durability {
-                    Durability::TransientLocal => 0,
-                    Durability::Volatile => w.pushed,
+                // History only for TRANSIENT_LOCAL writer *and* reader.
+                let start_after = if w.qos.durability == Durability::TransientLocal
+                    && reader.qos.durability == Durability::TransientLocal
+                {
+                    0
+                } else {
+                    w.pushed
                 };
                 w.proxies.push(ReaderProxy::new(
                     reader.guid,
@@ -1258,7 +1269,15 @@ impl Participant {
                 self.spdp_queue
                     .push_back(dedup(self.config.spdp_destinations.clone()));
             }
-            self.next_spdp = now.saturating_add(self.config.spdp_period);
+            // A few quick initial announcements (like Fast DDS) so a lost
+            // first datagram does not delay discovery by a whole period.
+            self.spdp_sent = self.spdp_sent.saturating_add(1);
+            let period = if self.spdp_sent < INITIAL_ANNOUNCEMENTS {
+                self.config.spdp_period.min(INITIAL_ANNOUNCEMENT_PERIOD)
+            } else {
+                self.config.spdp_period
+            };
+            self.next_spdp = now.saturating_add(period);
         }
         let mut expired: Vec<GuidPrefix> = self
             .participants

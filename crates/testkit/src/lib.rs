@@ -422,6 +422,56 @@ impl Network {
     }
 }
 
+/// Helpers for building endpoints and samples in tests.
+pub mod helpers {
+    use ferrodds_rtps::{
+        ChangeKind, ReaderAttributes, ReaderQos, Sample, WriteRequest, WriterAttributes, WriterQos,
+    };
+
+    /// Writer attributes for `topic` (type `T`).
+    pub fn writer(topic: &str, qos: WriterQos) -> WriterAttributes {
+        WriterAttributes {
+            topic_name: topic.into(),
+            type_name: "T".into(),
+            keyed: false,
+            qos,
+        }
+    }
+
+    /// Reader attributes for `topic` (type `T`).
+    pub fn reader(topic: &str, qos: ReaderQos) -> ReaderAttributes {
+        ReaderAttributes {
+            topic_name: topic.into(),
+            type_name: "T".into(),
+            keyed: false,
+            qos,
+        }
+    }
+
+    /// CDR_LE payload carrying `i`.
+    pub fn payload(i: u32) -> [u8; 8] {
+        let mut p = [0, 1, 0, 0, 0, 0, 0, 0];
+        p[4..].copy_from_slice(&i.to_le_bytes());
+        p
+    }
+
+    /// An alive write request for `payload`.
+    pub fn alive(payload: &[u8]) -> WriteRequest<'_> {
+        WriteRequest {
+            kind: ChangeKind::Alive,
+            key_hash: None,
+            serialized_payload: payload,
+            source_timestamp: None,
+        }
+    }
+
+    /// The value carried by a [`payload`].
+    pub fn value(s: &Sample) -> Option<u32> {
+        let b = s.payload.get(4..8)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,364 @@
+//! User data over the simulated network: best effort, strict reliable,
+//! KEEP_LAST, durability and writer history limits.
+
+use std::time::Duration;
+
+use ferrodds_rtps::{
+    ChangeKind, Durability, Event, History, ReaderId, ReaderQos, Reliability, ResourceLimits, Time,
+    WriteError, WriteRequest, WriterId, WriterQos,
+};
+use ferrodds_testkit::helpers::{alive, payload, reader, value, writer};
+use ferrodds_testkit::{LinkConfig, Network};
+
+fn reliable_reader() -> ReaderQos {
+    ReaderQos {
+        reliability: Reliability::RELIABLE,
+        history: History::KeepAll,
+        ..ReaderQos::default()
+    }
+}
+
+fn keep_all_writer() -> WriterQos {
+    WriterQos {
+        history: History::KeepAll,
+        ..WriterQos::default()
+    }
+}
+
+/// Two participants, a writer on `a`, a reader on `b`, matched on a perfect link.
+fn pair(seed: u64, wq: WriterQos, rq: ReaderQos) -> (Network, usize, usize, WriterId, ReaderId) {
+    let mut net = Network::new(seed);
+    let a = net.add_participant(0);
+    let b = net.add_participant(0);
+    let now = net.now;
+    let w = net.p(a).create_writer(writer("T", wq), now).unwrap();
+    let r = net.p(b).create_reader(reader("T", rq), now).unwrap();
+    let ok = net.run_until(Duration::from_secs(2), |n| {
+        n.nodes[a].participant.matched_reader_count(w) == 1
+            && n.nodes[b].participant.matched_writer_count(r) == 1
+    });
+    assert!(ok, "no match");
+    // Let the SEDP and pre-emptive ACKNACK exchanges settle.
+    net.run_for(Duration::from_millis(50));
+    (net, a, b, w, r)
+}
+
+fn values(net: &Network, b: usize, r: ReaderId) -> Vec<u32> {
+    net.nodes[b]
+        .samples_of(r)
+        .map(|s| value(s).unwrap())
+        .collect()
+}
+
+#[test]
+fn best_effort_1000_with_loss_never_duplicates_or_reorders() {
+    let wq = WriterQos {
+        reliability: Reliability::BEST_EFFORT,
+        ..WriterQos::default()
+    };
+    let (mut net, a, b, w, r) = pair(21, wq, ReaderQos::default());
+    net.link = LinkConfig::lossy(0.2, 0.2, 0.2);
+    for i in 0..1000u32 {
+        let now = net.now;
+        net.p(a).write(w, alive(&payload(i)), now).unwrap();
+        net.flush(a);
+        net.run_for(Duration::from_micros(50));
+    }
+    net.run_for(Duration::from_millis(100));
+    let got = values(&net, b, r);
+    assert!(got.windows(2).all(|p| p[0] < p[1]), "order/dup violated");
+    // Lost and overtaken (reordered) samples are gone; the rest arrive once.
+    assert!(got.len() > 400 && got.len() < 1000, "got {}", got.len());
+    assert!(net.nodes[b].participant.stats().dropped_samples > 0);
+}
+
+fn strict_reliable(seed: u64, n: u32) {
+    let (mut net, a, b, w, r) = pair(seed, keep_all_writer(), reliable_reader());
+    net.link = LinkConfig::lossy(0.3, 0.1, 0.2);
+    let now = net.now;
+    for i in 0..n {
+        net.p(a).write(w, alive(&payload(i)), now).unwrap();
+    }
+    net.flush(a);
+    let ok = net.run_until(Duration::from_secs(60), |net| {
+        net.nodes[b].samples_of(r).count() >= n as usize
+    });
+    let got = values(&net, b, r);
+    assert!(
+        ok,
+        "seed {seed}: only {} of {n} after {:?}",
+        got.len(),
+        net.now
+    );
+    assert_eq!(got, (0..n).collect::<Vec<_>>(), "seed {seed}");
+    // Writer learns everything was acknowledged and frees its volatile history.
+    assert!(net.run_until(Duration::from_secs(10), |net| net
+        .p(a)
+        .is_acknowledged_by_all(w)));
+    assert!(net.nodes[a]
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::AllAcknowledged { writer } if *writer == w)));
+    net.run_for(Duration::from_millis(300));
+    assert_eq!(values(&net, b, r).len(), n as usize, "late duplicates");
+}
+
+#[test]
+fn strict_reliable_10000_samples_with_30_percent_loss() {
+    strict_reliable(31, 10_000);
+}
+
+#[test]
+fn strict_reliable_several_seeds() {
+    for seed in [1, 2, 3, 4, 5] {
+        strict_reliable(seed, 2_000);
+    }
+}
+
+#[test]
+fn strict_reliable_with_blocking_writer_history() {
+    let wq = WriterQos {
+        history: History::KeepAll,
+        resource_limits: ResourceLimits {
+            max_samples: 32,
+            ..ResourceLimits::default()
+        },
+        ..WriterQos::default()
+    };
+    let (mut net, a, b, w, r) = pair(41, wq, reliable_reader());
+    net.link = LinkConfig::lossy(0.3, 0.1, 0.2);
+    let n = 2_000u32;
+    let mut i = 0u32;
+    let mut full = 0;
+    while i < n {
+        let now = net.now;
+        match net.p(a).write(w, alive(&payload(i)), now) {
+            Ok(_) => i += 1,
+            Err(WriteError::HistoryFull) => {
+                full += 1;
+                net.flush(a);
+                let seen = net.nodes[a].events.len();
+                let ok = net.run_until(Duration::from_secs(5), |net| {
+                    net.nodes[a].events[seen..]
+                        .iter()
+                        .any(|e| matches!(e, Event::WriterResourcesAvailable { .. }))
+                });
+                assert!(ok, "writer stayed blocked at {i}");
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    net.flush(a);
+    assert!(full > 0);
+    assert!(net.run_until(Duration::from_secs(30), |net| net.nodes[b]
+        .samples_of(r)
+        .count()
+        >= n as usize));
+    assert_eq!(values(&net, b, r), (0..n).collect::<Vec<_>>());
+}
+
+#[test]
+fn keep_all_max_samples_10_is_full_until_acknowledged() {
+    let wq = WriterQos {
+        history: History::KeepAll,
+        resource_limits: ResourceLimits {
+            max_samples: 10,
+            ..ResourceLimits::default()
+        },
+        ..WriterQos::default()
+    };
+    let (mut net, a, b, w, r) = pair(42, wq, reliable_reader());
+    let now = net.now;
+    for i in 0..10 {
+        net.p(a).write(w, alive(&payload(i)), now).unwrap();
+    }
+    assert_eq!(
+        net.p(a).write(w, alive(&payload(10)), now),
+        Err(WriteError::HistoryFull)
+    );
+    assert!(!net.p(a).is_acknowledged_by_all(w));
+    let ok = net.run_until(Duration::from_secs(1), |net| {
+        net.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::WriterResourcesAvailable { writer } if *writer == w))
+    });
+    assert!(ok);
+    assert!(net.p(a).is_acknowledged_by_all(w));
+    let now = net.now;
+    assert_eq!(
+        net.p(a).write(w, alive(&payload(10)), now).map(|sn| sn.0),
+        Ok(11)
+    );
+    net.flush(a);
+    assert!(net.run_until(Duration::from_secs(1), |net| net.nodes[b]
+        .samples_of(r)
+        .count()
+        == 11));
+    assert_eq!(values(&net, b, r), (0..11).collect::<Vec<_>>());
+}
+
+#[test]
+fn keep_last_1_reliable_delivers_latest_in_order() {
+    let rq = ReaderQos {
+        reliability: Reliability::RELIABLE,
+        ..ReaderQos::default()
+    };
+    let (mut net, a, b, w, r) = pair(51, WriterQos::default(), rq);
+    net.link = LinkConfig::lossy(0.3, 0.1, 0.2);
+    for i in 0..200u32 {
+        let now = net.now;
+        net.p(a).write(w, alive(&payload(i)), now).unwrap();
+        net.flush(a);
+        net.run_for(Duration::from_micros(300));
+    }
+    let ok = net.run_until(Duration::from_secs(5), |net| {
+        net.nodes[b].samples_of(r).last().and_then(value) == Some(199)
+    });
+    let got = values(&net, b, r);
+    assert!(ok, "last delivered {:?}", got.last());
+    assert!(got.windows(2).all(|p| p[0] < p[1]));
+    // Writer keeps only the last sample.
+    assert!(net.run_until(Duration::from_secs(2), |net| net
+        .p(a)
+        .is_acknowledged_by_all(w)));
+}
+
+fn late_joiner(durability: Durability) -> Vec<u32> {
+    let mut net = Network::new(61);
+    let a = net.add_participant(0);
+    let b = net.add_participant(0);
+    let now = net.now;
+    let wq = WriterQos {
+        durability: Durability::TransientLocal,
+        history: History::KeepLast(5),
+        ..WriterQos::default()
+    };
+    let w = net.p(a).create_writer(writer("T", wq), now).unwrap();
+    for i in 0..10 {
+        net.p(a).write(w, alive(&payload(i)), now).unwrap();
+    }
+    net.run_for(Duration::from_millis(500));
+    let rq = ReaderQos {
+        durability,
+        ..reliable_reader()
+    };
+    let now = net.now;
+    let r = net.p(b).create_reader(reader("T", rq), now).unwrap();
+    assert!(net.run_until(Duration::from_secs(2), |n| n.nodes[b]
+        .participant
+        .matched_writer_count(r)
+        == 1));
+    net.run_for(Duration::from_millis(500));
+    let now = net.now;
+    net.p(a).write(w, alive(&payload(100)), now).unwrap();
+    net.flush(a);
+    net.run_for(Duration::from_millis(500));
+    assert!(net.nodes[b]
+        .events
+        .iter()
+        .all(|e| !matches!(e, Event::SampleLost { .. })));
+    values(&net, b, r)
+}
+
+#[test]
+fn transient_local_late_joiner_receives_history() {
+    assert_eq!(
+        late_joiner(Durability::TransientLocal),
+        vec![5, 6, 7, 8, 9, 100]
+    );
+}
+
+#[test]
+fn volatile_late_joiner_does_not_receive_history() {
+    assert_eq!(late_joiner(Durability::Volatile), vec![100]);
+}
+
+#[test]
+fn inline_qos_timestamp_and_dispose_reach_the_reader() {
+    let (mut net, a, b, w, r) = pair(71, keep_all_writer(), reliable_reader());
+    let now = net.now;
+    let ts = Time {
+        seconds: 1234,
+        fraction: 5678,
+    };
+    let key = [7u8; 16];
+    net.p(a)
+        .write(
+            w,
+            WriteRequest {
+                kind: ChangeKind::Alive,
+                key_hash: Some(key),
+                serialized_payload: &payload(1),
+                source_timestamp: Some(ts),
+            },
+            now,
+        )
+        .unwrap();
+    net.p(a)
+        .write(
+            w,
+            WriteRequest {
+                kind: ChangeKind::NotAliveDisposed,
+                key_hash: Some(key),
+                serialized_payload: &[],
+                source_timestamp: None,
+            },
+            now,
+        )
+        .unwrap();
+    net.flush(a);
+    assert!(
+        net.run_until(Duration::from_secs(1), |n| n.nodes[b].samples_of(r).count()
+            == 2)
+    );
+    let s: Vec<_> = net.nodes[b].samples_of(r).cloned().collect();
+    assert_eq!(s[0].source_timestamp, Some(ts));
+    assert_eq!(s[0].key_hash, Some(key));
+    assert_eq!(s[0].kind, ChangeKind::Alive);
+    assert_eq!(s[0].sequence_number.0, 1);
+    assert_eq!(s[1].kind, ChangeKind::NotAliveDisposed);
+    assert!(s[1].payload.is_empty());
+    assert_eq!(s[1].writer_guid, net.p(a).writer_guid(w).unwrap());
+    assert!(net.nodes[b]
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::DataAvailable { reader } if *reader == r)));
+}
+
+#[test]
+fn oversized_sample_is_refused() {
+    let (mut net, a, _b, w, _r) = pair(81, WriterQos::default(), reliable_reader());
+    let now = net.now;
+    let big = vec![0u8; 70_000];
+    assert!(matches!(
+        net.p(a).write(w, alive(&big), now),
+        Err(WriteError::PayloadTooLarge { size: 70_000, .. })
+    ));
+}
+
+#[test]
+fn writer_and_reader_in_one_participant_communicate() {
+    let mut net = Network::new(91);
+    let a = net.add_participant(0);
+    let now = net.now;
+    let w = net
+        .p(a)
+        .create_writer(writer("T", keep_all_writer()), now)
+        .unwrap();
+    let r = net
+        .p(a)
+        .create_reader(reader("T", reliable_reader()), now)
+        .unwrap();
+    assert_eq!(net.p(a).matched_reader_count(w), 1);
+    assert_eq!(net.p(a).matched_writer_count(r), 1);
+    for i in 0..5 {
+        net.p(a).write(w, alive(&payload(i)), now).unwrap();
+    }
+    net.flush(a);
+    assert!(
+        net.run_until(Duration::from_secs(1), |n| n.nodes[a].samples_of(r).count()
+            == 5)
+    );
+    assert_eq!(values(&net, a, r), vec![0, 1, 2, 3, 4]);
+}
