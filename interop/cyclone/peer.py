@@ -108,6 +108,13 @@ def qos_for(args, writer):
         Policy.History.KeepAll if args.keep_all else Policy.History.KeepLast(args.depth),
         Policy.DataRepresentation(use_cdrv0_representation=True),
     ]
+    if writer and args.transient_local:
+        # Cyclone serves late joiners from the DURABILITY_SERVICE history (default
+        # KEEP_LAST 1); make it match the writer history.
+        policies.append(Policy.DurabilityService(
+            cleanup_delay=0,
+            history=Policy.History.KeepAll if args.keep_all else Policy.History.KeepLast(args.depth),
+            max_samples=-1, max_instances=-1, max_samples_per_instance=-1))
     return Qos(*policies)
 
 
