@@ -38,6 +38,27 @@
 //! * [`testing`] runs `tshark` over a capture and reports per-packet
 //!   protocol, RTPS submessage, malformed and expert information; it is
 //!   test support, not part of the capture path.
+//!
+//! # Example
+//!
+//! ```
+//! use std::net::{Ipv4Addr, SocketAddrV4};
+//! use std::time::SystemTime;
+//! use ferrodds_capture::{parse_udp_payloads, CaptureWriter, Direction};
+//!
+//! let mut w = CaptureWriter::new(Vec::new())?;
+//! let udp = w.add_interface("udp4")?;
+//! let src = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7410);
+//! let dst = SocketAddrV4::new(Ipv4Addr::new(239, 255, 0, 1), 7400);
+//! let rtps = b"RTPS\x02\x05\x00\x00 (a real message goes here)";
+//! w.write_udp(udp, SystemTime::now(), src, dst, rtps, Direction::Outbound, Some("SPDP"))?;
+//! let file = w.into_inner()?;
+//!
+//! let back = parse_udp_payloads(&file)?;
+//! assert_eq!(back.datagrams[0].payload, rtps);
+//! assert_eq!(back.datagrams[0].dst, dst);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![forbid(unsafe_code)]
 
 mod error;

@@ -16,10 +16,13 @@
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io::{self, Read};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use crate::{CaptureError, CaptureWriter, Direction, Timestamp};
 
 /// Environment variable that, when `1`, lets tests skip tshark checks.
 pub const SKIP_ENV: &str = "FERRODDS_SKIP_TSHARK";
@@ -256,6 +259,41 @@ impl TsharkReport {
         }
         out
     }
+}
+
+/// Source of the datagrams written by [`write_rtps_pcapng`].
+pub const TEST_SRC: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7410);
+/// Destination of the datagrams written by [`write_rtps_pcapng`] (domain 0,
+/// participant 0, user unicast port).
+pub const TEST_DST: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7411);
+
+/// Writes each message as one UDP datagram from [`TEST_SRC`] to
+/// [`TEST_DST`] into a new pcapng file at `path` (one interface,
+/// outbound, timestamps 1 µs apart starting now): the quick way to get
+/// hand-built RTPS messages in front of [`tshark_check`]. Frame `n` (1-based)
+/// holds `messages[n - 1]` unless a message needs IPv4 fragments.
+pub fn write_rtps_pcapng<M: AsRef<[u8]>>(
+    path: impl AsRef<Path>,
+    messages: &[M],
+) -> Result<(), CaptureError> {
+    let file = std::fs::File::create(path)?;
+    let mut w = CaptureWriter::new(io::BufWriter::new(file))?;
+    let iface = w.add_interface("ferrodds-test")?;
+    let t0 = Timestamp::now().as_nanos();
+    for (i, m) in messages.iter().enumerate() {
+        let ts = Timestamp::from_nanos(t0 + 1000 * i as u64);
+        w.write_udp(
+            iface,
+            ts,
+            TEST_SRC,
+            TEST_DST,
+            m.as_ref(),
+            Direction::Outbound,
+            None,
+        )?;
+    }
+    w.into_inner()?;
+    Ok(())
 }
 
 /// Whether the environment asks to skip tshark checks ([`SKIP_ENV`] = `1`).

@@ -9,7 +9,8 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 
 use ferrodds_capture::testing::{
-    require_tshark, tshark_check, tshark_check_with, Severity, TsharkOptions,
+    require_tshark, tshark_check, tshark_check_with, write_rtps_pcapng, Severity, TsharkOptions,
+    TEST_DST,
 };
 use ferrodds_capture::{
     read_udp_payloads, CaptureWriter, Direction, PcapWriter, Timestamp, MAX_UDP_PAYLOAD,
@@ -341,5 +342,34 @@ fn corrupted_checksum_is_reported_by_tshark() {
     let issues = report.issues();
     assert_eq!(issues.len(), 1, "{report:#?}");
     assert!(issues[0].contains("checksum"), "{issues:?}");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn write_rtps_pcapng_helper_gives_one_frame_per_message() {
+    if !require_tshark().expect("tshark is required for this test") {
+        return;
+    }
+    let path = temp_path("helper.pcapng");
+    let msgs: Vec<Vec<u8>> = messages().into_iter().take(4).map(|m| m.2).collect();
+    write_rtps_pcapng(&path, &msgs).unwrap();
+    let report = tshark_check(&path).unwrap();
+    assert!(report.issues().is_empty(), "{:?}", report.issues());
+    let ids: Vec<Vec<u8>> = report
+        .packets
+        .iter()
+        .map(|p| p.submessage_ids.clone())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            vec![0x09, 0x07],
+            vec![0x0e, 0x06],
+            vec![0x0e, 0x08, 0x07],
+            vec![0x09, 0x15]
+        ]
+    );
+    let back = read_udp_payloads(&path).unwrap();
+    assert_eq!(back.datagrams[0].dst, TEST_DST);
     std::fs::remove_file(&path).unwrap();
 }
