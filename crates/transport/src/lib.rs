@@ -25,9 +25,9 @@
 //!   [`UdpReceiver`] per socket; each is `Send` and meant to be owned by one receive thread,
 //!   which calls [`UdpReceiver::recv`] with its own buffer (no allocation per datagram).
 //! * **Shutdown.** [`UdpTransport::shutdown`] (also run on drop) makes every blocked `recv`
-//!   return `Ok(None)` promptly, and every later one immediately; `send` then fails with
-//!   `NotConnected`. On Linux this uses `shutdown(SHUT_RD)` on the receive sockets, which costs
-//!   nothing per datagram; elsewhere receive sockets poll a flag every 100 ms.
+//!   return `Ok(None)` within [`SHUTDOWN_POLL`] (100 ms), and every later one immediately;
+//!   `send` then fails with `NotConnected`. Receive sockets carry that read timeout, so an idle
+//!   receive thread wakes ten times a second to check a flag; nothing is added per datagram.
 //!
 //! # Example
 //!
@@ -67,5 +67,5 @@ pub use locator::{UdpLocator, LOCATOR_KIND_UDPV4};
 pub use port::{ParticipantPorts, PortMapping, MAX_PARTICIPANT_ID};
 pub use udp::{
     BufferSizes, Received, TrafficKind, UdpConfig, UdpReceiver, UdpTransport,
-    DEFAULT_MULTICAST_GROUP, MAX_UDP_PAYLOAD,
+    DEFAULT_MULTICAST_GROUP, MAX_UDP_PAYLOAD, SHUTDOWN_POLL,
 };

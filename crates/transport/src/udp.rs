@@ -1,11 +1,12 @@
 //! The UDPv4 transport: socket set-up, scatter-gather send and blocking receive handles.
 
 use std::io::{self, IoSlice};
-use std::net::{Ipv4Addr, Shutdown, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
-use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::error::TransportError;
 use crate::interface::{InterfaceSelector, NetworkInterface};
@@ -17,6 +18,10 @@ pub const MAX_UDP_PAYLOAD: usize = 65_507;
 
 /// The RTPS default IPv4 multicast group, 239.255.0.1.
 pub const DEFAULT_MULTICAST_GROUP: Ipv4Addr = Ipv4Addr::new(239, 255, 0, 1);
+
+/// Longest time a blocked [`UdpReceiver::recv`] takes to notice [`UdpTransport::shutdown`]
+/// (the receive sockets' read timeout; it costs nothing per datagram).
+pub const SHUTDOWN_POLL: Duration = Duration::from_millis(100);
 
 /// Configuration of a [`UdpTransport`].
 ///
@@ -100,6 +105,10 @@ pub struct Received {
     pub multicast: bool,
     /// Local port of the socket it arrived on.
     pub local_port: u16,
+    /// The locator it was sent to, as this transport announces it: the group and port for a
+    /// multicast socket, the interface address and port for a unicast socket (the actual
+    /// destination address is not read from the packet).
+    pub dst: SocketAddrV4,
 }
 
 /// Kernel-granted socket buffer sizes, in bytes (Linux reports twice the requested value,
@@ -118,7 +127,7 @@ struct RecvSocket {
     socket: Arc<UdpSocket>,
     kind: TrafficKind,
     multicast: bool,
-    local_port: u16,
+    dst: SocketAddrV4,
 }
 
 /// A UDPv4 RTPS transport for one participant.
@@ -135,6 +144,7 @@ pub struct UdpTransport {
     shutdown: Arc<AtomicBool>,
     max_message_size: usize,
     buffer_sizes: BufferSizes,
+    source_port: u16,
     metatraffic_unicast: [UdpLocator; 1],
     default_unicast: [UdpLocator; 1],
     metatraffic_multicast: Vec<UdpLocator>,
@@ -219,18 +229,25 @@ fn check_multicast(iface: &NetworkInterface, enabled: bool) -> Result<(), Transp
     Ok(())
 }
 
-fn into_recv_socket(socket: Socket, kind: TrafficKind, multicast: bool, port: u16) -> RecvSocket {
+fn into_recv_socket(
+    socket: Socket,
+    kind: TrafficKind,
+    multicast: bool,
+    dst: SocketAddrV4,
+) -> Result<RecvSocket, TransportError> {
     let socket: UdpSocket = socket.into();
-    // Linux wakes a blocked recv on shutdown(SHUT_RD) even for unconnected UDP sockets, so no
-    // timeout is needed there. Elsewhere poll the shutdown flag every 100 ms.
-    #[cfg(not(target_os = "linux"))]
-    let _ = socket.set_read_timeout(Some(std::time::Duration::from_millis(100)));
-    RecvSocket {
+    // The receive loop re-checks the shutdown flag at least this often while idle. (Waking a
+    // blocked reader with shutdown(SHUT_RD) is not usable: std's `recv_from` may then panic on
+    // the empty source address the kernel returns.)
+    socket
+        .set_read_timeout(Some(SHUTDOWN_POLL))
+        .map_err(TransportError::socket("set SO_RCVTIMEO"))?;
+    Ok(RecvSocket {
         socket: Arc::new(socket),
         kind,
         multicast,
-        local_port: port,
-    }
+        dst,
+    })
 }
 
 impl UdpTransport {
@@ -325,9 +342,25 @@ impl UdpTransport {
                 .map_err(TransportError::socket("get SO_RCVBUF"))?,
         };
 
+        let source_port = send_socket
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket_ipv4())
+            .map_or(0, |a| a.port());
+
         let mut recv_sockets = vec![
-            into_recv_socket(meta_uc, TrafficKind::Metatraffic, false, ports.spdp_unicast),
-            into_recv_socket(user_uc, TrafficKind::UserData, false, ports.user_unicast),
+            into_recv_socket(
+                meta_uc,
+                TrafficKind::Metatraffic,
+                false,
+                SocketAddrV4::new(interface.address, ports.spdp_unicast),
+            )?,
+            into_recv_socket(
+                user_uc,
+                TrafficKind::UserData,
+                false,
+                SocketAddrV4::new(interface.address, ports.user_unicast),
+            )?,
         ];
         let group = config.multicast_group;
         let (metatraffic_multicast, default_multicast) = if config.multicast_enabled {
@@ -347,14 +380,14 @@ impl UdpTransport {
                 meta_mc,
                 TrafficKind::Metatraffic,
                 true,
-                ports.spdp_multicast,
-            ));
+                SocketAddrV4::new(group, ports.spdp_multicast),
+            )?);
             recv_sockets.push(into_recv_socket(
                 user_mc,
                 TrafficKind::UserData,
                 true,
-                ports.user_multicast,
-            ));
+                SocketAddrV4::new(group, ports.user_multicast),
+            )?);
             (
                 vec![UdpLocator::new(group, ports.spdp_multicast)],
                 vec![UdpLocator::new(group, ports.user_multicast)],
@@ -375,6 +408,7 @@ impl UdpTransport {
             shutdown: Arc::new(AtomicBool::new(false)),
             max_message_size: config.max_message_size,
             buffer_sizes,
+            source_port,
             metatraffic_multicast,
             default_multicast,
         })
@@ -412,6 +446,12 @@ impl UdpTransport {
     /// Granted socket buffer sizes.
     pub fn buffer_sizes(&self) -> BufferSizes {
         self.buffer_sizes
+    }
+
+    /// UDP source port of every datagram [`send`](Self::send) emits (an ephemeral port of the
+    /// send socket; the source address is chosen by routing).
+    pub fn source_port(&self) -> u16 {
+        self.source_port
     }
 
     /// Largest payload [`send`](Self::send) accepts (65507 unless configured lower).
@@ -476,23 +516,17 @@ impl UdpTransport {
                 socket: Arc::clone(&s.socket),
                 kind: s.kind,
                 multicast: s.multicast,
-                local_port: s.local_port,
+                dst: s.dst,
                 shutdown: Arc::clone(&self.shutdown),
             })
             .collect()
     }
 
-    /// Stops the transport: every blocked or later [`UdpReceiver::recv`] returns `Ok(None)`
-    /// promptly, and [`send`](Self::send) fails. Idempotent; also done on drop.
+    /// Stops the transport: every blocked [`UdpReceiver::recv`] returns `Ok(None)` within
+    /// [`SHUTDOWN_POLL`] (later calls at once), and [`send`](Self::send) fails. Idempotent;
+    /// also done on drop. Datagrams still queued are not delivered.
     pub fn shutdown(&self) {
-        if self.shutdown.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        for s in &self.recv_sockets {
-            // On an unconnected UDP socket Linux reports ENOTCONN but still marks the socket
-            // shut down for reading and wakes blocked readers, which is all we need.
-            let _ = SockRef::from(&*s.socket).shutdown(Shutdown::Read);
-        }
+        self.shutdown.store(true, Ordering::Release);
     }
 
     /// Whether [`shutdown`](Self::shutdown) has been called.
@@ -513,7 +547,7 @@ pub struct UdpReceiver {
     socket: Arc<UdpSocket>,
     kind: TrafficKind,
     multicast: bool,
-    local_port: u16,
+    dst: SocketAddrV4,
     shutdown: Arc<AtomicBool>,
 }
 
@@ -530,11 +564,16 @@ impl UdpReceiver {
 
     /// Local port of this socket.
     pub fn local_port(&self) -> u16 {
-        self.local_port
+        self.dst.port()
+    }
+
+    /// The locator this socket receives on, as announced (see [`Received::dst`]).
+    pub fn local_locator(&self) -> UdpLocator {
+        UdpLocator(self.dst)
     }
 
     /// Blocks until a datagram arrives (written to the start of `buf`) or the transport is
-    /// shut down (`Ok(None)`).
+    /// shut down (`Ok(None)`, within [`SHUTDOWN_POLL`]).
     ///
     /// Does not allocate. A datagram longer than `buf` is truncated to `buf.len()`, so pass a
     /// buffer of [`MAX_UDP_PAYLOAD`] bytes (or the peer's maximum message size). Datagrams
@@ -546,15 +585,13 @@ impl UdpReceiver {
             }
             match self.socket.recv_from(buf) {
                 Ok((len, SocketAddr::V4(src))) => {
-                    if len == 0 && self.shutdown.load(Ordering::Acquire) {
-                        return Ok(None);
-                    }
                     return Ok(Some(Received {
                         len,
                         src,
                         kind: self.kind,
                         multicast: self.multicast,
-                        local_port: self.local_port,
+                        local_port: self.dst.port(),
+                        dst: self.dst,
                     }));
                 }
                 Ok((_, SocketAddr::V6(_))) => continue,

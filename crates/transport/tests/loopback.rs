@@ -67,7 +67,10 @@ fn two_transports_get_distinct_ids_and_exchange_scatter_gather_datagrams() {
     assert_eq!(got.kind, TrafficKind::UserData);
     assert!(!got.multicast);
     assert_eq!(got.local_port, ports.user_unicast);
+    assert_eq!(got.dst, user[0].socket_addr());
     assert_eq!(*got.src.ip(), Ipv4Addr::LOCALHOST);
+    assert_eq!(got.src.port(), a.source_port());
+    assert_ne!(a.source_port(), 0);
     // One datagram, not three, and nothing on the metatraffic socket.
     assert!(user_rx.next(Duration::from_millis(200)).is_none());
     assert!(meta_rx.next(Duration::from_millis(10)).is_none());
@@ -311,5 +314,34 @@ fn multicast_on_host_loopback_without_multicast_flag_is_refused() {
             Err(TransportError::MulticastUnsupported { interface }) => assert_eq!(interface, "lo"),
             other => panic!("expected MulticastUnsupported, got {other:?}"),
         }
+    }
+}
+
+#[test]
+fn shutdown_after_traffic_returns_none_without_error() {
+    // Regression: a receiver that has already received datagrams must still end cleanly.
+    for round in 0..5 {
+        let cfg = lo_config(223);
+        let a = UdpTransport::new(&cfg).unwrap();
+        let b = UdpTransport::new(&cfg).unwrap();
+        let rx = collector(&b, TrafficKind::UserData, false);
+        let dst = b.default_unicast_locators()[0].socket_addr();
+        for i in 0..3u8 {
+            a.send_to(dst, &[round, i]).unwrap();
+            assert_eq!(rx.next(WAIT).expect("datagram").1, [round, i]);
+        }
+        b.shutdown();
+        let start = Instant::now();
+        while !rx.handle.is_finished() {
+            assert!(
+                start.elapsed() < Duration::from_secs(1),
+                "receiver still blocked"
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+        rx.handle
+            .join()
+            .expect("no panic")
+            .expect("Ok(None), not an error");
     }
 }

@@ -265,6 +265,8 @@ fn spdp_and_user_multicast_in_netns() {
         assert!(got.multicast);
         assert_eq!(got.kind, TrafficKind::Metatraffic);
         assert_eq!(got.local_port, 7400);
+        assert_eq!(got.dst, spdp);
+        assert_eq!(got.src.port(), a.source_port());
     }
 
     // User-data multicast from B lands on the user multicast sockets only.
@@ -276,6 +278,7 @@ fn spdp_and_user_multicast_in_netns() {
         assert!(got.multicast);
         assert_eq!(got.kind, TrafficKind::UserData);
         assert_eq!(got.local_port, 7401);
+        assert_eq!(got.dst, user);
     }
     // Each datagram exactly once per socket, and none on the wrong ports.
     thread::sleep(Duration::from_millis(200));
