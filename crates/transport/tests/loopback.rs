@@ -345,3 +345,29 @@ fn shutdown_after_traffic_returns_none_without_error() {
             .expect("Ok(None), not an error");
     }
 }
+
+#[test]
+fn short_buffer_truncates_without_panicking() {
+    let cfg = lo_config(224);
+    let a = UdpTransport::new(&cfg).unwrap();
+    let b = UdpTransport::new(&cfg).unwrap();
+    let mut rx = b
+        .receivers()
+        .into_iter()
+        .find(|r| r.kind() == TrafficKind::UserData)
+        .unwrap();
+    let dst = b.default_unicast_locators()[0].socket_addr();
+    let payload: Vec<u8> = (0..100u8).collect();
+    a.send_to(dst, &payload).unwrap();
+    a.send_to(dst, b"").unwrap();
+    a.send_to(dst, b"after").unwrap();
+    // Loopback delivery is synchronous: all three are queued, so recv does not block.
+    let mut small = [0u8; 10];
+    let got = rx.recv(&mut small).unwrap().unwrap();
+    assert_eq!(got.len, 10);
+    assert_eq!(small, payload[..10]);
+    let got = rx.recv(&mut small).unwrap().unwrap();
+    assert_eq!(got.len, 0, "empty datagrams are delivered as such");
+    let got = rx.recv(&mut small).unwrap().unwrap();
+    assert_eq!(&small[..got.len], b"after");
+}
