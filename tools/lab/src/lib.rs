@@ -1,0 +1,2 @@
+//! lab library (contract to be written).
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! lab binary.
+fn main() {}
