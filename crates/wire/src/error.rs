@@ -84,6 +84,12 @@ pub enum WireError {
         /// The value found.
         value: u32,
     },
+    /// A serialized payload has an unexpected encapsulation (representation) id.
+    #[error("unexpected encapsulation id {id:#06x}")]
+    InvalidEncapsulation {
+        /// The representation id found.
+        id: u16,
+    },
     /// An output buffer is too small.
     #[error("buffer too small: needed {needed} bytes, have {have}")]
     BufferTooSmall {

@@ -89,4 +89,4 @@ pub use types::{
     Count, Duration, EntityId, FragmentNumber, FragmentNumberSet, Guid, GuidPrefix, Locator,
     LocatorList, ProtocolVersion, SequenceNumber, SequenceNumberSet, Time, VendorId, MAX_SET_BITS,
 };
-pub use values::{BuiltinEndpointSet, KeyHash, OctetSeq, SecurityInfo, StatusInfo};
+pub use values::{BuiltinEndpointSet, KeyHash, OctetSeq, PropertyList, SecurityInfo, StatusInfo};

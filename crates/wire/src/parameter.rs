@@ -150,6 +150,11 @@ pub mod pid {
     }
 }
 
+/// Encapsulation id of a big-endian parameter list payload (protocol notes §1.8).
+pub const PL_CDR_BE: u16 = 0x0002;
+/// Encapsulation id of a little-endian parameter list payload.
+pub const PL_CDR_LE: u16 = 0x0003;
+
 /// One parameter: its id and borrowed value bytes (including any trailing padding).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Parameter<'a> {
@@ -245,6 +250,31 @@ impl<'a> ParameterList<'a> {
     /// Decodes the first parameter with id `pid` as `T`.
     pub fn get<T: ParameterValue<'a>>(&self, pid: u16) -> Option<Result<T>> {
         self.find(pid).map(|p| T::decode(p.value, self.endian))
+    }
+
+    /// Decodes every parameter with id `pid` as `T` (e.g. each locator of a
+    /// participant is its own parameter). Stops at the first iteration error.
+    pub fn get_all<T: ParameterValue<'a>>(&self, pid: u16) -> impl Iterator<Item = Result<T>> + 'a {
+        let endian = self.endian;
+        self.iter()
+            .map_while(|p| p.ok())
+            .filter(move |p| p.pid == pid)
+            .map(move |p| T::decode(p.value, endian))
+    }
+
+    /// The parameter list of a discovery serialized payload: checks the
+    /// 4-byte encapsulation header (`PL_CDR_BE` 0x0002 or `PL_CDR_LE` 0x0003,
+    /// always big-endian) and returns a view of the rest.
+    pub fn from_serialized_payload(payload: &'a [u8]) -> Result<Self> {
+        let mut r = Reader::new(payload, 0, Endianness::Big);
+        let id = r.u16()?;
+        let _options = r.u16()?;
+        let endian = match id {
+            PL_CDR_BE => Endianness::Big,
+            PL_CDR_LE => Endianness::Little,
+            _ => return Err(WireError::InvalidEncapsulation { id }),
+        };
+        Ok(Self::new(r.rest(), endian))
     }
 
     /// Checks every parameter: returns the first iteration error, or

@@ -108,7 +108,7 @@ impl WireType for VendorId {
 }
 
 /// GUID prefix (§9.3.1.1, `GuidPrefix_t`): 12 octets identifying a participant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct GuidPrefix(pub [u8; 12]);
 
 impl GuidPrefix {
@@ -126,7 +126,7 @@ impl WireType for GuidPrefix {
 }
 
 /// Entity id (§9.3.1.2, `EntityId_t`): 3-octet key plus 1-octet kind, copied as bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct EntityId(pub [u8; 4]);
 
 impl EntityId {
@@ -300,7 +300,7 @@ impl WireType for EntityId {
 }
 
 /// Globally unique id of an entity (§9.3.1.5): prefix + entity id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Guid {
     /// Participant prefix.
     pub prefix: GuidPrefix,
@@ -353,7 +353,7 @@ impl WireType for Guid {
 
 /// Sequence number (§9.3.2, `SequenceNumber_t`): on the wire a signed high
 /// 32-bit word followed by an unsigned low word; the value is `high * 2^32 + low`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct SequenceNumber(pub i64);
 
 impl SequenceNumber {
@@ -408,7 +408,7 @@ impl WireType for SequenceNumber {
 }
 
 /// Fragment number (§9.3.2, `FragmentNumber_t`), 1-based.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct FragmentNumber(pub u32);
 
 impl WireType for FragmentNumber {
@@ -421,7 +421,7 @@ impl WireType for FragmentNumber {
 }
 
 /// Count of HEARTBEAT/ACKNACK/NACK_FRAG/HEARTBEAT_FRAG submessages (§9.3.2, `Count_t`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Count(pub i32);
 
 impl WireType for Count {
@@ -995,7 +995,7 @@ fn split_nanos(nanos: i64) -> (i32, u32) {
 }
 
 /// Timestamp (§9.3.2, `Time_t`): seconds plus a binary fraction (2^-32 s).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Time {
     /// Whole seconds since the epoch.
     pub seconds: i32,
@@ -1047,7 +1047,7 @@ impl WireType for Time {
 }
 
 /// Duration (`Duration_t`): same wire form as [`Time`] (seconds + 2^-32 s fraction).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Duration {
     /// Whole seconds.
     pub seconds: i32,

@@ -3,7 +3,7 @@
 //! policies (key hash, status info, builtin endpoint set, security info,
 //! octet sequences).
 
-use crate::codec::{Endianness, Reader, Writer};
+use crate::codec::{pad4, Endianness, Reader, Writer};
 use crate::error::{Result, WireError};
 use crate::parameter::ParameterValue;
 use crate::types::{
@@ -356,6 +356,199 @@ impl<'a> ParameterValue<'a> for OctetSeq<'a> {
     }
 }
 
+#[derive(Debug, Clone, Copy)]
+enum PropertyRepr<'a> {
+    Wire {
+        bytes: &'a [u8],
+        endian: Endianness,
+        count: u32,
+        /// Offset of the binary sequence's count, if present.
+        binary_at: Option<usize>,
+        binary_count: u32,
+    },
+    Slices {
+        props: &'a [(&'a str, &'a str)],
+        binary: &'a [(&'a str, &'a [u8])],
+    },
+}
+
+/// `PID_PROPERTY_LIST`: `sequence<Property_t{name, value}>` optionally
+/// followed by `sequence<BinaryProperty_t{name, sequence<octet>}>`
+/// (DDS-Security 1.1 §7.2.1), borrowed. Decoding validates everything;
+/// iteration never allocates. Encoding always writes both sequences.
+#[derive(Debug, Clone, Copy)]
+pub struct PropertyList<'a> {
+    repr: PropertyRepr<'a>,
+}
+
+fn read_property<'a>(r: &mut Reader<'a>) -> Result<(&'a str, &'a str)> {
+    r.align(4)?;
+    let name = read_string(r)?;
+    r.align(4)?;
+    Ok((name, read_string(r)?))
+}
+
+fn read_binary_property<'a>(r: &mut Reader<'a>) -> Result<(&'a str, &'a [u8])> {
+    r.align(4)?;
+    let name = read_string(r)?;
+    r.align(4)?;
+    let n = r.u32()? as usize;
+    Ok((name, r.take(n)?))
+}
+
+impl<'a> PropertyList<'a> {
+    /// A list to emit.
+    #[must_use]
+    pub const fn from_slices(
+        props: &'a [(&'a str, &'a str)],
+        binary: &'a [(&'a str, &'a [u8])],
+    ) -> Self {
+        Self {
+            repr: PropertyRepr::Slices { props, binary },
+        }
+    }
+
+    /// The (name, value) string properties.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        let (mut r, mut left, props): (Reader<'a>, u32, &'a [(&'a str, &'a str)]) = match self.repr
+        {
+            PropertyRepr::Wire {
+                bytes,
+                endian,
+                count,
+                ..
+            } => {
+                let mut r = Reader::new(bytes, 0, endian);
+                let _ = r.u32();
+                (r, count, &[])
+            }
+            PropertyRepr::Slices { props, .. } => (Reader::new(&[], 0, Endianness::Big), 0, props),
+        };
+        let wire = core::iter::from_fn(move || {
+            left = left.checked_sub(1)?;
+            read_property(&mut r).ok()
+        });
+        props.iter().copied().chain(wire)
+    }
+
+    /// The (name, octets) binary properties.
+    pub fn binary(&self) -> impl Iterator<Item = (&'a str, &'a [u8])> + 'a {
+        let (mut r, mut left, bin): (Reader<'a>, u32, &'a [(&'a str, &'a [u8])]) = match self.repr {
+            PropertyRepr::Wire {
+                bytes,
+                endian,
+                binary_at: Some(at),
+                binary_count,
+                ..
+            } => {
+                let mut r = Reader::new(bytes, 0, endian);
+                let _ = r.take(at + 4);
+                (r, binary_count, &[])
+            }
+            PropertyRepr::Wire { .. } => (Reader::new(&[], 0, Endianness::Big), 0, &[]),
+            PropertyRepr::Slices { binary, .. } => {
+                (Reader::new(&[], 0, Endianness::Big), 0, binary)
+            }
+        };
+        let wire = core::iter::from_fn(move || {
+            left = left.checked_sub(1)?;
+            read_binary_property(&mut r).ok()
+        });
+        bin.iter().copied().chain(wire)
+    }
+
+    fn counts(&self) -> (usize, usize) {
+        match self.repr {
+            PropertyRepr::Wire {
+                count,
+                binary_count,
+                ..
+            } => (count as usize, binary_count as usize),
+            PropertyRepr::Slices { props, binary } => (props.len(), binary.len()),
+        }
+    }
+}
+
+impl PartialEq for PropertyList<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.counts() == other.counts()
+            && self.iter().eq(other.iter())
+            && self.binary().eq(other.binary())
+    }
+}
+
+impl Eq for PropertyList<'_> {}
+
+fn count_u32(n: usize) -> Result<u32> {
+    u32::try_from(n).map_err(|_| WireError::TooLong {
+        length: n,
+        max: u32::MAX as usize,
+    })
+}
+
+impl<'a> ParameterValue<'a> for PropertyList<'a> {
+    fn decode(value: &'a [u8], endian: Endianness) -> Result<Self> {
+        decode_with(value, endian, |r| {
+            let count = r.u32()?;
+            for _ in 0..count {
+                read_property(r)?;
+            }
+            let mut binary_at = None;
+            let mut binary_count = 0;
+            // The binary sequence is optional (absent in older senders).
+            if r.align(4).is_ok() && r.remaining() >= 4 {
+                binary_at = Some(value.len() - r.remaining());
+                binary_count = r.u32()?;
+                for _ in 0..binary_count {
+                    read_binary_property(r)?;
+                }
+            }
+            Ok(PropertyList {
+                repr: PropertyRepr::Wire {
+                    bytes: value,
+                    endian,
+                    count,
+                    binary_at,
+                    binary_count,
+                },
+            })
+        })
+    }
+
+    fn encoded_len(&self) -> usize {
+        let pos = self.iter().fold(4, |pos, (n, v)| {
+            pad4(pad4(pos) + string_len(n)) + string_len(v)
+        });
+        self.binary().fold(pad4(pos) + 4, |pos, (n, v)| {
+            pad4(pad4(pos) + string_len(n)) + 4 + v.len()
+        })
+    }
+
+    fn encode(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
+        let (np, nb) = self.counts();
+        let (np, nb) = (count_u32(np)?, count_u32(nb)?);
+        encode_with(out, endian, self.encoded_len(), |w| {
+            w.u32(np)?;
+            for (n, v) in self.iter() {
+                w.pad4()?;
+                write_string(w, n)?;
+                w.pad4()?;
+                write_string(w, v)?;
+            }
+            w.pad4()?;
+            w.u32(nb)?;
+            for (n, v) in self.binary() {
+                w.pad4()?;
+                write_string(w, n)?;
+                w.pad4()?;
+                w.u32(count_u32(v.len())?)?;
+                w.put(v)?;
+            }
+            Ok(())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,5 +635,38 @@ mod tests {
             Err(WireError::Truncated { .. })
         ));
         assert!(bool::decode(&[], Endianness::Big).is_err());
+    }
+
+    #[test]
+    fn property_list_golden_and_optional_binary() {
+        // 1 property ("a" = "xy"), no binary sequence (older senders), BE
+        let old = [
+            0, 0, 0, 1, // count
+            0, 0, 0, 2, b'a', 0, 0, 0, // "a" + pad
+            0, 0, 0, 3, b'x', b'y', 0, // "xy"
+        ];
+        let p = PropertyList::decode(&old, Endianness::Big).unwrap();
+        assert_eq!(p.iter().collect::<std::vec::Vec<_>>(), [("a", "xy")]);
+        assert_eq!(p.binary().count(), 0);
+        // re-encoding adds an empty binary sequence: "xy" NUL, pad 1, count 0
+        let props = [("a", "xy")];
+        let mine = PropertyList::from_slices(&props, &[]);
+        assert_eq!(mine, p);
+        let mut out = [0xffu8; 24];
+        assert_eq!(mine.encode(Endianness::Big, &mut out).unwrap(), 24);
+        assert_eq!(out[..19], old);
+        assert_eq!(out[19..], [0, 0, 0, 0, 0]);
+        // with a binary property, little-endian
+        let bin: [(&str, &[u8]); 1] = [("k", &[9, 8, 7])];
+        let both = PropertyList::from_slices(&props, &bin);
+        let mut out = [0u8; 64];
+        let n = both.encode(Endianness::Little, &mut out).unwrap();
+        assert_eq!(n, both.encoded_len());
+        let back = PropertyList::decode(&out[..n], Endianness::Little).unwrap();
+        assert_eq!(back, both);
+        assert_eq!(back.binary().next(), Some(("k", &[9u8, 8, 7][..])));
+        // a corrupt binary length is an error, not a panic
+        out[n - 7] = 0xff;
+        assert!(PropertyList::decode(&out[..n], Endianness::Little).is_err());
     }
 }
