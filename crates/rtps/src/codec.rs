@@ -1,68 +1,54 @@
-//! Private RTPS message codec used by the engine: a borrowed submessage
-//! iterator for received datagrams and an emitter into caller buffers.
-//!
-//! The engine only needs a handful of submessages, so this small module keeps
-//! the engine independent of the pace of the full wire crate; it uses the wire
-//! crate's value types. Parsing never panics and never allocates; emission
-//! always uses little-endian bodies.
+//! The engine's view of the wire layer: a thin adapter over `ferrodds-wire`
+//! that turns its submessages into the few the engine acts on, an emitter of
+//! little-endian submessages into caller buffers, and small helpers for
+//! parameter-list values. Parsing never panics and never allocates.
+
+use ferrodds_wire::{
+    AckNack, Count, Data, Encode, Endianness, Gap, Header, Heartbeat, InfoDst, InfoTs, MessageView,
+    MessageWriter, ParameterList, SequenceNumberSet, Submessage, Submessages, VendorId, WireError,
+};
 
 use crate::sn_set::SnSet;
 use crate::{EntityId, GuidPrefix, SequenceNumber, Time};
-
-pub(crate) const DATA: u8 = 0x15;
-pub(crate) const DATA_FRAG: u8 = 0x16;
-pub(crate) const HEARTBEAT: u8 = 0x07;
-pub(crate) const ACKNACK: u8 = 0x06;
-pub(crate) const GAP: u8 = 0x08;
-pub(crate) const INFO_TS: u8 = 0x09;
-pub(crate) const INFO_SRC: u8 = 0x0c;
-pub(crate) const INFO_DST: u8 = 0x0e;
-pub(crate) const PAD: u8 = 0x01;
 
 pub(crate) const PID_SENTINEL: u16 = 0x0001;
 pub(crate) const PID_PAD: u16 = 0x0000;
 pub(crate) const PID_KEY_HASH: u16 = 0x0070;
 pub(crate) const PID_STATUS_INFO: u16 = 0x0071;
 
-/// Our vendor id (unassigned value, see the wire crate).
-pub(crate) const VENDOR_ID: [u8; 2] = [0x01, 0xfd];
-/// Protocol version we speak.
-pub(crate) const PROTOCOL_VERSION: [u8; 2] = [2, 5];
+/// Our vendor id (the wire crate's unassigned FerroDDS value).
+pub(crate) const VENDOR_ID: [u8; 2] = VendorId::FERRODDS.0;
 
 /// Why a datagram or submessage was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Malformed {
     Header,
     Version,
-    Length,
     Body,
 }
 
 /// The parsed RTPS header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MsgHeader {
-    pub(crate) major: u8,
     pub(crate) vendor: [u8; 2],
     pub(crate) prefix: GuidPrefix,
 }
 
-pub(crate) fn parse_header(buf: &[u8]) -> Result<(MsgHeader, &[u8]), Malformed> {
-    let h = buf.get(..20).ok_or(Malformed::Header)?;
-    if &h[..4] != b"RTPS" && &h[..4] != b"RTPX" {
-        return Err(Malformed::Header);
-    }
-    if h[4] != 2 {
-        return Err(Malformed::Version);
-    }
-    let mut prefix = [0u8; 12];
-    prefix.copy_from_slice(&h[8..20]);
+/// Checks the RTPS header and returns it with an iterator over the submessages.
+pub(crate) fn parse(buf: &[u8]) -> Result<(MsgHeader, SubIter<'_>), Malformed> {
+    let view = MessageView::parse(buf).map_err(|e| match e {
+        WireError::UnsupportedVersion { .. } => Malformed::Version,
+        _ => Malformed::Header,
+    })?;
+    let h = view.header();
     Ok((
         MsgHeader {
-            major: h[4],
-            vendor: [h[6], h[7]],
-            prefix: GuidPrefix(prefix),
+            vendor: h.vendor_id.0,
+            prefix: h.guid_prefix,
         },
-        &buf[20..],
+        SubIter {
+            inner: view.submessages(),
+        },
     ))
 }
 
@@ -109,36 +95,9 @@ impl<'a> Rd<'a> {
     pub(crate) fn i32(&mut self) -> Option<i32> {
         self.u32().map(|v| v as i32)
     }
-    pub(crate) fn sn(&mut self) -> Option<SequenceNumber> {
-        let high = self.i32()?;
-        let low = self.u32()?;
-        Some(SequenceNumber(((high as i64) << 32) | i64::from(low)))
-    }
-    pub(crate) fn entity(&mut self) -> Option<EntityId> {
-        self.arr::<4>().map(EntityId)
-    }
-    pub(crate) fn rest(&self) -> &'a [u8] {
-        self.buf.get(self.pos..).unwrap_or(&[])
-    }
-    pub(crate) fn pos(&self) -> usize {
-        self.pos
-    }
     pub(crate) fn align(&mut self, a: usize) -> Option<()> {
         let pad = (a - self.pos % a) % a;
         self.take(pad).map(|_| ())
-    }
-    pub(crate) fn sn_set(&mut self) -> Option<SnSet> {
-        let base = self.sn()?;
-        let num_bits = self.u32()?;
-        if num_bits > 256 {
-            return None;
-        }
-        let words = num_bits.div_ceil(32) as usize;
-        let mut bits = [0u32; 8];
-        for w in bits.iter_mut().take(words) {
-            *w = self.u32()?;
-        }
-        SnSet::from_wire(base.0, num_bits, bits)
     }
 }
 
@@ -170,6 +129,8 @@ pub(crate) enum Sub<'a> {
     InfoTs(Option<Time>),
     InfoSrc(GuidPrefix),
     InfoDst(GuidPrefix),
+    /// Padding: nothing to do.
+    Pad,
     /// Known but unsupported (DATA_FRAG, ...), or unknown.
     Other(u8),
 }
@@ -186,178 +147,77 @@ pub(crate) struct DataSub<'a> {
     pub(crate) key_only: bool,
 }
 
-/// Iterator over the submessages after the header. Ends after the first error.
-pub(crate) struct SubIter<'a> {
-    rest: &'a [u8],
-    failed: bool,
+fn sn_set(s: &SequenceNumberSet) -> Option<SnSet> {
+    SnSet::from_wire(s.base().0, s.num_bits(), *s.bitmap())
 }
 
-impl<'a> SubIter<'a> {
-    pub(crate) fn new(body: &'a [u8]) -> Self {
-        Self {
-            rest: body,
-            failed: false,
-        }
-    }
+/// Iterator over the submessages of a datagram. Ends after the first error.
+pub(crate) struct SubIter<'a> {
+    inner: Submessages<'a>,
 }
 
 impl<'a> Iterator for SubIter<'a> {
     type Item = Result<Sub<'a>, Malformed>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.rest.is_empty() {
-            return None;
-        }
-        let r = self.parse_one();
-        if r.is_err() {
-            self.failed = true;
-        }
-        Some(r)
-    }
-}
-
-impl<'a> SubIter<'a> {
-    fn parse_one(&mut self) -> Result<Sub<'a>, Malformed> {
-        let hdr = self.rest.get(..4).ok_or(Malformed::Length)?;
-        let id = hdr[0];
-        let flags = hdr[1];
-        let le = flags & 1 != 0;
-        let len = if le {
-            u16::from_le_bytes([hdr[2], hdr[3]])
-        } else {
-            u16::from_be_bytes([hdr[2], hdr[3]])
-        } as usize;
-        let after = &self.rest[4..];
-        let body_len = if len == 0 && id != PAD && id != INFO_TS {
-            after.len()
-        } else {
-            len
+        let sub = match self.inner.next()? {
+            Ok(s) => s,
+            Err(_) => return Some(Err(Malformed::Body)),
         };
-        let body = after.get(..body_len).ok_or(Malformed::Length)?;
-        self.rest = &after[body_len..];
-        parse_body(id, flags, body).ok_or(Malformed::Body)
+        Some(convert(sub).ok_or(Malformed::Body))
     }
 }
 
-fn parse_body(id: u8, flags: u8, body: &[u8]) -> Option<Sub<'_>> {
-    let le = flags & 1 != 0;
-    let mut r = Rd::new(body, le);
-    Some(match id {
-        DATA => {
-            let _extra = r.u16()?;
-            let to_qos = r.u16()? as usize;
-            let start = r.pos();
-            let reader_id = r.entity()?;
-            let writer_id = r.entity()?;
-            let sn = r.sn()?.0;
-            let consumed = r.pos() - start;
-            r.take(to_qos.checked_sub(consumed)?)?;
-            let inline_qos = if flags & 0x02 != 0 {
-                let rest = r.rest();
-                let n = param_list_len(rest, le)?;
-                r.take(n)
-            } else {
-                None
-            };
-            let has_data = flags & 0x04 != 0;
-            let has_key = flags & 0x08 != 0;
-            if has_data && has_key {
-                return None;
-            }
-            let payload = if has_data || has_key {
-                Some(r.rest())
-            } else {
-                None
-            };
-            if sn < 1 {
+fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
+    Some(match sub {
+        Submessage::Data(d) => {
+            if d.writer_sn.0 < 1 {
                 return None;
             }
             Sub::Data(DataSub {
-                reader_id,
-                writer_id,
-                sn,
-                little_endian: le,
-                inline_qos,
-                payload,
-                key_only: has_key,
+                reader_id: d.reader_id,
+                writer_id: d.writer_id,
+                sn: d.writer_sn.0,
+                little_endian: d
+                    .inline_qos
+                    .is_none_or(|q| q.endianness() == Endianness::Little),
+                inline_qos: d.inline_qos.map(|q| q.as_bytes()),
+                payload: d.serialized_payload,
+                key_only: d.key,
             })
         }
-        HEARTBEAT => {
-            let reader_id = r.entity()?;
-            let writer_id = r.entity()?;
-            let first = r.sn()?.0;
-            let last = r.sn()?.0;
-            let count = r.i32()?;
-            if first < 1 || last < first - 1 {
-                return None;
-            }
-            Sub::Heartbeat {
-                reader_id,
-                writer_id,
-                first,
-                last,
-                count,
-                final_flag: flags & 0x02 != 0,
-            }
-        }
-        ACKNACK => {
-            let reader_id = r.entity()?;
-            let writer_id = r.entity()?;
-            let set = r.sn_set()?;
-            let count = r.i32()?;
-            Sub::AckNack {
-                reader_id,
-                writer_id,
-                set,
-                count,
-                final_flag: flags & 0x02 != 0,
-            }
-        }
-        GAP => {
-            let reader_id = r.entity()?;
-            let writer_id = r.entity()?;
-            let start = r.sn()?.0;
-            let list = r.sn_set()?;
-            if start < 1 {
+        Submessage::Heartbeat(h) => Sub::Heartbeat {
+            reader_id: h.reader_id,
+            writer_id: h.writer_id,
+            first: h.first_sn.0,
+            last: h.last_sn.0,
+            count: h.count.0,
+            final_flag: h.final_flag,
+        },
+        Submessage::AckNack(a) => Sub::AckNack {
+            reader_id: a.reader_id,
+            writer_id: a.writer_id,
+            set: sn_set(&a.reader_sn_state)?,
+            count: a.count.0,
+            final_flag: a.final_flag,
+        },
+        Submessage::Gap(g) => {
+            if g.gap_start.0 < 1 {
                 return None;
             }
             Sub::Gap {
-                reader_id,
-                writer_id,
-                start,
-                list,
+                reader_id: g.reader_id,
+                writer_id: g.writer_id,
+                start: g.gap_start.0,
+                list: sn_set(&g.gap_list)?,
             }
         }
-        INFO_TS => {
-            if flags & 0x02 != 0 {
-                Sub::InfoTs(None)
-            } else {
-                let seconds = r.i32()?;
-                let fraction = r.u32()?;
-                Sub::InfoTs(Some(Time { seconds, fraction }))
-            }
-        }
-        INFO_SRC => {
-            r.take(8)?;
-            Sub::InfoSrc(GuidPrefix(r.arr::<12>()?))
-        }
-        INFO_DST => Sub::InfoDst(GuidPrefix(r.arr::<12>()?)),
-        DATA_FRAG => Sub::Other(id),
-        other => Sub::Other(other),
+        Submessage::InfoTs(t) => Sub::InfoTs(t.timestamp),
+        Submessage::InfoSrc(s) => Sub::InfoSrc(s.guid_prefix),
+        Submessage::InfoDst(d) => Sub::InfoDst(d.guid_prefix),
+        Submessage::Pad(_) => Sub::Pad,
+        other => Sub::Other(other.id()),
     })
-}
-
-/// Length in bytes of the parameter list at the start of `buf`, sentinel included.
-pub(crate) fn param_list_len(buf: &[u8], le: bool) -> Option<usize> {
-    let mut r = Rd::new(buf, le);
-    loop {
-        let pid = r.u16()?;
-        let len = r.u16()? as usize;
-        r.take(len)?;
-        if pid == PID_SENTINEL {
-            return Some(r.pos());
-        }
-    }
 }
 
 /// Iterates `(pid, value)` of a parameter list, stopping at the sentinel.
@@ -431,92 +291,50 @@ pub(crate) fn parse_inline_qos(buf: &[u8], le: bool) -> Option<InlineQos> {
     Some(q)
 }
 
-/// Builds one RTPS message into a caller buffer; every `push_*` returns false
-/// (and writes nothing) if the submessage does not fit within `limit`.
+/// Builds one RTPS message (little-endian submessages) into a caller buffer;
+/// every `push_*` returns false (and writes nothing) if the submessage does
+/// not fit.
 pub(crate) struct Emitter<'b> {
-    buf: &'b mut [u8],
-    len: usize,
-    limit: usize,
+    w: MessageWriter<'b>,
 }
 
 impl<'b> Emitter<'b> {
-    /// Starts a message with the RTPS header; `None` if the buffer is too small.
+    /// Starts a message with the RTPS header, using at most `limit` bytes of
+    /// `buf`; `None` if that is too small for the header.
     pub(crate) fn new(buf: &'b mut [u8], limit: usize, prefix: GuidPrefix) -> Option<Self> {
         let limit = limit.min(buf.len());
-        if limit < 20 {
-            return None;
-        }
-        buf[..4].copy_from_slice(b"RTPS");
-        buf[4..6].copy_from_slice(&PROTOCOL_VERSION);
-        buf[6..8].copy_from_slice(&VENDOR_ID);
-        buf[8..20].copy_from_slice(&prefix.0);
-        Some(Self {
-            buf,
-            len: 20,
-            limit,
-        })
+        let buf = buf.get_mut(..limit)?;
+        MessageWriter::new(buf, &Header::new(prefix))
+            .ok()
+            .map(|w| Self { w })
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.w.len()
     }
 
     /// True if nothing but the header was written.
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
-        self.len == 20
+        self.w.is_empty()
     }
 
     pub(crate) fn room(&self) -> usize {
-        self.limit - self.len
+        self.w.remaining()
     }
 
-    fn begin(&mut self, id: u8, flags: u8, body_len: usize) -> Option<usize> {
-        let total = 4 + body_len;
-        if total > self.room() || body_len > usize::from(u16::MAX) {
-            return None;
-        }
-        let at = self.len;
-        self.buf[at] = id;
-        self.buf[at + 1] = flags | 1;
-        self.buf[at + 2..at + 4].copy_from_slice(&(body_len as u16).to_le_bytes());
-        self.len += 4;
-        Some(at)
-    }
-
-    fn put(&mut self, b: &[u8]) {
-        self.buf[self.len..self.len + b.len()].copy_from_slice(b);
-        self.len += b.len();
-    }
-
-    fn put_sn(&mut self, sn: i64) {
-        self.put(&((sn >> 32) as i32).to_le_bytes());
-        self.put(&(sn as u32).to_le_bytes());
-    }
-
-    fn put_set(&mut self, s: &SnSet) {
-        self.put_sn(s.base());
-        self.put(&s.num_bits().to_le_bytes());
-        for w in s.words() {
-            self.put(&w.to_le_bytes());
-        }
+    fn push<S: Encode>(&mut self, s: &S) -> bool {
+        self.w.push(s, Endianness::Little).is_ok()
     }
 
     pub(crate) fn info_dst(&mut self, prefix: GuidPrefix) -> bool {
-        if self.begin(INFO_DST, 0, 12).is_none() {
-            return false;
-        }
-        self.put(&prefix.0);
-        true
+        self.push(&InfoDst {
+            guid_prefix: prefix,
+        })
     }
 
     pub(crate) fn info_ts(&mut self, t: Time) -> bool {
-        if self.begin(INFO_TS, 0, 8).is_none() {
-            return false;
-        }
-        self.put(&t.seconds.to_le_bytes());
-        self.put(&t.fraction.to_le_bytes());
-        true
+        self.push(&InfoTs { timestamp: Some(t) })
     }
 
     /// Size of a DATA submessage with these parts.
@@ -529,7 +347,8 @@ impl<'b> Emitter<'b> {
         4 + 20 + qos + payload.div_ceil(4) * 4
     }
 
-    /// DATA with optional KEY_HASH / STATUS_INFO inline QoS.
+    /// DATA with optional KEY_HASH / STATUS_INFO inline QoS. An empty payload
+    /// is sent without D/K flag.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn data(
         &mut self,
@@ -541,40 +360,42 @@ impl<'b> Emitter<'b> {
         payload: &[u8],
         key_only: bool,
     ) -> bool {
-        let total = Self::data_len(key_hash.is_some(), status_info != 0, payload.len());
-        let mut flags = 0u8;
-        if key_hash.is_some() || status_info != 0 {
-            flags |= 0x02;
+        let mut qos = [0u8; 36];
+        let mut n = 0;
+        fn put(qos: &mut [u8; 36], n: &mut usize, b: &[u8]) {
+            qos[*n..*n + b.len()].copy_from_slice(b);
+            *n += b.len();
         }
-        if !payload.is_empty() {
-            flags |= if key_only { 0x08 } else { 0x04 };
+        if let Some(k) = key_hash {
+            put(&mut qos, &mut n, &PID_KEY_HASH.to_le_bytes());
+            put(&mut qos, &mut n, &16u16.to_le_bytes());
+            put(&mut qos, &mut n, k);
         }
-        if self.begin(DATA, flags, total - 4).is_none() {
-            return false;
+        if status_info != 0 {
+            put(&mut qos, &mut n, &PID_STATUS_INFO.to_le_bytes());
+            put(&mut qos, &mut n, &4u16.to_le_bytes());
+            // STATUS_INFO is big-endian regardless of the E flag.
+            put(&mut qos, &mut n, &status_info.to_be_bytes());
         }
-        self.put(&0u16.to_le_bytes());
-        self.put(&16u16.to_le_bytes());
-        self.put(&reader_id.0);
-        self.put(&writer_id.0);
-        self.put_sn(sn);
-        if flags & 0x02 != 0 {
-            if let Some(k) = key_hash {
-                self.put(&PID_KEY_HASH.to_le_bytes());
-                self.put(&16u16.to_le_bytes());
-                self.put(k);
+        let inline_qos = if n > 0 {
+            put(&mut qos, &mut n, &PID_SENTINEL.to_le_bytes());
+            put(&mut qos, &mut n, &0u16.to_le_bytes());
+            match ParameterList::parse_prefix(&qos[..n], Endianness::Little, 0) {
+                Ok(l) => Some(l),
+                Err(_) => return false,
             }
-            if status_info != 0 {
-                self.put(&PID_STATUS_INFO.to_le_bytes());
-                self.put(&4u16.to_le_bytes());
-                self.put(&status_info.to_be_bytes());
-            }
-            self.put(&PID_SENTINEL.to_le_bytes());
-            self.put(&0u16.to_le_bytes());
-        }
-        self.put(payload);
-        let pad = payload.len().div_ceil(4) * 4 - payload.len();
-        self.put(&[0u8; 3][..pad]);
-        true
+        } else {
+            None
+        };
+        let mut d = Data::new(
+            reader_id,
+            writer_id,
+            SequenceNumber(sn),
+            (!payload.is_empty()).then_some(payload),
+        );
+        d.inline_qos = inline_qos;
+        d.key = key_only;
+        self.push(&d)
     }
 
     pub(crate) fn heartbeat(
@@ -586,16 +407,24 @@ impl<'b> Emitter<'b> {
         count: i32,
         final_flag: bool,
     ) -> bool {
-        let flags = if final_flag { 0x02 } else { 0 };
-        if self.begin(HEARTBEAT, flags, 28).is_none() {
-            return false;
+        self.push(&Heartbeat {
+            reader_id,
+            writer_id,
+            first_sn: SequenceNumber(first),
+            last_sn: SequenceNumber(last),
+            count: Count(count),
+            final_flag,
+            liveliness: false,
+            group_info: None,
+        })
+    }
+
+    fn wire_set(s: &SnSet) -> Option<SequenceNumberSet> {
+        let mut bits = [0u32; 8];
+        for (d, w) in bits.iter_mut().zip(s.words()) {
+            *d = *w;
         }
-        self.put(&reader_id.0);
-        self.put(&writer_id.0);
-        self.put_sn(first);
-        self.put_sn(last);
-        self.put(&count.to_le_bytes());
-        true
+        SequenceNumberSet::from_parts(SequenceNumber(s.base()), s.num_bits(), bits)
     }
 
     pub(crate) fn acknack(
@@ -606,16 +435,16 @@ impl<'b> Emitter<'b> {
         count: i32,
         final_flag: bool,
     ) -> bool {
-        let flags = if final_flag { 0x02 } else { 0 };
-        let body = 8 + 12 + 4 * set.words().len() + 4;
-        if self.begin(ACKNACK, flags, body).is_none() {
+        let Some(reader_sn_state) = Self::wire_set(set) else {
             return false;
-        }
-        self.put(&reader_id.0);
-        self.put(&writer_id.0);
-        self.put_set(set);
-        self.put(&count.to_le_bytes());
-        true
+        };
+        self.push(&AckNack {
+            reader_id,
+            writer_id,
+            reader_sn_state,
+            count: Count(count),
+            final_flag,
+        })
     }
 
     pub(crate) fn gap(
@@ -625,15 +454,17 @@ impl<'b> Emitter<'b> {
         start: i64,
         list: &SnSet,
     ) -> bool {
-        let body = 8 + 8 + 12 + 4 * list.words().len();
-        if self.begin(GAP, 0, body).is_none() {
+        let Some(gap_list) = Self::wire_set(list) else {
             return false;
-        }
-        self.put(&reader_id.0);
-        self.put(&writer_id.0);
-        self.put_sn(start);
-        self.put_set(list);
-        true
+        };
+        self.push(&Gap {
+            reader_id,
+            writer_id,
+            gap_start: SequenceNumber(start),
+            gap_list,
+            group_info: None,
+            filtered_count: None,
+        })
     }
 }
 
@@ -670,9 +501,10 @@ mod tests {
         assert!(e.acknack(R, W, &set, 9, true));
         assert!(e.gap(R, W, 3, &SnSet::new(5)));
         let n = e.len();
-        let (h, body) = parse_header(&buf[..n]).unwrap();
+        let (h, subs) = parse(&buf[..n]).unwrap();
         assert_eq!(h.prefix, P);
-        let subs: Vec<_> = SubIter::new(body).collect::<Result<_, _>>().unwrap();
+        assert_eq!(h.vendor, VENDOR_ID);
+        let subs: Vec<_> = subs.collect::<Result<_, _>>().unwrap();
         assert_eq!(subs.len(), 6);
         assert_eq!(subs[0], Sub::InfoDst(P));
         assert_eq!(
@@ -715,7 +547,7 @@ mod tests {
     }
 
     #[test]
-    fn truncation_never_panics() {
+    fn truncation_and_corruption_never_panic() {
         let mut buf = [0u8; 256];
         let mut e = Emitter::new(&mut buf, 256, P).unwrap();
         e.data(R, W, 1, Some(&[1; 16]), 0, &[0, 1, 0, 0, 1, 2, 3, 4], false);
@@ -724,18 +556,17 @@ mod tests {
         e.acknack(R, W, &set, 1, false);
         let n = e.len();
         for cut in 0..n {
-            if let Ok((_, body)) = parse_header(&buf[..cut]) {
-                for s in SubIter::new(body) {
+            if let Ok((_, subs)) = parse(&buf[..cut]) {
+                for s in subs {
                     let _ = s;
                 }
             }
         }
-        // Corrupt lengths too.
         for i in 20..n {
             let mut b = buf;
             b[i] = 0xff;
-            if let Ok((_, body)) = parse_header(&b[..n]) {
-                for s in SubIter::new(body) {
+            if let Ok((_, subs)) = parse(&b[..n]) {
+                for s in subs {
                     let _ = s;
                 }
             }
@@ -743,33 +574,24 @@ mod tests {
     }
 
     #[test]
-    fn rejects_bad_header_and_big_numbits() {
-        assert_eq!(parse_header(b"RTPQ").unwrap_err(), Malformed::Header);
+    fn rejects_bad_header_and_version() {
+        assert_eq!(parse(b"RTPQ").err(), Some(Malformed::Header));
         let mut h = [0u8; 20];
         h[..4].copy_from_slice(b"RTPS");
         h[4] = 3;
-        assert_eq!(parse_header(&h).unwrap_err(), Malformed::Version);
-        // ACKNACK with numBits 300
-        let mut body = vec![];
-        body.extend_from_slice(&[0; 8]);
-        body.extend_from_slice(&0i32.to_le_bytes());
-        body.extend_from_slice(&1u32.to_le_bytes());
-        body.extend_from_slice(&300u32.to_le_bytes());
-        assert_eq!(parse_body(ACKNACK, 1, &body), None);
+        assert_eq!(parse(&h).err(), Some(Malformed::Version));
     }
 
     #[test]
-    fn zero_length_means_rest_of_message() {
+    fn bad_numbits_is_malformed() {
         let mut buf = [0u8; 128];
         let mut e = Emitter::new(&mut buf, 128, P).unwrap();
-        e.heartbeat(R, W, 1, 0, 1, true);
+        e.acknack(R, W, &SnSet::new(1), 1, false);
         let n = e.len();
-        buf[22] = 0;
-        buf[23] = 0;
-        let (_, body) = parse_header(&buf[..n]).unwrap();
-        let subs: Vec<_> = SubIter::new(body).collect();
-        assert_eq!(subs.len(), 1);
-        assert!(subs[0].is_ok());
+        // numBits lives after sub header (4) + ids (8) + base (8).
+        buf[20 + 4 + 16..20 + 4 + 20].copy_from_slice(&300u32.to_le_bytes());
+        let (_, mut subs) = parse(&buf[..n]).unwrap();
+        assert_eq!(subs.next(), Some(Err(Malformed::Body)));
     }
 
     #[test]
@@ -780,5 +602,30 @@ mod tests {
         assert!(e.is_empty());
         assert!(e.heartbeat(R, W, 1, 1, 1, false));
         assert_eq!(e.len(), 52);
+        assert!(Emitter::new(&mut buf, 10, P).is_none());
+    }
+
+    #[test]
+    fn data_len_matches_emitted_size() {
+        for (k, st, len) in [
+            (false, false, 0),
+            (true, false, 5),
+            (true, true, 8),
+            (false, true, 3),
+        ] {
+            let mut buf = [0u8; 256];
+            let mut e = Emitter::new(&mut buf, 256, P).unwrap();
+            let payload = vec![1u8; len];
+            assert!(e.data(
+                R,
+                W,
+                1,
+                k.then_some(&[1; 16]),
+                u32::from(st),
+                &payload,
+                false
+            ));
+            assert_eq!(e.len() - 20, Emitter::data_len(k, st, len));
+        }
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::api::*;
-use crate::codec::{self, Emitter, Sub, SubIter};
+use crate::codec::{self, Emitter, Sub};
 use crate::discovery::{
     self, bes, EndpointData, SpdpData, SEDP_PUB_READER, SEDP_PUB_WRITER, SEDP_SUB_READER,
     SEDP_SUB_WRITER, SPDP_READER, SPDP_WRITER,
@@ -881,7 +881,7 @@ impl Participant {
     pub fn handle_datagram(&mut self, now: Timestamp, src: Option<Locator>, datagram: &[u8]) {
         let _ = src;
         self.stats.received_datagrams += 1;
-        let Ok((hdr, body)) = codec::parse_header(datagram) else {
+        let Ok((hdr, subs)) = codec::parse(datagram) else {
             self.stats.malformed_datagrams += 1;
             return;
         };
@@ -892,7 +892,7 @@ impl Participant {
         let ours = self.config.guid_prefix;
         let mut for_us = true;
         let mut ts: Option<Time> = None;
-        for sub in SubIter::new(body) {
+        for sub in subs {
             let sub = match sub {
                 Ok(s) => s,
                 Err(_) => {
@@ -905,6 +905,7 @@ impl Participant {
                 Sub::InfoSrc(p) => src_prefix = p,
                 Sub::InfoDst(p) => for_us = p == GuidPrefix([0; 12]) || p == ours,
                 Sub::Other(_) => self.stats.unknown_submessages += 1,
+                Sub::Pad => {}
                 _ if !for_us => {}
                 Sub::Data(d) => self.on_data(src_prefix, &d, ts, now),
                 Sub::Heartbeat {

@@ -27,9 +27,23 @@ fn keep_all_writer() -> WriterQos {
 
 /// Two participants, a writer on `a`, a reader on `b`, matched on a perfect link.
 fn pair(seed: u64, wq: WriterQos, rq: ReaderQos) -> (Network, usize, usize, WriterId, ReaderId) {
+    pair_mtu(seed, wq, rq, 65000)
+}
+
+/// Like [`pair`] with a given `max_message_size` on both sides.
+fn pair_mtu(
+    seed: u64,
+    wq: WriterQos,
+    rq: ReaderQos,
+    mtu: usize,
+) -> (Network, usize, usize, WriterId, ReaderId) {
     let mut net = Network::new(seed);
-    let a = net.add_participant(0);
-    let b = net.add_participant(0);
+    let mut ca = Network::config_for(0, 0);
+    ca.max_message_size = mtu;
+    let mut cb = Network::config_for(1, 0);
+    cb.max_message_size = mtu;
+    let a = net.add_participant_with(ca);
+    let b = net.add_participant_with(cb);
     let now = net.now;
     let w = net.p(a).create_writer(writer("T", wq), now).unwrap();
     let r = net.p(b).create_reader(reader("T", rq), now).unwrap();
@@ -73,7 +87,8 @@ fn best_effort_1000_with_loss_never_duplicates_or_reorders() {
 }
 
 fn strict_reliable(seed: u64, n: u32) {
-    let (mut net, a, b, w, r) = pair(seed, keep_all_writer(), reliable_reader());
+    // Small datagrams so that loss hits individual samples, not huge batches.
+    let (mut net, a, b, w, r) = pair_mtu(seed, keep_all_writer(), reliable_reader(), 1400);
     net.link = LinkConfig::lossy(0.3, 0.1, 0.2);
     let now = net.now;
     for i in 0..n {
@@ -91,6 +106,19 @@ fn strict_reliable(seed: u64, n: u32) {
         net.now
     );
     assert_eq!(got, (0..n).collect::<Vec<_>>(), "seed {seed}");
+    // The faults really happened and were repaired.
+    assert!(net.counters.2 > 0, "nothing lost");
+    assert!(net.nodes[a].participant.stats().resent_data > 0);
+    assert!(
+        net.nodes[b].participant.stats().dropped_samples > 0,
+        "no duplicates seen"
+    );
+    eprintln!(
+        "seed {seed}: sent/delivered/lost {:?}, writer {:?}, t={:?}",
+        net.counters,
+        net.nodes[a].participant.stats(),
+        net.now
+    );
     // Writer learns everything was acknowledged and frees its volatile history.
     assert!(net.run_until(Duration::from_secs(10), |net| net
         .p(a)
@@ -125,7 +153,7 @@ fn strict_reliable_with_blocking_writer_history() {
         },
         ..WriterQos::default()
     };
-    let (mut net, a, b, w, r) = pair(41, wq, reliable_reader());
+    let (mut net, a, b, w, r) = pair_mtu(41, wq, reliable_reader(), 1400);
     net.link = LinkConfig::lossy(0.3, 0.1, 0.2);
     let n = 2_000u32;
     let mut i = 0u32;
