@@ -21,6 +21,8 @@
 #![forbid(unsafe_code)]
 
 mod api;
+#[cfg(test)]
+mod capture_tests;
 mod codec;
 mod discovery;
 mod history;
