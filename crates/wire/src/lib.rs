@@ -23,7 +23,10 @@
 //!
 //! [`MessageView::parse`] checks the header; [`MessageView::submessages`]
 //! yields `Result<Submessage>` lazily and stops after the first error (the
-//! rest of a malformed message is ignored, as §8.3.4.1 requires). Parsed
+//! rest of a malformed message is ignored, as §8.3.4.1 requires).
+//! [`MessageView::interpret`] additionally tracks the receiver state of
+//! §8.3.4 (source, destination, timestamp, reply locators set by the INFO_*
+//! submessages). Parsed
 //! values are owned `Copy` structs for fixed layouts and borrowed views into
 //! the input for DATA/DATA_FRAG payloads, inline QoS, locator lists and opaque
 //! bodies. For any input:
@@ -67,6 +70,7 @@ mod header;
 mod message;
 pub mod parameter;
 pub mod qos;
+mod receiver;
 pub mod submessage;
 mod types;
 pub mod values;
@@ -80,6 +84,7 @@ pub use message::{
 pub use parameter::{
     pid, Parameter, ParameterList, ParameterListWriter, ParameterValue, Parameters,
 };
+pub use receiver::{Interpreter, ReceiverState, ReplyTo};
 pub use submessage::{
     AckNack, Data, DataFrag, Encode, Gap, GapGroupInfo, Heartbeat, HeartbeatFrag,
     HeartbeatGroupInfo, InfoDst, InfoReply, InfoReplyIp4, InfoSrc, InfoTs, LocatorUdpv4, NackFrag,
