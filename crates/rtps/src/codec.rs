@@ -147,7 +147,18 @@ pub(crate) struct DataSub<'a> {
     pub(crate) key_only: bool,
 }
 
+/// Largest sequence number the engine accepts from the wire: far beyond any
+/// real writer, and low enough that SN arithmetic can never overflow.
+pub(crate) const MAX_SN: i64 = 1 << 62;
+
+fn sn_ok(sn: i64) -> bool {
+    sn <= MAX_SN
+}
+
 fn sn_set(s: &SequenceNumberSet) -> Option<SnSet> {
+    if !sn_ok(s.base().0) {
+        return None;
+    }
     SnSet::from_wire(s.base().0, s.num_bits(), *s.bitmap())
 }
 
@@ -171,7 +182,7 @@ impl<'a> Iterator for SubIter<'a> {
 fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
     Some(match sub {
         Submessage::Data(d) => {
-            if d.writer_sn.0 < 1 {
+            if d.writer_sn.0 < 1 || !sn_ok(d.writer_sn.0) {
                 return None;
             }
             Sub::Data(DataSub {
@@ -186,6 +197,7 @@ fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
                 key_only: d.key,
             })
         }
+        Submessage::Heartbeat(h) if !sn_ok(h.first_sn.0) || !sn_ok(h.last_sn.0) => return None,
         Submessage::Heartbeat(h) => Sub::Heartbeat {
             reader_id: h.reader_id,
             writer_id: h.writer_id,
@@ -202,7 +214,7 @@ fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
             final_flag: a.final_flag,
         },
         Submessage::Gap(g) => {
-            if g.gap_start.0 < 1 {
+            if g.gap_start.0 < 1 || !sn_ok(g.gap_start.0) {
                 return None;
             }
             Sub::Gap {
@@ -590,6 +602,21 @@ mod tests {
         let n = e.len();
         // numBits lives after sub header (4) + ids (8) + base (8).
         buf[20 + 4 + 16..20 + 4 + 20].copy_from_slice(&300u32.to_le_bytes());
+        let (_, mut subs) = parse(&buf[..n]).unwrap();
+        assert_eq!(subs.next(), Some(Err(Malformed::Body)));
+    }
+
+    #[test]
+    fn absurd_sequence_numbers_are_malformed() {
+        let mut buf = [0u8; 256];
+        let mut e = Emitter::new(&mut buf, 256, P).unwrap();
+        e.data(R, W, i64::MAX, None, 0, &[0, 1, 0, 0], false);
+        let n = e.len();
+        let (_, mut subs) = parse(&buf[..n]).unwrap();
+        assert_eq!(subs.next(), Some(Err(Malformed::Body)));
+        let mut e = Emitter::new(&mut buf, 256, P).unwrap();
+        e.heartbeat(R, W, 1, MAX_SN + 1, 1, false);
+        let n = e.len();
         let (_, mut subs) = parse(&buf[..n]).unwrap();
         assert_eq!(subs.next(), Some(Err(Malformed::Body)));
     }

@@ -21,12 +21,26 @@ use std::collections::BinaryHeap;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
+use std::net::SocketAddrV4;
+
+use ferrodds_capture::{CaptureError, CaptureWriter, Direction};
 use ferrodds_rtps::{
     Event, Locator, Participant, ParticipantConfig, ReaderId, Sample, Timestamp, Transmit,
 };
 
 /// SPDP multicast group used by every simulated participant.
 pub const SPDP_GROUP: Ipv4Addr = Ipv4Addr::new(239, 255, 0, 1);
+
+fn socket_addr(l: &Locator) -> Option<SocketAddrV4> {
+    if l.kind != Locator::KIND_UDPV4 {
+        return None;
+    }
+    let a = l.address;
+    Some(SocketAddrV4::new(
+        Ipv4Addr::new(a[12], a[13], a[14], a[15]),
+        u16::try_from(l.port).ok()?,
+    ))
+}
 
 /// splitmix64: a tiny deterministic PRNG.
 #[derive(Debug, Clone)]
@@ -415,10 +429,41 @@ impl Network {
         self.run_until(d, |_| false);
     }
 
-    /// Writes the recorded datagrams as a plain list of (time, from, bytes),
-    /// e.g. for feeding a pcap writer.
+    /// The recorded datagrams (see [`Network::record`]).
     pub fn recorded(&self) -> &[Datagram] {
         &self.log
+    }
+
+    /// Writes the recorded datagrams as pcapng (one interface per node,
+    /// synthetic Ethernet/IPv4/UDP headers, one frame per destination; virtual
+    /// time is used as the timestamp).
+    pub fn write_pcapng(&self, out: impl std::io::Write) -> Result<(), CaptureError> {
+        let mut w = CaptureWriter::new(out)?;
+        let mut ifaces = Vec::with_capacity(self.nodes.len());
+        for i in 0..self.nodes.len() {
+            ifaces.push(w.add_interface(&format!("node{i}"))?);
+        }
+        for d in &self.log {
+            let node = &self.nodes[d.from];
+            let src = node
+                .locators
+                .iter()
+                .find_map(socket_addr)
+                .unwrap_or(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7410));
+            for dst in d.destinations.iter().filter_map(socket_addr) {
+                w.write_udp(
+                    ifaces[d.from],
+                    Duration::from_nanos(d.at.0),
+                    src,
+                    dst,
+                    &d.data,
+                    Direction::Outbound,
+                    None,
+                )?;
+            }
+        }
+        w.into_inner()?;
+        Ok(())
     }
 }
 

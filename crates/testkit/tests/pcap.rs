@@ -1,0 +1,65 @@
+//! The simulated traffic can be dumped to pcapng, read back, and (when tshark
+//! is installed) decodes as RTPS without malformed packets.
+
+use std::time::Duration;
+
+use ferrodds_capture::testing::{require_tshark, tshark_check};
+use ferrodds_rtps::{History, ReaderQos, Reliability, WriterQos};
+use ferrodds_testkit::helpers::{alive, payload, reader, writer};
+use ferrodds_testkit::{LinkConfig, Network};
+
+#[test]
+fn simulated_traffic_dumps_to_a_valid_pcapng() {
+    let mut net = Network::new(3);
+    net.record = true;
+    net.link = LinkConfig::lossy(0.2, 0.0, 0.0);
+    let a = net.add_participant(0);
+    let b = net.add_participant(0);
+    let now = net.now;
+    let wq = WriterQos {
+        history: History::KeepAll,
+        ..WriterQos::default()
+    };
+    let rq = ReaderQos {
+        reliability: Reliability::RELIABLE,
+        ..ReaderQos::default()
+    };
+    let w = net.p(a).create_writer(writer("T", wq), now).unwrap();
+    net.p(b).create_reader(reader("T", rq), now).unwrap();
+    assert!(net.run_until(Duration::from_secs(2), |n| n.nodes[a]
+        .participant
+        .matched_reader_count(w)
+        == 1));
+    for i in 0..50 {
+        let now = net.now;
+        net.p(a).write(w, alive(&payload(i)), now).unwrap();
+    }
+    net.flush(a);
+    net.run_for(Duration::from_millis(500));
+
+    let mut file = Vec::new();
+    net.write_pcapng(&mut file).unwrap();
+    let back = ferrodds_capture::parse_udp_payloads(&file).unwrap();
+    let frames: usize = net.recorded().iter().map(|d| d.destinations.len()).sum();
+    assert_eq!(back.datagrams.len(), frames);
+    assert!(back
+        .datagrams
+        .iter()
+        .all(|d| d.payload.starts_with(b"RTPS")));
+
+    if !require_tshark().unwrap_or(false) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ferrodds-testkit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sim.pcapng");
+    std::fs::write(&path, &file).unwrap();
+    let report = tshark_check(&path).unwrap();
+    let issues = report.issues();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(issues.is_empty(), "{issues:#?}");
+    let ids = report.submessage_ids();
+    for id in [0x06u8, 0x07, 0x0e, 0x15] {
+        assert!(ids.contains(&id), "submessage {id:#x} missing: {ids:?}");
+    }
+}
