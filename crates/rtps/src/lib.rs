@@ -1,23 +1,95 @@
 //! FerroDDS sans-IO RTPS protocol engine (DDSI-RTPS 2.5), modelled on quinn-proto.
 //!
-//! A [`Participant`] is a pure state machine: it owns no sockets, threads or
-//! clocks. The runtime feeds it and drains it:
+//! A [`Participant`] is a pure state machine for one DomainParticipant: SPDP
+//! and SEDP discovery, QoS matching, best-effort and reliable stateful
+//! writers/readers with per-remote-endpoint proxies, and datagram building.
+//! It owns no sockets, threads or clocks (enforced by this crate's
+//! `clippy.toml`).
+//!
+//! # Call contract
 //!
 //! 1. Inputs: [`Participant::handle_datagram`] for every received datagram,
-//!    [`Participant::handle_timeout`] when [`Participant::poll_timeout`] is
+//!    [`Participant::handle_timeout`] once [`Participant::poll_timeout`] is
 //!    reached, and commands ([`Participant::create_writer`],
-//!    [`Participant::write`], [`Participant::delete_reader`], ...).
-//! 2. After any input, drain [`Participant::poll_transmit`] (send each
-//!    datagram to all its destinations) and [`Participant::poll_event`] until
-//!    they return `None`, read samples with [`Participant::take_sample`], and
-//!    re-arm the timer from [`Participant::poll_timeout`].
+//!    [`Participant::write`], [`Participant::delete_reader`],
+//!    [`Participant::announce_leave`], ...).
+//! 2. After any input, drain [`Participant::poll_transmit`] (send the first
+//!    `len` bytes of the buffer to every locator of the [`Transmit`]) and
+//!    [`Participant::poll_event`] until both return `None`, read samples with
+//!    [`Participant::take_sample`], then re-arm the timer from
+//!    [`Participant::poll_timeout`]. The buffer given to `poll_transmit` should
+//!    hold at least [`ParticipantConfig::max_message_size`] bytes; datagrams
+//!    never exceed that size.
+//! 3. Time ([`Timestamp`]) is monotonic, supplied by the caller, and must never
+//!    go backwards. Source timestamps ([`Time`]) are opaque values the caller
+//!    puts in [`WriteRequest`] and gets back in [`Sample`].
 //!
-//! Time ([`Timestamp`]) is monotonic and supplied by the caller; it must never
-//! go backwards. Nothing here reads a clock (enforced by `clippy.toml`).
+//! A newly created participant announces itself (SPDP) on the first
+//! `handle_timeout`/`poll_transmit` after `new`, five times 100 ms apart, then
+//! every `spdp_period`. Writers and readers of one participant match each other
+//! too (their traffic goes through the caller's sockets like any other).
 //!
-//! Not implemented yet: DATA_FRAG (samples larger than one datagram are
-//! refused with [`WriteError::PayloadTooLarge`]), liveliness (participant
-//! message endpoints), content filters, security, SEDP topics.
+//! # Protocol behaviour
+//!
+//! - SPDP: PL_CDR_LE participant data to `spdp_destinations`, plus a unicast
+//!   reply to each newly discovered participant; own announcements, other
+//!   domains, non-empty domain tags and protocol majors other than 2 are
+//!   ignored. Any datagram from a known prefix renews its lease; on expiry (or
+//!   an SPDP dispose) the participant and all its endpoints are removed.
+//! - SEDP: reliable, transient-local builtin publication/subscription writers
+//!   and readers using the same machines as user data; absent QoS PIDs take the
+//!   spec default of the endpoint kind (readers BEST_EFFORT, writers RELIABLE);
+//!   deleting an endpoint sends a key-only dispose (STATUS_INFO + KEY_HASH).
+//! - Matching: topic and type name, then reliability, durability, ownership,
+//!   liveliness, deadline, partitions (`*`/`?` wildcards) and data
+//!   representation; the first failing policy is reported on both sides.
+//! - Writers: every change is pushed once to the distinct locators of all
+//!   matched readers (readerId UNKNOWN when several), with INFO_TS when a
+//!   source timestamp is given and a piggy-backed HEARTBEAT for reliable
+//!   readers; ACKNACK requests are answered with DATA or GAP (after
+//!   `nack_response_delay`); HEARTBEATs repeat every `heartbeat_period` while a
+//!   reliable reader lags. KEEP_LAST evicts per instance (key hash); KEEP_ALL
+//!   with `max_samples` reports [`WriteError::HistoryFull`] until
+//!   acknowledgements free space ([`Event::WriterResourcesAvailable`]).
+//!   Volatile writers drop what every reliable reader acknowledged.
+//! - Readers: best effort delivers only SNs newer than the last one; reliable
+//!   readers buffer out of order (bounded), deliver in SN order exactly once,
+//!   answer every non-final HEARTBEAT (and any showing missing data) with an
+//!   ACKNACK whose base is the first missing SN (never 0), send a pre-emptive
+//!   ACKNACK (base 1, no bits) on matching, and report SNs a HEARTBEAT shows as
+//!   gone as [`Event::SampleLost`]. A KEEP_ALL reader with `max_samples`
+//!   stops accepting (and acknowledging) when full: back-pressure.
+//!
+//! # Robustness
+//!
+//! Malformed datagrams are dropped from the first bad submessage on and
+//! counted in [`Stats`]; parsing never panics and never allocates from a
+//! length read off the wire; absurd sequence numbers are rejected; remote
+//! participants, endpoints, out-of-order buffers and repair requests are all
+//! bounded.
+//!
+//! # Allocation
+//!
+//! Steady state: a write copies the payload into a history entry whose buffer
+//! is recycled from a small pool; each [`Transmit`] owns a `Vec` of
+//! destinations (one allocation per datagram); each delivered sample owns its
+//! payload `Vec` (one allocation per received sample and matched reader).
+//! Discovery and entity creation allocate freely.
+//!
+//! # Not implemented yet
+//!
+//! DATA_FRAG/NACK_FRAG/HEARTBEAT_FRAG (samples larger than one datagram are
+//! refused with [`WriteError::PayloadTooLarge`], received fragments are
+//! skipped and counted as unknown submessages), multicast delivery of user
+//! data, liveliness (participant-message endpoints) and deadline monitoring,
+//! content filters, ownership arbitration, SEDP topics, security.
+//!
+//! # API extensions beyond the shared contract
+//!
+//! [`Participant::stats`], [`Participant::config`],
+//! [`Participant::discovered_participants`], [`Participant::max_payload_size`]
+//! and [`Participant::announce_leave`]; [`Timestamp::saturating_add`] and
+//! [`Timestamp::since`].
 #![forbid(unsafe_code)]
 
 mod api;

@@ -284,7 +284,7 @@ impl Participant {
         &self.config
     }
 
-    /// Queues an SPDP dispose (DATA(p[UD])) to the SPDP destinations and to
+    /// Queues an SPDP dispose (`DATA(p[UD])`) to the SPDP destinations and to
     /// every known participant, so peers drop us without waiting for the
     /// lease. Call before dropping the participant, then drain `poll_transmit`.
     pub fn announce_leave(&mut self) {
