@@ -1,2 +1,6 @@
-//! perftest library (contract to be written).
+//! placeholder
 #![forbid(unsafe_code)]
+pub mod error;
+pub mod options;
+pub mod output;
+pub mod stats;
