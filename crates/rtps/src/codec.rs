@@ -129,6 +129,7 @@ pub(crate) enum Sub<'a> {
     InfoTs(Option<Time>),
     InfoSrc(GuidPrefix),
     InfoDst(GuidPrefix),
+    DataFrag(DataFragSub<'a>),
     /// Padding: nothing to do.
     Pad,
     /// Known but unsupported (DATA_FRAG, ...), or unknown.
@@ -153,6 +154,23 @@ pub(crate) const MAX_SN: i64 = 1 << 62;
 
 fn sn_ok(sn: i64) -> bool {
     sn <= MAX_SN
+}
+
+/// A DATA_FRAG submessage view (fragment fields already validated by the
+/// wire layer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DataFragSub<'a> {
+    pub(crate) reader_id: EntityId,
+    pub(crate) writer_id: EntityId,
+    pub(crate) sn: i64,
+    pub(crate) little_endian: bool,
+    pub(crate) inline_qos: Option<&'a [u8]>,
+    /// Byte offset of `data` within the sample.
+    pub(crate) offset: u64,
+    /// The fragment bytes.
+    pub(crate) data: &'a [u8],
+    pub(crate) sample_size: u32,
+    pub(crate) fragment_size: u16,
 }
 
 fn sn_set(s: &SequenceNumberSet) -> Option<SnSet> {
@@ -195,6 +213,24 @@ fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
                 inline_qos: d.inline_qos.map(|q| q.as_bytes()),
                 payload: d.serialized_payload,
                 key_only: d.key,
+            })
+        }
+        Submessage::DataFrag(f) => {
+            if f.writer_sn.0 < 1 || !sn_ok(f.writer_sn.0) {
+                return None;
+            }
+            Sub::DataFrag(DataFragSub {
+                reader_id: f.reader_id,
+                writer_id: f.writer_id,
+                sn: f.writer_sn.0,
+                little_endian: f
+                    .inline_qos
+                    .is_none_or(|q| q.endianness() == Endianness::Little),
+                inline_qos: f.inline_qos.map(|q| q.as_bytes()),
+                offset: f.sample_offset(),
+                data: f.serialized_payload,
+                sample_size: f.sample_size,
+                fragment_size: f.fragment_size,
             })
         }
         Submessage::Heartbeat(h) if !sn_ok(h.first_sn.0) || !sn_ok(h.last_sn.0) => return None,

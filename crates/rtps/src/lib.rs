@@ -76,13 +76,20 @@
 //! payload `Vec` (one allocation per received sample and matched reader).
 //! Discovery and entity creation allocate freely.
 //!
+//! # Fragments
+//!
+//! Received DATA_FRAG samples are reassembled per writer proxy (at most 16 MiB
+//! per sample and 32 MiB per writer under reassembly; best-effort readers drop
+//! older incomplete samples once a newer one completes; reliable readers NACK
+//! an incomplete sample as a whole).
+//!
 //! # Not implemented yet
 //!
-//! DATA_FRAG/NACK_FRAG/HEARTBEAT_FRAG (samples larger than one datagram are
-//! refused with [`WriteError::PayloadTooLarge`], received fragments are
-//! skipped and counted as unknown submessages), multicast delivery of user
-//! data, liveliness (participant-message endpoints) and deadline monitoring,
-//! content filters, ownership arbitration, SEDP topics, security.
+//! Sending DATA_FRAG (samples larger than one datagram are refused with
+//! [`WriteError::PayloadTooLarge`]), NACK_FRAG/HEARTBEAT_FRAG, multicast
+//! delivery of user data, liveliness (participant-message endpoints) and
+//! deadline monitoring, content filters, ownership arbitration, SEDP topics,
+//! security.
 //!
 //! # API extensions beyond the shared contract
 //!
@@ -101,6 +108,7 @@ mod history;
 mod participant;
 mod proxy;
 pub mod qos;
+mod reassembly;
 mod sn_set;
 mod types;
 

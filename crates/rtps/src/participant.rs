@@ -10,7 +10,7 @@ use crate::discovery::{
     SEDP_SUB_WRITER, SPDP_READER, SPDP_WRITER,
 };
 use crate::history::{CacheChange, HistoryCache};
-use crate::proxy::{Change, Outcome, ReaderProxy, WriterProxy};
+use crate::proxy::{Change, Fragment, Outcome, ReaderProxy, WriterProxy};
 use crate::qos::{
     check_compatible, Durability, EndpointQos, History, ReaderQos, Reliability, ReliabilityKind,
     WriterQos,
@@ -908,6 +908,7 @@ impl Participant {
                 Sub::Pad => {}
                 _ if !for_us => {}
                 Sub::Data(d) => self.on_data(src_prefix, &d, ts, now),
+                Sub::DataFrag(f) => self.on_data_frag(src_prefix, &f, ts),
                 Sub::Heartbeat {
                     reader_id,
                     writer_id,
@@ -999,6 +1000,62 @@ impl Participant {
             };
             let mut out = Outcome::default();
             p.on_data(d.sn, change, room, &mut out);
+            self.stats.dropped_samples += out.dropped;
+            Self::deliver(
+                r,
+                ReaderId(ri),
+                writer_guid,
+                out,
+                &mut builtin,
+                &mut self.events,
+            );
+        }
+        if !matched {
+            self.stats.unmatched_submessages += 1;
+        }
+        self.process_builtin(builtin);
+    }
+
+    fn on_data_frag(&mut self, src: GuidPrefix, f: &codec::DataFragSub<'_>, ts: Option<Time>) {
+        let meta = match f.inline_qos {
+            Some(q) => match codec::parse_inline_qos(q, f.little_endian) {
+                Some(iq) => Some((ChangeKind::from_status_info(iq.status_info), iq.key_hash)),
+                None => {
+                    self.stats.malformed_datagrams += 1;
+                    return;
+                }
+            },
+            None => None,
+        };
+        let writer_guid = Guid::new(src, f.writer_id);
+        let frag = Fragment {
+            sn: f.sn,
+            offset: f.offset,
+            data: f.data,
+            sample_size: f.sample_size,
+            fragment_size: f.fragment_size,
+            meta,
+            source_timestamp: ts,
+        };
+        let mut matched = false;
+        let mut builtin: Vec<(Role, Change)> = Vec::new();
+        for ri in 0..self.readers.len() {
+            let Some(r) = self.readers[ri].as_mut() else {
+                continue;
+            };
+            if f.reader_id != EntityId::UNKNOWN && f.reader_id != r.guid.entity_id {
+                continue;
+            }
+            let room = r.room();
+            let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer_guid) else {
+                continue;
+            };
+            matched = true;
+            let Some(change) = p.on_fragment(&frag) else {
+                continue;
+            };
+            let mut out = Outcome::default();
+            p.on_data(f.sn, change, room, &mut out);
             self.stats.dropped_samples += out.dropped;
             Self::deliver(
                 r,

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::api::{ChangeKind, Timestamp};
+use crate::reassembly::{Partial, MAX_PARTIAL_BYTES};
 use crate::sn_set::SnSet;
 use crate::{Guid, Locator, Time};
 
@@ -115,6 +116,21 @@ pub(crate) struct WriterProxy {
     pub(crate) last_hb: Option<i32>,
     pub(crate) ack_pending: bool,
     pub(crate) ack_count: i32,
+    /// Samples under reassembly.
+    pub(crate) partial: BTreeMap<i64, Partial>,
+}
+
+/// One DATA_FRAG for a writer proxy.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fragment<'a> {
+    pub(crate) sn: i64,
+    pub(crate) offset: u64,
+    pub(crate) data: &'a [u8],
+    pub(crate) sample_size: u32,
+    pub(crate) fragment_size: u16,
+    /// From inline QoS, when this submessage carried it.
+    pub(crate) meta: Option<(ChangeKind, Option<[u8; 16]>)>,
+    pub(crate) source_timestamp: Option<Time>,
 }
 
 /// What a proxy operation produced.
@@ -142,7 +158,59 @@ impl WriterProxy {
             // Pre-emptive ACKNACK (base 1, no bits) for reliable writers.
             ack_pending: reliable,
             ack_count: 0,
+            partial: BTreeMap::new(),
         }
+    }
+
+    /// Adds a fragment; returns the whole change once complete.
+    pub(crate) fn on_fragment(&mut self, f: &Fragment<'_>) -> Option<Change> {
+        if f.sn < self.next || self.buffer.contains_key(&f.sn) {
+            return None;
+        }
+        // Forget samples that can no longer be delivered.
+        if self
+            .partial
+            .first_key_value()
+            .is_some_and(|(k, _)| *k < self.next)
+        {
+            self.partial = self.partial.split_off(&self.next);
+        }
+        if let Some(p) = self.partial.get(&f.sn) {
+            if !p.fits(f.sample_size, f.fragment_size) {
+                return None;
+            }
+        } else {
+            let fresh = Partial::new(f.sample_size, f.fragment_size)?;
+            // Bound the memory under reassembly: evict the oldest partials.
+            let mut held: usize = self.partial.values().map(Partial::size).sum();
+            while held + fresh.size() > MAX_PARTIAL_BYTES {
+                let (_, old) = self.partial.pop_first()?;
+                held -= old.size();
+            }
+            self.partial.insert(f.sn, fresh);
+        }
+        let p = self.partial.get_mut(&f.sn)?;
+        if let Some((kind, key_hash)) = f.meta {
+            p.kind = kind;
+            p.key_hash = key_hash;
+        }
+        if f.source_timestamp.is_some() {
+            p.source_timestamp = f.source_timestamp;
+        }
+        if !p.add(f.offset, f.data) {
+            return None;
+        }
+        let p = self.partial.remove(&f.sn)?;
+        if !self.reliable {
+            // Best effort: older incomplete samples are now obsolete.
+            self.partial = self.partial.split_off(&f.sn);
+        }
+        Some(Change {
+            kind: p.kind,
+            key_hash: p.key_hash,
+            source_timestamp: p.source_timestamp,
+            payload: p.into_payload(),
+        })
     }
 
     fn drain(&mut self, room: &mut usize, out: &mut Outcome) {
@@ -393,6 +461,35 @@ mod tests {
         assert_eq!(p.ack_set(2).iter().count(), 2);
         assert_eq!(p.ack_set(0).iter().count(), 0);
         assert_eq!(p.ack_set(0).base(), 1);
+    }
+
+    #[test]
+    fn fragments_complete_into_a_change() {
+        let mut p = WriterProxy::new(g(), false, vec![]);
+        let sample = vec![3u8; 2500];
+        let frag = |offset: u64, data: &'static [u8]| Fragment {
+            sn: 4,
+            offset,
+            data,
+            sample_size: 2500,
+            fragment_size: 1000,
+            meta: None,
+            source_timestamp: None,
+        };
+        let tail: &'static [u8] = Box::leak(sample[2000..].to_vec().into_boxed_slice());
+        let head: &'static [u8] = Box::leak(sample[..2000].to_vec().into_boxed_slice());
+        assert!(p.on_fragment(&frag(2000, tail)).is_none());
+        let mut first = frag(0, head);
+        first.meta = Some((ChangeKind::Alive, Some([1; 16])));
+        let c = p.on_fragment(&first).unwrap();
+        assert_eq!(c.payload, sample);
+        assert_eq!(c.key_hash, Some([1; 16]));
+        assert!(p.partial.is_empty());
+        // Inconsistent sizes for a sample under reassembly are ignored.
+        assert!(p.on_fragment(&frag(2000, tail)).is_none());
+        let mut other = frag(0, head);
+        other.fragment_size = 500;
+        assert!(p.on_fragment(&other).is_none());
     }
 
     #[test]
