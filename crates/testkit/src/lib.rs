@@ -9,7 +9,8 @@
 //!   A [`Transmit`] is delivered to every node owning one of its destination
 //!   locators (the sender included, for its own unicast/multicast locators).
 //! - Each (datagram, receiver) pair independently suffers loss, duplication,
-//!   extra reorder delay and fixed + random delay per the [`LinkConfig`].
+//!   extra reorder delay and fixed + random delay per the [`LinkConfig`] of
+//!   that link ([`Network::set_link`]) or the network-wide default.
 //! - Events are collected into [`Node::events`]; with [`Node::auto_take`]
 //!   (default on) samples are taken into [`Node::samples`] after every input.
 //! - [`Network::run_until`] advances until a condition holds or a virtual-time
@@ -183,8 +184,10 @@ pub struct Datagram {
 pub struct Network {
     /// Current virtual time.
     pub now: Timestamp,
-    /// Fault model.
+    /// Fault model of every link without an override.
     pub link: LinkConfig,
+    /// Per-link overrides, keyed by (sender, receiver) node index.
+    pub links: std::collections::HashMap<(usize, usize), LinkConfig>,
     /// Nodes, indexed by the value `add_participant` returned.
     pub nodes: Vec<Node>,
     /// Record every sent datagram into `log` (default off).
@@ -205,6 +208,7 @@ impl Network {
         Self {
             now: Timestamp(1_000_000_000),
             link: LinkConfig::default(),
+            links: std::collections::HashMap::new(),
             nodes: Vec::new(),
             record: false,
             log: Vec::new(),
@@ -235,6 +239,11 @@ impl Network {
             spdp_destinations: vec![group],
             ..ParticipantConfig::default()
         }
+    }
+
+    /// Sets the fault model of the link from node `from` to node `to`.
+    pub fn set_link(&mut self, from: usize, to: usize, link: LinkConfig) {
+        self.links.insert((from, to), link);
     }
 
     /// Adds a participant with [`Network::config_for`]; returns its index.
@@ -323,21 +332,22 @@ impl Network {
             {
                 continue;
             }
-            if self.rng.chance(self.link.loss) {
+            let link = self.links.get(&(from, to)).copied().unwrap_or(self.link);
+            if self.rng.chance(link.loss) {
                 self.counters.2 += 1;
                 continue;
             }
-            let copies = if self.rng.chance(self.link.duplicate) {
+            let copies = if self.rng.chance(link.duplicate) {
                 2
             } else {
                 1
             };
             for _ in 0..copies {
-                let mut delay = self.link.delay;
-                let jitter = self.link.jitter.as_nanos() as u64;
+                let mut delay = link.delay;
+                let jitter = link.jitter.as_nanos() as u64;
                 delay += Duration::from_nanos(self.rng.below(jitter));
-                if self.rng.chance(self.link.reorder) {
-                    delay += self.link.reorder_delay;
+                if self.rng.chance(link.reorder) {
+                    delay += link.reorder_delay;
                 }
                 self.seq += 1;
                 self.queue.push(Reverse(InFlight {
@@ -544,6 +554,34 @@ mod tests {
                 && n.nodes[b].participant.discovered_participants().len() == 1
         });
         assert!(ok);
+    }
+
+    #[test]
+    fn per_link_loss_is_directional() {
+        let mut net = Network::new(2);
+        let a = net.add_participant(0);
+        let b = net.add_participant(0);
+        let c = net.add_participant(0);
+        // Everything from a to b is lost: b never hears of a, c does.
+        net.set_link(
+            a,
+            b,
+            LinkConfig {
+                loss: 1.0,
+                ..LinkConfig::default()
+            },
+        );
+        net.run_for(Duration::from_secs(1));
+        let pa = net.nodes[a].participant.guid_prefix();
+        assert!(!net.nodes[b]
+            .participant
+            .discovered_participants()
+            .contains(&pa));
+        assert!(net.nodes[c]
+            .participant
+            .discovered_participants()
+            .contains(&pa));
+        assert!(net.counters.2 > 0);
     }
 
     #[test]
