@@ -1235,9 +1235,7 @@ impl Options {
             return BatchingState::Disabled("BatchSize cannot be used with Fragmented Samples.");
         }
         if size < 2 * self.data_len {
-            return BatchingState::Disabled(
-                "BatchSize is smaller than 2 times\n\tthe sample size.",
-            );
+            return BatchingState::Disabled("BatchSize is smaller than 2 times the sample size.");
         }
         if !self.raw && explicit.is_none() && self.pub_rate.is_some() {
             return BatchingState::Disabled("BatchSize disabled when using -pubRate.");

@@ -166,7 +166,7 @@ impl Printer {
             writeln!(self.out, ",")?;
         }
         self.json.intervals += 1;
-        write!(self.out, "\t\t\t\t{{\n")?;
+        writeln!(self.out, "\t\t\t\t{{")?;
         write_json_fields(&mut self.out, fields, "\t\t\t\t\t")?;
         write!(self.out, "\t\t\t\t}}")
     }

@@ -1,0 +1,641 @@
+//! The test logic, written once against [`Transport`]: start-up handshake, initial
+//! burst, publisher loop with pings, subscriber counting and echoing, end-of-test
+//! protocol and result printing (spec 1).
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::error::PerftestError;
+use crate::message::TestMessage;
+use crate::options::{
+    BatchingState, Options, RateMethod, CONTROL_INSTANCE, FINISHED_SIZE, INITIALIZE_SIZE,
+    OVERHEAD_BYTES,
+};
+use crate::output::{write_latency_file, CpuMonitor, Printer};
+use crate::stats::{one_way_latency, split_timestamp, LatencyStats, ThroughputStats};
+use crate::system;
+use crate::transport::{Reader, TopicKind, Transport, Writer};
+
+/// Set by Ctrl-C (or a fatal error): every loop stops and the summary of what was
+/// measured is printed.
+pub static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Whether a stop was requested.
+pub fn stopping() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
+/// Microseconds on the process's monotonic clock.
+pub fn clock_us() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_micros() as u64
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking thread must not hide the results of the others.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Everything a test run needs besides the transport.
+#[derive(Debug)]
+pub struct RunContext {
+    /// Parsed options.
+    pub opts: Options,
+    /// Batching decision.
+    pub batching: BatchingState,
+    /// Result printer (shared with receive threads).
+    pub printer: Arc<Mutex<Printer>>,
+}
+
+fn progress(s: &str) {
+    eprintln!("{s}");
+}
+
+/// Waits until `cond` holds, polling every 10 ms; false if a stop was requested.
+fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
+    loop {
+        if cond() {
+            return true;
+        }
+        if stopping() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn spawn_reader(
+    name: &str,
+    opts: &Options,
+    mut reader: Box<dyn Reader>,
+    done: Arc<AtomicBool>,
+    mut on_msg: impl FnMut(&TestMessage) + Send + 'static,
+) -> Result<std::thread::JoinHandle<Result<(), PerftestError>>, PerftestError> {
+    let affinity = opts.thread_cpu_affinity.as_ref().map(|a| a.receive.clone());
+    let priority = opts.thread_priorities.map(|p| p.receive);
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            if let Some(cores) = affinity {
+                system::pin_current_thread(&cores)?;
+            }
+            if let Some(p) = priority {
+                system::set_current_thread_priority(p)?;
+            }
+            while !done.load(Ordering::Relaxed) {
+                reader.receive(Duration::from_millis(50), &mut on_msg)?;
+            }
+            Ok(())
+        })
+        .map_err(PerftestError::io("spawning a receive thread"))
+}
+
+fn join(h: std::thread::JoinHandle<Result<(), PerftestError>>) -> Result<(), PerftestError> {
+    match h.join() {
+        Ok(r) => r,
+        Err(_) => Err(PerftestError::NotAvailable("a receive thread panicked")),
+    }
+}
+
+// ------------------------------------------------------------------------------------
+// Publisher
+// ------------------------------------------------------------------------------------
+
+#[derive(Default)]
+struct Announcements {
+    initialized: BTreeSet<i32>,
+    finished: BTreeSet<i32>,
+}
+
+struct LatencyState {
+    stats: LatencyStats,
+    current: Option<u64>,
+    skew: u64,
+    overflow_reported: bool,
+    cpu: Option<CpuMonitor>,
+    last_pong_seq: Option<u32>,
+}
+
+/// Paces writes for `-pubRate`, `-sleep` and `-spin`.
+struct Pacer {
+    rate: Option<(Duration, RateMethod)>,
+    start: Instant,
+    sleep: Duration,
+    spin: u64,
+}
+
+impl Pacer {
+    fn new(opts: &Options) -> Self {
+        Pacer {
+            rate: opts
+                .pub_rate
+                .map(|r| (Duration::from_nanos(1_000_000_000 / r.rate), r.method)),
+            start: Instant::now(),
+            sleep: Duration::from_millis(opts.sleep_ms),
+            spin: opts.spin,
+        }
+    }
+
+    /// Open-loop pacing: sample `i` is due at `start + i / rate`; a late sample is sent
+    /// at once (never bunched into sleeps).
+    fn wait(&self, i: u64) {
+        if let Some((period, method)) = self.rate {
+            let due = self.start + period.saturating_mul(u32::try_from(i).unwrap_or(u32::MAX));
+            let due = if i > u64::from(u32::MAX) {
+                self.start + Duration::from_nanos(period.as_nanos() as u64 * i)
+            } else {
+                due
+            };
+            match method {
+                RateMethod::Spin => {
+                    while Instant::now() < due {
+                        std::hint::spin_loop();
+                    }
+                }
+                RateMethod::Sleep => {
+                    let now = Instant::now();
+                    if due > now {
+                        std::thread::sleep(due - now);
+                    }
+                }
+            }
+            return;
+        }
+        if !self.sleep.is_zero() {
+            std::thread::sleep(self.sleep);
+        }
+        for k in 0..self.spin {
+            std::hint::black_box(k);
+        }
+    }
+}
+
+/// Runs the publisher side; returns when the test ended (or was stopped).
+pub fn run_publisher(ctx: &RunContext, transport: &mut dyn Transport) -> Result<(), PerftestError> {
+    let opts = &ctx.opts;
+    let pid = opts.pid as i32;
+    let data_len = opts.data_len;
+
+    let mut writer = transport.create_writer(TopicKind::Throughput)?;
+    let done = Arc::new(AtomicBool::new(false));
+    let ann = Arc::new(Mutex::new(Announcements::default()));
+    let spb = opts.samples_per_batch(ctx.batching);
+    let lc = opts.effective_latency_count();
+    let num_iter = opts.effective_num_iter();
+    let capacity = (num_iter / spb).div_ceil(lc) as usize + usize::from(spb > 1);
+    let lat = Arc::new((
+        Mutex::new(LatencyState {
+            stats: LatencyStats::new(capacity, 1 << 20),
+            current: None,
+            skew: 0,
+            overflow_reported: false,
+            cpu: opts.cpu.then(CpuMonitor::new),
+            last_pong_seq: None,
+        }),
+        Condvar::new(),
+    ));
+
+    let mut threads = Vec::new();
+    if pid == 0 {
+        let reader = transport.create_reader(TopicKind::Latency)?;
+        let lat2 = Arc::clone(&lat);
+        let printer = Arc::clone(&ctx.printer);
+        threads.push(spawn_reader(
+            "perftest-latency",
+            opts,
+            reader,
+            Arc::clone(&done),
+            move |m| on_pong(m, &lat2, &printer),
+        )?);
+    }
+    let ann_reader = transport.create_reader(TopicKind::Announcement)?;
+    {
+        let ann2 = Arc::clone(&ann);
+        threads.push(spawn_reader(
+            "perftest-announcement",
+            opts,
+            ann_reader,
+            Arc::clone(&done),
+            move |m| {
+                let mut a = lock(&ann2);
+                if m.size == INITIALIZE_SIZE {
+                    a.initialized.insert(m.entity_id);
+                } else if m.size == FINISHED_SIZE {
+                    a.finished.insert(m.entity_id);
+                }
+            },
+        )?);
+    }
+
+    let result = publisher_body(
+        ctx,
+        transport,
+        writer.as_mut(),
+        &ann,
+        &lat,
+        spb,
+        lc,
+        num_iter,
+    );
+
+    done.store(true, Ordering::Relaxed);
+    for t in threads {
+        join(t)?;
+    }
+    let timer_fired = result?;
+
+    if pid == 0 {
+        let mut st = lock(&lat.0);
+        if st.skew > 0 {
+            progress(&format!(
+                "Clock skew suspected: {} pongs arrived before they were sent and were skipped.",
+                st.skew
+            ));
+        }
+        if st.stats.count() > 0 {
+            let mut summary = st.stats.summary(st.current.unwrap_or(data_len));
+            summary.cpu = st.cpu.as_mut().map(CpuMonitor::summary);
+            lock(&ctx.printer)
+                .latency_summary(&summary)
+                .map_err(PerftestError::io("printing results"))?;
+        } else {
+            progress("No latency pongs were received (no latency summary).");
+        }
+        if let Some(path) = &opts.latency_file {
+            progress(&format!(
+                "Saving latency information in \"{}\".",
+                path.display()
+            ));
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(PerftestError::io("opening the -latencyFile"))?;
+            write_latency_file(&mut f, st.stats.values())
+                .map_err(PerftestError::io("writing the -latencyFile"))?;
+        }
+    }
+    lock(&ctx.printer)
+        .finish()
+        .map_err(PerftestError::io("printing results"))?;
+    if timer_fired {
+        progress("Finishing test due to timer...");
+    } else {
+        progress("Finishing test...");
+    }
+    Ok(())
+}
+
+fn on_pong(m: &TestMessage, lat: &(Mutex<LatencyState>, Condvar), printer: &Mutex<Printer>) {
+    if m.size == INITIALIZE_SIZE || m.size == FINISHED_SIZE {
+        return;
+    }
+    let now = clock_us();
+    let data_len = m.size as u64 + OVERHEAD_BYTES;
+    let (state, cv) = lat;
+    let mut st = lock(state);
+    st.last_pong_seq = Some(m.seq_num);
+    cv.notify_all();
+    if st.current != Some(data_len) {
+        // The first pong of a size only starts the statistics.
+        st.current = Some(data_len);
+        st.stats.reset();
+        drop(st);
+        let _ = lock(printer).latency_header(data_len);
+        return;
+    }
+    let Some(l) = one_way_latency(now, m.timestamp_sec, m.timestamp_usec) else {
+        st.skew += 1;
+        return;
+    };
+    if !st.stats.add(l) && !st.overflow_reported {
+        st.overflow_reported = true;
+        progress("Too many latency pongs received; the percentiles ignore the extra ones.");
+    }
+    let mut row = st.stats.interval(data_len, l);
+    row.cpu = st.cpu.as_mut().map(CpuMonitor::interval);
+    drop(st);
+    let _ = lock(printer).latency_interval(&row);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn publisher_body(
+    ctx: &RunContext,
+    transport: &mut dyn Transport,
+    writer: &mut dyn Writer,
+    ann: &Mutex<Announcements>,
+    lat: &(Mutex<LatencyState>, Condvar),
+    spb: u64,
+    lc: u64,
+    num_iter: u64,
+) -> Result<bool, PerftestError> {
+    let opts = &ctx.opts;
+    let num_subs = opts.num_subscribers;
+    let pid = opts.pid as i32;
+    let all_subs = |set: &BTreeSet<i32>| (0..num_subs as i32).all(|s| set.contains(&s));
+
+    progress(&format!("Waiting to discover {num_subs} subscribers ..."));
+    if transport.needs_discovery() && !wait_until(|| writer.matched() >= num_subs) {
+        return Ok(false);
+    }
+    progress("Waiting for subscribers announcement ...");
+    if !wait_until(|| all_subs(&lock(ann).initialized)) {
+        return Ok(false);
+    }
+    let instances = opts.effective_instances();
+    writer.register_instances(instances)?;
+
+    let burst = opts.initial_burst(ctx.batching);
+    progress(&format!("Sending {burst} initialization pings ..."));
+    let mut msg = TestMessage {
+        entity_id: pid,
+        latency_ping: 0,
+        size: INITIALIZE_SIZE,
+        ..TestMessage::default()
+    };
+    for i in 0..burst {
+        if stopping() {
+            return Ok(false);
+        }
+        msg.key = ((i % instances) as u32).to_le_bytes();
+        writer.write(&msg)?;
+    }
+    writer.flush()?;
+    std::thread::sleep(Duration::from_secs(1));
+
+    progress("Sending data ...");
+    let exec = (opts.execution_time > 0).then(|| Duration::from_secs(opts.execution_time));
+    let pacer = Pacer::new(opts);
+    let start = Instant::now();
+    let latency_test = opts.latency_test;
+    let reliable = transport.reliable() && !opts.best_effort;
+    let num_pings_target = u64::from(num_subs);
+    let mut ping_index = 0u64;
+    let mut num_pings = 0u64;
+    let mut last_seq = 0u32;
+    let mut timer_fired = false;
+    msg.size = opts.payload_len();
+    let fixed_key = opts.write_instance.map(|w| (w as u32).to_le_bytes());
+    for i in 0..num_iter {
+        if latency_test || i & 15 == 0 {
+            if stopping() {
+                break;
+            }
+            if exec.is_some_and(|e| start.elapsed() >= e) {
+                timer_fired = true;
+                break;
+            }
+        }
+        pacer.wait(i);
+        let seq = i as u32;
+        msg.seq_num = seq;
+        msg.key = fixed_key.unwrap_or_else(|| ((i % instances) as u32).to_le_bytes());
+        let is_ping = pid == 0 && (i / spb).is_multiple_of(lc) && i % spb == ping_index;
+        if is_ping {
+            ping_index = (ping_index + 1) % spb;
+            msg.latency_ping = (num_pings % num_pings_target) as i32;
+            num_pings += 1;
+            let (hi, lo) = split_timestamp(clock_us());
+            msg.timestamp_sec = hi;
+            msg.timestamp_usec = lo;
+        } else {
+            msg.latency_ping = -1;
+        }
+        writer.write(&msg)?;
+        last_seq = seq;
+        if is_ping && latency_test {
+            wait_for_pong(lat, seq, reliable);
+        }
+    }
+    writer.flush()?;
+
+    // End of test: FINISHED until every subscriber announced it saw it.
+    msg.size = FINISHED_SIZE;
+    msg.seq_num = last_seq;
+    msg.latency_ping = -1;
+    msg.key = CONTROL_INSTANCE.to_le_bytes();
+    for _ in 0..50 {
+        if all_subs(&lock(ann).finished) {
+            break;
+        }
+        writer.write(&msg)?;
+        writer.flush()?;
+        if reliable {
+            writer.wait_for_acks(Duration::from_millis(100))?;
+            std::thread::sleep(Duration::from_millis(10));
+        } else {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if stopping() {
+            break;
+        }
+    }
+    if !all_subs(&lock(ann).finished) && !stopping() {
+        progress("Not every subscriber confirmed the end of the test.");
+    }
+    Ok(timer_fired)
+}
+
+fn wait_for_pong(lat: &(Mutex<LatencyState>, Condvar), seq: u32, reliable: bool) {
+    let (state, cv) = lat;
+    let deadline = Instant::now() + Duration::from_millis(200);
+    let mut st = lock(state);
+    while st.last_pong_seq != Some(seq) {
+        if stopping() {
+            return;
+        }
+        let now = Instant::now();
+        if !reliable && now >= deadline {
+            return;
+        }
+        let slice = if reliable {
+            Duration::from_millis(100)
+        } else {
+            deadline - now
+        };
+        st = match cv.wait_timeout(st, slice) {
+            Ok((g, _)) => g,
+            Err(e) => e.into_inner().0,
+        };
+    }
+}
+
+// ------------------------------------------------------------------------------------
+// Subscriber
+// ------------------------------------------------------------------------------------
+
+struct SubState {
+    stats: ThroughputStats,
+    finished: BTreeSet<i32>,
+    data_arrived: bool,
+    size_changed: bool,
+    end: bool,
+    summary_printed: bool,
+    cpu: Option<CpuMonitor>,
+}
+
+fn print_throughput_summary(st: &mut SubState, printer: &Mutex<Printer>, data_len: u64) {
+    if st.summary_printed {
+        return;
+    }
+    st.summary_printed = true;
+    let mut s = st.stats.summary(Instant::now());
+    if s.data_len == 0 {
+        s.data_len = data_len;
+    }
+    s.cpu = st.cpu.as_mut().map(CpuMonitor::summary);
+    if s.total_samples == 0 {
+        progress(
+            "No samples were received. Check that both sides use the same -domain, -dataLen \
+             (bounded vs. large type), -keyed, -bestEffort and -rawTransport settings.",
+        );
+    }
+    let _ = lock(printer).throughput_summary(&s);
+}
+
+/// Runs the subscriber side; returns when the test ended (or was stopped).
+pub fn run_subscriber(
+    ctx: &RunContext,
+    transport: &mut dyn Transport,
+) -> Result<(), PerftestError> {
+    let opts = &ctx.opts;
+    let sid = opts.sid as i32;
+    let num_pubs = opts.num_publishers;
+    let reader = transport.create_reader(TopicKind::Throughput)?;
+    let mut lat_writer = transport.create_writer(TopicKind::Latency)?;
+    let ann_writer = Arc::new(Mutex::new(
+        transport.create_writer(TopicKind::Announcement)?,
+    ));
+
+    progress(&format!("Waiting to discover {num_pubs} publishers ..."));
+    if transport.needs_discovery() {
+        let ok = wait_until(|| {
+            reader.matched() >= num_pubs
+                && lat_writer.matched() >= 1
+                && lock(&ann_writer).matched() >= num_pubs
+        });
+        if !ok {
+            return Ok(());
+        }
+    }
+    progress("Waiting for data ...");
+
+    let state = Arc::new(Mutex::new(SubState {
+        stats: ThroughputStats::new(num_pubs as usize),
+        finished: BTreeSet::new(),
+        data_arrived: false,
+        size_changed: false,
+        end: false,
+        summary_printed: false,
+        cpu: opts.cpu.then(CpuMonitor::new),
+    }));
+    let done = Arc::new(AtomicBool::new(false));
+    let announce = move |size: usize, w: &Mutex<Box<dyn Writer>>| -> Result<(), PerftestError> {
+        let m = TestMessage {
+            entity_id: sid,
+            size,
+            latency_ping: -1,
+            key: CONTROL_INSTANCE.to_le_bytes(),
+            ..TestMessage::default()
+        };
+        let mut w = lock(w);
+        w.write(&m)?;
+        w.flush()
+    };
+
+    let thread = {
+        let state = Arc::clone(&state);
+        let printer = Arc::clone(&ctx.printer);
+        let ann_writer = Arc::clone(&ann_writer);
+        let default_len = opts.data_len;
+        spawn_reader(
+            "perftest-throughput",
+            opts,
+            reader,
+            Arc::clone(&done),
+            move |m| {
+                match m.size {
+                    INITIALIZE_SIZE => {
+                        let _ = lat_writer.write(m);
+                    }
+                    FINISHED_SIZE => {
+                        let mut st = lock(&state);
+                        if st.finished.insert(m.entity_id) {
+                            st.stats.loss.on_finished(m.entity_id, m.seq_num);
+                            if st.finished.len() >= num_pubs as usize {
+                                print_throughput_summary(&mut st, &printer, default_len);
+                                st.end = true;
+                            }
+                        }
+                        let end = st.end;
+                        drop(st);
+                        if end {
+                            // (Re-)confirm: the publisher repeats FINISHED until it hears us.
+                            let _ = announce(FINISHED_SIZE, &ann_writer);
+                        }
+                    }
+                    _ => {
+                        let data_len = m.size as u64 + OVERHEAD_BYTES;
+                        let mut st = lock(&state);
+                        if st.stats.begin.is_none() || st.stats.data_len != data_len {
+                            st.stats.reset(data_len, Instant::now());
+                            st.size_changed = true;
+                            let _ = lock(&printer).throughput_header(data_len);
+                        }
+                        st.data_arrived = true;
+                        st.stats.on_sample(m.entity_id, m.seq_num);
+                        drop(st);
+                        if m.latency_ping == sid {
+                            let _ = lat_writer.write(m);
+                        }
+                    }
+                }
+            },
+        )?
+    };
+
+    let mut result = Ok(());
+    let mut next_tick = Instant::now();
+    loop {
+        if lock(&state).end || stopping() {
+            break;
+        }
+        if Instant::now() >= next_tick {
+            next_tick += Duration::from_secs(1);
+            let mut st = lock(&state);
+            if !st.data_arrived {
+                drop(st);
+                if let Err(e) = announce(INITIALIZE_SIZE, &ann_writer) {
+                    result = Err(e);
+                    break;
+                }
+            } else if st.size_changed {
+                st.size_changed = false;
+            } else if let Some(mut row) = st.stats.interval(Instant::now()) {
+                row.cpu = st.cpu.as_mut().map(CpuMonitor::interval);
+                drop(st);
+                let _ = lock(&ctx.printer).throughput_interval(&row);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let ended = lock(&state).end;
+    if ended {
+        // Let a late repeated FINISHED be confirmed (spec: the subscriber waits 2 s).
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until && !stopping() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    } else {
+        print_throughput_summary(&mut lock(&state), &ctx.printer, opts.data_len);
+    }
+    done.store(true, Ordering::Relaxed);
+    let joined = join(thread);
+    lock(&ctx.printer)
+        .finish()
+        .map_err(PerftestError::io("printing results"))?;
+    progress("Finishing test...");
+    result.and(joined)
+}

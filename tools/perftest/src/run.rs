@@ -1,0 +1,270 @@
+//! Entry point: parse, apply system settings, print the start-up summary, pick the
+//! backend and run the role.
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use crate::error::PerftestError;
+use crate::harness::{run_publisher, run_subscriber, RunContext, STOP};
+use crate::options::{help_text, BatchingState, Options, RateMethod, Role};
+use crate::output::{Printer, PrinterConfig};
+use crate::system;
+use crate::transport::raw::RawTransport;
+use crate::transport::Transport;
+
+/// Version line printed first on stderr.
+pub fn version_line(raw: bool) -> String {
+    let middleware = if raw {
+        "Raw Transport".to_string()
+    } else {
+        format!("FerroDDS {}", env!("CARGO_PKG_VERSION"))
+    };
+    format!(
+        "FerroDDS Perftest {} (RTI Perftest 4.3 compatible; {middleware})",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// The start-up summary (spec 3.1), without the progress lines.
+pub fn startup_summary(opts: &Options, batching: BatchingState, transport: &[String]) -> String {
+    let mut s = String::new();
+    let mut line = |l: &str| {
+        s.push_str(l);
+        s.push('\n');
+    };
+    line(&version_line(opts.raw));
+    line("");
+    let is_pub = opts.role == Role::Publisher;
+    if is_pub {
+        if opts.latency_test {
+            line("Mode: LATENCY TEST (Ping-Pong test)");
+        } else {
+            line("Mode: THROUGHPUT TEST");
+            line("      (Use \"-latencyTest\" for Latency Mode)");
+        }
+        line("");
+    }
+    line("Perftest Configuration:");
+    if opts.raw {
+        line("\tMiddleware: Raw Transport");
+    }
+    line(&format!(
+        "\tReliability: {}",
+        if opts.raw {
+            "Best Effort (raw sockets)"
+        } else if opts.best_effort {
+            "Best Effort"
+        } else {
+            "Reliable"
+        }
+    ));
+    line(&format!(
+        "\tKeyed: {}",
+        if opts.keyed { "Yes" } else { "No" }
+    ));
+    if is_pub {
+        line(&format!("\tPublisher ID: {}", opts.pid));
+        line(&format!(
+            "\tLatency count: 1 latency sample every {} samples",
+            opts.effective_latency_count()
+        ));
+    } else {
+        line(&format!("\tSubscriber ID: {}", opts.sid));
+    }
+    line(&format!("\tData Size: {}", opts.data_len));
+    if is_pub {
+        match batching {
+            BatchingState::On(b) => line(&format!(
+                "\tBatching: {b} Bytes (Use \"-batchSize 0\" to disable batching)"
+            )),
+            BatchingState::Off => line("\tBatching: No (Use \"-batchSize\" to setup batching)"),
+            BatchingState::Disabled(why) => {
+                line("\tBatching: Disabled by RTI Perftest.");
+                line(&format!("\t\t  {why}"));
+            }
+            BatchingState::Unavailable => {
+                line("\tBatching: No (batching is not available in FerroDDS yet)")
+            }
+        }
+        match opts.pub_rate {
+            Some(r) => line(&format!(
+                "\tPublication Rate: {} Samples/s ({})",
+                r.rate,
+                match r.method {
+                    RateMethod::Spin => "Spin",
+                    RateMethod::Sleep => "Sleep",
+                }
+            )),
+            None => line("\tPublication Rate: Unlimited (Not set)"),
+        }
+        if opts.execution_time > 0 {
+            line(&format!(
+                "\tExecution time: {} seconds",
+                opts.execution_time
+            ));
+        } else {
+            line(&format!(
+                "\tNumber of samples: {}",
+                opts.effective_num_iter()
+            ));
+        }
+    }
+    line(if opts.raw {
+        "\tReceive using: Read thread"
+    } else {
+        "\tReceive using: WaitSets"
+    });
+    line(&format!("\tDomain: {}", opts.domain));
+    line("\tDynamic Data: No");
+    line("\tCRC Enabled: No");
+    line("\tMessage Length Header Extension Enabled: No");
+    line("\tFlatData: No");
+    line("\tZero Copy: No");
+    if is_pub {
+        line("\tAsynchronous Publishing: No");
+    }
+    line("\tXML File: Disabled");
+    line("\tNetwork capture: No");
+    if let Some(p) = opts.thread_priorities {
+        line(&format!(
+            "\tThread priorities: main {:?}, receive {:?} (SCHED_FIFO)",
+            p.main, p.receive
+        ));
+    }
+    if let Some(a) = &opts.thread_cpu_affinity {
+        line(&format!(
+            "\tThread CPU affinity: main {:?}, receive {:?}",
+            a.main, a.receive
+        ));
+    }
+    if opts.pin_memory {
+        line("\tPinned memory: Yes (mlockall)");
+    }
+    if opts.large_data() && !opts.raw {
+        line(&format!(
+            "[IMPORTANT]: -datalen ({}) is greater than 65498. Samples will be fragmented.",
+            opts.data_len
+        ));
+        line("[IMPORTANT]: Using the Unbounded Sequence Type.");
+    }
+    line("");
+    line("Transport Configuration:");
+    for t in transport {
+        line(&format!("\t{t}"));
+    }
+    line("");
+    s
+}
+
+fn open_output(opts: &Options) -> Result<Box<dyn Write + Send>, PerftestError> {
+    Ok(match &opts.output_file {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(PerftestError::io("opening the -outputFile"))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout())),
+    })
+}
+
+#[cfg(feature = "dds")]
+fn dds_transport(
+    opts: &Options,
+    batching: BatchingState,
+) -> Result<Box<dyn Transport>, PerftestError> {
+    Ok(Box::new(crate::transport::dds::DdsTransport::new(
+        opts, batching,
+    )?))
+}
+
+#[cfg(not(feature = "dds"))]
+fn dds_transport(
+    _opts: &Options,
+    _batching: BatchingState,
+) -> Result<Box<dyn Transport>, PerftestError> {
+    Err(PerftestError::NotAvailable(
+        "DDS mode: middleware not available in this build (enable the `dds` feature, or use -rawTransport)",
+    ))
+}
+
+/// Whether the DDS backend can batch.
+const DDS_BATCHING: bool = false;
+
+/// Runs perftest with `args` (without the program name); returns the exit code.
+pub fn run(args: &[String]) -> i32 {
+    let opts = match Options::parse(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            eprintln!("Use '-help' for the list of options.");
+            return 1;
+        }
+    };
+    if opts.help {
+        print!("{}", help_text());
+        return 0;
+    }
+    match run_opts(opts) {
+        Ok(()) => {
+            eprintln!("Test ended.");
+            0
+        }
+        Err(e) => {
+            eprintln!("Error: {e}");
+            2
+        }
+    }
+}
+
+fn run_opts(opts: Options) -> Result<(), PerftestError> {
+    // Ctrl-C: stop the loops and print what was measured; a second Ctrl-C exits at once.
+    let _ = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    if opts.pin_memory {
+        system::lock_memory()?;
+    }
+    if let Some(a) = &opts.thread_cpu_affinity {
+        system::pin_current_thread(&a.main)?;
+    }
+    if let Some(p) = opts.thread_priorities {
+        system::set_current_thread_priority(p.main)?;
+    }
+    let batching = opts.batching(opts.raw || DDS_BATCHING);
+    let mut transport: Box<dyn Transport> = if opts.raw {
+        let batch = match batching {
+            BatchingState::On(b) => Some(b as usize),
+            _ => None,
+        };
+        Box::new(RawTransport::new(&opts, batch)?)
+    } else {
+        dds_transport(&opts, batching)?
+    };
+    eprint!(
+        "{}",
+        startup_summary(&opts, batching, &transport.describe())
+    );
+    let printer = Printer::new(
+        PrinterConfig {
+            format: opts.output_format,
+            print_intervals: !opts.no_print_intervals,
+            print_headers: !opts.no_output_headers,
+            cpu: opts.cpu,
+        },
+        open_output(&opts)?,
+    );
+    let ctx = RunContext {
+        opts,
+        batching,
+        printer: Arc::new(Mutex::new(printer)),
+    };
+    match ctx.opts.role {
+        Role::Publisher => run_publisher(&ctx, transport.as_mut()),
+        Role::Subscriber => run_subscriber(&ctx, transport.as_mut()),
+    }
+}

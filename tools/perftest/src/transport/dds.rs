@@ -1,0 +1,1 @@
+//! DDS backend (in progress).

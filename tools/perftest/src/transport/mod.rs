@@ -1,0 +1,82 @@
+//! The small messaging interface the test harness is written against, with two backends:
+//! [`raw`] (plain UDP sockets, no RTPS) and `dds` (the FerroDDS public API, feature `dds`).
+//!
+//! Three "topics" carry [`TestMessage`]s: `Throughput` (publisher → subscribers),
+//! `Latency` (subscriber → publisher, pongs and init echoes) and `Announcement`
+//! (subscriber → publisher control). Readers are polled by harness-owned threads with
+//! [`Reader::receive`]; writers are used by one thread at a time.
+
+use std::time::Duration;
+
+use crate::error::PerftestError;
+use crate::message::TestMessage;
+
+#[cfg(feature = "dds")]
+pub mod dds;
+pub mod raw;
+
+/// The three perftest topics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopicKind {
+    /// Bulk data (and pings), publisher → subscribers.
+    Throughput,
+    /// Pongs and echoes, subscriber → publisher.
+    Latency,
+    /// Subscriber → publisher control ("ready", "finished").
+    Announcement,
+}
+
+impl TopicKind {
+    /// The DDS topic name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TopicKind::Throughput => "Throughput",
+            TopicKind::Latency => "Latency",
+            TopicKind::Announcement => "Announcement",
+        }
+    }
+}
+
+/// Writes perftest samples on one topic.
+pub trait Writer: Send {
+    /// Writes (or, when batching, queues) one sample.
+    fn write(&mut self, m: &TestMessage) -> Result<(), PerftestError>;
+    /// Sends anything queued by batching.
+    fn flush(&mut self) -> Result<(), PerftestError>;
+    /// Number of matched readers (raw: the number of send targets).
+    fn matched(&self) -> u32;
+    /// Waits until every matched reader acknowledged everything written, at most
+    /// `timeout`. Backends without acknowledgements sleep `timeout` and return.
+    fn wait_for_acks(&mut self, timeout: Duration) -> Result<(), PerftestError>;
+    /// Registers instances 0..n (keyed types); a no-op elsewhere.
+    fn register_instances(&mut self, _n: u64) -> Result<(), PerftestError> {
+        Ok(())
+    }
+}
+
+/// Receives perftest samples on one topic.
+pub trait Reader: Send {
+    /// Waits up to `timeout` for data and calls `f` for every sample available; returns
+    /// how many were delivered (0 on timeout).
+    fn receive(
+        &mut self,
+        timeout: Duration,
+        f: &mut dyn FnMut(&TestMessage),
+    ) -> Result<usize, PerftestError>;
+    /// Number of matched writers (raw: assumed 1).
+    fn matched(&self) -> u32;
+}
+
+/// A backend: creates writers and readers for the three topics.
+pub trait Transport {
+    /// Creates a writer on `topic`.
+    fn create_writer(&mut self, topic: TopicKind) -> Result<Box<dyn Writer>, PerftestError>;
+    /// Creates a reader on `topic`.
+    fn create_reader(&mut self, topic: TopicKind) -> Result<Box<dyn Reader>, PerftestError>;
+    /// Lines for the "Transport Configuration" block of the start-up summary.
+    fn describe(&self) -> Vec<String>;
+    /// Whether end-of-test and pong waits can rely on reliable delivery.
+    fn reliable(&self) -> bool;
+    /// Whether discovery matching must be awaited (false for raw sockets).
+    fn needs_discovery(&self) -> bool;
+}

@@ -1,0 +1,418 @@
+//! Raw transport (`-rawTransport`): plain UDP sockets without RTPS (spec 6).
+//!
+//! Ports follow the RTPS well-known unicast formula `7400 + 250×domain + 10 +
+//! 2×participant (+1)`: the publisher is participant 0 and receives `Latency` on the
+//! first port and `Announcement` on the second (domain 1: 7660/7661); subscriber `sid`
+//! is participant `sid + 1` and receives `Throughput` on its first port (domain 1, sid 0:
+//! 7662). Writers send from an ephemeral port on the `-nic` address. Batching is done
+//! here: samples are appended to one buffer sent when the next would not fit the batch
+//! size, or on flush. There is no reliability: lost datagrams are lost.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::error::PerftestError;
+use crate::message::{decode_datagram, encoded_len, Encoder, TestMessage};
+use crate::options::{parse_raw_pub_peer, parse_raw_sub_peer, Options, Role, FINISHED_SIZE};
+use crate::transport::{Reader, TopicKind, Transport, Writer};
+
+/// Largest UDP payload over IPv4.
+pub const MAX_DATAGRAM: usize = 65507;
+
+/// Port of `participant` (+1 for the second port) in `domain`.
+pub fn port(domain: u32, participant: u32, second: bool) -> Result<u16, PerftestError> {
+    let p = 7400u64 + 250 * u64::from(domain) + 10 + 2 * u64::from(participant) + u64::from(second);
+    u16::try_from(p).map_err(|_| {
+        PerftestError::NotAvailable("raw transport: domain/subscriber id give a port above 65535")
+    })
+}
+
+/// The raw UDP backend.
+#[derive(Debug)]
+pub struct RawTransport {
+    role: Role,
+    domain: u32,
+    sid: u32,
+    nic: Ipv4Addr,
+    /// Publisher: (address, sid) send targets; subscriber: the publisher address.
+    pub_targets: Vec<(Ipv4Addr, u32)>,
+    sub_peer: Ipv4Addr,
+    batch: Option<usize>,
+    max_payload: usize,
+    recv_buffer: usize,
+    send_buffer: usize,
+    non_blocking: bool,
+}
+
+impl RawTransport {
+    /// Builds the backend from the options (`batch` is the decided batch size in bytes).
+    pub fn new(opts: &Options, batch: Option<usize>) -> Result<Self, PerftestError> {
+        let nic = match &opts.nic {
+            Some(n) => n.parse().map_err(|_| {
+                PerftestError::NotAvailable("raw transport: -nic must be an IPv4 address")
+            })?,
+            None => Ipv4Addr::LOCALHOST,
+        };
+        let mut pub_targets = Vec::new();
+        let mut sub_peer = Ipv4Addr::LOCALHOST;
+        if opts.role == Role::Publisher {
+            if opts.peers.is_empty() {
+                pub_targets.extend((0..opts.num_subscribers).map(|s| (Ipv4Addr::LOCALHOST, s)));
+            }
+            for p in &opts.peers {
+                let (addr, ids) = parse_raw_pub_peer(p, opts.num_subscribers)?;
+                pub_targets.extend(ids.into_iter().map(|s| (addr, s)));
+            }
+        } else if let Some(p) = opts.peers.first() {
+            sub_peer = parse_raw_sub_peer(p)?;
+        }
+        // Check every port up front so a bad domain fails before anything starts.
+        port(opts.domain, 0, true)?;
+        port(opts.domain, opts.sid + 1, false)?;
+        for (_, s) in &pub_targets {
+            port(opts.domain, s + 1, false)?;
+        }
+        let max_payload = opts.payload_len().max(FINISHED_SIZE + 1);
+        if encoded_len(opts.payload_len()) > MAX_DATAGRAM {
+            return Err(PerftestError::NotAvailable(
+                "raw transport: -dataLen does not fit one UDP datagram",
+            ));
+        }
+        Ok(RawTransport {
+            role: opts.role,
+            domain: opts.domain,
+            sid: opts.sid,
+            nic,
+            pub_targets,
+            sub_peer,
+            batch,
+            max_payload,
+            recv_buffer: opts.receive_buffer_size.unwrap_or(4 << 20) as usize,
+            send_buffer: opts.send_buffer_size.unwrap_or(1 << 20) as usize,
+            non_blocking: opts.no_blocking_sockets,
+        })
+    }
+
+    /// The ports this process uses, for the start-up summary.
+    pub fn ports(&self) -> Vec<u16> {
+        let mut v = Vec::new();
+        match self.role {
+            Role::Publisher => {
+                v.extend(port(self.domain, 0, false));
+                v.extend(port(self.domain, 0, true));
+                for (_, s) in &self.pub_targets {
+                    v.extend(port(self.domain, s + 1, false));
+                }
+            }
+            Role::Subscriber => {
+                v.extend(port(self.domain, self.sid + 1, false));
+                v.extend(port(self.domain, 0, false));
+                v.extend(port(self.domain, 0, true));
+            }
+        }
+        v
+    }
+
+    fn socket(&self, bind_port: u16) -> Result<UdpSocket, PerftestError> {
+        let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))
+            .map_err(PerftestError::io("creating a UDP socket"))?;
+        set_buffers(&s, self.recv_buffer, self.send_buffer);
+        s.bind(&SocketAddr::V4(SocketAddrV4::new(self.nic, bind_port)).into())
+            .map_err(PerftestError::io(
+                "binding a UDP socket (is the port in use?)",
+            ))?;
+        Ok(s.into())
+    }
+}
+
+/// Sets socket buffer sizes, forcing past `rmem_max`/`wmem_max` when privileged.
+fn set_buffers(s: &Socket, recv: usize, send: usize) {
+    use nix::sys::socket::{setsockopt, sockopt};
+    let fd = s.as_fd();
+    if setsockopt(&fd, sockopt::RcvBufForce, &recv).is_err() {
+        let _ = s.set_recv_buffer_size(recv);
+    }
+    if setsockopt(&fd, sockopt::SndBufForce, &send).is_err() {
+        let _ = s.set_send_buffer_size(send);
+    }
+}
+
+impl Transport for RawTransport {
+    fn create_writer(&mut self, topic: TopicKind) -> Result<Box<dyn Writer>, PerftestError> {
+        let targets: Vec<SocketAddr> = match (self.role, topic) {
+            (Role::Publisher, TopicKind::Throughput) => self
+                .pub_targets
+                .iter()
+                .map(|(a, s)| port(self.domain, s + 1, false).map(|p| SocketAddr::from((*a, p))))
+                .collect::<Result<_, _>>()?,
+            (Role::Subscriber, TopicKind::Latency) => {
+                vec![SocketAddr::from((
+                    self.sub_peer,
+                    port(self.domain, 0, false)?,
+                ))]
+            }
+            (Role::Subscriber, TopicKind::Announcement) => {
+                vec![SocketAddr::from((
+                    self.sub_peer,
+                    port(self.domain, 0, true)?,
+                ))]
+            }
+            _ => {
+                return Err(PerftestError::NotAvailable(
+                    "raw transport: this role does not write that topic",
+                ))
+            }
+        };
+        let socket = self.socket(0)?;
+        if self.non_blocking {
+            socket
+                .set_nonblocking(true)
+                .map_err(PerftestError::io("making a socket non-blocking"))?;
+        }
+        let batch = if topic == TopicKind::Throughput {
+            self.batch.map(|b| b.min(MAX_DATAGRAM))
+        } else {
+            None
+        };
+        let cap = batch.unwrap_or(0).max(encoded_len(self.max_payload));
+        Ok(Box::new(RawWriter {
+            socket,
+            targets,
+            encoder: Encoder::new(self.max_payload),
+            buf: Vec::with_capacity(cap + encoded_len(self.max_payload)),
+            batch,
+        }))
+    }
+
+    fn create_reader(&mut self, topic: TopicKind) -> Result<Box<dyn Reader>, PerftestError> {
+        let bind_port = match (self.role, topic) {
+            (Role::Publisher, TopicKind::Latency) => port(self.domain, 0, false)?,
+            (Role::Publisher, TopicKind::Announcement) => port(self.domain, 0, true)?,
+            (Role::Subscriber, TopicKind::Throughput) => port(self.domain, self.sid + 1, false)?,
+            _ => {
+                return Err(PerftestError::NotAvailable(
+                    "raw transport: this role does not read that topic",
+                ))
+            }
+        };
+        let socket = self.socket(bind_port)?;
+        Ok(Box::new(RawReader {
+            socket,
+            buf: vec![0; 65536],
+            timeout: None,
+        }))
+    }
+
+    fn describe(&self) -> Vec<String> {
+        let mut v = vec![
+            "Kind: UDPv4 (raw sockets, no RTPS)".to_string(),
+            format!("Nic: {}", self.nic),
+            "Use Multicast: False".to_string(),
+            format!(
+                "Blocking Sockets: {}",
+                if self.non_blocking { "No" } else { "Yes" }
+            ),
+        ];
+        let ports: Vec<String> = self.ports().iter().map(u16::to_string).collect();
+        v.push(format!(
+            "The following ports will be used: {}",
+            ports.join(", ")
+        ));
+        match self.role {
+            Role::Publisher => {
+                let peers: Vec<String> = self
+                    .pub_targets
+                    .iter()
+                    .map(|(a, s)| format!("{a}:{s}"))
+                    .collect();
+                v.push(format!("Initial peers: {}", peers.join(", ")));
+            }
+            Role::Subscriber => v.push(format!("Initial peers: {}", self.sub_peer)),
+        }
+        v
+    }
+
+    fn reliable(&self) -> bool {
+        false
+    }
+
+    fn needs_discovery(&self) -> bool {
+        false
+    }
+}
+
+struct RawWriter {
+    socket: UdpSocket,
+    targets: Vec<SocketAddr>,
+    encoder: Encoder,
+    buf: Vec<u8>,
+    batch: Option<usize>,
+}
+
+impl RawWriter {
+    fn send(&mut self) -> Result<(), PerftestError> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        for t in &self.targets {
+            match self.socket.send_to(&self.buf, t) {
+                Ok(_) => {}
+                // No listener yet (ICMP port unreachable) or a full non-blocking socket:
+                // the datagram is lost, as with any UDP send.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionRefused | io::ErrorKind::WouldBlock
+                    ) => {}
+                Err(e) => {
+                    self.buf.clear();
+                    return Err(PerftestError::Io {
+                        context: "sending a raw datagram",
+                        source: e,
+                    });
+                }
+            }
+        }
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+impl Writer for RawWriter {
+    fn write(&mut self, m: &TestMessage) -> Result<(), PerftestError> {
+        match self.batch {
+            Some(limit) => {
+                if !self.buf.is_empty() && self.buf.len() + encoded_len(m.size) > limit {
+                    self.send()?;
+                }
+                self.encoder.encode(m, &mut self.buf)?;
+                if self.buf.len() >= limit {
+                    self.send()?;
+                }
+                Ok(())
+            }
+            None => {
+                self.buf.clear();
+                self.encoder.encode(m, &mut self.buf)?;
+                self.send()
+            }
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), PerftestError> {
+        self.send()
+    }
+
+    fn matched(&self) -> u32 {
+        self.targets.len() as u32
+    }
+
+    fn wait_for_acks(&mut self, timeout: Duration) -> Result<(), PerftestError> {
+        std::thread::sleep(timeout);
+        Ok(())
+    }
+}
+
+struct RawReader {
+    socket: UdpSocket,
+    buf: Vec<u8>,
+    timeout: Option<Duration>,
+}
+
+impl Reader for RawReader {
+    fn receive(
+        &mut self,
+        timeout: Duration,
+        f: &mut dyn FnMut(&TestMessage),
+    ) -> Result<usize, PerftestError> {
+        if self.timeout != Some(timeout) {
+            let t = if timeout.is_zero() {
+                Duration::from_micros(1)
+            } else {
+                timeout
+            };
+            self.socket
+                .set_read_timeout(Some(t))
+                .map_err(PerftestError::io("setting a socket timeout"))?;
+            self.timeout = Some(timeout);
+        }
+        match self.socket.recv(&mut self.buf) {
+            Ok(n) => {
+                // A malformed datagram is dropped (samples before the bad one were
+                // delivered); it never stops the reader.
+                Ok(decode_datagram(&self.buf[..n], f).unwrap_or(0))
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                        | io::ErrorKind::ConnectionRefused
+                ) =>
+            {
+                Ok(0)
+            }
+            Err(e) => Err(PerftestError::Io {
+                context: "receiving a raw datagram",
+                source: e,
+            }),
+        }
+    }
+
+    fn matched(&self) -> u32 {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_formula() {
+        assert_eq!(port(1, 0, false).unwrap(), 7660);
+        assert_eq!(port(1, 0, true).unwrap(), 7661);
+        assert_eq!(port(1, 1, false).unwrap(), 7662);
+        assert_eq!(port(0, 2, false).unwrap(), 7414);
+        assert!(port(250, 0, false).is_err());
+    }
+
+    #[test]
+    fn loopback_batching_round_trip() {
+        // Domain 200 keeps this away from the e2e tests' ports.
+        let opts = Options::parse(&["-pub", "-raw", "-domain", "200", "-dataLen", "64"]).unwrap();
+        let mut pubt = RawTransport::new(&opts, Some(300)).unwrap();
+        let sopts = Options::parse(&["-sub", "-raw", "-domain", "200", "-dataLen", "64"]).unwrap();
+        let mut subt = RawTransport::new(&sopts, None).unwrap();
+        let mut reader = subt.create_reader(TopicKind::Throughput).unwrap();
+        let mut writer = pubt.create_writer(TopicKind::Throughput).unwrap();
+        assert_eq!(writer.matched(), 1);
+        let mut m = TestMessage {
+            size: 36,
+            latency_ping: -1,
+            ..TestMessage::default()
+        };
+        for seq in 0..10 {
+            m.seq_num = seq;
+            writer.write(&m).unwrap();
+        }
+        writer.flush().unwrap();
+        let mut got = Vec::new();
+        let mut datagrams = 0;
+        while got.len() < 10 {
+            let n = reader
+                .receive(Duration::from_secs(2), &mut |m| got.push(m.seq_num))
+                .unwrap();
+            assert!(n > 0, "timed out after {} samples", got.len());
+            datagrams += 1;
+        }
+        assert_eq!(got, (0..10).collect::<Vec<_>>());
+        // 68-byte samples, 300-byte batches: 4 per datagram → 3 datagrams.
+        assert_eq!(datagrams, 3);
+    }
+}
