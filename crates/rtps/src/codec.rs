@@ -4,8 +4,9 @@
 //! parameter-list values. Parsing never panics and never allocates.
 
 use ferrodds_wire::{
-    AckNack, Count, Data, Encode, Endianness, Gap, Header, Heartbeat, InfoDst, InfoTs, MessageView,
-    MessageWriter, ParameterList, SequenceNumberSet, Submessage, Submessages, VendorId, WireError,
+    AckNack, Count, Data, DataFrag, Encode, Endianness, FragmentNumber, FragmentNumberSet, Gap,
+    Header, Heartbeat, InfoDst, InfoTs, MessageView, MessageWriter, ParameterList,
+    SequenceNumberSet, Submessage, Submessages, VendorId, WireError,
 };
 
 use crate::sn_set::SnSet;
@@ -130,6 +131,13 @@ pub(crate) enum Sub<'a> {
     InfoSrc(GuidPrefix),
     InfoDst(GuidPrefix),
     DataFrag(DataFragSub<'a>),
+    NackFrag {
+        reader_id: EntityId,
+        writer_id: EntityId,
+        sn: i64,
+        frags: FragmentNumberSet,
+        count: i32,
+    },
     /// Padding: nothing to do.
     Pad,
     /// Known but unsupported (DATA_FRAG, ...), or unknown.
@@ -232,6 +240,18 @@ fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
                 sample_size: f.sample_size,
                 fragment_size: f.fragment_size,
             })
+        }
+        Submessage::NackFrag(n) => {
+            if !sn_ok(n.writer_sn.0) {
+                return None;
+            }
+            Sub::NackFrag {
+                reader_id: n.reader_id,
+                writer_id: n.writer_id,
+                sn: n.writer_sn.0,
+                frags: n.fragment_number_state,
+                count: n.count.0,
+            }
         }
         Submessage::Heartbeat(h) if !sn_ok(h.first_sn.0) || !sn_ok(h.last_sn.0) => return None,
         Submessage::Heartbeat(h) => Sub::Heartbeat {
@@ -339,6 +359,36 @@ pub(crate) fn parse_inline_qos(buf: &[u8], le: bool) -> Option<InlineQos> {
     Some(q)
 }
 
+/// Builds the KEY_HASH / STATUS_INFO inline QoS list in `qos`.
+fn inline_qos<'q>(
+    qos: &'q mut [u8; 36],
+    key_hash: Option<&[u8; 16]>,
+    status_info: u32,
+) -> Result<Option<ParameterList<'q>>, WireError> {
+    let mut n = 0;
+    fn put(qos: &mut [u8; 36], n: &mut usize, b: &[u8]) {
+        qos[*n..*n + b.len()].copy_from_slice(b);
+        *n += b.len();
+    }
+    if let Some(k) = key_hash {
+        put(qos, &mut n, &PID_KEY_HASH.to_le_bytes());
+        put(qos, &mut n, &16u16.to_le_bytes());
+        put(qos, &mut n, k);
+    }
+    if status_info != 0 {
+        put(qos, &mut n, &PID_STATUS_INFO.to_le_bytes());
+        put(qos, &mut n, &4u16.to_le_bytes());
+        // STATUS_INFO is big-endian regardless of the E flag.
+        put(qos, &mut n, &status_info.to_be_bytes());
+    }
+    if n == 0 {
+        return Ok(None);
+    }
+    put(qos, &mut n, &PID_SENTINEL.to_le_bytes());
+    put(qos, &mut n, &0u16.to_le_bytes());
+    ParameterList::parse_prefix(&qos[..n], Endianness::Little, 0).map(Some)
+}
+
 /// Builds one RTPS message (little-endian submessages) into a caller buffer;
 /// every `push_*` returns false (and writes nothing) if the submessage does
 /// not fit.
@@ -395,6 +445,48 @@ impl<'b> Emitter<'b> {
         4 + 20 + qos + payload.div_ceil(4) * 4
     }
 
+    /// Size of a DATA_FRAG submessage carrying `bytes` fragment bytes.
+    pub(crate) fn data_frag_len(key_hash: bool, status_info: bool, bytes: usize) -> usize {
+        Self::data_len(key_hash, status_info, bytes) + 12
+    }
+
+    /// DATA_FRAG with one fragment (`frag`, 1-based) of a sample of
+    /// `sample_size` bytes; inline QoS as for [`Emitter::data`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn data_frag(
+        &mut self,
+        reader_id: EntityId,
+        writer_id: EntityId,
+        sn: i64,
+        key_hash: Option<&[u8; 16]>,
+        status_info: u32,
+        frag: u32,
+        fragment_size: u16,
+        sample_size: u32,
+        bytes: &[u8],
+        key_only: bool,
+    ) -> bool {
+        let mut qos = [0u8; 36];
+        let Ok(inline_qos) = inline_qos(&mut qos, key_hash, status_info) else {
+            return false;
+        };
+        self.push(&DataFrag {
+            extra_flags: 0,
+            octets_to_inline_qos: ferrodds_wire::submessage::DATA_FRAG_OCTETS_TO_INLINE_QOS,
+            reader_id,
+            writer_id,
+            writer_sn: SequenceNumber(sn),
+            fragment_starting_num: FragmentNumber(frag),
+            fragments_in_submessage: 1,
+            fragment_size,
+            sample_size,
+            inline_qos,
+            serialized_payload: bytes,
+            key: key_only,
+            non_standard_payload: false,
+        })
+    }
+
     /// DATA with optional KEY_HASH / STATUS_INFO inline QoS. An empty payload
     /// is sent without D/K flag.
     #[allow(clippy::too_many_arguments)]
@@ -409,31 +501,8 @@ impl<'b> Emitter<'b> {
         key_only: bool,
     ) -> bool {
         let mut qos = [0u8; 36];
-        let mut n = 0;
-        fn put(qos: &mut [u8; 36], n: &mut usize, b: &[u8]) {
-            qos[*n..*n + b.len()].copy_from_slice(b);
-            *n += b.len();
-        }
-        if let Some(k) = key_hash {
-            put(&mut qos, &mut n, &PID_KEY_HASH.to_le_bytes());
-            put(&mut qos, &mut n, &16u16.to_le_bytes());
-            put(&mut qos, &mut n, k);
-        }
-        if status_info != 0 {
-            put(&mut qos, &mut n, &PID_STATUS_INFO.to_le_bytes());
-            put(&mut qos, &mut n, &4u16.to_le_bytes());
-            // STATUS_INFO is big-endian regardless of the E flag.
-            put(&mut qos, &mut n, &status_info.to_be_bytes());
-        }
-        let inline_qos = if n > 0 {
-            put(&mut qos, &mut n, &PID_SENTINEL.to_le_bytes());
-            put(&mut qos, &mut n, &0u16.to_le_bytes());
-            match ParameterList::parse_prefix(&qos[..n], Endianness::Little, 0) {
-                Ok(l) => Some(l),
-                Err(_) => return false,
-            }
-        } else {
-            None
+        let Ok(inline_qos) = inline_qos(&mut qos, key_hash, status_info) else {
+            return false;
         };
         let mut d = Data::new(
             reader_id,
@@ -655,6 +724,27 @@ mod tests {
         let n = e.len();
         let (_, mut subs) = parse(&buf[..n]).unwrap();
         assert_eq!(subs.next(), Some(Err(Malformed::Body)));
+    }
+
+    #[test]
+    fn data_frag_round_trip() {
+        let mut buf = [0u8; 256];
+        let mut e = Emitter::new(&mut buf, 256, P).unwrap();
+        assert!(e.data_frag(R, W, 3, Some(&[2; 16]), 0, 2, 100, 250, &[5; 100], false));
+        assert_eq!(e.len() - 20, Emitter::data_frag_len(true, false, 100));
+        let n = e.len();
+        let (_, mut subs) = parse(&buf[..n]).unwrap();
+        match subs.next() {
+            Some(Ok(Sub::DataFrag(f))) => {
+                assert_eq!(
+                    (f.sn, f.offset, f.sample_size, f.fragment_size),
+                    (3, 100, 250, 100)
+                );
+                assert_eq!(f.data, &[5; 100][..]);
+                assert!(f.inline_qos.is_some());
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -78,15 +78,19 @@
 //!
 //! # Fragments
 //!
-//! Received DATA_FRAG samples are reassembled per writer proxy (at most 16 MiB
-//! per sample and 32 MiB per writer under reassembly; best-effort readers drop
-//! older incomplete samples once a newer one completes; reliable readers NACK
-//! an incomplete sample as a whole).
+//! Samples larger than one datagram allows are sent as DATA_FRAGs (one
+//! fragment per submessage, fragments sized to fill a datagram, at most
+//! [`Participant::max_payload_size`] = 16 MiB per sample; larger writes get
+//! [`WriteError::PayloadTooLarge`]); NACK_FRAG requests are answered with the
+//! fragments asked for. Received DATA_FRAGs are reassembled per writer proxy
+//! (at most 16 MiB per sample and 32 MiB per writer under reassembly;
+//! best-effort readers drop older incomplete samples once a newer one
+//! completes; reliable readers NACK an incomplete sample as a whole: they
+//! send no NACK_FRAG yet).
 //!
 //! # Not implemented yet
 //!
-//! Sending DATA_FRAG (samples larger than one datagram are refused with
-//! [`WriteError::PayloadTooLarge`]), NACK_FRAG/HEARTBEAT_FRAG, multicast
+//! NACK_FRAG from readers, HEARTBEAT_FRAG, multicast
 //! delivery of user data, liveliness (participant-message endpoints) and
 //! deadline monitoring, content filters, ownership arbitration, SEDP topics,
 //! security.

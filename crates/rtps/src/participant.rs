@@ -54,6 +54,8 @@ struct LocalWriter {
     history: HistoryCache,
     last_sn: i64,
     pushed: i64,
+    /// Next fragment of SN `pushed + 1` to push (1-based).
+    push_frag: u32,
     proxies: Vec<ReaderProxy>,
     hb_count: i32,
     next_hb: Option<Timestamp>,
@@ -175,6 +177,7 @@ fn builtin_writer(prefix: GuidPrefix, eid: EntityId, role: Role, topic: &str) ->
         history: HistoryCache::default(),
         last_sn: 0,
         pushed: 0,
+        push_frag: 1,
         proxies: Vec::new(),
         hb_count: 0,
         next_hb: None,
@@ -368,6 +371,7 @@ impl Participant {
             history: HistoryCache::default(),
             last_sn: 0,
             pushed: 0,
+            push_frag: 1,
             proxies: Vec::new(),
             hb_count: 0,
             next_hb: None,
@@ -472,6 +476,11 @@ impl Participant {
 
     /// Largest payload `write` accepts.
     pub fn max_payload_size(&self) -> usize {
+        crate::reassembly::MAX_SAMPLE_SIZE as usize
+    }
+
+    /// Largest payload sent as one DATA; larger ones go out as DATA_FRAGs.
+    fn max_datagram_payload(&self) -> usize {
         self.config.max_message_size.saturating_sub(DATA_OVERHEAD)
     }
 
@@ -935,6 +944,20 @@ impl Participant {
                     final_flag,
                     now,
                 ),
+                Sub::NackFrag {
+                    reader_id,
+                    writer_id,
+                    sn,
+                    frags,
+                    count,
+                } => self.on_nack_frag(
+                    Guid::new(src_prefix, reader_id),
+                    writer_id,
+                    sn,
+                    &frags,
+                    count,
+                    now,
+                ),
                 Sub::Gap {
                     reader_id,
                     writer_id,
@@ -1281,6 +1304,37 @@ impl Participant {
         }
     }
 
+    fn on_nack_frag(
+        &mut self,
+        reader: Guid,
+        writer_id: EntityId,
+        sn: i64,
+        frags: &ferrodds_wire::FragmentNumberSet,
+        count: i32,
+        now: Timestamp,
+    ) {
+        let due = now.saturating_add(self.config.nack_response_delay);
+        let Some(w) = self
+            .writers
+            .iter_mut()
+            .flatten()
+            .find(|w| w.guid.entity_id == writer_id)
+        else {
+            self.stats.unmatched_submessages += 1;
+            return;
+        };
+        if sn > w.last_sn {
+            return;
+        }
+        let Some(p) = w.proxies.iter_mut().find(|p| p.guid == reader) else {
+            self.stats.unmatched_submessages += 1;
+            return;
+        };
+        if p.reliable {
+            p.on_nack_frag(sn, frags.iter().map(|f| f.0), count, due);
+        }
+    }
+
     /// Purges acknowledged history and raises resource/acknowledgement events.
     fn after_ack(&mut self, wi: usize) {
         let Some(w) = self.writers[wi].as_mut() else {
@@ -1378,7 +1432,7 @@ impl Participant {
                 t = t.min(h);
             }
             for p in &w.proxies {
-                if !p.requested.is_empty() {
+                if !p.requested.is_empty() || !p.frag_requests.is_empty() {
                     t = t.min(p.repair_due);
                 }
             }
@@ -1467,6 +1521,7 @@ impl Participant {
 
     fn transmit_push(&mut self, buf: &mut [u8], limit: usize) -> Option<Transmit> {
         let prefix = self.config.guid_prefix;
+        let sizes = self.sizes();
         for wi in 0..self.writers.len() {
             let Some(w) = self.writers[wi].as_mut() else {
                 continue;
@@ -1476,6 +1531,7 @@ impl Participant {
             }
             if w.proxies.is_empty() {
                 w.pushed = w.last_sn;
+                w.push_frag = 1;
                 self.after_ack(wi);
                 continue;
             }
@@ -1487,6 +1543,7 @@ impl Participant {
             );
             if dests.is_empty() {
                 w.pushed = w.last_sn;
+                w.push_frag = 1;
                 self.after_ack(wi);
                 continue;
             }
@@ -1509,37 +1566,28 @@ impl Participant {
                 let Some(c) = w.history.get(sn) else {
                     // Replaced before it was sent (KEEP_LAST): readers get a GAP on request.
                     w.pushed = sn;
+                    w.push_frag = 1;
                     continue;
                 };
-                let need = Emitter::data_len(
-                    c.key_hash.is_some(),
-                    c.kind != ChangeKind::Alive,
-                    c.payload.len(),
-                ) + if c.source_timestamp.is_some() { 12 } else { 0 };
-                if need + reserve > e.room() {
-                    if sent_any {
+                let ids = (reader_id, w.guid.entity_id);
+                match emit_change(&mut e, ids, c, sizes, w.push_frag, reserve, &mut self.stats) {
+                    Emitted::All => {
+                        sent_any = true;
+                        w.pushed = sn;
+                        w.push_frag = 1;
+                    }
+                    Emitted::Upto(f) => {
+                        sent_any = true;
+                        w.push_frag = f;
                         break;
                     }
-                    // Cannot fit even alone (buffer smaller than configured): drop it.
-                    w.pushed = sn;
-                    continue;
+                    Emitted::Nothing if sent_any => break,
+                    Emitted::Nothing => {
+                        // Cannot fit even alone (buffer smaller than configured): drop it.
+                        w.pushed = sn;
+                        w.push_frag = 1;
+                    }
                 }
-                if let Some(t) = c.source_timestamp {
-                    e.info_ts(t);
-                }
-                let key_only = c.kind != ChangeKind::Alive;
-                e.data(
-                    reader_id,
-                    w.guid.entity_id,
-                    sn,
-                    c.key_hash.as_ref(),
-                    c.kind.status_info(),
-                    &c.payload,
-                    key_only,
-                );
-                self.stats.sent_data += 1;
-                sent_any = true;
-                w.pushed = sn;
             }
             if with_hb {
                 w.hb_count = w.hb_count.wrapping_add(1);
@@ -1574,6 +1622,7 @@ impl Participant {
         limit: usize,
     ) -> Option<Transmit> {
         let prefix = self.config.guid_prefix;
+        let sizes = self.sizes();
         for w in self.writers.iter_mut().flatten() {
             if !w.reliable() {
                 continue;
@@ -1582,7 +1631,8 @@ impl Participant {
             let last = w.last_sn;
             let writer_eid = w.guid.entity_id;
             for p in w.proxies.iter_mut() {
-                let repairs_due = !p.requested.is_empty() && now >= p.repair_due;
+                let repairs_due =
+                    (!p.requested.is_empty() || !p.frag_requests.is_empty()) && now >= p.repair_due;
                 if !p.reliable || !(p.gap_pending || p.hb_pending || repairs_due) {
                     continue;
                 }
@@ -1590,9 +1640,11 @@ impl Participant {
                     p.gap_pending = false;
                     p.hb_pending = false;
                     p.requested.clear();
+                    p.frag_requests.clear();
                     continue;
                 }
                 let reader_eid = p.guid.entity_id;
+                let ids = (reader_eid, writer_eid);
                 let mut e = Emitter::new(buf, limit, prefix)?;
                 if !e.info_dst(p.guid.prefix) {
                     return None;
@@ -1602,6 +1654,31 @@ impl Participant {
                 }
                 p.gap_pending = false;
                 if repairs_due {
+                    // Fragments asked for by NACK_FRAG.
+                    'frags: while let Some(mut entry) = p.frag_requests.first_entry() {
+                        let sn = *entry.key();
+                        let available = if sn >= p.first_relevant {
+                            w.history.get(sn)
+                        } else {
+                            None
+                        };
+                        let Some(c) = available.filter(|c| c.payload.len() > sizes.max_data) else {
+                            // Gone (or not fragmented): GAP or resend it whole.
+                            entry.remove();
+                            if p.requested.len() < 4096 {
+                                p.requested.insert(sn);
+                            }
+                            continue;
+                        };
+                        while let Some(f) = entry.get_mut().pop_first() {
+                            if !emit_fragment(&mut e, ids, c, sizes.frag, f, true, HB_LEN) {
+                                entry.get_mut().insert(f);
+                                break 'frags;
+                            }
+                            self.stats.resent_data += 1;
+                        }
+                        entry.remove();
+                    }
                     while let Some(&sn) = p.requested.first() {
                         let change = if sn >= p.first_relevant {
                             w.history.get(sn)
@@ -1610,29 +1687,31 @@ impl Participant {
                         };
                         match change {
                             Some(c) => {
-                                let need = Emitter::data_len(
-                                    c.key_hash.is_some(),
-                                    c.kind != ChangeKind::Alive,
-                                    c.payload.len(),
-                                ) + if c.source_timestamp.is_some() { 12 } else { 0 };
-                                if need + HB_LEN > e.room() {
-                                    break;
+                                let from = if p.repair_frag.0 == sn {
+                                    p.repair_frag.1
+                                } else {
+                                    1
+                                };
+                                match emit_change(
+                                    &mut e,
+                                    ids,
+                                    c,
+                                    sizes,
+                                    from,
+                                    HB_LEN,
+                                    &mut self.stats,
+                                ) {
+                                    Emitted::All => {
+                                        self.stats.resent_data += 1;
+                                        p.requested.remove(&sn);
+                                        p.repair_frag = (0, 1);
+                                    }
+                                    Emitted::Upto(f) => {
+                                        p.repair_frag = (sn, f);
+                                        break;
+                                    }
+                                    Emitted::Nothing => break,
                                 }
-                                if let Some(t) = c.source_timestamp {
-                                    e.info_ts(t);
-                                }
-                                e.data(
-                                    reader_eid,
-                                    writer_eid,
-                                    sn,
-                                    c.key_hash.as_ref(),
-                                    c.kind.status_info(),
-                                    &c.payload,
-                                    c.kind != ChangeKind::Alive,
-                                );
-                                self.stats.sent_data += 1;
-                                self.stats.resent_data += 1;
-                                p.requested.remove(&sn);
                             }
                             None => {
                                 // Coalesce a run of unavailable SNs into one GAP.
@@ -1643,10 +1722,9 @@ impl Participant {
                                 {
                                     end += 1;
                                 }
-                                if 28 + 4 + HB_LEN > e.room() {
+                                if !e.gap(reader_eid, writer_eid, sn, &SnSet::new(end + 1)) {
                                     break;
                                 }
-                                e.gap(reader_eid, writer_eid, sn, &SnSet::new(end + 1));
                                 p.requested = p.requested.split_off(&(end + 1));
                             }
                         }
@@ -1663,4 +1741,128 @@ impl Participant {
         }
         None
     }
+
+    /// Payload limits derived from the configuration.
+    fn sizes(&self) -> Sizes {
+        let max_data = self.max_datagram_payload();
+        Sizes {
+            max_data,
+            // Leave room for the DATA_FRAG header and inline QoS; a fragment
+            // must also fit the 16-bit fragmentSize field.
+            frag: (max_data.saturating_sub(16) & !3).clamp(4, 0xff00),
+        }
+    }
+}
+
+/// Writer payload limits: the largest payload sent as one DATA, and the
+/// fragment size used above it.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    max_data: usize,
+    frag: usize,
+}
+
+/// What [`emit_change`] managed to put into a datagram.
+enum Emitted {
+    /// The whole change (or its remaining fragments).
+    All,
+    /// Fragments up to (excluding) this 1-based fragment number.
+    Upto(u32),
+    /// Nothing fitted.
+    Nothing,
+}
+
+/// Emits a change as DATA, or as DATA_FRAGs from fragment `from` on when it is
+/// larger than `sizes.max_data`, keeping `reserve` bytes free.
+fn emit_change(
+    e: &mut Emitter<'_>,
+    ids: (EntityId, EntityId),
+    c: &CacheChange,
+    sizes: Sizes,
+    from: u32,
+    reserve: usize,
+    stats: &mut Stats,
+) -> Emitted {
+    let (reader_id, writer_id) = ids;
+    let key_only = c.kind != ChangeKind::Alive;
+    if c.payload.len() <= sizes.max_data {
+        let need = Emitter::data_len(c.key_hash.is_some(), key_only, c.payload.len())
+            + if c.source_timestamp.is_some() { 12 } else { 0 };
+        if need + reserve > e.room() {
+            return Emitted::Nothing;
+        }
+        if let Some(t) = c.source_timestamp {
+            e.info_ts(t);
+        }
+        e.data(
+            reader_id,
+            writer_id,
+            c.sn,
+            c.key_hash.as_ref(),
+            c.kind.status_info(),
+            &c.payload,
+            key_only,
+        );
+        stats.sent_data += 1;
+        return Emitted::All;
+    }
+    let total = c.payload.len().div_ceil(sizes.frag) as u32;
+    let mut f = from.max(1);
+    let mut first_in_datagram = true;
+    while f <= total {
+        if !emit_fragment(e, ids, c, sizes.frag, f, first_in_datagram, reserve) {
+            break;
+        }
+        first_in_datagram = false;
+        stats.sent_data += 1;
+        f += 1;
+    }
+    if f > total {
+        Emitted::All
+    } else if f > from.max(1) {
+        Emitted::Upto(f)
+    } else {
+        Emitted::Nothing
+    }
+}
+
+/// Emits fragment `f` (1-based) of `c` as one DATA_FRAG (preceded by INFO_TS
+/// when `with_ts` and the change has a source timestamp); false if it does not
+/// fit with `reserve` bytes left over.
+fn emit_fragment(
+    e: &mut Emitter<'_>,
+    ids: (EntityId, EntityId),
+    c: &CacheChange,
+    frag: usize,
+    f: u32,
+    with_ts: bool,
+    reserve: usize,
+) -> bool {
+    let start = (f as usize - 1).saturating_mul(frag);
+    let Some(bytes) = c.payload.get(start..c.payload.len().min(start + frag)) else {
+        return true; // Beyond the sample: nothing to send.
+    };
+    let key_only = c.kind != ChangeKind::Alive;
+    let qos = f == 1;
+    let ts = with_ts && c.source_timestamp.is_some();
+    let need = Emitter::data_frag_len(qos && c.key_hash.is_some(), qos && key_only, bytes.len())
+        + if ts { 12 } else { 0 };
+    if need + reserve > e.room() {
+        return false;
+    }
+    if let (true, Some(t)) = (ts, c.source_timestamp) {
+        e.info_ts(t);
+    }
+    e.data_frag(
+        ids.0,
+        ids.1,
+        c.sn,
+        if qos { c.key_hash.as_ref() } else { None },
+        if qos { c.kind.status_info() } else { 0 },
+        f,
+        frag as u16,
+        c.payload.len() as u32,
+        bytes,
+        key_only,
+    )
 }

@@ -12,6 +12,8 @@ use crate::{Guid, Locator, Time};
 pub(crate) const MAX_OUT_OF_ORDER: usize = 4096;
 /// Most outstanding repair requests per reader proxy.
 const MAX_REQUESTED: usize = 4096;
+/// Most samples with outstanding fragment requests per reader proxy.
+const MAX_FRAG_REQUESTS: usize = 64;
 
 /// A received change waiting for delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +39,11 @@ pub(crate) struct ReaderProxy {
     pub(crate) hb_pending: bool,
     pub(crate) last_acknack: Option<i32>,
     pub(crate) repair_due: Timestamp,
+    /// Resend progress of a fragmented sample: (SN, next fragment).
+    pub(crate) repair_frag: (i64, u32),
+    /// Fragments requested by NACK_FRAG, per SN.
+    pub(crate) frag_requests: BTreeMap<i64, BTreeSet<u32>>,
+    pub(crate) last_nackfrag: Option<i32>,
 }
 
 impl ReaderProxy {
@@ -57,7 +64,35 @@ impl ReaderProxy {
             hb_pending: reliable,
             last_acknack: None,
             repair_due: Timestamp(0),
+            repair_frag: (0, 1),
+            frag_requests: BTreeMap::new(),
+            last_nackfrag: None,
         }
+    }
+
+    /// Applies a NACK_FRAG for `sn` (fragments `frags`); false if stale.
+    pub(crate) fn on_nack_frag(
+        &mut self,
+        sn: i64,
+        frags: impl Iterator<Item = u32>,
+        count: i32,
+        due: Timestamp,
+    ) -> bool {
+        if self.last_nackfrag.is_some_and(|c| count <= c) || sn <= self.acked {
+            return false;
+        }
+        self.last_nackfrag = Some(count);
+        if self.frag_requests.len() >= MAX_FRAG_REQUESTS && !self.frag_requests.contains_key(&sn) {
+            return true;
+        }
+        let set = self.frag_requests.entry(sn).or_default();
+        for f in frags {
+            if f >= 1 && set.len() < 256 {
+                set.insert(f);
+            }
+        }
+        self.repair_due = due;
+        true
     }
 
     /// Applies an ACKNACK; false if it was stale. `last_sn` is the writer's newest SN.
@@ -77,6 +112,7 @@ impl ReaderProxy {
         if base - 1 > self.acked {
             self.acked = base - 1;
             self.requested = self.requested.split_off(&(self.acked + 1));
+            self.frag_requests = self.frag_requests.split_off(&(self.acked + 1));
         }
         let before = self.requested.len();
         for sn in set.iter() {

@@ -358,11 +358,82 @@ fn inline_qos_timestamp_and_dispose_reach_the_reader() {
 fn oversized_sample_is_refused() {
     let (mut net, a, _b, w, _r) = pair(81, WriterQos::default(), reliable_reader());
     let now = net.now;
-    let big = vec![0u8; 70_000];
-    assert!(matches!(
+    let max = net.p(a).max_payload_size();
+    let big = vec![0u8; max + 1];
+    assert_eq!(
         net.p(a).write(w, alive(&big), now),
-        Err(WriteError::PayloadTooLarge { size: 70_000, .. })
-    ));
+        Err(WriteError::PayloadTooLarge { size: max + 1, max })
+    );
+}
+
+fn big_payload(i: u32, len: usize) -> Vec<u8> {
+    let mut p = vec![0, 1, 0, 0];
+    p.extend_from_slice(&i.to_le_bytes());
+    p.extend((8..len).map(|k| (k as u32).wrapping_mul(31).wrapping_add(i) as u8));
+    p
+}
+
+#[test]
+fn large_samples_are_fragmented_and_reassembled_reliably_under_loss() {
+    let (mut net, a, b, w, r) = pair_mtu(82, keep_all_writer(), reliable_reader(), 1400);
+    net.link = LinkConfig::lossy(0.2, 0.1, 0.2);
+    let now = net.now;
+    let ts = Time {
+        seconds: 9,
+        fraction: 1,
+    };
+    let samples: Vec<Vec<u8>> = (0..20)
+        .map(|i| big_payload(i, 20_000 + 999 * i as usize))
+        .collect();
+    for s in &samples {
+        let req = WriteRequest {
+            source_timestamp: Some(ts),
+            key_hash: Some([4; 16]),
+            ..alive(s)
+        };
+        net.p(a).write(w, req, now).unwrap();
+    }
+    net.flush(a);
+    let ok = net.run_until(Duration::from_secs(30), |n| {
+        n.nodes[b].samples_of(r).count() >= 20
+    });
+    assert!(ok, "got {}", net.nodes[b].samples_of(r).count());
+    let got: Vec<_> = net.nodes[b].samples_of(r).cloned().collect();
+    for (s, want) in got.iter().zip(&samples) {
+        assert_eq!(&s.payload[..want.len()], &want[..]);
+        assert!(s.payload.len() < want.len() + 4);
+        assert_eq!(s.source_timestamp, Some(ts));
+        assert_eq!(s.key_hash, Some([4; 16]));
+    }
+    assert!(net.nodes[a].participant.stats().resent_data > 0);
+}
+
+#[test]
+fn large_samples_best_effort_arrive_whole_or_not_at_all() {
+    let wq = WriterQos {
+        reliability: Reliability::BEST_EFFORT,
+        ..WriterQos::default()
+    };
+    let (mut net, a, b, w, r) = pair_mtu(83, wq, ReaderQos::default(), 1400);
+    net.link = LinkConfig::lossy(0.02, 0.05, 0.1);
+    for i in 0..30u32 {
+        let now = net.now;
+        net.p(a)
+            .write(w, alive(&big_payload(i, 10_000)), now)
+            .unwrap();
+        net.flush(a);
+        net.run_for(Duration::from_millis(5));
+    }
+    net.run_for(Duration::from_millis(100));
+    let got: Vec<_> = net.nodes[b].samples_of(r).cloned().collect();
+    assert!(!got.is_empty() && got.len() < 30, "{}", got.len());
+    let mut last = None;
+    for s in &got {
+        let i = value(s).unwrap();
+        assert_eq!(s.payload, big_payload(i, 10_000));
+        assert!(last.is_none_or(|l| l < i));
+        last = Some(i);
+    }
 }
 
 #[test]

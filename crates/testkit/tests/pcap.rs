@@ -13,7 +13,10 @@ fn simulated_traffic_dumps_to_a_valid_pcapng() {
     let mut net = Network::new(3);
     net.record = true;
     net.link = LinkConfig::lossy(0.2, 0.0, 0.0);
-    let a = net.add_participant(0);
+    // Small datagrams so that the large sample below goes out as DATA_FRAGs.
+    let mut ca = Network::config_for(0, 0);
+    ca.max_message_size = 1400;
+    let a = net.add_participant_with(ca);
     let b = net.add_participant(0);
     let now = net.now;
     let wq = WriterQos {
@@ -34,6 +37,10 @@ fn simulated_traffic_dumps_to_a_valid_pcapng() {
         let now = net.now;
         net.p(a).write(w, alive(&payload(i)), now).unwrap();
     }
+    let mut big = vec![0u8, 1, 0, 0];
+    big.resize(5000, 0x5a);
+    let now = net.now;
+    net.p(a).write(w, alive(&big), now).unwrap();
     net.flush(a);
     net.run_for(Duration::from_millis(500));
 
@@ -59,7 +66,7 @@ fn simulated_traffic_dumps_to_a_valid_pcapng() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(issues.is_empty(), "{issues:#?}");
     let ids = report.submessage_ids();
-    for id in [0x06u8, 0x07, 0x0e, 0x15] {
+    for id in [0x06u8, 0x07, 0x0e, 0x15, 0x16] {
         assert!(ids.contains(&id), "submessage {id:#x} missing: {ids:?}");
     }
 }
