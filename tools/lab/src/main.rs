@@ -1,2 +1,422 @@
-//! lab binary.
-fn main() {}
+//! `lab`: run the perftest matrix on a link and write CSV, JSON and an HTML report.
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use ferrodds_lab::compare::{self, Thresholds};
+use ferrodds_lab::lab::{self, ConsoleProgress, LabOptions, TopologyOptions};
+use ferrodds_lab::matrix::{self, MatrixSpec, System};
+use ferrodds_lab::record::{self, RunStatus};
+use ferrodds_lab::runner;
+use ferrodds_lab::testbed::Impairments;
+use ferrodds_lab::{report, LabError};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "lab",
+    version,
+    about = "Characterise a link: run perftest (plus raw-UDP and Cyclone ddsperf baselines) through a test matrix and write CSV, JSON and an HTML report"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run the matrix (full by default, --quick for a first look).
+    Run(Box<RunArgs>),
+    /// Regenerate report.html of a results directory from its recorded CSV/JSON.
+    Report {
+        /// Results directory.
+        dir: PathBuf,
+        /// Leave out the published Connext reference lines.
+        #[arg(long)]
+        no_reference: bool,
+    },
+    /// Compare two results directories and flag regressions.
+    Compare {
+        /// Baseline results directory.
+        old: PathBuf,
+        /// New results directory.
+        new: PathBuf,
+        /// Flag a latency (p50) increase beyond this many percent.
+        #[arg(long, default_value_t = 10.0)]
+        latency_threshold: f64,
+        /// Flag a throughput (samples/s) decrease beyond this many percent.
+        #[arg(long, default_value_t = 10.0)]
+        throughput_threshold: f64,
+        /// Where to write compare.csv and compare.html (default: the NEW directory).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Exit with status 1 when a regression is flagged.
+        #[arg(long)]
+        fail_on_regression: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Topo {
+    Loopback,
+    Netns,
+    Remote,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Small representative subset with short runs (about two minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Sample sizes in bytes, comma-separated (k/M suffixes allowed).
+    #[arg(long)]
+    sizes: Option<String>,
+    /// Tests: latency,throughput.
+    #[arg(long)]
+    tests: Option<String>,
+    /// Reliability: reliable,best-effort.
+    #[arg(long)]
+    reliability: Option<String>,
+    /// Keyed type (100,000 instances): on, off or both.
+    #[arg(long)]
+    keyed: Option<String>,
+    /// Batching (8192 B): on, off or both.
+    #[arg(long)]
+    batching: Option<String>,
+    /// Transports: udpv4,shmem.
+    #[arg(long)]
+    transport: Option<String>,
+    /// Systems: ferrodds,raw,cyclone.
+    #[arg(long)]
+    systems: Option<String>,
+    /// perftest -executionTime of each run, in seconds.
+    #[arg(long)]
+    execution_time: Option<u32>,
+    /// Repetitions of each scenario.
+    #[arg(long)]
+    repetitions: Option<u32>,
+    /// Results directory.
+    #[arg(long, default_value = "lab-results")]
+    out: PathBuf,
+    /// CPU list both processes are pinned to with `taskset -c` (a cross-CPU wake-up costs
+    /// ~30 µs on small VMs).
+    #[arg(long, default_value = "0")]
+    cpu: String,
+    /// Do not pin the processes.
+    #[arg(long)]
+    no_pin: bool,
+    /// Topology.
+    #[arg(long, value_enum, default_value = "loopback")]
+    topology: Topo,
+    /// netns: packet loss in percent per direction (nftables).
+    #[arg(long)]
+    loss: Option<f64>,
+    /// netns: one-way delay in ms (needs tc netem).
+    #[arg(long)]
+    delay: Option<f64>,
+    /// netns: delay jitter in ms (needs tc netem).
+    #[arg(long)]
+    jitter: Option<f64>,
+    /// netns: rate limit in Mbit/s per direction (tc tbf).
+    #[arg(long)]
+    rate: Option<f64>,
+    /// remote: address of the other host.
+    #[arg(long)]
+    peer_host: Option<String>,
+    /// remote: this host's address on the link.
+    #[arg(long)]
+    local_addr: Option<String>,
+    /// remote: command prefix that runs a shell command line on the other host, e.g. "ssh host".
+    #[arg(long)]
+    run_remote_cmd: Option<String>,
+    /// remote: perftest's name or path on the other host.
+    #[arg(long, default_value = "perftest")]
+    remote_perftest: String,
+    /// perftest binary (default: next to `lab`, then PATH).
+    #[arg(long, env = "FERRODDS_PERFTEST")]
+    perftest: Option<PathBuf>,
+    /// ddsperf binary (default: PATH; Cyclone is skipped when missing).
+    #[arg(long)]
+    ddsperf: Option<PathBuf>,
+    /// Timeout of one run in seconds (default: execution time + a start-up margin).
+    #[arg(long)]
+    run_timeout: Option<u64>,
+    /// First DDS domain id (runs cycle through 40 domains from here).
+    #[arg(long, default_value_t = 180)]
+    domain_base: u32,
+    /// Leave out the published Connext reference lines in the report.
+    #[arg(long)]
+    no_reference: bool,
+    /// Print the schedule and command lines without running anything.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+fn spec_from(a: &RunArgs) -> Result<MatrixSpec, LabError> {
+    let mut spec = if a.quick {
+        MatrixSpec::quick()
+    } else {
+        MatrixSpec::full()
+    };
+    if let Some(s) = &a.sizes {
+        spec.sizes = Some(matrix::parse_sizes(s)?);
+    }
+    if let Some(s) = &a.tests {
+        spec.tests = matrix::parse_list(s)?;
+    }
+    if let Some(s) = &a.reliability {
+        spec.reliabilities = matrix::parse_list(s)?;
+    }
+    if let Some(s) = &a.keyed {
+        spec.keyed = matrix::parse_on_off("keyed", s)?;
+    }
+    if let Some(s) = &a.batching {
+        spec.batching = matrix::parse_on_off("batching", s)?;
+    }
+    if let Some(s) = &a.transport {
+        spec.transports = matrix::parse_list(s)?;
+    }
+    if let Some(s) = &a.systems {
+        spec.systems = matrix::parse_list(s)?;
+    }
+    if let Some(t) = a.execution_time {
+        if t == 0 {
+            return Err(LabError::Usage("--execution-time must be at least 1 s"));
+        }
+        spec.execution_time_s = t;
+    }
+    if let Some(r) = a.repetitions {
+        if r == 0 {
+            return Err(LabError::Usage("--repetitions must be at least 1"));
+        }
+        spec.repetitions = r;
+    }
+    Ok(spec)
+}
+
+fn find_perftest(explicit: &Option<PathBuf>) -> Option<PathBuf> {
+    if let Some(p) = explicit {
+        return Some(p.clone());
+    }
+    let sibling = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.join("perftest")))
+        .filter(|p| p.is_file());
+    sibling.or_else(|| runner::find_program("perftest"))
+}
+
+fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
+    let spec = spec_from(a)?;
+    let needs_perftest = spec
+        .systems
+        .iter()
+        .any(|s| matches!(s, System::Ferrodds | System::Raw));
+    let perftest = match find_perftest(&a.perftest) {
+        Some(p) => p,
+        None if needs_perftest => {
+            return Err(LabError::Usage(
+                "perftest binary not found: build it (cargo build --release -p ferrodds-perftest) or pass --perftest PATH",
+            ))
+        }
+        None => PathBuf::from("perftest"),
+    };
+    let ddsperf = match &a.ddsperf {
+        Some(p) => Some(p.clone()),
+        None => runner::find_program("ddsperf"),
+    };
+    let imp = Impairments {
+        loss_pct: a.loss,
+        delay_ms: a.delay,
+        jitter_ms: a.jitter,
+        rate_mbit: a.rate,
+    };
+    imp.validate()?;
+    if a.topology != Topo::Netns && imp.any() {
+        return Err(LabError::Usage(
+            "--loss/--delay/--jitter/--rate need --topology netns",
+        ));
+    }
+    let topology = match a.topology {
+        Topo::Loopback => TopologyOptions::Loopback,
+        Topo::Netns => TopologyOptions::Netns(imp),
+        Topo::Remote => TopologyOptions::Remote {
+            peer_host: a
+                .peer_host
+                .clone()
+                .ok_or(LabError::Usage("--topology remote needs --peer-host ADDR"))?,
+            local_addr: a.local_addr.clone(),
+            run_remote_cmd: a
+                .run_remote_cmd
+                .as_ref()
+                .map(|c| c.split_whitespace().map(String::from).collect()),
+            remote_perftest: a.remote_perftest.clone(),
+        },
+    };
+    let cpu = if a.no_pin {
+        None
+    } else if runner::find_program("taskset").is_some() {
+        Some(a.cpu.clone())
+    } else {
+        eprintln!("lab: taskset not found (util-linux): processes are not pinned");
+        None
+    };
+    Ok(LabOptions {
+        spec,
+        quick: a.quick,
+        out: a.out.clone(),
+        cpu,
+        topology,
+        perftest,
+        ddsperf,
+        run_timeout: a.run_timeout.map(Duration::from_secs),
+        domain_base: a.domain_base,
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        reference: !a.no_reference,
+    })
+}
+
+fn cmd_run(a: &RunArgs) -> Result<ExitCode, LabError> {
+    let opts = options_from(a)?;
+    if a.dry_run {
+        let placement = runner::Placement {
+            perftest: opts.perftest.clone(),
+            ddsperf: opts
+                .ddsperf
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("ddsperf")),
+            cpu: opts.cpu.clone(),
+            pub_addr: Some("127.0.0.1".into()),
+            sub_addr: Some("127.0.0.1".into()),
+            cyclone_pub_uri: "file://<out>/cyclone-loopback.xml".into(),
+            cyclone_sub_uri: "file://<out>/cyclone-loopback.xml".into(),
+            ..Default::default()
+        };
+        let sched = opts.spec.schedule();
+        for r in &sched {
+            let c = runner::build_commands(
+                &r.scenario,
+                &placement,
+                opts.domain_base + (r.index % 40) as u32,
+                opts.spec.execution_time_s,
+            );
+            println!(
+                "{:4} {} {} {} B rep {}\n     sub: {}\n     pub: {}",
+                r.index,
+                r.scenario.config_label(),
+                r.scenario.test,
+                r.scenario.size,
+                r.repetition + 1,
+                c.server.shell_line(),
+                c.client.shell_line()
+            );
+        }
+        let est: Duration = sched
+            .iter()
+            .map(|r| lab::estimate(r, opts.spec.execution_time_s))
+            .sum();
+        println!(
+            "{} runs, estimated {} min",
+            sched.len(),
+            est.as_secs().div_ceil(60)
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = Arc::clone(&stop);
+        let first = AtomicBool::new(true);
+        let _ = ctrlc::set_handler(move || {
+            if first.swap(false, Ordering::SeqCst) {
+                eprintln!("\nlab: interrupted: stopping the current run and writing partial results (Ctrl-C again to force)");
+                stop.store(true, Ordering::SeqCst);
+            } else {
+                std::process::exit(130);
+            }
+        });
+    }
+    let mut progress = ConsoleProgress::new();
+    let summary = lab::run_lab(&opts, &stop, &mut progress)?;
+    println!(
+        "lab: {} ok, {} failed, {} not started; results in {} (report.html)",
+        summary.runs_ok,
+        summary.runs_failed,
+        summary.runs_not_started,
+        opts.out.display()
+    );
+    for r in summary.runs.iter().filter(|r| r.status != RunStatus::Ok) {
+        println!(
+            "lab: failed: #{} {} {} {} B: {}",
+            r.run_index,
+            r.scenario.config_label(),
+            r.scenario.test,
+            r.scenario.size,
+            r.error
+        );
+    }
+    Ok(if summary.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn run(cli: Cli) -> Result<ExitCode, LabError> {
+    match cli.command {
+        Cmd::Run(a) => cmd_run(&a),
+        Cmd::Report { dir, no_reference } => {
+            let summary = record::read_results(&dir)?;
+            report::write_report(&dir, &summary, !no_reference)?;
+            println!(
+                "lab: wrote {}",
+                dir.join(record::files::REPORT_HTML).display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Compare {
+            old,
+            new,
+            latency_threshold,
+            throughput_threshold,
+            out,
+            fail_on_regression,
+        } => {
+            let th = Thresholds {
+                latency_pct: latency_threshold,
+                throughput_pct: throughput_threshold,
+            };
+            let old_s = record::read_results(&old)?;
+            let new_s = record::read_results(&new)?;
+            let c = compare::compare(&old_s, &new_s, th);
+            let out = out.unwrap_or_else(|| new.clone());
+            compare::write_outputs(&out, &c, &old, &new)?;
+            print!("{}", compare::console_table(&c));
+            let n = c.regressions();
+            println!(
+                "lab: {n} regression(s); wrote {} and {}",
+                out.join(compare::COMPARE_CSV).display(),
+                out.join(compare::COMPARE_HTML).display()
+            );
+            Ok(if fail_on_regression && n > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("lab: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,703 @@
+//! The run loop: sets up the topology, runs the schedule, records every run as it finishes
+//! (CSV and JSON are rewritten after each run, so a killed lab still leaves valid files) and
+//! writes the report at the end.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::error::LabError;
+use crate::matrix::{MatrixSpec, PlannedRun, System, TestKind};
+use crate::parse;
+use crate::record::{self, HostInfo, RunRecord, RunSettings, RunStatus, Summary};
+use crate::runner::{self, CommandSpec, Ending, PairOutcome, PairTiming, Placement};
+use crate::testbed::{self, Impairments, Testbed};
+
+/// The Cyclone DDS loopback configuration shipped with the lab (`tools/lab/cyclone-loopback.xml`).
+pub const CYCLONE_LOOPBACK_XML: &str = include_str!("../cyclone-loopback.xml");
+
+/// How the two sides of a run are connected.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TopologyOptions {
+    /// Both processes on this host, over 127.0.0.1.
+    Loopback,
+    /// Two network namespaces joined by a veth pair, with optional impairments.
+    Netns(Impairments),
+    /// The subscriber side runs on another host.
+    Remote {
+        /// Address of the other host.
+        peer_host: String,
+        /// This host's address on the link (perftest `-nic`), if to be pinned.
+        local_addr: Option<String>,
+        /// Command prefix that runs a shell command line on the other host (e.g. `ssh host`);
+        /// `None` = print the command and wait for the user to start it.
+        run_remote_cmd: Option<Vec<String>>,
+        /// perftest's name or path on the other host.
+        remote_perftest: String,
+    },
+}
+
+impl TopologyOptions {
+    /// Short description recorded with every run.
+    pub fn describe(&self) -> String {
+        match self {
+            TopologyOptions::Loopback => "loopback".into(),
+            TopologyOptions::Netns(i) if i.any() => format!("netns {}", i.describe()),
+            TopologyOptions::Netns(_) => "netns".into(),
+            TopologyOptions::Remote { peer_host, .. } => format!("remote {peer_host}"),
+        }
+    }
+}
+
+/// Everything `lab run` needs.
+#[derive(Clone, Debug)]
+pub struct LabOptions {
+    /// The matrix.
+    pub spec: MatrixSpec,
+    /// Whether this is `--quick`.
+    pub quick: bool,
+    /// Results directory.
+    pub out: PathBuf,
+    /// `taskset -c` CPU list, `None` = no pinning.
+    pub cpu: Option<String>,
+    /// Topology.
+    pub topology: TopologyOptions,
+    /// perftest binary.
+    pub perftest: PathBuf,
+    /// ddsperf binary; `None` removes Cyclone from the matrix (with a note).
+    pub ddsperf: Option<PathBuf>,
+    /// Per-run timeout; `None` = execution time + a margin for start-up and shutdown.
+    pub run_timeout: Option<Duration>,
+    /// First DDS domain id; run `i` uses `domain_base + i % 40`.
+    pub domain_base: u32,
+    /// The lab's own command line, recorded in the summary.
+    pub command_line: String,
+    /// Draw the published Connext figures as reference lines.
+    pub reference: bool,
+}
+
+/// Receives progress events.
+pub trait Progress {
+    /// The schedule is known.
+    fn start(&mut self, runs: usize, estimated: Duration);
+    /// A run is starting.
+    fn run_started(&mut self, run: &PlannedRun, description: &str);
+    /// A run has finished; `estimated` was its share of the total estimate.
+    fn run_finished(&mut self, record: &RunRecord, estimated: Duration);
+    /// A free-form message.
+    fn message(&mut self, text: &str);
+    /// All done.
+    fn finish(&mut self);
+}
+
+/// Progress on the terminal: an indicatif bar with ETA when stderr is a terminal, plain log
+/// lines on stderr otherwise.
+pub struct ConsoleProgress {
+    bar: Option<ProgressBar>,
+    total: usize,
+    done: usize,
+}
+
+impl ConsoleProgress {
+    /// A progress reporter choosing bar or log lines by whether stderr is a terminal.
+    pub fn new() -> Self {
+        ConsoleProgress {
+            bar: None,
+            total: 0,
+            done: 0,
+        }
+    }
+
+    fn line(&self, text: &str) {
+        match &self.bar {
+            Some(b) => b.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+}
+
+impl Default for ConsoleProgress {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Progress for ConsoleProgress {
+    fn start(&mut self, runs: usize, estimated: Duration) {
+        self.total = runs;
+        if std::io::stderr().is_terminal() {
+            let b = ProgressBar::new(estimated.as_secs().max(1));
+            if let Ok(style) = ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:40} {percent:>3}% ETA {eta_precise} {msg}",
+            ) {
+                b.set_style(style);
+            }
+            b.enable_steady_tick(Duration::from_millis(200));
+            self.bar = Some(b);
+        }
+        self.line(&format!(
+            "lab: {runs} runs planned, estimated {} min",
+            estimated.as_secs().div_ceil(60)
+        ));
+    }
+
+    fn run_started(&mut self, run: &PlannedRun, description: &str) {
+        match &self.bar {
+            Some(b) => b.set_message(format!("[{}/{}] {description}", run.index + 1, self.total)),
+            None => eprintln!("lab: [{}/{}] {description} ...", run.index + 1, self.total),
+        }
+    }
+
+    fn run_finished(&mut self, r: &RunRecord, estimated: Duration) {
+        self.done += 1;
+        let what = match (r.status, r.latency, r.throughput) {
+            (RunStatus::Ok, Some(l), _) if r.scenario.test == TestKind::Latency => {
+                format!("p50 {:.1} µs, p99 {:.1} µs", l.p50_us, l.p99_us)
+            }
+            (RunStatus::Ok, _, Some(t)) => format!(
+                "{:.0} samples/s, {:.1} Mbps, lost {:.2} %",
+                t.samples_per_s, t.mbps, t.lost_pct
+            ),
+            (st, _, _) => format!("{}: {}", st.name(), r.error),
+        };
+        let text = format!(
+            "lab: [{}/{}] {} {} {} B: {what} ({:.1} s)",
+            r.run_index + 1,
+            self.total,
+            r.scenario.config_label(),
+            r.scenario.test,
+            r.scenario.size,
+            r.duration_s
+        );
+        self.line(&text);
+        if let Some(b) = &self.bar {
+            b.inc(estimated.as_secs());
+        }
+    }
+
+    fn message(&mut self, text: &str) {
+        self.line(&format!("lab: {text}"));
+    }
+
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Progress that keeps the messages (tests, embedding).
+#[derive(Debug, Default)]
+pub struct RecordingProgress {
+    /// Every line, in order.
+    pub lines: Vec<String>,
+}
+
+impl Progress for RecordingProgress {
+    fn start(&mut self, runs: usize, _estimated: Duration) {
+        self.lines.push(format!("start {runs}"));
+    }
+    fn run_started(&mut self, _run: &PlannedRun, description: &str) {
+        self.lines.push(format!("run {description}"));
+    }
+    fn run_finished(&mut self, record: &RunRecord, _estimated: Duration) {
+        self.lines.push(format!("done {}", record.status.name()));
+    }
+    fn message(&mut self, text: &str) {
+        self.lines.push(text.to_string());
+    }
+    fn finish(&mut self) {
+        self.lines.push("finish".into());
+    }
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Estimated wall time of one run (execution time plus start-up and shutdown).
+pub fn estimate(run: &PlannedRun, execution_time_s: u32) -> Duration {
+    let s = &run.scenario;
+    let overhead = match s.system {
+        System::Cyclone => 3.5,
+        _ => 4.5,
+    } + if s.keyed { 2.0 } else { 0.0 }
+        + if s.size > 1_000_000 { 3.0 } else { 0.0 };
+    Duration::from_secs_f64(f64::from(execution_time_s) + overhead)
+}
+
+fn default_timeout(run: &PlannedRun, execution_time_s: u32) -> Duration {
+    let s = &run.scenario;
+    let extra = 30 + if s.keyed { 60 } else { 0 } + if s.size > 1_000_000 { 30 } else { 0 };
+    Duration::from_secs(u64::from(execution_time_s) + extra)
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), LabError> {
+    std::fs::write(path, text).map_err(|e| LabError::io(path, e))
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    }
+}
+
+fn describe_exit(p: &runner::ProcOutput) -> String {
+    match p.status {
+        Some(st) => match st.code() {
+            Some(c) => format!("exit {c}"),
+            None => "killed by a signal".into(),
+        },
+        None => "stopped by the lab".into(),
+    }
+}
+
+/// Turns a pair outcome into a record.
+pub fn make_record(
+    run: &PlannedRun,
+    outcome: &PairOutcome,
+    server_cmd: &CommandSpec,
+    client_cmd: &CommandSpec,
+    topology: &str,
+    execution_time_s: u32,
+) -> RunRecord {
+    let s = &run.scenario;
+    let (latency, throughput) = match s.system {
+        System::Cyclone => (
+            parse::ddsperf_latency(&outcome.client.stdout),
+            parse::ddsperf_throughput(&outcome.server.stdout),
+        ),
+        _ => (
+            parse::perftest_latency(&outcome.client.stdout),
+            parse::perftest_throughput(&outcome.server.stdout),
+        ),
+    };
+    let have = match s.test {
+        TestKind::Latency => latency.is_some(),
+        TestKind::Throughput => throughput.is_some(),
+    };
+    let exits = format!(
+        "publisher {}, subscriber {}",
+        describe_exit(&outcome.client),
+        describe_exit(&outcome.server)
+    );
+    let (status, error) = match outcome.ending {
+        Ending::Interrupted => (RunStatus::Interrupted, "interrupted (Ctrl-C)".to_string()),
+        Ending::TimedOut => (
+            RunStatus::TimedOut,
+            format!("timed out after {:.0} s", outcome.elapsed.as_secs_f64()),
+        ),
+        Ending::ServerFailed => (
+            RunStatus::Failed,
+            format!("subscriber side failed first ({exits})"),
+        ),
+        Ending::Finished if have => (RunStatus::Ok, String::new()),
+        Ending::Finished => (
+            RunStatus::Failed,
+            format!(
+                "no {} summary in the {} output ({exits})",
+                s.test,
+                if s.test == TestKind::Latency {
+                    "publisher"
+                } else {
+                    "subscriber"
+                }
+            ),
+        ),
+    };
+    let stderr_tail = if status == RunStatus::Ok {
+        String::new()
+    } else {
+        let mut t = String::new();
+        for (who, p) in [("pub", &outcome.client), ("sub", &outcome.server)] {
+            let tail = runner::tail_lines(&format!("{}\n{}", p.stderr, p.stdout), 12);
+            for l in tail.lines() {
+                t.push_str(who);
+                t.push_str(": ");
+                t.push_str(l);
+                t.push('\n');
+            }
+        }
+        t.trim_end().to_string()
+    };
+    RunRecord {
+        run_index: run.index,
+        repetition: run.repetition,
+        scenario: *s,
+        topology: topology.to_string(),
+        execution_time_s,
+        status,
+        duration_s: outcome.elapsed.as_secs_f64(),
+        latency,
+        throughput,
+        error,
+        pub_command: client_cmd.shell_line(),
+        sub_command: server_cmd.shell_line(),
+        stderr_tail,
+    }
+}
+
+struct Setup {
+    placement: Placement,
+    _testbed: Option<Testbed>,
+    notes: Vec<String>,
+    manual_remote: bool,
+}
+
+fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
+    let out = absolute(&opts.out);
+    let mut placement = Placement {
+        perftest: opts.perftest.clone(),
+        ddsperf: opts
+            .ddsperf
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("ddsperf")),
+        cpu: opts.cpu.clone(),
+        ..Default::default()
+    };
+    let mut notes = Vec::new();
+    let mut testbed = None;
+    let mut manual_remote = false;
+    match &opts.topology {
+        TopologyOptions::Loopback => {
+            let p = out.join("cyclone-loopback.xml");
+            write_file(&p, CYCLONE_LOOPBACK_XML)?;
+            let uri = format!("file://{}", p.display());
+            placement.cyclone_pub_uri = uri.clone();
+            placement.cyclone_sub_uri = uri;
+            placement.pub_addr = Some("127.0.0.1".into());
+            placement.sub_addr = Some("127.0.0.1".into());
+        }
+        TopologyOptions::Netns(imp) => {
+            let tb = Testbed::create(*imp)?;
+            notes.extend(tb.notes.iter().cloned());
+            let a = out.join("cyclone-netns-pub.xml");
+            let b = out.join("cyclone-netns-sub.xml");
+            write_file(
+                &a,
+                &testbed::cyclone_config_for(testbed::NETNS_PUB_ADDR, testbed::NETNS_SUB_ADDR),
+            )?;
+            write_file(
+                &b,
+                &testbed::cyclone_config_for(testbed::NETNS_SUB_ADDR, testbed::NETNS_PUB_ADDR),
+            )?;
+            placement.cyclone_pub_uri = format!("file://{}", a.display());
+            placement.cyclone_sub_uri = format!("file://{}", b.display());
+            placement.pub_addr = Some(testbed::NETNS_PUB_ADDR.into());
+            placement.sub_addr = Some(testbed::NETNS_SUB_ADDR.into());
+            placement.pub_prefix = tb.pub_prefix();
+            placement.sub_prefix = tb.sub_prefix();
+            testbed = Some(tb);
+        }
+        TopologyOptions::Remote {
+            peer_host,
+            local_addr,
+            run_remote_cmd,
+            remote_perftest,
+        } => {
+            placement.pub_addr = local_addr.clone();
+            placement.sub_addr = Some(peer_host.clone());
+            placement.remote_perftest = Some(remote_perftest.clone());
+            let local = local_addr.clone().unwrap_or_else(|| "0.0.0.0".into());
+            let a = out.join("cyclone-remote-local.xml");
+            write_file(&a, &testbed::cyclone_config_for(&local, peer_host))?;
+            placement.cyclone_pub_uri = format!("file://{}", a.display());
+            // The other host gets its configuration inline (Cyclone accepts XML in the URI).
+            placement.cyclone_sub_uri = testbed::cyclone_config_for(peer_host, &local)
+                .lines()
+                .skip(1)
+                .map(str::trim)
+                .collect::<String>();
+            match run_remote_cmd {
+                Some(prefix) => placement.sub_shell_prefix = prefix.clone(),
+                None => {
+                    manual_remote = true;
+                    // Commands are shown as a shell line for the other host.
+                    placement.sub_shell_prefix = vec!["sh".into(), "-c".into()];
+                    notes.push(
+                        "remote topology without --run-remote-cmd: subscriber commands were printed for the other host; throughput is measured there"
+                            .into(),
+                    );
+                }
+            }
+        }
+    }
+    Ok(Setup {
+        placement,
+        _testbed: testbed,
+        notes,
+        manual_remote,
+    })
+}
+
+/// Runs the whole matrix and writes the results directory. Returns the summary; partial
+/// results are kept when `stop` is raised (Ctrl-C).
+pub fn run_lab(
+    opts: &LabOptions,
+    stop: &AtomicBool,
+    progress: &mut dyn Progress,
+) -> Result<Summary, LabError> {
+    let started = now_unix();
+    let mut spec = opts.spec.clone();
+    let mut notes: Vec<String> = Vec::new();
+    if spec.systems.contains(&System::Cyclone) && opts.ddsperf.is_none() {
+        spec.systems.retain(|s| *s != System::Cyclone);
+        notes.push(
+            "Cyclone DDS ddsperf not found (Debian package cyclonedds-tools): Cyclone baseline skipped"
+                .into(),
+        );
+    }
+    let schedule = spec.schedule();
+    if schedule.is_empty() {
+        return Err(LabError::EmptyMatrix);
+    }
+    std::fs::create_dir_all(&opts.out).map_err(|e| LabError::io(&opts.out, e))?;
+    let setup = setup_topology(opts)?;
+    notes.extend(setup.notes.iter().cloned());
+    let topology = opts.topology.describe();
+    let exec = spec.execution_time_s;
+    let settings = RunSettings {
+        topology: topology.clone(),
+        cpu_pin: opts.cpu.clone().unwrap_or_default(),
+        execution_time_s: exec,
+        repetitions: spec.repetitions,
+        quick: opts.quick,
+        perftest: opts.perftest.display().to_string(),
+        ddsperf: opts
+            .ddsperf
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        command_line: opts.command_line.clone(),
+    };
+    let mut summary = Summary {
+        lab_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_unix_s: started,
+        finished_unix_s: started,
+        host: HostInfo::detect(),
+        settings,
+        planned_runs: schedule.len(),
+        runs_ok: 0,
+        runs_failed: 0,
+        runs_not_started: schedule.len(),
+        interrupted: false,
+        notes,
+        aggregates: Vec::new(),
+        runs: Vec::new(),
+    };
+    for n in &summary.notes {
+        progress.message(n);
+    }
+    let total_est: Duration = schedule.iter().map(|r| estimate(r, exec)).sum();
+    progress.start(schedule.len(), total_est);
+    for run in &schedule {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let domain = opts.domain_base + (run.index % 40) as u32;
+        let cmds = runner::build_commands(&run.scenario, &setup.placement, domain, exec);
+        let s = &run.scenario;
+        let desc = format!(
+            "{} {} {} B rep {}",
+            s.config_label(),
+            s.test,
+            s.size,
+            run.repetition + 1
+        );
+        progress.run_started(run, &desc);
+        let (server, shown_server) = if setup.manual_remote {
+            progress.message(&format!(
+                "start on the other host: {}",
+                cmds.server.args.last().cloned().unwrap_or_default()
+            ));
+            wait_for_user(stop);
+            (CommandSpec::new("true"), cmds.server.clone())
+        } else {
+            (cmds.server.clone(), cmds.server.clone())
+        };
+        let grace = match (s.system, s.test) {
+            (System::Cyclone, TestKind::Latency) => Duration::from_millis(500),
+            (System::Cyclone, TestKind::Throughput) => Duration::from_secs(8),
+            _ => Duration::from_secs(8),
+        };
+        let timing = PairTiming {
+            server_head_start: Duration::from_millis(500),
+            timeout: opts
+                .run_timeout
+                .unwrap_or_else(|| default_timeout(run, exec)),
+            server_grace: grace,
+        };
+        let record = match runner::run_pair(&server, &cmds.client, timing, stop) {
+            Ok(outcome) => {
+                let mut r =
+                    make_record(run, &outcome, &shown_server, &cmds.client, &topology, exec);
+                if setup.manual_remote {
+                    r.sub_command = cmds.server.args.last().cloned().unwrap_or_default();
+                }
+                r
+            }
+            Err(e) => RunRecord {
+                run_index: run.index,
+                repetition: run.repetition,
+                scenario: *s,
+                topology: topology.clone(),
+                execution_time_s: exec,
+                status: RunStatus::Failed,
+                duration_s: 0.0,
+                latency: None,
+                throughput: None,
+                error: e.to_string(),
+                pub_command: cmds.client.shell_line(),
+                sub_command: shown_server.shell_line(),
+                stderr_tail: String::new(),
+            },
+        };
+        progress.run_finished(&record, estimate(run, exec));
+        summary.runs.push(record);
+        refresh(&mut summary);
+        summary.interrupted = stop.load(Ordering::Relaxed);
+        record::write_results(&opts.out, &summary)?;
+    }
+    summary.interrupted = stop.load(Ordering::Relaxed);
+    if summary.interrupted {
+        summary.notes.push(format!(
+            "interrupted (Ctrl-C): {} of {} runs finished",
+            summary.runs.len(),
+            summary.planned_runs
+        ));
+    }
+    refresh(&mut summary);
+    summary.finished_unix_s = now_unix();
+    record::write_results(&opts.out, &summary)?;
+    crate::report::write_report(&opts.out, &summary, opts.reference)?;
+    progress.finish();
+    Ok(summary)
+}
+
+fn refresh(summary: &mut Summary) {
+    summary.runs_ok = summary
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Ok)
+        .count();
+    summary.runs_failed = summary.runs.len() - summary.runs_ok;
+    summary.runs_not_started = summary.planned_runs - summary.runs.len();
+    summary.aggregates = record::aggregate(&summary.runs);
+}
+
+fn wait_for_user(stop: &AtomicBool) {
+    if std::io::stdin().is_terminal() {
+        eprintln!("lab: press Enter when the subscriber is running on the other host");
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+    } else {
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        while std::time::Instant::now() < end && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::{Reliability, Scenario, Transport};
+
+    fn planned(system: System, test: TestKind) -> PlannedRun {
+        PlannedRun {
+            index: 4,
+            repetition: 1,
+            scenario: Scenario {
+                system,
+                test,
+                reliability: Reliability::Reliable,
+                keyed: false,
+                batching: false,
+                transport: Transport::Udpv4,
+                size: 32,
+            },
+        }
+    }
+
+    fn outcome(ending: Ending, client_out: &str, server_out: &str) -> PairOutcome {
+        PairOutcome {
+            ending,
+            server: runner::ProcOutput {
+                status: None,
+                stdout: server_out.into(),
+                stderr: "sub complaint".into(),
+            },
+            client: runner::ProcOutput {
+                status: None,
+                stdout: client_out.into(),
+                stderr: "pub complaint".into(),
+            },
+            elapsed: Duration::from_secs(3),
+        }
+    }
+
+    const LAT: &str = "Sample Size (Bytes), Ave (us), Std (us), Min (us), Max (us), 50% (us), 90% (us), 99% (us), 99.99% (us), 99.9999% (us)\n32, 10, 1.0, 8, 50, 9, 12, 20, 40, 50\n";
+
+    #[test]
+    fn records_from_outcomes() {
+        let run = planned(System::Ferrodds, TestKind::Latency);
+        let c = CommandSpec::new("perftest").args(["-pub"]);
+        let r = make_record(
+            &run,
+            &outcome(Ending::Finished, LAT, ""),
+            &c,
+            &c,
+            "loopback",
+            2,
+        );
+        assert_eq!(r.status, RunStatus::Ok);
+        assert_eq!(r.latency.unwrap().p50_us, 9.0);
+        assert!(r.stderr_tail.is_empty());
+        let r = make_record(
+            &run,
+            &outcome(Ending::Finished, "", ""),
+            &c,
+            &c,
+            "loopback",
+            2,
+        );
+        assert_eq!(r.status, RunStatus::Failed);
+        assert!(r.error.contains("no latency summary"), "{}", r.error);
+        assert!(r.stderr_tail.contains("pub: pub complaint"));
+        assert!(r.stderr_tail.contains("sub: sub complaint"));
+        let r = make_record(
+            &run,
+            &outcome(Ending::TimedOut, LAT, ""),
+            &c,
+            &c,
+            "loopback",
+            2,
+        );
+        assert_eq!(r.status, RunStatus::TimedOut);
+        let r = make_record(&run, &outcome(Ending::Interrupted, LAT, ""), &c, &c, "x", 2);
+        assert_eq!(r.status, RunStatus::Interrupted);
+    }
+
+    #[test]
+    fn estimates_and_topology_names() {
+        let run = planned(System::Ferrodds, TestKind::Latency);
+        assert!(estimate(&run, 2) >= Duration::from_secs(2));
+        assert!(default_timeout(&run, 2) > estimate(&run, 2));
+        assert_eq!(TopologyOptions::Loopback.describe(), "loopback");
+        let n = TopologyOptions::Netns(Impairments {
+            loss_pct: Some(2.0),
+            ..Default::default()
+        });
+        assert_eq!(n.describe(), "netns loss=2%");
+    }
+}

@@ -1,0 +1,534 @@
+//! The test matrix: axes, the rules that prune meaningless combinations, and the run schedule.
+//!
+//! A [`Scenario`] is one point of the matrix (system × test × reliability × keyed × batching ×
+//! transport × size). [`MatrixSpec::scenarios`] expands the selected axes; [`MatrixSpec::schedule`]
+//! orders the runs so that, for each configuration, the systems alternate round by round
+//! (A B C A B C …) and slow drifts of the machine spread over all systems alike.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::LabError;
+
+/// The sample sizes (perftest `-dataLen`, bytes) of the standard matrix.
+pub const STANDARD_SIZES: [u64; 12] = [
+    32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 63000,
+];
+
+/// The large sizes (bytes), run only reliable, unkeyed and without batching.
+pub const LARGE_SIZES: [u64; 6] = [
+    100_000, 500_000, 1_048_576, 1_548_576, 4_194_304, 10_485_760,
+];
+
+/// Sizes above this many bytes are "large data": reliable, unkeyed, no batching, no raw baseline.
+pub const LARGE_THRESHOLD: u64 = 63_000;
+
+/// The batch size (bytes) used when batching is on.
+pub const BATCH_BYTES: u64 = 8192;
+
+/// Number of instances written in keyed runs (`-keyed -instances 100000`).
+pub const KEYED_INSTANCES: u64 = 100_000;
+
+/// The sizes of `lab run --quick`.
+pub const QUICK_SIZES: [u64; 3] = [32, 1024, 16384];
+
+/// Which implementation a run measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum System {
+    /// FerroDDS through `perftest`.
+    Ferrodds,
+    /// `perftest -rawTransport`: plain UDP sockets, no DDS (the baseline).
+    Raw,
+    /// Eclipse Cyclone DDS `ddsperf`.
+    Cyclone,
+}
+
+/// Which measurement a run makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestKind {
+    /// Ping-pong, one-way latency (RTT/2) reported by the publisher.
+    Latency,
+    /// Publish as fast as possible, throughput reported by the subscriber.
+    Throughput,
+}
+
+/// Reliability QoS of the data topics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reliability {
+    /// Strict reliable (keep all).
+    Reliable,
+    /// Best effort (`-bestEffort`, ddsperf `-u`).
+    BestEffort,
+}
+
+/// The transport perftest is asked to use (`-transport`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// UDP over IPv4.
+    Udpv4,
+    /// Shared memory (perftest only; Cyclone runs are skipped).
+    Shmem,
+}
+
+macro_rules! named_enum {
+    ($t:ty, $what:literal, $($v:path => $s:literal),+ $(,)?) => {
+        impl $t {
+            /// The stable lower-case name used in CSV, JSON and on the command line.
+            pub fn name(self) -> &'static str {
+                match self { $($v => $s),+ }
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+        impl FromStr for $t {
+            type Err = LabError;
+            fn from_str(s: &str) -> Result<Self, LabError> {
+                match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+                    $($s => Ok($v),)+
+                    _ => Err(LabError::BadValue { what: $what, value: s.to_string() }),
+                }
+            }
+        }
+    };
+}
+
+named_enum!(System, "system", System::Ferrodds => "ferrodds", System::Raw => "raw", System::Cyclone => "cyclone");
+named_enum!(TestKind, "test", TestKind::Latency => "latency", TestKind::Throughput => "throughput");
+named_enum!(Reliability, "reliability", Reliability::Reliable => "reliable", Reliability::BestEffort => "best-effort");
+named_enum!(Transport, "transport", Transport::Udpv4 => "udpv4", Transport::Shmem => "shmem");
+
+impl Transport {
+    /// The value of perftest's `-transport` option.
+    pub fn perftest_name(self) -> &'static str {
+        match self {
+            Transport::Udpv4 => "UDPv4",
+            Transport::Shmem => "SHMEM",
+        }
+    }
+}
+
+/// Parses `on`/`off` style booleans used by `--keyed` and `--batching` lists.
+pub fn parse_on_off(what: &'static str, s: &str) -> Result<Vec<bool>, LabError> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "on" | "yes" | "true" | "keyed" => Ok(vec![true]),
+        "off" | "no" | "false" | "unkeyed" => Ok(vec![false]),
+        "both" | "all" => Ok(vec![false, true]),
+        _ => Err(LabError::BadValue {
+            what,
+            value: s.to_string(),
+        }),
+    }
+}
+
+/// Parses a comma-separated list with `FromStr` items.
+pub fn parse_list<T: FromStr<Err = LabError>>(s: &str) -> Result<Vec<T>, LabError> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        out.push(item.parse()?);
+    }
+    Ok(out)
+}
+
+/// Parses a size such as `32`, `63000`, `1k` (1024), `4M` (4 MiB) or `1.5MB`.
+pub fn parse_size(s: &str) -> Result<u64, LabError> {
+    let t = s.trim().to_ascii_lowercase();
+    let bad = || LabError::BadValue {
+        what: "size",
+        value: s.to_string(),
+    };
+    let (num, mult) = if let Some(n) = t.strip_suffix("kib").or_else(|| t.strip_suffix('k')) {
+        (n, 1024.0)
+    } else if let Some(n) = t.strip_suffix("mib").or_else(|| t.strip_suffix('m')) {
+        (n, 1_048_576.0)
+    } else if let Some(n) = t.strip_suffix("kb") {
+        (n, 1000.0)
+    } else if let Some(n) = t.strip_suffix("mb") {
+        (n, 1e6)
+    } else {
+        (t.as_str(), 1.0)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    let bytes = (v * mult).round();
+    if !(28.0..=2_147_482_620.0).contains(&bytes) {
+        return Err(bad());
+    }
+    Ok(bytes as u64)
+}
+
+/// Parses a comma-separated list of sizes.
+pub fn parse_sizes(s: &str) -> Result<Vec<u64>, LabError> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+        .map(parse_size)
+        .collect()
+}
+
+/// One point of the matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Scenario {
+    /// Measured implementation.
+    pub system: System,
+    /// Latency or throughput.
+    pub test: TestKind,
+    /// Reliability of the data topics.
+    pub reliability: Reliability,
+    /// Keyed type with [`KEYED_INSTANCES`] instances.
+    pub keyed: bool,
+    /// Batching ([`BATCH_BYTES`]) on.
+    pub batching: bool,
+    /// Transport.
+    pub transport: Transport,
+    /// Sample size in bytes (perftest `-dataLen`, 28-byte header included).
+    pub size: u64,
+}
+
+impl Scenario {
+    /// The configuration a plot line stands for: system × reliability × keyed × batching
+    /// (plus the transport when it is not UDPv4).
+    pub fn config_label(&self) -> String {
+        config_label(
+            self.system,
+            self.reliability,
+            self.keyed,
+            self.batching,
+            self.transport,
+        )
+    }
+}
+
+/// Builds the label of a plot line (see [`Scenario::config_label`]).
+pub fn config_label(
+    system: System,
+    reliability: Reliability,
+    keyed: bool,
+    batching: bool,
+    transport: Transport,
+) -> String {
+    let mut s = match system {
+        // The raw transport has no reliability and no keys: label it by what it is.
+        System::Raw => "raw UDP".to_string(),
+        _ => format!(
+            "{} {} {}",
+            system,
+            reliability,
+            if keyed { "keyed" } else { "unkeyed" }
+        ),
+    };
+    if batching {
+        s.push_str(" batching");
+    }
+    if transport != Transport::Udpv4 {
+        s.push(' ');
+        s.push_str(transport.name());
+    }
+    s
+}
+
+/// One scheduled run: a scenario and which repetition of it this is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedRun {
+    /// Position in the schedule, from 0.
+    pub index: usize,
+    /// What to run.
+    pub scenario: Scenario,
+    /// Repetition number, from 0.
+    pub repetition: u32,
+}
+
+/// The selected axes of a matrix.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatrixSpec {
+    /// Systems to run (those not installed are removed by the caller).
+    pub systems: Vec<System>,
+    /// Tests.
+    pub tests: Vec<TestKind>,
+    /// Reliabilities.
+    pub reliabilities: Vec<Reliability>,
+    /// Keyed values (`false` = unkeyed).
+    pub keyed: Vec<bool>,
+    /// Batching values.
+    pub batching: Vec<bool>,
+    /// Transports.
+    pub transports: Vec<Transport>,
+    /// Explicit sizes; `None` = [`STANDARD_SIZES`] plus [`LARGE_SIZES`] for reliable unkeyed.
+    pub sizes: Option<Vec<u64>>,
+    /// Repetitions of each scenario.
+    pub repetitions: u32,
+    /// perftest `-executionTime` (seconds) of each run.
+    pub execution_time_s: u32,
+}
+
+impl MatrixSpec {
+    /// The full matrix users run by hand.
+    pub fn full() -> Self {
+        MatrixSpec {
+            systems: vec![System::Ferrodds, System::Raw, System::Cyclone],
+            tests: vec![TestKind::Latency, TestKind::Throughput],
+            reliabilities: vec![Reliability::Reliable, Reliability::BestEffort],
+            keyed: vec![false, true],
+            batching: vec![false, true],
+            transports: vec![Transport::Udpv4],
+            sizes: None,
+            repetitions: 3,
+            execution_time_s: 10,
+        }
+    }
+
+    /// A small representative subset for a first look (about two minutes).
+    pub fn quick() -> Self {
+        MatrixSpec {
+            systems: vec![System::Ferrodds, System::Raw, System::Cyclone],
+            tests: vec![TestKind::Latency, TestKind::Throughput],
+            reliabilities: vec![Reliability::Reliable],
+            keyed: vec![false],
+            batching: vec![false],
+            transports: vec![Transport::Udpv4],
+            sizes: Some(QUICK_SIZES.to_vec()),
+            repetitions: 1,
+            execution_time_s: 2,
+        }
+    }
+
+    fn sizes_for(&self, reliability: Reliability, keyed: bool) -> Vec<u64> {
+        match &self.sizes {
+            Some(s) => s.clone(),
+            None => {
+                let mut v = STANDARD_SIZES.to_vec();
+                if reliability == Reliability::Reliable && !keyed {
+                    v.extend_from_slice(&LARGE_SIZES);
+                }
+                v
+            }
+        }
+    }
+
+    /// Expands the axes into scenarios, applying the matrix rules:
+    /// - latency tests run without batching (perftest disables batching in latency mode);
+    /// - batching is only run where a batch holds at least two samples (size ≤ 4096 B);
+    /// - large sizes (> 63000 B) are reliable, unkeyed and unbatched only;
+    /// - the raw baseline is unkeyed and sized ≤ 63000 B; it has no reliability, so it is run once
+    ///   per configuration, in the best-effort groups (or the reliable ones if best effort is not
+    ///   selected);
+    /// - Cyclone `ddsperf` has no batching switch and no SHMEM here: batching-off UDPv4 groups only.
+    pub fn scenarios(&self) -> Vec<Scenario> {
+        let raw_reliability = if self.reliabilities.contains(&Reliability::BestEffort) {
+            Reliability::BestEffort
+        } else {
+            Reliability::Reliable
+        };
+        let mut out = Vec::new();
+        for &test in &self.tests {
+            for &reliability in &self.reliabilities {
+                for &keyed in &self.keyed {
+                    for &batching in &self.batching {
+                        for &transport in &self.transports {
+                            let mut sizes = self.sizes_for(reliability, keyed);
+                            sizes.sort_unstable();
+                            sizes.dedup();
+                            for size in sizes {
+                                if batching && (test == TestKind::Latency || 2 * size > BATCH_BYTES)
+                                {
+                                    continue;
+                                }
+                                if size > LARGE_THRESHOLD
+                                    && (reliability != Reliability::Reliable || keyed || batching)
+                                {
+                                    continue;
+                                }
+                                for &system in &self.systems {
+                                    let keep = match system {
+                                        System::Ferrodds => true,
+                                        System::Raw => {
+                                            !keyed
+                                                && size <= LARGE_THRESHOLD
+                                                && reliability == raw_reliability
+                                        }
+                                        System::Cyclone => {
+                                            !batching && transport == Transport::Udpv4
+                                        }
+                                    };
+                                    if keep {
+                                        out.push(Scenario {
+                                            system,
+                                            test,
+                                            reliability,
+                                            keyed,
+                                            batching,
+                                            transport,
+                                            size,
+                                        });
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Orders the runs: for each configuration group (all axes but the system), every repetition
+    /// runs each system once, so systems interleave round by round (A B C A B C).
+    pub fn schedule(&self) -> Vec<PlannedRun> {
+        let scenarios = self.scenarios();
+        let mut groups: Vec<Vec<Scenario>> = Vec::new();
+        for s in scenarios {
+            match groups.last_mut() {
+                Some(g) if same_group(&g[0], &s) => g.push(s),
+                _ => groups.push(vec![s]),
+            }
+        }
+        let mut out = Vec::new();
+        for g in groups {
+            for repetition in 0..self.repetitions {
+                for &scenario in &g {
+                    out.push(PlannedRun {
+                        index: out.len(),
+                        scenario,
+                        repetition,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+fn same_group(a: &Scenario, b: &Scenario) -> bool {
+    a.test == b.test
+        && a.reliability == b.reliability
+        && a.keyed == b.keyed
+        && a.batching == b.batching
+        && a.transport == b.transport
+        && a.size == b.size
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quick_matrix_is_small_and_interleaved() {
+        let q = MatrixSpec::quick();
+        let runs = q.schedule();
+        // 3 sizes × 2 tests × 3 systems.
+        assert_eq!(runs.len(), 18);
+        let systems: Vec<System> = runs.iter().take(6).map(|r| r.scenario.system).collect();
+        assert_eq!(
+            systems,
+            vec![
+                System::Ferrodds,
+                System::Raw,
+                System::Cyclone,
+                System::Ferrodds,
+                System::Raw,
+                System::Cyclone
+            ]
+        );
+        assert!(runs.iter().enumerate().all(|(i, r)| r.index == i));
+    }
+
+    #[test]
+    fn full_matrix_counts() {
+        let f = MatrixSpec::full();
+        let sc = f.scenarios();
+        let count = |sys: System| sc.iter().filter(|s| s.system == sys).count();
+        // FerroDDS: latency 2×2×12 = 48; throughput 2×2×(12 + 8 batched) = 80; large 6×2 = 12.
+        assert_eq!(count(System::Ferrodds), 140);
+        // Raw: latency 12; throughput 12 + 8 batched.
+        assert_eq!(count(System::Raw), 32);
+        // Cyclone: per test 2×2×12 + 6 large = 54.
+        assert_eq!(count(System::Cyclone), 108);
+        assert_eq!(f.schedule().len(), 280 * 3);
+        // Large sizes only reliable unkeyed unbatched.
+        assert!(sc
+            .iter()
+            .filter(|s| s.size > LARGE_THRESHOLD)
+            .all(|s| s.reliability == Reliability::Reliable && !s.keyed && !s.batching));
+        assert!(sc.iter().any(|s| s.size == 10_485_760));
+        // No batched latency runs.
+        assert!(!sc.iter().any(|s| s.batching && s.test == TestKind::Latency));
+    }
+
+    #[test]
+    fn subset_flags_restrict_the_matrix() {
+        let mut m = MatrixSpec::full();
+        m.systems = vec![System::Ferrodds];
+        m.tests = parse_list("throughput").unwrap();
+        m.reliabilities = parse_list("best-effort").unwrap();
+        m.keyed = parse_on_off("keyed", "on").unwrap();
+        m.batching = parse_on_off("batching", "both").unwrap();
+        m.sizes = Some(parse_sizes("32,1k,100000").unwrap());
+        m.repetitions = 2;
+        let sc = m.scenarios();
+        // 32 and 1024 unbatched + batched; 100000 is large and thus not best effort.
+        assert_eq!(sc.len(), 4);
+        assert!(sc
+            .iter()
+            .all(|s| s.keyed && s.reliability == Reliability::BestEffort));
+        assert_eq!(m.schedule().len(), 8);
+    }
+
+    #[test]
+    fn raw_runs_once_per_configuration() {
+        let mut m = MatrixSpec::full();
+        m.systems = vec![System::Raw];
+        m.tests = vec![TestKind::Latency];
+        let sc = m.scenarios();
+        assert_eq!(sc.len(), 12);
+        assert!(sc.iter().all(|s| s.reliability == Reliability::BestEffort));
+        m.reliabilities = vec![Reliability::Reliable];
+        assert_eq!(m.scenarios().len(), 12);
+    }
+
+    #[test]
+    fn parses_values() {
+        assert_eq!(parse_size("1k").unwrap(), 1024);
+        assert_eq!(parse_size("4MiB").unwrap(), 4_194_304);
+        assert_eq!(parse_size("1.5MB").unwrap(), 1_500_000);
+        assert!(parse_size("10").is_err());
+        assert!(parse_size("abc").is_err());
+        assert!(parse_size("").is_err());
+        assert_eq!(
+            "BEST_EFFORT".parse::<Reliability>().unwrap(),
+            Reliability::BestEffort
+        );
+        assert!("sometimes".parse::<Reliability>().is_err());
+        assert!(parse_on_off("keyed", "maybe").is_err());
+        assert_eq!(
+            parse_list::<TestKind>("latency, throughput").unwrap(),
+            vec![TestKind::Latency, TestKind::Throughput]
+        );
+    }
+
+    #[test]
+    fn labels() {
+        let s = Scenario {
+            system: System::Ferrodds,
+            test: TestKind::Throughput,
+            reliability: Reliability::BestEffort,
+            keyed: true,
+            batching: true,
+            transport: Transport::Udpv4,
+            size: 32,
+        };
+        assert_eq!(s.config_label(), "ferrodds best-effort keyed batching");
+        let r = Scenario {
+            system: System::Raw,
+            batching: false,
+            ..s
+        };
+        assert_eq!(r.config_label(), "raw UDP");
+    }
+}

@@ -1,0 +1,887 @@
+//! Recorded results: one [`RunRecord`] per run, the per-test CSV files, the JSON summary and the
+//! aggregation of repetitions into medians and spreads.
+//!
+//! CSV schema (`latency.csv`, `throughput.csv`): the columns [`META_COLUMNS`], then the
+//! perftest summary columns of the test ([`LATENCY_COLUMNS`] or [`THROUGHPUT_COLUMNS`], named as
+//! in the reference CSVs), then [`TAIL_COLUMNS`] (error, the two command lines, stderr tail).
+//! Metric cells of failed runs are empty. `summary.json` ([`Summary`]) holds the run settings,
+//! every record and the aggregates.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::LabError;
+use crate::matrix::{Reliability, Scenario, System, TestKind, Transport};
+
+/// Columns common to both CSV files, first.
+pub const META_COLUMNS: [&str; 13] = [
+    "run_index",
+    "repetition",
+    "system",
+    "test",
+    "reliability",
+    "keyed",
+    "batching",
+    "transport",
+    "topology",
+    "size_bytes",
+    "execution_time_s",
+    "status",
+    "duration_s",
+];
+
+/// perftest's one-way latency summary, in µs.
+pub const LATENCY_COLUMNS: [&str; 9] = [
+    "avg_us",
+    "std_us",
+    "min_us",
+    "max_us",
+    "p50_us",
+    "p90_us",
+    "p99_us",
+    "p9999_us",
+    "p999999_us",
+];
+
+/// perftest's throughput summary.
+pub const THROUGHPUT_COLUMNS: [&str; 5] = [
+    "total_samples",
+    "samples_per_s",
+    "mbps",
+    "lost_samples",
+    "lost_pct",
+];
+
+/// Columns common to both CSV files, last.
+pub const TAIL_COLUMNS: [&str; 4] = ["error", "pub_command", "sub_command", "stderr_tail"];
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    /// Both processes ended and the summary was parsed.
+    Ok,
+    /// A process failed, or its output had no summary.
+    Failed,
+    /// The run exceeded its timeout and was killed.
+    TimedOut,
+    /// Ctrl-C stopped the run.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// The stable name used in CSV and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Failed => "failed",
+            RunStatus::TimedOut => "timed-out",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, LabError> {
+        match s {
+            "ok" => Ok(RunStatus::Ok),
+            "failed" => Ok(RunStatus::Failed),
+            "timed-out" => Ok(RunStatus::TimedOut),
+            "interrupted" => Ok(RunStatus::Interrupted),
+            _ => Err(LabError::BadValue {
+                what: "status",
+                value: s.to_string(),
+            }),
+        }
+    }
+}
+
+/// One-way latency summary (µs), as perftest prints it (RTT/2).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct LatencyStats {
+    /// Mean.
+    pub avg_us: f64,
+    /// Population standard deviation.
+    pub std_us: f64,
+    /// Minimum.
+    pub min_us: f64,
+    /// Maximum.
+    pub max_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.99th percentile.
+    pub p9999_us: f64,
+    /// 99.9999th percentile.
+    pub p999999_us: f64,
+}
+
+impl LatencyStats {
+    fn values(&self) -> [f64; 9] {
+        [
+            self.avg_us,
+            self.std_us,
+            self.min_us,
+            self.max_us,
+            self.p50_us,
+            self.p90_us,
+            self.p99_us,
+            self.p9999_us,
+            self.p999999_us,
+        ]
+    }
+
+    fn from_values(v: [f64; 9]) -> Self {
+        LatencyStats {
+            avg_us: v[0],
+            std_us: v[1],
+            min_us: v[2],
+            max_us: v[3],
+            p50_us: v[4],
+            p90_us: v[5],
+            p99_us: v[6],
+            p9999_us: v[7],
+            p999999_us: v[8],
+        }
+    }
+}
+
+/// Subscriber throughput summary.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct ThroughputStats {
+    /// Samples received.
+    pub total_samples: u64,
+    /// Average samples per second.
+    pub samples_per_s: f64,
+    /// Average megabits per second (sample size × 8 × samples/s / 10^6).
+    pub mbps: f64,
+    /// Samples lost (sequence gaps).
+    pub lost_samples: u64,
+    /// Lost / (received + lost) × 100.
+    pub lost_pct: f64,
+}
+
+/// The record of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Position in the schedule.
+    pub run_index: usize,
+    /// Repetition number, from 0.
+    pub repetition: u32,
+    /// The configuration.
+    pub scenario: Scenario,
+    /// `loopback`, `netns` or `remote` (with emulation settings, e.g. `netns loss=1%`).
+    pub topology: String,
+    /// perftest `-executionTime`.
+    pub execution_time_s: u32,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Wall-clock seconds the run took.
+    pub duration_s: f64,
+    /// Latency summary (publisher side), when parsed.
+    pub latency: Option<LatencyStats>,
+    /// Throughput summary (subscriber side), when parsed.
+    pub throughput: Option<ThroughputStats>,
+    /// Why it failed (empty when ok).
+    pub error: String,
+    /// The publisher (or ping) command line.
+    pub pub_command: String,
+    /// The subscriber (or pong) command line.
+    pub sub_command: String,
+    /// Last lines of the processes' error output, kept for failed runs.
+    pub stderr_tail: String,
+}
+
+fn bool_str(b: bool) -> &'static str {
+    if b {
+        "true"
+    } else {
+        "false"
+    }
+}
+
+fn fmt_f(v: f64) -> String {
+    if v.is_finite() {
+        // Shortest representation that round-trips.
+        format!("{v}")
+    } else {
+        String::new()
+    }
+}
+
+/// Writes the CSV file of one test kind: only records of that test, in schedule order.
+pub fn write_csv(path: &Path, test: TestKind, records: &[RunRecord]) -> Result<(), LabError> {
+    let csv_err = |source| LabError::Csv {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut w = csv::Writer::from_path(path).map_err(csv_err)?;
+    let metric_cols: &[&str] = match test {
+        TestKind::Latency => &LATENCY_COLUMNS,
+        TestKind::Throughput => &THROUGHPUT_COLUMNS,
+    };
+    let header: Vec<&str> = META_COLUMNS
+        .iter()
+        .chain(metric_cols)
+        .chain(TAIL_COLUMNS.iter())
+        .copied()
+        .collect();
+    w.write_record(&header).map_err(csv_err)?;
+    for r in records.iter().filter(|r| r.scenario.test == test) {
+        let s = &r.scenario;
+        let mut row: Vec<String> = vec![
+            r.run_index.to_string(),
+            r.repetition.to_string(),
+            s.system.name().into(),
+            s.test.name().into(),
+            s.reliability.name().into(),
+            bool_str(s.keyed).into(),
+            bool_str(s.batching).into(),
+            s.transport.name().into(),
+            r.topology.clone(),
+            s.size.to_string(),
+            r.execution_time_s.to_string(),
+            r.status.name().into(),
+            format!("{:.3}", r.duration_s),
+        ];
+        match test {
+            TestKind::Latency => match &r.latency {
+                Some(l) => row.extend(l.values().iter().map(|v| fmt_f(*v))),
+                None => row.extend(std::iter::repeat_n(String::new(), LATENCY_COLUMNS.len())),
+            },
+            TestKind::Throughput => match &r.throughput {
+                Some(t) => row.extend([
+                    t.total_samples.to_string(),
+                    fmt_f(t.samples_per_s),
+                    fmt_f(t.mbps),
+                    t.lost_samples.to_string(),
+                    fmt_f(t.lost_pct),
+                ]),
+                None => row.extend(std::iter::repeat_n(String::new(), THROUGHPUT_COLUMNS.len())),
+            },
+        }
+        row.extend([
+            r.error.clone(),
+            r.pub_command.clone(),
+            r.sub_command.clone(),
+            r.stderr_tail.clone(),
+        ]);
+        w.write_record(&row).map_err(csv_err)?;
+    }
+    w.flush().map_err(|e| LabError::io(path, e))?;
+    Ok(())
+}
+
+struct Row<'a> {
+    path: &'a Path,
+    idx: &'a BTreeMap<String, usize>,
+    rec: &'a csv::StringRecord,
+}
+
+impl Row<'_> {
+    fn get(&self, col: &'static str) -> Result<&str, LabError> {
+        let i = self.idx.get(col).ok_or(LabError::MissingColumn {
+            path: self.path.to_path_buf(),
+            column: col,
+        })?;
+        Ok(self.rec.get(*i).unwrap_or("").trim())
+    }
+    fn parse<T: std::str::FromStr>(&self, col: &'static str) -> Result<T, LabError> {
+        let v = self.get(col)?;
+        v.parse().map_err(|_| LabError::BadValue {
+            what: col,
+            value: v.to_string(),
+        })
+    }
+    fn opt_f(&self, col: &'static str) -> Result<Option<f64>, LabError> {
+        let v = self.get(col)?;
+        if v.is_empty() {
+            Ok(None)
+        } else {
+            self.parse(col).map(Some)
+        }
+    }
+    fn boolean(&self, col: &'static str) -> Result<bool, LabError> {
+        match self.get(col)? {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            v => Err(LabError::BadValue {
+                what: col,
+                value: v.to_string(),
+            }),
+        }
+    }
+}
+
+/// Reads a CSV file written by [`write_csv`]; the test kind comes from each row.
+pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
+    let csv_err = |source| LabError::Csv {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut r = csv::Reader::from_path(path).map_err(csv_err)?;
+    let idx: BTreeMap<String, usize> = r
+        .headers()
+        .map_err(csv_err)?
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.trim().to_string(), i))
+        .collect();
+    for col in META_COLUMNS.iter().chain(TAIL_COLUMNS.iter()) {
+        if !idx.contains_key(*col) {
+            return Err(LabError::MissingColumn {
+                path: path.to_path_buf(),
+                column: col,
+            });
+        }
+    }
+    let mut out = Vec::new();
+    for rec in r.records() {
+        let rec = rec.map_err(csv_err)?;
+        let row = Row {
+            path,
+            idx: &idx,
+            rec: &rec,
+        };
+        let test: TestKind = row.get("test")?.parse()?;
+        let scenario = Scenario {
+            system: row.get("system")?.parse::<System>()?,
+            test,
+            reliability: row.get("reliability")?.parse::<Reliability>()?,
+            keyed: row.boolean("keyed")?,
+            batching: row.boolean("batching")?,
+            transport: row.get("transport")?.parse::<Transport>()?,
+            size: row.parse("size_bytes")?,
+        };
+        let (latency, throughput) = match test {
+            TestKind::Latency => {
+                let mut v = [f64::NAN; 9];
+                let mut any = false;
+                for (slot, col) in v.iter_mut().zip(LATENCY_COLUMNS) {
+                    if let Some(x) = row.opt_f(col)? {
+                        *slot = x;
+                        any = true;
+                    }
+                }
+                (any.then(|| LatencyStats::from_values(v)), None)
+            }
+            TestKind::Throughput => {
+                let t = if row.get("total_samples")?.is_empty() {
+                    None
+                } else {
+                    Some(ThroughputStats {
+                        total_samples: row.parse("total_samples")?,
+                        samples_per_s: row.opt_f("samples_per_s")?.unwrap_or(0.0),
+                        mbps: row.opt_f("mbps")?.unwrap_or(0.0),
+                        lost_samples: row.parse("lost_samples")?,
+                        lost_pct: row.opt_f("lost_pct")?.unwrap_or(0.0),
+                    })
+                };
+                (None, t)
+            }
+        };
+        out.push(RunRecord {
+            run_index: row.parse("run_index")?,
+            repetition: row.parse("repetition")?,
+            scenario,
+            topology: row.get("topology")?.to_string(),
+            execution_time_s: row.parse("execution_time_s")?,
+            status: RunStatus::parse(row.get("status")?)?,
+            duration_s: row.opt_f("duration_s")?.unwrap_or(0.0),
+            latency,
+            throughput,
+            error: row.get("error")?.to_string(),
+            pub_command: row.get("pub_command")?.to_string(),
+            sub_command: row.get("sub_command")?.to_string(),
+            stderr_tail: row.get("stderr_tail")?.to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Median, minimum and maximum of a metric across repetitions.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Median (mean of the two middle values for an even count).
+    pub median: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `values`, `None` when empty. NaNs are ignored.
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        })
+    }
+
+    /// (max − min) / median × 100, the relative spread.
+    pub fn relative_pct(&self) -> f64 {
+        if self.median.abs() > 0.0 {
+            (self.max - self.min) / self.median * 100.0
+        } else {
+            0.0
+        }
+    }
+}
+
+/// All repetitions of one scenario, summarised.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Aggregate {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Runs that produced results.
+    pub runs_ok: u32,
+    /// Runs that failed, timed out or were interrupted.
+    pub runs_failed: u32,
+    /// Latency mean.
+    pub avg_us: Option<Spread>,
+    /// Latency median.
+    pub p50_us: Option<Spread>,
+    /// Latency 99th percentile.
+    pub p99_us: Option<Spread>,
+    /// Throughput in samples/s.
+    pub samples_per_s: Option<Spread>,
+    /// Throughput in Mbps.
+    pub mbps: Option<Spread>,
+    /// Lost samples in %.
+    pub lost_pct: Option<Spread>,
+    /// Lost samples summed over repetitions.
+    pub lost_samples_total: u64,
+}
+
+/// Groups records by scenario (all repetitions) and summarises each group.
+pub fn aggregate(records: &[RunRecord]) -> Vec<Aggregate> {
+    let mut groups: BTreeMap<Scenario, Vec<&RunRecord>> = BTreeMap::new();
+    for r in records {
+        groups.entry(r.scenario).or_default().push(r);
+    }
+    groups
+        .into_iter()
+        .map(|(scenario, rs)| {
+            let ok: Vec<&&RunRecord> = rs.iter().filter(|r| r.status == RunStatus::Ok).collect();
+            let lat = |f: fn(&LatencyStats) -> f64| {
+                let v: Vec<f64> = ok
+                    .iter()
+                    .filter_map(|r| r.latency.as_ref().map(f))
+                    .collect();
+                Spread::of(&v)
+            };
+            let thr = |f: fn(&ThroughputStats) -> f64| {
+                let v: Vec<f64> = ok
+                    .iter()
+                    .filter_map(|r| r.throughput.as_ref().map(f))
+                    .collect();
+                Spread::of(&v)
+            };
+            let (avg_us, p50_us, p99_us) = if scenario.test == TestKind::Latency {
+                (lat(|l| l.avg_us), lat(|l| l.p50_us), lat(|l| l.p99_us))
+            } else {
+                (None, None, None)
+            };
+            let (samples_per_s, mbps, lost_pct) = if scenario.test == TestKind::Throughput {
+                (
+                    thr(|t| t.samples_per_s),
+                    thr(|t| t.mbps),
+                    thr(|t| t.lost_pct),
+                )
+            } else {
+                (None, None, None)
+            };
+            Aggregate {
+                scenario,
+                runs_ok: ok.len() as u32,
+                runs_failed: (rs.len() - ok.len()) as u32,
+                avg_us,
+                p50_us,
+                p99_us,
+                samples_per_s,
+                mbps,
+                lost_pct,
+                lost_samples_total: ok
+                    .iter()
+                    .filter(|_| scenario.test == TestKind::Throughput)
+                    .filter_map(|r| r.throughput.map(|t| t.lost_samples))
+                    .sum(),
+            }
+        })
+        .collect()
+}
+
+/// Facts about the machine a run was made on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct HostInfo {
+    /// Host name.
+    pub hostname: String,
+    /// `uname -sr`-style kernel string.
+    pub kernel: String,
+    /// Number of online CPUs.
+    pub cpus: usize,
+    /// CPU model name, if known.
+    pub cpu_model: String,
+}
+
+impl HostInfo {
+    /// Reads what it can from /proc and /etc; missing facts stay empty.
+    pub fn detect() -> Self {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let cpuinfo = read("/proc/cpuinfo");
+        let cpu_model = cpuinfo
+            .lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_default();
+        HostInfo {
+            hostname: read("/proc/sys/kernel/hostname").trim().to_string(),
+            kernel: format!(
+                "{} {}",
+                read("/proc/sys/kernel/ostype").trim(),
+                read("/proc/sys/kernel/osrelease").trim()
+            ),
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(0),
+            cpu_model,
+        }
+    }
+}
+
+/// How a results directory was produced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct RunSettings {
+    /// `loopback`, `netns …` or `remote …`.
+    pub topology: String,
+    /// CPU list both processes were pinned to (`taskset -c`), empty when not pinned.
+    pub cpu_pin: String,
+    /// perftest `-executionTime` of each run.
+    pub execution_time_s: u32,
+    /// Repetitions of each scenario.
+    pub repetitions: u32,
+    /// Whether `--quick` was used.
+    pub quick: bool,
+    /// The perftest binary used.
+    pub perftest: String,
+    /// The ddsperf binary used (empty when Cyclone was not run).
+    pub ddsperf: String,
+    /// The lab's own command line.
+    pub command_line: String,
+}
+
+/// The content of `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Lab version.
+    pub lab_version: String,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_unix_s: u64,
+    /// Seconds since the Unix epoch when the run ended.
+    pub finished_unix_s: u64,
+    /// The machine.
+    pub host: HostInfo,
+    /// The settings.
+    pub settings: RunSettings,
+    /// Runs planned.
+    pub planned_runs: usize,
+    /// Runs finished ok.
+    pub runs_ok: usize,
+    /// Runs that failed or timed out.
+    pub runs_failed: usize,
+    /// Runs never started (Ctrl-C).
+    pub runs_not_started: usize,
+    /// Whether Ctrl-C stopped the run early.
+    pub interrupted: bool,
+    /// Remarks (systems skipped, emulation caveats…).
+    pub notes: Vec<String>,
+    /// Per-scenario medians and spreads.
+    pub aggregates: Vec<Aggregate>,
+    /// Every run.
+    pub runs: Vec<RunRecord>,
+}
+
+/// File names inside a results directory.
+pub mod files {
+    /// Latency runs.
+    pub const LATENCY_CSV: &str = "latency.csv";
+    /// Throughput runs.
+    pub const THROUGHPUT_CSV: &str = "throughput.csv";
+    /// The JSON summary.
+    pub const SUMMARY_JSON: &str = "summary.json";
+    /// The HTML report.
+    pub const REPORT_HTML: &str = "report.html";
+}
+
+/// Writes both CSV files and `summary.json` into `dir` (created if needed).
+pub fn write_results(dir: &Path, summary: &Summary) -> Result<(), LabError> {
+    std::fs::create_dir_all(dir).map_err(|e| LabError::io(dir, e))?;
+    write_csv(
+        &dir.join(files::LATENCY_CSV),
+        TestKind::Latency,
+        &summary.runs,
+    )?;
+    write_csv(
+        &dir.join(files::THROUGHPUT_CSV),
+        TestKind::Throughput,
+        &summary.runs,
+    )?;
+    write_summary(&dir.join(files::SUMMARY_JSON), summary)
+}
+
+/// Writes `summary.json` (atomically: a temporary file renamed over the old one).
+pub fn write_summary(path: &Path, summary: &Summary) -> Result<(), LabError> {
+    let tmp: PathBuf = path.with_extension("json.tmp");
+    let f = File::create(&tmp).map_err(|e| LabError::io(&tmp, e))?;
+    serde_json::to_writer_pretty(std::io::BufWriter::new(f), summary).map_err(|source| {
+        LabError::Json {
+            path: tmp.clone(),
+            source,
+        }
+    })?;
+    std::fs::rename(&tmp, path).map_err(|e| LabError::io(path, e))
+}
+
+/// Reads a results directory: the records come from the CSV files (the source of truth, so
+/// hand-edited or merged CSVs are honoured); settings, host and notes from `summary.json` when
+/// it exists. Aggregates are recomputed.
+pub fn read_results(dir: &Path) -> Result<Summary, LabError> {
+    let mut runs = Vec::new();
+    for name in [files::LATENCY_CSV, files::THROUGHPUT_CSV] {
+        let p = dir.join(name);
+        if p.exists() {
+            runs.extend(read_csv(&p)?);
+        }
+    }
+    let json_path = dir.join(files::SUMMARY_JSON);
+    let old: Option<Summary> = if json_path.exists() {
+        let f = File::open(&json_path).map_err(|e| LabError::io(&json_path, e))?;
+        Some(
+            serde_json::from_reader(std::io::BufReader::new(f)).map_err(|source| {
+                LabError::Json {
+                    path: json_path.clone(),
+                    source,
+                }
+            })?,
+        )
+    } else {
+        None
+    };
+    if runs.is_empty() && old.as_ref().is_none_or(|o| o.runs.is_empty()) {
+        return Err(LabError::NoResults(dir.to_path_buf()));
+    }
+    // Keep the richer JSON records (they hold both latency and throughput) where the CSV agrees.
+    if let Some(o) = &old {
+        for r in &mut runs {
+            if let Some(j) = o
+                .runs
+                .iter()
+                .find(|j| j.run_index == r.run_index && j.scenario == r.scenario)
+            {
+                if r.latency.is_none() {
+                    r.latency = j.latency;
+                }
+                if r.throughput.is_none() {
+                    r.throughput = j.throughput;
+                }
+            }
+        }
+    }
+    runs.sort_by_key(|r| r.run_index);
+    let aggregates = aggregate(&runs);
+    let ok = runs.iter().filter(|r| r.status == RunStatus::Ok).count();
+    let failed = runs.len() - ok;
+    Ok(match old {
+        Some(o) => Summary {
+            runs_ok: ok,
+            runs_failed: failed,
+            aggregates,
+            runs,
+            ..o
+        },
+        None => Summary {
+            lab_version: String::new(),
+            started_unix_s: 0,
+            finished_unix_s: 0,
+            host: HostInfo::default(),
+            settings: RunSettings::default(),
+            planned_runs: runs.len(),
+            runs_ok: ok,
+            runs_failed: failed,
+            runs_not_started: 0,
+            interrupted: false,
+            notes: Vec::new(),
+            aggregates,
+            runs,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(i: usize, test: TestKind, status: RunStatus, v: f64) -> RunRecord {
+        RunRecord {
+            run_index: i,
+            repetition: (i % 3) as u32,
+            scenario: Scenario {
+                system: System::Ferrodds,
+                test,
+                reliability: Reliability::Reliable,
+                keyed: false,
+                batching: false,
+                transport: Transport::Udpv4,
+                size: 32,
+            },
+            topology: "loopback".into(),
+            execution_time_s: 2,
+            status,
+            duration_s: 4.5,
+            latency: (test == TestKind::Latency && status == RunStatus::Ok).then_some(
+                LatencyStats {
+                    avg_us: v,
+                    p50_us: v,
+                    p99_us: v * 2.0,
+                    ..Default::default()
+                },
+            ),
+            throughput: (test == TestKind::Throughput && status == RunStatus::Ok).then_some(
+                ThroughputStats {
+                    total_samples: 1000,
+                    samples_per_s: v,
+                    mbps: v * 0.25,
+                    lost_samples: 3,
+                    lost_pct: 0.3,
+                },
+            ),
+            error: if status == RunStatus::Ok {
+                String::new()
+            } else {
+                "perftest exited with 1, \"quoted\", comma".into()
+            },
+            pub_command: "taskset -c 0 perftest -pub -dataLen 32".into(),
+            sub_command: "taskset -c 0 perftest -sub".into(),
+            stderr_tail: "line1\nline2".into(),
+        }
+    }
+
+    #[test]
+    fn spread_median() {
+        let s = Spread::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        assert_eq!(Spread::of(&[1.0, 2.0, 3.0, 10.0]).unwrap().median, 2.5);
+        assert!(Spread::of(&[]).is_none());
+        assert!(Spread::of(&[f64::NAN]).is_none());
+        assert!((s.relative_pct() - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn aggregate_uses_ok_runs_only() {
+        let rs = vec![
+            rec(0, TestKind::Latency, RunStatus::Ok, 10.0),
+            rec(1, TestKind::Latency, RunStatus::Ok, 30.0),
+            rec(2, TestKind::Latency, RunStatus::Failed, 0.0),
+            rec(3, TestKind::Latency, RunStatus::Ok, 20.0),
+        ];
+        let a = aggregate(&rs);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].runs_ok, 3);
+        assert_eq!(a[0].runs_failed, 1);
+        let p50 = a[0].p50_us.unwrap();
+        assert_eq!((p50.median, p50.min, p50.max), (20.0, 10.0, 30.0));
+        assert_eq!(a[0].p99_us.unwrap().median, 40.0);
+        assert!(a[0].mbps.is_none());
+    }
+
+    #[test]
+    fn csv_and_json_round_trip() {
+        let dir = std::env::temp_dir().join(format!("lab-record-{}", std::process::id()));
+        let runs = vec![
+            rec(0, TestKind::Latency, RunStatus::Ok, 12.5),
+            rec(1, TestKind::Throughput, RunStatus::Ok, 123456.0),
+            rec(2, TestKind::Latency, RunStatus::TimedOut, 0.0),
+            rec(3, TestKind::Throughput, RunStatus::Failed, 0.0),
+        ];
+        let summary = Summary {
+            lab_version: "0.1.0".into(),
+            started_unix_s: 1,
+            finished_unix_s: 2,
+            host: HostInfo::default(),
+            settings: RunSettings {
+                topology: "loopback".into(),
+                ..Default::default()
+            },
+            planned_runs: 4,
+            runs_ok: 2,
+            runs_failed: 2,
+            runs_not_started: 0,
+            interrupted: false,
+            notes: vec!["note".into()],
+            aggregates: aggregate(&runs),
+            runs: runs.clone(),
+        };
+        write_results(&dir, &summary).unwrap();
+        let lat = read_csv(&dir.join(files::LATENCY_CSV)).unwrap();
+        assert_eq!(lat, vec![runs[0].clone(), runs[2].clone()]);
+        let thr = read_csv(&dir.join(files::THROUGHPUT_CSV)).unwrap();
+        assert_eq!(thr, vec![runs[1].clone(), runs[3].clone()]);
+        let back = read_results(&dir).unwrap();
+        assert_eq!(back, summary);
+        // Headers carry the required columns in order.
+        let text = std::fs::read_to_string(dir.join(files::LATENCY_CSV)).unwrap();
+        let header = text.lines().next().unwrap();
+        assert!(header.starts_with("run_index,repetition,system,test,"));
+        assert!(header.contains("p50_us,p90_us,p99_us"));
+        assert!(header.ends_with("error,pub_command,sub_command,stderr_tail"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn missing_column_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("lab-record-miss-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("latency.csv");
+        std::fs::write(&p, "run_index,system\n0,ferrodds\n").unwrap();
+        assert!(matches!(
+            read_csv(&p),
+            Err(LabError::MissingColumn {
+                column: "repetition",
+                ..
+            })
+        ));
+        std::fs::write(
+            dir.join("latency.csv"),
+            format!(
+                "{}\n",
+                META_COLUMNS
+                    .iter()
+                    .chain(TAIL_COLUMNS.iter())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        )
+        .unwrap();
+        assert!(matches!(read_results(&dir), Err(LabError::NoResults(_))));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,656 @@
+//! Building the command lines of a run and running a subscriber/publisher pair with a timeout.
+//!
+//! The "server" (perftest `-sub`, ddsperf `pong`/`sub`) starts first; the "client" (perftest
+//! `-pub`, ddsperf `ping`/`pub`) follows after a short delay. Each child gets its own process
+//! group, so a terminal's Ctrl-C reaches only the lab, which then kills the groups itself.
+//! Output is read by one thread per pipe into a bounded buffer (the tail is kept).
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::error::LabError;
+use crate::matrix::{Reliability, Scenario, System, TestKind, Transport, BATCH_BYTES};
+use crate::matrix::{KEYED_INSTANCES, LARGE_THRESHOLD};
+
+/// Most bytes of one pipe's output kept (the tail).
+pub const OUTPUT_CAP: usize = 4 << 20;
+
+/// A program with arguments and extra environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandSpec {
+    /// Program name or path.
+    pub program: String,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+}
+
+/// Quotes a word for a POSIX shell when needed.
+pub fn shell_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=,+@%".contains(&b));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+impl CommandSpec {
+    /// A command without arguments.
+    pub fn new(program: impl Into<String>) -> Self {
+        CommandSpec {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Appends arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Runs this command through `prefix` (e.g. `taskset -c 0`, `ip netns exec NS`), which
+    /// receives the program and its arguments as separate arguments.
+    pub fn wrapped(self, prefix: &[String]) -> Self {
+        let Some((first, rest)) = prefix.split_first() else {
+            return self;
+        };
+        let mut args: Vec<String> = rest.to_vec();
+        args.push(self.program);
+        args.extend(self.args);
+        CommandSpec {
+            program: first.clone(),
+            args,
+            env: self.env,
+        }
+    }
+
+    /// Runs this command through a remote-shell prefix (e.g. `ssh host`), which receives the
+    /// whole command, environment included, as one shell command line.
+    pub fn through_shell_prefix(self, prefix: &[String]) -> Self {
+        let Some((first, rest)) = prefix.split_first() else {
+            return self;
+        };
+        let mut args: Vec<String> = rest.to_vec();
+        args.push(self.shell_line());
+        CommandSpec {
+            program: first.clone(),
+            args,
+            env: Vec::new(),
+        }
+    }
+
+    /// The command as one shell line (`env K=V prog args…` when there is environment).
+    pub fn shell_line(&self) -> String {
+        let mut words: Vec<String> = Vec::new();
+        if !self.env.is_empty() {
+            words.push("env".into());
+            for (k, v) in &self.env {
+                words.push(shell_quote(&format!("{k}={v}")));
+            }
+        }
+        words.push(shell_quote(&self.program));
+        words.extend(self.args.iter().map(|a| shell_quote(a)));
+        words.join(" ")
+    }
+
+    fn to_command(&self) -> Command {
+        let mut c = Command::new(&self.program);
+        c.args(&self.args);
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+}
+
+/// Where and how the two processes of a run are started.
+#[derive(Clone, Debug, Default)]
+pub struct Placement {
+    /// The perftest binary (local path, or remote name for the remote side).
+    pub perftest: PathBuf,
+    /// perftest binary name on the remote host (remote topology).
+    pub remote_perftest: Option<String>,
+    /// The ddsperf binary.
+    pub ddsperf: PathBuf,
+    /// `taskset -c` CPU list, `None` = no pinning.
+    pub cpu: Option<String>,
+    /// Address the publisher side uses (`-nic`), `None` = perftest's default.
+    pub pub_addr: Option<String>,
+    /// Address the subscriber side uses.
+    pub sub_addr: Option<String>,
+    /// `CYCLONEDDS_URI` of the publisher side.
+    pub cyclone_pub_uri: String,
+    /// `CYCLONEDDS_URI` of the subscriber side.
+    pub cyclone_sub_uri: String,
+    /// Prefix for the publisher side (e.g. `ip netns exec A`).
+    pub pub_prefix: Vec<String>,
+    /// Prefix for the subscriber side (e.g. `ip netns exec B`).
+    pub sub_prefix: Vec<String>,
+    /// Remote-shell prefix for the subscriber side (e.g. `ssh host`).
+    pub sub_shell_prefix: Vec<String>,
+}
+
+/// The two command lines of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunCommands {
+    /// Subscriber / pong / sub (started first).
+    pub server: CommandSpec,
+    /// Publisher / ping / pub.
+    pub client: CommandSpec,
+}
+
+/// Builds the commands of one run.
+pub fn build_commands(
+    s: &Scenario,
+    p: &Placement,
+    domain: u32,
+    execution_time_s: u32,
+) -> RunCommands {
+    let (server, client) = match s.system {
+        System::Ferrodds | System::Raw => perftest_commands(s, p, domain, execution_time_s),
+        System::Cyclone => ddsperf_commands(s, p, domain, execution_time_s),
+    };
+    let pin: Vec<String> = match &p.cpu {
+        Some(cpu) => vec!["taskset".into(), "-c".into(), cpu.clone()],
+        None => Vec::new(),
+    };
+    let server = server
+        .wrapped(&pin)
+        .wrapped(&p.sub_prefix)
+        .through_shell_prefix(&p.sub_shell_prefix);
+    let client = client.wrapped(&pin).wrapped(&p.pub_prefix);
+    RunCommands { server, client }
+}
+
+fn perftest_commands(
+    s: &Scenario,
+    p: &Placement,
+    domain: u32,
+    exec: u32,
+) -> (CommandSpec, CommandSpec) {
+    let mut common: Vec<String> = vec![
+        "-domain".into(),
+        domain.to_string(),
+        "-noPrint".into(),
+        "-dataLen".into(),
+        s.size.to_string(),
+    ];
+    if s.system == System::Raw {
+        common.push("-rawTransport".into());
+    } else {
+        if s.reliability == Reliability::BestEffort {
+            common.push("-bestEffort".into());
+        }
+        if s.keyed {
+            common.extend([
+                "-keyed".into(),
+                "-instances".into(),
+                KEYED_INSTANCES.to_string(),
+            ]);
+        }
+    }
+    if s.transport != Transport::Udpv4 || s.system == System::Ferrodds {
+        common.extend(["-transport".into(), s.transport.perftest_name().into()]);
+    }
+    let side = |own: &Option<String>, other: &Option<String>| {
+        let mut v: Vec<String> = Vec::new();
+        if s.transport == Transport::Udpv4 {
+            if let Some(a) = own {
+                v.extend(["-nic".into(), a.clone()]);
+            }
+            if let Some(a) = other {
+                v.extend(["-peer".into(), a.clone()]);
+            }
+        }
+        v
+    };
+    let sub_bin = match &p.remote_perftest {
+        Some(r) if !p.sub_shell_prefix.is_empty() => r.clone(),
+        _ => p.perftest.display().to_string(),
+    };
+    let sub = CommandSpec::new(sub_bin)
+        .args(["-sub"])
+        .args(common.clone())
+        .args(side(&p.sub_addr, &p.pub_addr));
+    let mut pub_args: Vec<String> = vec!["-pub".into()];
+    pub_args.extend(common);
+    pub_args.extend(["-executionTime".into(), exec.to_string()]);
+    match s.test {
+        TestKind::Latency => pub_args.push("-latencyTest".into()),
+        TestKind::Throughput => {
+            if s.batching {
+                pub_args.extend(["-batchSize".into(), BATCH_BYTES.to_string()]);
+            } else if s.system == System::Ferrodds && s.size <= LARGE_THRESHOLD {
+                pub_args.extend(["-batchSize".into(), "0".into()]);
+            }
+        }
+    }
+    let publ = CommandSpec::new(p.perftest.display().to_string())
+        .args(pub_args)
+        .args(side(&p.pub_addr, &p.sub_addr));
+    (sub, publ)
+}
+
+fn ddsperf_commands(
+    s: &Scenario,
+    p: &Placement,
+    domain: u32,
+    exec: u32,
+) -> (CommandSpec, CommandSpec) {
+    let mut common: Vec<String> = Vec::new();
+    if s.reliability == Reliability::BestEffort {
+        common.push("-u".into());
+    }
+    if s.keyed {
+        common.extend(["-n".into(), KEYED_INSTANCES.to_string()]);
+    }
+    common.extend(["-i".into(), domain.to_string()]);
+    let prog = if p.sub_shell_prefix.is_empty() {
+        p.ddsperf.display().to_string()
+    } else {
+        "ddsperf".to_string()
+    };
+    // The server outlives the client by a few seconds and stops by itself, so its output
+    // (block-buffered into our pipe) is flushed at exit.
+    let mut sub = CommandSpec::new(prog)
+        .args(common.clone())
+        .args([format!("-D{}", exec + 3)]);
+    sub.env
+        .push(("CYCLONEDDS_URI".into(), p.cyclone_sub_uri.clone()));
+    let mut publ = CommandSpec::new(p.ddsperf.display().to_string())
+        .args(common)
+        .args([format!("-D{exec}")]);
+    publ.env
+        .push(("CYCLONEDDS_URI".into(), p.cyclone_pub_uri.clone()));
+    let size = s.size.to_string();
+    match s.test {
+        TestKind::Latency => {
+            sub = sub.args(["pong"]);
+            publ = publ.args(["ping", "size", size.as_str()]);
+        }
+        TestKind::Throughput => {
+            sub = sub.args(["sub"]);
+            publ = publ.args(["pub", "size", size.as_str()]);
+        }
+    }
+    (sub, publ)
+}
+
+/// What one process left behind.
+#[derive(Clone, Debug, Default)]
+pub struct ProcOutput {
+    /// Exit status, `None` when it had to be killed.
+    pub status: Option<ExitStatus>,
+    /// Standard output (tail, at most [`OUTPUT_CAP`] bytes).
+    pub stdout: String,
+    /// Standard error (tail).
+    pub stderr: String,
+}
+
+/// How a pair run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The client ended and the server ended (or was stopped after its grace time).
+    Finished,
+    /// The server failed while the client was still running.
+    ServerFailed,
+    /// The timeout struck.
+    TimedOut,
+    /// The stop flag was raised (Ctrl-C).
+    Interrupted,
+}
+
+/// The result of [`run_pair`].
+#[derive(Clone, Debug)]
+pub struct PairOutcome {
+    /// How it ended.
+    pub ending: Ending,
+    /// Server process.
+    pub server: ProcOutput,
+    /// Client process.
+    pub client: ProcOutput,
+    /// Wall-clock time.
+    pub elapsed: Duration,
+}
+
+/// Timing of [`run_pair`].
+#[derive(Clone, Copy, Debug)]
+pub struct PairTiming {
+    /// Delay between starting the server and the client.
+    pub server_head_start: Duration,
+    /// Whole-run timeout.
+    pub timeout: Duration,
+    /// How long the server may keep running after the client ended.
+    pub server_grace: Duration,
+}
+
+struct Running {
+    child: Child,
+    out: JoinHandle<Vec<u8>>,
+    err: JoinHandle<Vec<u8>>,
+    status: Option<ExitStatus>,
+}
+
+fn drain<R: Read + Send + 'static>(mut r: R) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf: Vec<u8> = Vec::new();
+        let mut chunk = [0u8; 8192];
+        loop {
+            match r.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    if buf.len() > OUTPUT_CAP * 2 {
+                        let cut = buf.len() - OUTPUT_CAP;
+                        buf.drain(..cut);
+                    }
+                }
+            }
+        }
+        if buf.len() > OUTPUT_CAP {
+            let cut = buf.len() - OUTPUT_CAP;
+            buf.drain(..cut);
+        }
+        buf
+    })
+}
+
+fn spawn(spec: &CommandSpec) -> Result<Running, LabError> {
+    let mut cmd = spec.to_command();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|source| LabError::Spawn {
+        program: spec.program.clone(),
+        source,
+    })?;
+    let out = drain(child.stdout.take().expect("stdout was piped"));
+    let err = drain(child.stderr.take().expect("stderr was piped"));
+    Ok(Running {
+        child,
+        out,
+        err,
+        status: None,
+    })
+}
+
+impl Running {
+    fn poll(&mut self) -> bool {
+        if self.status.is_none() {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                self.status = Some(st);
+            }
+        }
+        self.status.is_some()
+    }
+
+    fn kill(&mut self) {
+        if self.poll() {
+            return;
+        }
+        // The whole process group (wrappers such as `sh -c` may have forked).
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn finish(mut self) -> ProcOutput {
+        self.kill();
+        let stdout = self.out.join().unwrap_or_default();
+        let stderr = self.err.join().unwrap_or_default();
+        ProcOutput {
+            status: self.status,
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+}
+
+fn sleep_unless(stop: &AtomicBool, d: Duration) -> bool {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20).min(end - Instant::now()));
+    }
+    !stop.load(Ordering::Relaxed)
+}
+
+/// Runs a server/client pair to completion, timeout or stop; always reaps both processes.
+pub fn run_pair(
+    server: &CommandSpec,
+    client: &CommandSpec,
+    timing: PairTiming,
+    stop: &AtomicBool,
+) -> Result<PairOutcome, LabError> {
+    let start = Instant::now();
+    let deadline = start + timing.timeout;
+    let mut srv = spawn(server)?;
+    if !sleep_unless(stop, timing.server_head_start) {
+        return Ok(PairOutcome {
+            ending: Ending::Interrupted,
+            server: srv.finish(),
+            client: ProcOutput::default(),
+            elapsed: start.elapsed(),
+        });
+    }
+    let mut cli = match spawn(client) {
+        Ok(c) => c,
+        Err(e) => {
+            srv.finish();
+            return Err(e);
+        }
+    };
+    let mut client_done_at: Option<Instant> = None;
+    let mut server_failed_at: Option<Instant> = None;
+    let ending = loop {
+        if stop.load(Ordering::Relaxed) {
+            break Ending::Interrupted;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break Ending::TimedOut;
+        }
+        let c = cli.poll();
+        let s = srv.poll();
+        if c && client_done_at.is_none() {
+            client_done_at = Some(now);
+        }
+        if c && s {
+            break Ending::Finished;
+        }
+        if let Some(t) = client_done_at {
+            if now.duration_since(t) >= timing.server_grace {
+                break Ending::Finished;
+            }
+        }
+        if s && !c && srv.status.is_some_and(|st| !st.success()) {
+            // Give the client a moment to notice, then stop it.
+            let t = *server_failed_at.get_or_insert(now);
+            if now.duration_since(t) >= Duration::from_secs(2) {
+                break Ending::ServerFailed;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let client = cli.finish();
+    let server = srv.finish();
+    Ok(PairOutcome {
+        ending,
+        server,
+        client,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// The last `n` non-empty lines of `text`.
+pub fn tail_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Finds a program: an existing path as given, else a search of `PATH`.
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let p = Path::new(name);
+    if name.contains('/') {
+        return p.is_file().then(|| p.to_path_buf());
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|c| c.is_file())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(system: System, test: TestKind) -> Scenario {
+        Scenario {
+            system,
+            test,
+            reliability: Reliability::BestEffort,
+            keyed: true,
+            batching: false,
+            transport: Transport::Udpv4,
+            size: 1024,
+        }
+    }
+
+    fn placement() -> Placement {
+        Placement {
+            perftest: PathBuf::from("/x/perftest"),
+            ddsperf: PathBuf::from("ddsperf"),
+            cpu: Some("0".into()),
+            pub_addr: Some("127.0.0.1".into()),
+            sub_addr: Some("127.0.0.1".into()),
+            cyclone_pub_uri: "file:///c.xml".into(),
+            cyclone_sub_uri: "file:///c.xml".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn perftest_command_lines() {
+        let c = build_commands(
+            &scenario(System::Ferrodds, TestKind::Throughput),
+            &placement(),
+            7,
+            5,
+        );
+        assert_eq!(
+            c.client.shell_line(),
+            "taskset -c 0 /x/perftest -pub -domain 7 -noPrint -dataLen 1024 -bestEffort -keyed \
+             -instances 100000 -transport UDPv4 -executionTime 5 -batchSize 0 -nic 127.0.0.1 -peer 127.0.0.1"
+        );
+        assert!(c
+            .server
+            .shell_line()
+            .starts_with("taskset -c 0 /x/perftest -sub -domain 7"));
+        assert!(!c.server.args.contains(&"-executionTime".to_string()));
+        let raw = build_commands(
+            &scenario(System::Raw, TestKind::Latency),
+            &placement(),
+            7,
+            5,
+        );
+        assert!(raw.client.args.contains(&"-rawTransport".to_string()));
+        assert!(raw.client.args.contains(&"-latencyTest".to_string()));
+        assert!(!raw.client.args.contains(&"-bestEffort".to_string()));
+        assert!(!raw.client.args.contains(&"-batchSize".to_string()));
+    }
+
+    #[test]
+    fn ddsperf_command_lines_and_wrapping() {
+        let mut p = placement();
+        p.cpu = None;
+        p.pub_prefix = vec!["ip".into(), "netns".into(), "exec".into(), "a".into()];
+        p.sub_shell_prefix = vec!["ssh".into(), "host".into()];
+        let c = build_commands(&scenario(System::Cyclone, TestKind::Latency), &p, 3, 4);
+        assert_eq!(
+            c.client.shell_line(),
+            "env CYCLONEDDS_URI=file:///c.xml ip netns exec a ddsperf -u -n 100000 -i 3 -D4 ping size 1024"
+        );
+        assert_eq!(c.server.program, "ssh");
+        assert_eq!(
+            c.server.args,
+            vec![
+                "host".to_string(),
+                "env CYCLONEDDS_URI=file:///c.xml ddsperf -u -n 100000 -i 3 -D7 pong".to_string()
+            ]
+        );
+        assert_eq!(shell_quote("a b'c"), "'a b'\\''c'");
+    }
+
+    #[test]
+    fn pair_runs_and_times_out() {
+        let stop = AtomicBool::new(false);
+        let timing = PairTiming {
+            server_head_start: Duration::from_millis(10),
+            timeout: Duration::from_secs(10),
+            server_grace: Duration::from_millis(300),
+        };
+        let srv = CommandSpec::new("sh").args(["-c", "echo server; sleep 30"]);
+        let cli = CommandSpec::new("sh").args(["-c", "echo client; echo oops >&2; exit 3"]);
+        let o = run_pair(&srv, &cli, timing, &stop).unwrap();
+        assert_eq!(o.ending, Ending::Finished);
+        assert_eq!(o.client.stdout.trim(), "client");
+        assert_eq!(o.client.stderr.trim(), "oops");
+        assert_eq!(o.client.status.unwrap().code(), Some(3));
+        assert_eq!(o.server.stdout.trim(), "server");
+        assert!(o.elapsed < Duration::from_secs(5));
+
+        let t2 = PairTiming {
+            timeout: Duration::from_millis(400),
+            ..timing
+        };
+        let slow = CommandSpec::new("sleep").args(["30"]);
+        let o = run_pair(&slow, &slow, t2, &stop).unwrap();
+        assert_eq!(o.ending, Ending::TimedOut);
+        assert!(o.elapsed < Duration::from_secs(5));
+
+        let bad = CommandSpec::new("sh").args(["-c", "exit 1"]);
+        let o = run_pair(&bad, &slow, timing, &stop).unwrap();
+        assert_eq!(o.ending, Ending::ServerFailed);
+
+        stop.store(true, Ordering::Relaxed);
+        let o = run_pair(&slow, &slow, timing, &stop).unwrap();
+        assert_eq!(o.ending, Ending::Interrupted);
+
+        let missing = CommandSpec::new("/nonexistent/lab-test-program");
+        assert!(matches!(
+            run_pair(&missing, &slow, timing, &AtomicBool::new(false)),
+            Err(LabError::Spawn { .. })
+        ));
+    }
+
+    #[test]
+    fn tails() {
+        assert_eq!(tail_lines("a\n\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail_lines("", 3), "");
+        assert!(find_program("sh").is_some());
+        assert!(find_program("/nonexistent/x").is_none());
+    }
+}
