@@ -47,15 +47,17 @@
 //!   matched readers (readerId UNKNOWN when several), with INFO_TS when a
 //!   source timestamp is given and a piggy-backed HEARTBEAT for reliable
 //!   readers; ACKNACK requests are answered with DATA or GAP (after
-//!   `nack_response_delay`); HEARTBEATs repeat every `heartbeat_period` while a
-//!   reliable reader lags. KEEP_LAST evicts per instance (key hash); KEEP_ALL
+//!   `nack_response_delay`; an SN resent less than `heartbeat_period / 20`
+//!   ago is not resent again); HEARTBEATs repeat every `heartbeat_period`
+//!   while a reliable reader lags. KEEP_LAST evicts per instance (key hash); KEEP_ALL
 //!   with `max_samples` reports [`WriteError::HistoryFull`] until
 //!   acknowledgements free space ([`Event::WriterResourcesAvailable`]).
 //!   Volatile writers drop what every reliable reader acknowledged.
 //! - Readers: best effort delivers only SNs newer than the last one; reliable
 //!   readers buffer out of order (bounded), deliver in SN order exactly once,
 //!   answer every non-final HEARTBEAT (and any showing missing data) with an
-//!   ACKNACK whose base is the first missing SN (never 0), send a pre-emptive
+//!   ACKNACK whose base is the first missing SN (never 0; ACKNACKs requesting
+//!   data are at least `heartbeat_period / 10` apart), send a pre-emptive
 //!   ACKNACK (base 1, no bits) on matching, and report SNs a HEARTBEAT shows as
 //!   gone as [`Event::SampleLost`]. A KEEP_ALL reader with `max_samples`
 //!   stops accepting (and acknowledging) when full: back-pressure.

@@ -1283,6 +1283,7 @@ impl Participant {
         now: Timestamp,
     ) {
         let due = now.saturating_add(self.config.nack_response_delay);
+        let suppress = self.config.heartbeat_period / 20;
         let Some(wi) = self
             .writers
             .iter()
@@ -1299,7 +1300,7 @@ impl Participant {
             self.stats.unmatched_submessages += 1;
             return;
         };
-        if p.reliable && p.on_acknack(set, count, final_flag, last, due) {
+        if p.reliable && p.on_acknack(set, count, final_flag, last, now, suppress, due) {
             self.after_ack(wi);
         }
     }
@@ -1427,6 +1428,13 @@ impl Participant {
         for p in self.participants.values() {
             t = t.min(p.last_heard.saturating_add(p.data.lease_duration));
         }
+        for r in self.readers.iter().flatten() {
+            for p in r.proxies.iter().filter(|p| p.ack_pending) {
+                if let Some(d) = p.ack_due {
+                    t = t.min(d);
+                }
+            }
+        }
         for w in self.writers.iter().flatten() {
             if let Some(h) = w.next_hb {
                 t = t.min(h);
@@ -1448,7 +1456,7 @@ impl Participant {
         let limit = self.config.max_message_size.min(buf.len());
         let t = self
             .transmit_spdp(buf, limit)
-            .or_else(|| self.transmit_acknack(buf, limit))
+            .or_else(|| self.transmit_acknack(now, buf, limit))
             .or_else(|| self.transmit_push(buf, limit))
             .or_else(|| self.transmit_repairs(now, buf, limit));
         if let Some(t) = &t {
@@ -1492,17 +1500,37 @@ impl Participant {
         None
     }
 
-    fn transmit_acknack(&mut self, buf: &mut [u8], limit: usize) -> Option<Transmit> {
+    fn transmit_acknack(
+        &mut self,
+        now: Timestamp,
+        buf: &mut [u8],
+        limit: usize,
+    ) -> Option<Transmit> {
         let prefix = self.config.guid_prefix;
+        let holdoff = self.nack_holdoff();
         for r in self.readers.iter_mut().flatten() {
             let room = r.room();
             let reader_eid = r.guid.entity_id;
             for p in r.proxies.iter_mut().filter(|p| p.ack_pending) {
-                p.ack_pending = false;
                 if p.locators.is_empty() {
+                    p.ack_pending = false;
                     continue;
                 }
                 let set = p.ack_set(room);
+                if !set.is_empty() {
+                    // Aggregate NACKs: repeat one at most every `holdoff`, so a
+                    // burst of HEARTBEATs does not trigger a burst of repairs.
+                    if let Some(t) = p.last_nack_at {
+                        let due = t.saturating_add(holdoff);
+                        if now < due {
+                            p.ack_due = Some(due);
+                            continue;
+                        }
+                    }
+                    p.last_nack_at = Some(now);
+                }
+                p.ack_pending = false;
+                p.ack_due = None;
                 let final_flag = set.is_empty() && p.synced;
                 p.ack_count = p.ack_count.wrapping_add(1);
                 let mut e = Emitter::new(buf, limit, prefix)?;
@@ -1704,6 +1732,7 @@ impl Participant {
                                     Emitted::All => {
                                         self.stats.resent_data += 1;
                                         p.requested.remove(&sn);
+                                        p.note_resent(sn, now);
                                         p.repair_frag = (0, 1);
                                     }
                                     Emitted::Upto(f) => {
@@ -1740,6 +1769,11 @@ impl Participant {
             }
         }
         None
+    }
+
+    /// Least time between two ACKNACKs of a reader that request data.
+    fn nack_holdoff(&self) -> core::time::Duration {
+        self.config.heartbeat_period / 10
     }
 
     /// Payload limits derived from the configuration.

@@ -44,6 +44,8 @@ pub(crate) struct ReaderProxy {
     /// Fragments requested by NACK_FRAG, per SN.
     pub(crate) frag_requests: BTreeMap<i64, BTreeSet<u32>>,
     pub(crate) last_nackfrag: Option<i32>,
+    /// When unacknowledged SNs were last resent (for NACK suppression).
+    pub(crate) resent: BTreeMap<i64, Timestamp>,
 }
 
 impl ReaderProxy {
@@ -67,6 +69,7 @@ impl ReaderProxy {
             repair_frag: (0, 1),
             frag_requests: BTreeMap::new(),
             last_nackfrag: None,
+            resent: BTreeMap::new(),
         }
     }
 
@@ -95,13 +98,18 @@ impl ReaderProxy {
         true
     }
 
-    /// Applies an ACKNACK; false if it was stale. `last_sn` is the writer's newest SN.
+    /// Applies an ACKNACK; false if it was stale. `last_sn` is the writer's
+    /// newest SN; SNs resent to this reader less than `suppress` before `now`
+    /// are not requested again (they are probably still on their way).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_acknack(
         &mut self,
         set: &SnSet,
         count: i32,
         final_flag: bool,
         last_sn: i64,
+        now: Timestamp,
+        suppress: core::time::Duration,
         due: Timestamp,
     ) -> bool {
         if self.last_acknack.is_some_and(|c| count <= c) {
@@ -113,21 +121,36 @@ impl ReaderProxy {
             self.acked = base - 1;
             self.requested = self.requested.split_off(&(self.acked + 1));
             self.frag_requests = self.frag_requests.split_off(&(self.acked + 1));
+            self.resent = self.resent.split_off(&(self.acked + 1));
         }
         let before = self.requested.len();
         for sn in set.iter() {
             if sn > last_sn || self.requested.len() >= MAX_REQUESTED {
                 break;
             }
+            if self
+                .resent
+                .get(&sn)
+                .is_some_and(|t| now < t.saturating_add(suppress))
+            {
+                continue;
+            }
             self.requested.insert(sn);
         }
         if self.requested.len() > before {
             self.repair_due = due;
         }
-        if !final_flag && self.requested.is_empty() {
+        if !final_flag && set.is_empty() {
             self.hb_pending = true;
         }
         true
+    }
+
+    /// Notes that `sn` was resent at `now`.
+    pub(crate) fn note_resent(&mut self, sn: i64, now: Timestamp) {
+        if self.resent.len() < MAX_REQUESTED || self.resent.contains_key(&sn) {
+            self.resent.insert(sn, now);
+        }
     }
 
     pub(crate) fn lagging(&self, last_sn: i64) -> bool {
@@ -152,6 +175,10 @@ pub(crate) struct WriterProxy {
     pub(crate) last_hb: Option<i32>,
     pub(crate) ack_pending: bool,
     pub(crate) ack_count: i32,
+    /// When the last ACKNACK requesting data was sent.
+    pub(crate) last_nack_at: Option<Timestamp>,
+    /// A held-off ACKNACK is due then.
+    pub(crate) ack_due: Option<Timestamp>,
     /// Samples under reassembly.
     pub(crate) partial: BTreeMap<i64, Partial>,
 }
@@ -194,6 +221,8 @@ impl WriterProxy {
             // Pre-emptive ACKNACK (base 1, no bits) for reliable writers.
             ack_pending: reliable,
             ack_count: 0,
+            last_nack_at: None,
+            ack_due: None,
             partial: BTreeMap::new(),
         }
     }
@@ -541,6 +570,37 @@ mod tests {
         assert!(!p.ack_pending);
     }
 
+    const SUP: core::time::Duration = core::time::Duration::from_millis(10);
+
+    #[test]
+    fn recently_resent_sns_are_not_requested_again() {
+        let mut r = ReaderProxy::new(g(), true, vec![], 0);
+        let mut set = SnSet::new(1);
+        set.insert(1);
+        set.insert(2);
+        r.note_resent(1, Timestamp(1_000_000));
+        assert!(r.on_acknack(&set, 1, false, 5, Timestamp(2_000_000), SUP, Timestamp(0)));
+        assert_eq!(r.requested.iter().copied().collect::<Vec<_>>(), vec![2]);
+        r.requested.clear();
+        // After the suppression window it is requested again.
+        assert!(r.on_acknack(&set, 2, false, 5, Timestamp(20_000_000), SUP, Timestamp(0)));
+        assert_eq!(r.requested.iter().copied().collect::<Vec<_>>(), vec![1, 2]);
+        // A non-final ACKNACK with bits asks for no extra HEARTBEAT.
+        r.hb_pending = false;
+        assert!(r.on_acknack(&set, 3, false, 5, Timestamp(20_000_000), SUP, Timestamp(0)));
+        assert!(!r.hb_pending);
+        assert!(r.on_acknack(
+            &SnSet::new(1),
+            4,
+            false,
+            5,
+            Timestamp(20_000_000),
+            SUP,
+            Timestamp(0)
+        ));
+        assert!(r.hb_pending);
+    }
+
     #[test]
     fn reader_proxy_acknack() {
         let mut r = ReaderProxy::new(g(), true, vec![], 0);
@@ -549,12 +609,28 @@ mod tests {
         set.insert(3);
         set.insert(5);
         set.insert(50);
-        assert!(r.on_acknack(&set, 1, false, 10, Timestamp(7)));
+        assert!(r.on_acknack(&set, 1, false, 10, Timestamp(0), SUP, Timestamp(7)));
         assert_eq!(r.acked, 2);
         assert_eq!(r.requested.iter().copied().collect::<Vec<_>>(), vec![3, 5]);
         assert_eq!(r.repair_due, Timestamp(7));
-        assert!(!r.on_acknack(&SnSet::new(11), 1, true, 10, Timestamp(8)));
-        assert!(r.on_acknack(&SnSet::new(11), 2, true, 10, Timestamp(8)));
+        assert!(!r.on_acknack(
+            &SnSet::new(11),
+            1,
+            true,
+            10,
+            Timestamp(0),
+            SUP,
+            Timestamp(8)
+        ));
+        assert!(r.on_acknack(
+            &SnSet::new(11),
+            2,
+            true,
+            10,
+            Timestamp(0),
+            SUP,
+            Timestamp(8)
+        ));
         assert_eq!(r.acked, 10);
         assert!(r.requested.is_empty());
         assert!(!r.lagging(10));
