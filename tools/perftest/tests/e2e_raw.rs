@@ -1,0 +1,295 @@
+//! End-to-end raw-UDP runs: publisher and subscriber(s) as separate processes on
+//! 127.0.0.1, each bounded by `-executionTime`/`-numIter` and a process timeout. Every
+//! test uses its own domain, hence its own ports.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{latency_summary, spawn, throughput_summary, wait};
+
+const T: Duration = Duration::from_secs(40);
+
+fn pair(
+    domain: &str,
+    pub_args: &[&str],
+    sub_args: &[&str],
+) -> (common::Finished, common::Finished) {
+    let mut s = vec!["-sub", "-raw", "-domain", domain];
+    s.extend_from_slice(sub_args);
+    let sub = spawn(&s);
+    let mut p = vec!["-pub", "-raw", "-domain", domain];
+    p.extend_from_slice(pub_args);
+    let publ = spawn(&p);
+    let p = wait(publ, T, "publisher");
+    let s = wait(sub, T, "subscriber");
+    (p, s)
+}
+
+fn assert_ok(r: &common::Finished, who: &str) {
+    assert_eq!(r.code, Some(0), "{who} failed:\n{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("Test ended."), "{who}: {}", r.stderr);
+}
+
+#[test]
+fn latency_test() {
+    let (p, s) = pair(
+        "20",
+        &["-latencyTest", "-exec", "2", "-noPrint"],
+        &["-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(p.stderr.contains("Finishing test due to timer..."));
+    assert!(p.stderr.contains("Mode: LATENCY TEST (Ping-Pong test)"));
+    let l = latency_summary(&p.stdout);
+    assert_eq!(l[0], 100.0);
+    let (ave, min, max, p50, p99) = (l[1], l[3], l[4], l[5], l[7]);
+    assert!(ave > 0.0 && min > 0.0, "{l:?}");
+    assert!(min <= p50 && p50 <= p99 && p99 <= max, "{l:?}");
+    // Loopback one-way latency far below a second.
+    assert!(p50 < 100_000.0, "{l:?}");
+    let t = throughput_summary(&s.stdout);
+    assert_eq!(t[0], 100.0);
+    assert!(t[1] > 100.0, "{t:?}");
+    assert_eq!(t[4], 0.0, "lost: {t:?}");
+    // -noPrint: exactly one header and one row on each side.
+    assert_eq!(p.stdout.lines().count(), 2, "{}", p.stdout);
+    assert_eq!(s.stdout.lines().count(), 2, "{}", s.stdout);
+}
+
+#[test]
+fn throughput_exact_count_without_batching() {
+    let (p, s) = pair(
+        "21",
+        &[
+            "-numIter",
+            "20000",
+            "-latencyCount",
+            "1000",
+            "-dataLen",
+            "64",
+        ],
+        &["-dataLen", "64"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(p.stderr.contains("\tBatching: No"));
+    let t = throughput_summary(&s.stdout);
+    assert_eq!(t[0], 64.0);
+    // Every sample either arrived or was counted lost.
+    assert_eq!(t[1] + t[4], 20000.0, "{t:?}\n{}", s.stdout);
+    assert_eq!(t[4], 0.0, "lost on loopback: {t:?}");
+    assert!(t[2] > 0.0 && t[3] > 0.0, "{t:?}");
+    // The publisher printed latency intervals and a summary from the pings.
+    assert!(
+        p.stdout.contains("Intervals One-Way Latency for 64 Bytes:"),
+        "{}",
+        p.stdout
+    );
+    let l = latency_summary(&p.stdout);
+    assert!(l[1] > 0.0, "{l:?}");
+}
+
+#[test]
+fn throughput_with_batching() {
+    let (p, s) = pair(
+        "22",
+        &[
+            "-exec",
+            "2",
+            "-batchSize",
+            "1000",
+            "-dataLen",
+            "100",
+            "-noPrint",
+            "-pubRate",
+            "20000:sleep",
+        ],
+        &["-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(p.stderr.contains("\tBatching: 1000 Bytes"), "{}", p.stderr);
+    let t = throughput_summary(&s.stdout);
+    // Raw UDP has no flow control: paced at 20000 samples/s nothing may be lost.
+    assert!(t[1] > 1000.0, "{t:?}");
+    assert_eq!(t[4], 0.0, "loss on loopback: {t:?}");
+    assert!(p
+        .stderr
+        .contains("Publication Rate: 20000 Samples/s (Sleep)"));
+}
+
+#[test]
+fn batching_exact_count() {
+    let (p, s) = pair(
+        "23",
+        &[
+            "-numIter",
+            "30000",
+            "-batchSize",
+            "4000",
+            "-dataLen",
+            "200",
+            "-latencyCount",
+            "10",
+        ],
+        &["-dataLen", "200"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    let t = throughput_summary(&s.stdout);
+    assert_eq!(t[1] + t[4], 30000.0, "{t:?}");
+    assert_eq!(t[4], 0.0, "{t:?}");
+    let l = latency_summary(&p.stdout);
+    assert!(l[1] > 0.0);
+}
+
+#[test]
+fn two_subscribers_latency() {
+    let d = "24";
+    let s0 = spawn(&[
+        "-sub",
+        "-raw",
+        "-domain",
+        d,
+        "-sidMultiSubTest",
+        "0",
+        "-noPrint",
+    ]);
+    let s1 = spawn(&[
+        "-sub",
+        "-raw",
+        "-domain",
+        d,
+        "-sidMultiSubTest",
+        "1",
+        "-noPrint",
+    ]);
+    let p = spawn(&[
+        "-pub",
+        "-raw",
+        "-domain",
+        d,
+        "-numSubscribers",
+        "2",
+        "-latencyTest",
+        "-exec",
+        "2",
+        "-noPrint",
+    ]);
+    let p = wait(p, T, "publisher");
+    let s0 = wait(s0, T, "sub 0");
+    let s1 = wait(s1, T, "sub 1");
+    assert_ok(&p, "pub");
+    assert_ok(&s0, "sub0");
+    assert_ok(&s1, "sub1");
+    assert!(
+        p.stderr
+            .contains("The following ports will be used: 13410, 13411, 13412, 13414"),
+        "{}",
+        p.stderr
+    );
+    let l = latency_summary(&p.stdout);
+    assert!(l[1] > 0.0);
+    let t0 = throughput_summary(&s0.stdout);
+    let t1 = throughput_summary(&s1.stdout);
+    assert!(t0[1] > 10.0 && t1[1] > 10.0, "{t0:?} {t1:?}");
+    assert_eq!(t0[4] + t1[4], 0.0);
+}
+
+#[test]
+fn two_subscribers_throughput_peer_ranges() {
+    let d = "25";
+    let s0 = spawn(&["-sub", "-raw", "-domain", d, "-sid", "0"]);
+    let s1 = spawn(&["-sub", "-raw", "-domain", d, "-sid", "1"]);
+    let p = spawn(&[
+        "-pub",
+        "-raw",
+        "-domain",
+        d,
+        "-numSubscribers",
+        "2",
+        "-peer",
+        "127.0.0.1:0-1",
+        "-numIter",
+        "10000",
+        "-latencyCount",
+        "100",
+    ]);
+    let p = wait(p, T, "publisher");
+    let s0 = wait(s0, T, "sub 0");
+    let s1 = wait(s1, T, "sub 1");
+    assert_ok(&p, "pub");
+    for s in [&s0, &s1] {
+        assert_ok(s, "sub");
+        let t = throughput_summary(&s.stdout);
+        assert_eq!(t[1] + t[4], 10000.0, "{t:?}");
+    }
+}
+
+#[test]
+fn json_output_file_and_latency_file() {
+    let dir = std::env::temp_dir().join(format!("perftest-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("pub.json");
+    let lat = dir.join("lat.csv");
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(&lat);
+    let (p, s) = pair(
+        "26",
+        &[
+            "-latencyTest",
+            "-numIter",
+            "300",
+            "-outputFormat",
+            "json",
+            "-outputFile",
+            out.to_str().unwrap(),
+            "-latencyFile",
+            lat.to_str().unwrap(),
+        ],
+        &["-outputFormat", "legacy"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(
+        p.stdout.is_empty(),
+        "results went to the file: {}",
+        p.stdout
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).expect(&text);
+    let run = &v["perftest"][0];
+    assert_eq!(run["length"], 100);
+    assert!(run["intervals"].as_array().unwrap().len() > 100);
+    assert!(run["summary"]["latency_ave"].as_f64().unwrap() > 0.0);
+    let lat_text = std::fs::read_to_string(&lat).unwrap();
+    assert!(lat_text.starts_with("Sample Number, Value\n0, "));
+    // 300 pings, the first pong only starts the statistics.
+    assert_eq!(lat_text.lines().count(), 1 + 299 + 1, "{lat_text}");
+    assert!(
+        s.stdout.contains("********** New data length is 100"),
+        "{}",
+        s.stdout
+    );
+    assert!(s.stdout.contains("Packets/s(ave):"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ctrl_c_prints_what_was_measured() {
+    // A subscriber alone never gets data; SIGINT must still give a summary and exit.
+    let sub = spawn(&["-sub", "-raw", "-domain", "27", "-noPrint"]);
+    std::thread::sleep(Duration::from_millis(700));
+    let st = std::process::Command::new("kill")
+        .args(["-INT", &sub.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let s = wait(sub, Duration::from_secs(15), "subscriber");
+    assert_eq!(s.code, Some(0), "{}", s.stderr);
+    let t = throughput_summary(&s.stdout);
+    assert_eq!((t[0], t[1], t[4]), (100.0, 0.0, 0.0));
+    assert!(s.stderr.contains("No samples were received"));
+}
