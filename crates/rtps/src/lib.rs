@@ -72,11 +72,13 @@
 //!
 //! # Allocation
 //!
-//! Steady state: a write copies the payload into a history entry whose buffer
-//! is recycled from a small pool; each [`Transmit`] owns a `Vec` of
-//! destinations (one allocation per datagram); each delivered sample owns its
-//! payload `Vec` (one allocation per received sample and matched reader).
-//! Discovery and entity creation allocate freely.
+//! Steady state (checked by `tests/alloc.rs` under a counting allocator): a
+//! best-effort `write` plus [`Participant::poll_transmit_into`] allocates
+//! nothing (history payload buffers are recycled from a small pool, the
+//! destination list is caller-owned); [`Participant::poll_transmit`] allocates
+//! the `Vec` of its [`Transmit`]; receiving allocates exactly one `Vec` per
+//! delivered sample (its payload). Reliable repair bookkeeping, discovery and
+//! entity creation allocate freely.
 //!
 //! # Fragments
 //!
@@ -99,7 +101,7 @@
 //!
 //! # API extensions beyond the shared contract
 //!
-//! [`Participant::stats`], [`Participant::config`],
+//! [`Participant::poll_transmit_into`], [`Participant::stats`], [`Participant::config`],
 //! [`Participant::discovered_participants`], [`Participant::max_payload_size`]
 //! and [`Participant::announce_leave`]; [`Timestamp::saturating_add`] and
 //! [`Timestamp::since`].

@@ -158,6 +158,8 @@ pub struct Participant {
     next_spdp: Timestamp,
     spdp_sent: u32,
     spdp_queue: VecDeque<Vec<Locator>>,
+    /// Reused proxy outcome (keeps its capacity: no allocation per sample).
+    scratch: Outcome,
     leave_queue: VecDeque<Vec<Locator>>,
     events: VecDeque<Event>,
 }
@@ -202,6 +204,24 @@ fn builtin_reader(prefix: GuidPrefix, eid: EntityId, role: Role, topic: &str) ->
         samples: VecDeque::new(),
         notify: false,
     }
+}
+
+/// Takes the reusable proxy outcome, reset.
+fn take_scratch(scratch: &mut Outcome) -> Outcome {
+    let mut out = core::mem::take(scratch);
+    out.delivered.clear();
+    out.dropped = 0;
+    out.lost = 0;
+    out
+}
+
+/// Sets `out` to the distinct locators of `it` (no allocation once `out` has
+/// grown to size).
+fn fill_dests<'l>(out: &mut Vec<Locator>, it: impl Iterator<Item = &'l Locator>) {
+    out.clear();
+    out.extend(it.copied());
+    out.sort_unstable();
+    out.dedup();
 }
 
 fn dedup(mut v: Vec<Locator>) -> Vec<Locator> {
@@ -272,6 +292,7 @@ impl Participant {
             next_spdp: now,
             spdp_sent: 0,
             spdp_queue: VecDeque::new(),
+            scratch: Outcome::default(),
             leave_queue: VecDeque::new(),
             events: VecDeque::new(),
         }
@@ -1021,17 +1042,18 @@ impl Participant {
                 source_timestamp: ts,
                 payload: payload.to_vec(),
             };
-            let mut out = Outcome::default();
+            let mut out = take_scratch(&mut self.scratch);
             p.on_data(d.sn, change, room, &mut out);
             self.stats.dropped_samples += out.dropped;
             Self::deliver(
                 r,
                 ReaderId(ri),
                 writer_guid,
-                out,
+                &mut out,
                 &mut builtin,
                 &mut self.events,
             );
+            self.scratch = out;
         }
         if !matched {
             self.stats.unmatched_submessages += 1;
@@ -1077,17 +1099,18 @@ impl Participant {
             let Some(change) = p.on_fragment(&frag) else {
                 continue;
             };
-            let mut out = Outcome::default();
+            let mut out = take_scratch(&mut self.scratch);
             p.on_data(f.sn, change, room, &mut out);
             self.stats.dropped_samples += out.dropped;
             Self::deliver(
                 r,
                 ReaderId(ri),
                 writer_guid,
-                out,
+                &mut out,
                 &mut builtin,
                 &mut self.events,
             );
+            self.scratch = out;
         }
         if !matched {
             self.stats.unmatched_submessages += 1;
@@ -1099,12 +1122,12 @@ impl Participant {
         r: &mut LocalReader,
         id: ReaderId,
         writer_guid: Guid,
-        out: Outcome,
+        out: &mut Outcome,
         builtin: &mut Vec<(Role, Change)>,
         events: &mut VecDeque<Event>,
     ) {
         if r.role != Role::User {
-            builtin.extend(out.delivered.into_iter().map(|(_, c)| (r.role, c)));
+            builtin.extend(out.delivered.drain(..).map(|(_, c)| (r.role, c)));
             return;
         }
         if out.lost > 0 {
@@ -1113,7 +1136,7 @@ impl Participant {
                 count: u32::try_from(out.lost).unwrap_or(u32::MAX),
             });
         }
-        for (sn, c) in out.delivered {
+        for (sn, c) in out.delivered.drain(..) {
             if let History::KeepLast(depth) = r.qos.history {
                 let depth = depth.max(1) as usize;
                 let same = r
@@ -1243,9 +1266,17 @@ impl Participant {
                 continue;
             };
             matched = true;
-            let mut out = Outcome::default();
+            let mut out = take_scratch(&mut self.scratch);
             p.on_heartbeat(first, last, count, final_flag, room, &mut out);
-            Self::deliver(r, ReaderId(ri), writer, out, &mut builtin, &mut self.events);
+            Self::deliver(
+                r,
+                ReaderId(ri),
+                writer,
+                &mut out,
+                &mut builtin,
+                &mut self.events,
+            );
+            self.scratch = out;
         }
         if !matched {
             self.stats.unmatched_submessages += 1;
@@ -1266,9 +1297,17 @@ impl Participant {
             let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer) else {
                 continue;
             };
-            let mut out = Outcome::default();
+            let mut out = take_scratch(&mut self.scratch);
             p.on_gap(start, list, room, &mut out);
-            Self::deliver(r, ReaderId(ri), writer, out, &mut builtin, &mut self.events);
+            Self::deliver(
+                r,
+                ReaderId(ri),
+                writer,
+                &mut out,
+                &mut builtin,
+                &mut self.events,
+            );
+            self.scratch = out;
         }
         self.process_builtin(builtin);
     }
@@ -1453,29 +1492,45 @@ impl Participant {
     /// Writes the next datagram into `buf` (len >= max_message_size) and says
     /// where to send it. Call until it returns `None`.
     pub fn poll_transmit(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<Transmit> {
-        let limit = self.config.max_message_size.min(buf.len());
-        let t = self
-            .transmit_spdp(buf, limit)
-            .or_else(|| self.transmit_acknack(now, buf, limit))
-            .or_else(|| self.transmit_push(buf, limit))
-            .or_else(|| self.transmit_repairs(now, buf, limit));
-        if let Some(t) = &t {
-            self.stats.sent_datagrams += 1;
-            debug_assert!(t.len <= limit);
-        }
-        t
+        let mut destinations = Vec::new();
+        let len = self.poll_transmit_into(now, buf, &mut destinations)?;
+        Some(Transmit { len, destinations })
     }
 
-    fn transmit_spdp(&mut self, buf: &mut [u8], limit: usize) -> Option<Transmit> {
+    /// Like [`Participant::poll_transmit`], but writes the (distinct)
+    /// destinations into a caller-owned vector, so that steady-state sending
+    /// does not allocate. Returns the datagram length.
+    pub fn poll_transmit_into(
+        &mut self,
+        now: Timestamp,
+        buf: &mut [u8],
+        destinations: &mut Vec<Locator>,
+    ) -> Option<usize> {
+        let limit = self.config.max_message_size.min(buf.len());
+        destinations.clear();
+        let len = self
+            .transmit_spdp(buf, limit, destinations)
+            .or_else(|| self.transmit_acknack(now, buf, limit, destinations))
+            .or_else(|| self.transmit_push(buf, limit, destinations))
+            .or_else(|| self.transmit_repairs(now, buf, limit, destinations))?;
+        self.stats.sent_datagrams += 1;
+        debug_assert!(len <= limit);
+        Some(len)
+    }
+
+    fn transmit_spdp(
+        &mut self,
+        buf: &mut [u8],
+        limit: usize,
+        out: &mut Vec<Locator>,
+    ) -> Option<usize> {
         if let Some(dests) = self.leave_queue.pop_front() {
             let mut e = Emitter::new(buf, limit, self.config.guid_prefix)?;
             let key = Guid::new(self.config.guid_prefix, EntityId::PARTICIPANT).to_bytes();
             let payload = discovery::participant_key_payload(self.config.guid_prefix);
             if e.data(SPDP_READER, SPDP_WRITER, 2, Some(&key), 3, &payload, true) {
-                return Some(Transmit {
-                    len: e.len(),
-                    destinations: dests,
-                });
+                fill_dests(out, dests.iter());
+                return Some(e.len());
             }
         }
         while let Some(dests) = self.spdp_queue.pop_front() {
@@ -1491,10 +1546,8 @@ impl Participant {
                 false,
             ) {
                 self.stats.sent_data += 1;
-                return Some(Transmit {
-                    len: e.len(),
-                    destinations: dests,
-                });
+                fill_dests(out, dests.iter());
+                return Some(e.len());
             }
         }
         None
@@ -1505,7 +1558,8 @@ impl Participant {
         now: Timestamp,
         buf: &mut [u8],
         limit: usize,
-    ) -> Option<Transmit> {
+        out: &mut Vec<Locator>,
+    ) -> Option<usize> {
         let prefix = self.config.guid_prefix;
         let holdoff = self.nack_holdoff();
         for r in self.readers.iter_mut().flatten() {
@@ -1537,17 +1591,20 @@ impl Participant {
                 if e.info_dst(p.guid.prefix)
                     && e.acknack(reader_eid, p.guid.entity_id, &set, p.ack_count, final_flag)
                 {
-                    return Some(Transmit {
-                        len: e.len(),
-                        destinations: dedup(p.locators.clone()),
-                    });
+                    fill_dests(out, p.locators.iter());
+                    return Some(e.len());
                 }
             }
         }
         None
     }
 
-    fn transmit_push(&mut self, buf: &mut [u8], limit: usize) -> Option<Transmit> {
+    fn transmit_push(
+        &mut self,
+        buf: &mut [u8],
+        limit: usize,
+        out: &mut Vec<Locator>,
+    ) -> Option<usize> {
         let prefix = self.config.guid_prefix;
         let sizes = self.sizes();
         for wi in 0..self.writers.len() {
@@ -1563,13 +1620,8 @@ impl Participant {
                 self.after_ack(wi);
                 continue;
             }
-            let dests = dedup(
-                w.proxies
-                    .iter()
-                    .flat_map(|p| p.locators.iter().copied())
-                    .collect(),
-            );
-            if dests.is_empty() {
+            fill_dests(out, w.proxies.iter().flat_map(|p| p.locators.iter()));
+            if out.is_empty() {
                 w.pushed = w.last_sn;
                 w.push_frag = 1;
                 self.after_ack(wi);
@@ -1634,10 +1686,7 @@ impl Participant {
             let len = e.len();
             self.after_ack(wi);
             if sent_any || with_hb {
-                return Some(Transmit {
-                    len,
-                    destinations: dests,
-                });
+                return Some(len);
             }
         }
         None
@@ -1648,7 +1697,8 @@ impl Participant {
         now: Timestamp,
         buf: &mut [u8],
         limit: usize,
-    ) -> Option<Transmit> {
+        out: &mut Vec<Locator>,
+    ) -> Option<usize> {
         let prefix = self.config.guid_prefix;
         let sizes = self.sizes();
         for w in self.writers.iter_mut().flatten() {
@@ -1762,10 +1812,8 @@ impl Participant {
                 w.hb_count = w.hb_count.wrapping_add(1);
                 e.heartbeat(reader_eid, writer_eid, first, last, w.hb_count, false);
                 p.hb_pending = false;
-                return Some(Transmit {
-                    len: e.len(),
-                    destinations: dedup(p.locators.clone()),
-                });
+                fill_dests(out, p.locators.iter());
+                return Some(e.len());
             }
         }
         None
