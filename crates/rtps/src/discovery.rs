@@ -58,6 +58,8 @@ pub(crate) const SEDP_SUB_READER: EntityId = EntityId([0, 0, 0x04, 0xc7]);
 const MAX_LOCATORS: usize = 16;
 /// Most partition names we keep.
 const MAX_PARTITIONS: usize = 64;
+/// Longest topic or type name accepted (longer ones drop the sample).
+const MAX_NAME_LEN: usize = 1024;
 
 const PL_CDR_LE: [u8; 4] = [0x00, 0x03, 0x00, 0x00];
 
@@ -171,6 +173,10 @@ fn read_string(r: &mut Rd<'_>) -> Option<String> {
         return None;
     }
     core::str::from_utf8(body).ok().map(str::to_owned)
+}
+
+fn read_name(r: &mut Rd<'_>) -> Option<String> {
+    read_string(r).filter(|s| s.len() <= MAX_NAME_LEN)
 }
 
 fn read_locator(v: &[u8], le: bool) -> Option<Locator> {
@@ -386,8 +392,8 @@ impl EndpointData {
             let mut r = Rd::new(v, le);
             match pid {
                 PID_ENDPOINT_GUID => guid = Some(Guid::from_bytes(r.arr::<16>()?)),
-                PID_TOPIC_NAME => topic_name = Some(read_string(&mut r)?),
-                PID_TYPE_NAME => type_name = Some(read_string(&mut r)?),
+                PID_TOPIC_NAME => topic_name = Some(read_name(&mut r)?),
+                PID_TYPE_NAME => type_name = Some(read_name(&mut r)?),
                 PID_RELIABILITY => {
                     let kind = match r.u32()? {
                         1 => ReliabilityKind::BestEffort,
@@ -602,6 +608,15 @@ mod tests {
         w.string(PID_TOPIC_NAME, "T");
         w.string(PID_TYPE_NAME, "U");
         w.u32(0x4077, 1);
+        assert!(EndpointData::decode(&w.finish(), true).is_none());
+    }
+
+    #[test]
+    fn overlong_names_drop_the_sample() {
+        let mut w = PlWriter::new();
+        w.param(PID_ENDPOINT_GUID, &[1; 16]);
+        w.string(PID_TOPIC_NAME, &"x".repeat(MAX_NAME_LEN + 1));
+        w.string(PID_TYPE_NAME, "U");
         assert!(EndpointData::decode(&w.finish(), true).is_none());
     }
 

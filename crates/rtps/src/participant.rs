@@ -26,7 +26,7 @@ const HB_LEN: usize = 32;
 /// Most remote participants tracked.
 const MAX_PARTICIPANTS: usize = 4096;
 /// Most remote endpoints tracked (per kind).
-const MAX_REMOTE_ENDPOINTS: usize = 1 << 16;
+const MAX_REMOTE_ENDPOINTS: usize = 1 << 14;
 
 /// Number of quick SPDP announcements after start.
 const INITIAL_ANNOUNCEMENTS: u32 = 5;

@@ -461,3 +461,41 @@ fn writer_and_reader_in_one_participant_communicate() {
     );
     assert_eq!(values(&net, a, r), vec![0, 1, 2, 3, 4]);
 }
+
+#[test]
+fn samples_overwritten_while_unreachable_are_reported_lost() {
+    let rq = ReaderQos {
+        reliability: Reliability::RELIABLE,
+        ..ReaderQos::default()
+    };
+    let (mut net, a, b, w, r) = pair(84, WriterQos::default(), rq);
+    let now = net.now;
+    net.p(a).write(w, alive(&payload(0)), now).unwrap();
+    net.flush(a);
+    assert!(
+        net.run_until(Duration::from_secs(1), |n| n.nodes[b].samples_of(r).count()
+            == 1)
+    );
+    // The reader is cut off while the KEEP_LAST 1 writer overwrites 9 samples.
+    let cut = LinkConfig {
+        loss: 1.0,
+        ..LinkConfig::default()
+    };
+    net.set_link(a, b, cut);
+    for i in 1..=10 {
+        let now = net.now;
+        net.p(a).write(w, alive(&payload(i)), now).unwrap();
+        net.flush(a);
+        net.run_for(Duration::from_millis(1));
+    }
+    net.set_link(a, b, LinkConfig::default());
+    let ok = net.run_until(Duration::from_secs(2), |n| {
+        n.nodes[b].samples_of(r).count() == 2
+    });
+    assert!(ok);
+    assert_eq!(values(&net, b, r), vec![0, 10]);
+    assert!(net.nodes[b].events.contains(&Event::SampleLost {
+        reader: r,
+        count: 9
+    }));
+}
