@@ -111,6 +111,9 @@ struct Args {
     /// Write a pcapng capture of all traffic to this file.
     #[arg(long)]
     capture: Option<PathBuf>,
+    /// Largest RTPS message in bytes (e.g. 1400 to avoid IP fragmentation on lossy links).
+    #[arg(long)]
+    max_message_size: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -134,6 +137,9 @@ fn config(args: &Args) -> Result<Config, ferrodds::DdsError> {
     }
     if args.no_multicast {
         c = c.multicast(false);
+    }
+    if let Some(m) = args.max_message_size {
+        c = c.max_message_size(m);
     }
     c = c
         .capture_file(args.capture.clone())
