@@ -97,26 +97,41 @@ impl RunStatus {
     }
 }
 
-/// One-way latency summary (µs), as perftest prints it (RTT/2).
+/// JSON writes non-finite numbers as `null`; read them back as NaN ("not measured").
+fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// One-way latency summary (µs), as perftest prints it (RTT/2). NaN = not reported by the
+/// measuring program (ddsperf has no std, p99.99 or p99.9999).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, Default)]
 pub struct LatencyStats {
     /// Mean.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub avg_us: f64,
     /// Population standard deviation.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub std_us: f64,
     /// Minimum.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub min_us: f64,
     /// Maximum.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub max_us: f64,
     /// Median.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p50_us: f64,
     /// 90th percentile.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p90_us: f64,
     /// 99th percentile.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p99_us: f64,
     /// 99.99th percentile.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p9999_us: f64,
     /// 99.9999th percentile.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p999999_us: f64,
 }
 

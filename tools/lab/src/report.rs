@@ -1,19 +1,66 @@
-//! HTML report.
+//! The static HTML report: inline SVG plots drawn with `plotters`, inline CSS, no script and
+//! no network access needed to view it.
+//!
+//! Plots (size axis logarithmic throughout; value axis linear and logarithmic): one-way latency
+//! median and p99, throughput in Mbps and samples/s, lost samples. One line per configuration
+//! (system × reliability × keyed × batching), the same colour in every plot, vertical bars for
+//! the min–max spread across repetitions, and the published Connext figures as a dashed grey
+//! reference line when asked for.
 
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::error::LabError;
-use crate::record::Summary;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
 
-/// Writes `report.html` into `dir`.
-pub fn write_report(dir: &Path, summary: &Summary, reference: bool) -> Result<(), LabError> {
-    let _ = (summary, reference);
-    let p = dir.join(crate::record::files::REPORT_HTML);
-    std::fs::write(&p, "<html></html>").map_err(|e| LabError::io(&p, e))
-}
+use crate::error::LabError;
+use crate::matrix::{config_label, System, TestKind};
+use crate::record::{Aggregate, RunStatus, Spread, Summary};
+use crate::reference;
 
 /// Inline stylesheet shared by the report and the comparison page.
-pub const CSS: &str = "body{font-family:sans-serif}";
+pub const CSS: &str = "\
+body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;margin:24px 32px;color:#222;background:#fff}\
+h1{font-size:26px;margin:0 0 4px}h2{font-size:20px;margin:28px 0 8px;border-bottom:2px solid #ddd;padding-bottom:4px}\
+h3{font-size:16px;margin:18px 0 6px}\
+table{border-collapse:collapse;font-size:13px;margin:6px 0 12px}\
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}\
+th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums}\
+tr.bad td{background:#fde2e2}tr.good td{background:#e2f5e2}\
+.meta td:first-child{font-weight:bold;background:#fafafa}\
+.plots{display:grid;grid-template-columns:repeat(2,650px);gap:14px}\
+.plot{border:1px solid #ddd;padding:4px;background:#fff}\
+.plot svg{display:block}\
+.legend{display:flex;flex-wrap:wrap;gap:6px 18px;margin:8px 0 12px;font-size:13px}\
+.legend span.sw{display:inline-block;width:26px;height:4px;margin-right:6px;vertical-align:middle}\
+.legend span.ref{border-top:3px dashed #888;height:0;background:none}\
+.empty{width:630px;height:120px;display:flex;align-items:center;justify-content:center;color:#888;border:1px dashed #ccc}\
+pre{background:#f7f7f7;padding:6px;font-size:12px;white-space:pre-wrap;max-width:1360px}\
+code{font-size:12px}.note{color:#555;font-size:13px}";
+
+/// Plot size in pixels.
+pub const PLOT_SIZE: (u32, u32) = (640, 400);
+
+const PALETTE: [RGBColor; 14] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+    RGBColor(188, 189, 34),
+    RGBColor(57, 59, 121),
+    RGBColor(99, 121, 57),
+    RGBColor(140, 109, 49),
+    RGBColor(132, 60, 57),
+    RGBColor(123, 65, 115),
+];
+const REF_COLOR: RGBColor = RGBColor(120, 120, 120);
 
 /// Escapes text for HTML.
 pub fn html_escape(s: &str) -> String {
@@ -21,4 +68,631 @@ pub fn html_escape(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+/// Formats a byte size for an axis label: 32, 1k, 64k, 1M, 10M.
+pub fn fmt_size(x: f64) -> String {
+    if x >= 1_048_576.0 {
+        trim(x / 1_048_576.0, "M")
+    } else if x >= 1024.0 {
+        trim(x / 1024.0, "k")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+fn trim(v: f64, unit: &str) -> String {
+    if (v - v.round()).abs() < 0.05 {
+        format!("{:.0}{unit}", v)
+    } else {
+        format!("{v:.1}{unit}")
+    }
+}
+
+fn fmt_value(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        trim(v / 1e9, "G")
+    } else if a >= 1e6 {
+        trim(v / 1e6, "M")
+    } else if a >= 1e3 {
+        trim(v / 1e3, "k")
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A series: one configuration's points (size, median, min, max).
+#[derive(Clone, Debug)]
+struct Series {
+    label: String,
+    color: RGBColor,
+    system: Option<System>,
+    points: Vec<(f64, f64, f64, f64)>,
+    reference: bool,
+}
+
+/// Which metric a plot shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Metric {
+    P50,
+    P99,
+    Mbps,
+    SamplesPerS,
+    LostPct,
+}
+
+impl Metric {
+    fn test(self) -> TestKind {
+        match self {
+            Metric::P50 | Metric::P99 => TestKind::Latency,
+            _ => TestKind::Throughput,
+        }
+    }
+    fn of(self, a: &Aggregate) -> Option<Spread> {
+        match self {
+            Metric::P50 => a.p50_us,
+            Metric::P99 => a.p99_us,
+            Metric::Mbps => a.mbps,
+            Metric::SamplesPerS => a.samples_per_s,
+            Metric::LostPct => a.lost_pct,
+        }
+    }
+    fn y_desc(self) -> &'static str {
+        match self {
+            Metric::P50 => "one-way latency, median (µs)",
+            Metric::P99 => "one-way latency, p99 (µs)",
+            Metric::Mbps => "throughput (Mbit/s)",
+            Metric::SamplesPerS => "throughput (samples/s)",
+            Metric::LostPct => "lost samples (%)",
+        }
+    }
+}
+
+/// Stable colour assignment: configurations sorted, then palette order.
+fn colours(summary: &Summary) -> BTreeMap<String, RGBColor> {
+    let mut labels: Vec<(System, String)> = summary
+        .aggregates
+        .iter()
+        .map(|a| (a.scenario.system, a.scenario.config_label()))
+        .collect();
+    labels.sort();
+    labels.dedup();
+    labels
+        .into_iter()
+        .enumerate()
+        .map(|(i, (_, l))| (l, PALETTE[i % PALETTE.len()]))
+        .collect()
+}
+
+fn series_for(
+    summary: &Summary,
+    metric: Metric,
+    colours: &BTreeMap<String, RGBColor>,
+    with_reference: bool,
+) -> Vec<Series> {
+    let mut by: BTreeMap<String, Series> = BTreeMap::new();
+    for a in summary
+        .aggregates
+        .iter()
+        .filter(|a| a.scenario.test == metric.test())
+    {
+        let Some(sp) = metric.of(a) else { continue };
+        let s = &a.scenario;
+        let label = config_label(s.system, s.reliability, s.keyed, s.batching, s.transport);
+        let color = colours.get(&label).copied().unwrap_or(PALETTE[0]);
+        by.entry(label.clone())
+            .or_insert_with(|| Series {
+                label,
+                color,
+                system: Some(s.system),
+                points: Vec::new(),
+                reference: false,
+            })
+            .points
+            .push((s.size as f64, sp.median, sp.min, sp.max));
+    }
+    let mut out: Vec<Series> = by.into_values().collect();
+    for s in &mut out {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    if with_reference && !out.is_empty() {
+        let pts: Vec<(f64, f64, f64, f64)> = match metric {
+            Metric::P50 => reference::default_latency()
+                .iter()
+                .map(|r| (r.size as f64, r.p50_us, r.p50_us, r.p50_us))
+                .collect(),
+            Metric::P99 => reference::default_latency()
+                .iter()
+                .map(|r| (r.size as f64, r.p99_us, r.p99_us, r.p99_us))
+                .collect(),
+            Metric::Mbps => reference::default_throughput()
+                .iter()
+                .map(|r| (r.size as f64, r.mbps, r.mbps, r.mbps))
+                .collect(),
+            Metric::SamplesPerS => reference::default_throughput()
+                .iter()
+                .map(|r| {
+                    (
+                        r.size as f64,
+                        r.samples_per_s,
+                        r.samples_per_s,
+                        r.samples_per_s,
+                    )
+                })
+                .collect(),
+            Metric::LostPct => Vec::new(),
+        };
+        if !pts.is_empty() {
+            out.push(Series {
+                label: reference_label(metric.test()).to_string(),
+                color: REF_COLOR,
+                system: None,
+                points: pts,
+                reference: true,
+            });
+        }
+    }
+    out
+}
+
+fn reference_label(test: TestKind) -> &'static str {
+    match test {
+        TestKind::Latency => "Connext (published: UDPv4 10 GbE, reliable, other hardware)",
+        TestKind::Throughput => {
+            "Connext (published: UDPv4 10 GbE, best effort, batching, other hardware)"
+        }
+    }
+}
+
+fn plot_err<E: std::error::Error + Send + Sync>(plot: &str) -> impl Fn(E) -> LabError + '_ {
+    move |e| LabError::Plot {
+        plot: plot.to_string(),
+        detail: e.to_string(),
+    }
+}
+
+fn draw_body<Y>(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    title: &str,
+    metric: Metric,
+    x: (f64, f64),
+    y: Y,
+    series: &[Series],
+) -> Result<(), LabError>
+where
+    Y: AsRangedCoord<Value = f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let e = plot_err(title);
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 19).into_font().color(&BLACK))
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d((x.0..x.1).log_scale(), y)
+        .map_err(&e)?;
+    chart
+        .configure_mesh()
+        .x_desc("sample size (bytes, log scale)")
+        .y_desc(metric.y_desc())
+        .x_label_formatter(&|v| fmt_value(*v))
+        .y_labels(7)
+        .y_label_formatter(&|v| fmt_value(*v))
+        .axis_desc_style(("sans-serif", 14))
+        .label_style(("sans-serif", 12))
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(RGBColor(215, 215, 215))
+        .draw()
+        .map_err(&e)?;
+    let legend_ok = series.len() <= 7;
+    for s in series {
+        let color = s.color;
+        let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.0, p.1)).collect();
+        if s.reference {
+            let anno = chart
+                .draw_series(DashedLineSeries::new(
+                    pts.clone(),
+                    8,
+                    5,
+                    color.stroke_width(2),
+                ))
+                .map_err(&e)?;
+            if legend_ok {
+                anno.label(s.label.clone()).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 22, y)], color.stroke_width(2))
+                });
+            }
+            continue;
+        }
+        let anno = chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+            .map_err(&e)?;
+        if legend_ok {
+            anno.label(s.label.clone()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 22, y)], color.stroke_width(3))
+            });
+        }
+        // Spread across repetitions.
+        chart
+            .draw_series(
+                s.points
+                    .iter()
+                    .filter(|p| p.3 > p.2)
+                    .map(|p| PathElement::new(vec![(p.0, p.2), (p.0, p.3)], color.stroke_width(1))),
+            )
+            .map_err(&e)?;
+        match s.system {
+            Some(System::Raw) => {
+                chart
+                    .draw_series(
+                        pts.iter()
+                            .map(|p| TriangleMarker::new(*p, 5, color.filled())),
+                    )
+                    .map_err(&e)?;
+            }
+            Some(System::Cyclone) => {
+                chart
+                    .draw_series(pts.iter().map(|p| {
+                        EmptyElement::at(*p) + Rectangle::new([(-4, -4), (4, 4)], color.filled())
+                    }))
+                    .map_err(&e)?;
+            }
+            _ => {
+                chart
+                    .draw_series(pts.iter().map(|p| Circle::new(*p, 4, color.filled())))
+                    .map_err(&e)?;
+            }
+        }
+    }
+    if legend_ok {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(190, 190, 190))
+            .label_font(("sans-serif", 12))
+            .position(if metric == Metric::SamplesPerS {
+                SeriesLabelPosition::UpperRight
+            } else if metric == Metric::Mbps {
+                SeriesLabelPosition::LowerRight
+            } else {
+                SeriesLabelPosition::UpperLeft
+            })
+            .draw()
+            .map_err(&e)?;
+    }
+    Ok(())
+}
+
+/// Draws one plot to an SVG string; `None` when there is nothing to draw.
+fn plot_svg(
+    title: &str,
+    metric: Metric,
+    log_y: bool,
+    series: &[Series],
+) -> Result<Option<String>, LabError> {
+    let measured: Vec<&Series> = series.iter().filter(|s| !s.reference).collect();
+    if measured.is_empty() {
+        return Ok(None);
+    }
+    let xs = || measured.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let (xmin, xmax) = (
+        xs().fold(f64::INFINITY, f64::min),
+        xs().fold(0.0_f64, f64::max),
+    );
+    let x = (xmin / 1.6, xmax * 1.6);
+    // Reference points only inside the measured size range.
+    let clipped: Vec<Series> = series
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            if s.reference {
+                s.points.retain(|p| p.0 >= xmin && p.0 <= xmax);
+            }
+            s
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    let vals = || {
+        clipped
+            .iter()
+            .flat_map(|s| s.points.iter().flat_map(|p| [p.1, p.2, p.3]))
+            .filter(|v| v.is_finite())
+    };
+    let ymax = vals().fold(0.0_f64, f64::max);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, PLOT_SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err(title))?;
+        if log_y {
+            let ymin_pos = vals().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+            let (lo, hi) = if ymin_pos.is_finite() {
+                (ymin_pos / 1.6, ymax.max(ymin_pos) * 1.6)
+            } else {
+                (0.01, 1.0)
+            };
+            draw_body(&root, title, metric, x, (lo..hi).log_scale(), &clipped)?;
+        } else {
+            let hi = if ymax > 0.0 { ymax * 1.12 } else { 1.0 };
+            let y: RangedCoordf64 = (0.0..hi).into();
+            draw_body(&root, title, metric, x, y, &clipped)?;
+        }
+        root.present().map_err(plot_err(title))?;
+    }
+    Ok(Some(svg))
+}
+
+fn utc_date(unix: u64) -> String {
+    if unix == 0 {
+        return "unknown".into();
+    }
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    // Civil-from-days (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        secs / 3600,
+        (secs % 3600) / 60
+    )
+}
+
+fn spread_cell(s: Option<Spread>, prec: usize) -> String {
+    match s {
+        None => "<td class=\"num\">–</td>".into(),
+        Some(s) if s.max > s.min => format!(
+            "<td class=\"num\">{:.prec$} <span class=\"note\">[{:.prec$}–{:.prec$}]</span></td>",
+            s.median, s.min, s.max
+        ),
+        Some(s) => format!("<td class=\"num\">{:.prec$}</td>", s.median),
+    }
+}
+
+/// Renders the whole report page.
+pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, LabError> {
+    let colours = colours(summary);
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>FerroDDS lab report</title><style>{CSS}</style></head><body>\n"
+    );
+    let st = &summary.settings;
+    let _ = write!(
+        h,
+        "<h1>FerroDDS lab report</h1><p class=\"note\">Latency is one-way (round trip / 2) as perftest and ddsperf print it. Lines are medians across repetitions; vertical bars show the min–max spread.</p>"
+    );
+    h.push_str("<table class=\"meta\">");
+    let mut meta = |k: &str, v: String| {
+        let _ = write!(h, "<tr><td>{k}</td><td>{}</td></tr>", html_escape(&v));
+    };
+    meta("started", utc_date(summary.started_unix_s));
+    meta(
+        "host",
+        format!(
+            "{} — {} × {} — {}",
+            summary.host.hostname, summary.host.cpus, summary.host.cpu_model, summary.host.kernel
+        ),
+    );
+    meta("topology", st.topology.clone());
+    meta(
+        "CPU pinning",
+        if st.cpu_pin.is_empty() {
+            "none".into()
+        } else {
+            format!("taskset -c {} (both processes)", st.cpu_pin)
+        },
+    );
+    meta(
+        "runs",
+        format!(
+            "{} planned: {} ok, {} failed, {} not started{}",
+            summary.planned_runs,
+            summary.runs_ok,
+            summary.runs_failed,
+            summary.runs_not_started,
+            if summary.interrupted {
+                " — interrupted (Ctrl-C), partial results"
+            } else {
+                ""
+            }
+        ),
+    );
+    meta(
+        "execution time",
+        format!(
+            "{} s per run, {} repetition(s){}",
+            st.execution_time_s,
+            st.repetitions,
+            if st.quick { " (--quick)" } else { "" }
+        ),
+    );
+    meta("lab command", st.command_line.clone());
+    meta("perftest", st.perftest.clone());
+    if !st.ddsperf.is_empty() {
+        meta("ddsperf", st.ddsperf.clone());
+    }
+    h.push_str("</table>\n");
+    if !summary.notes.is_empty() {
+        h.push_str("<ul class=\"note\">");
+        for n in &summary.notes {
+            let _ = write!(h, "<li>{}</li>", html_escape(n));
+        }
+        h.push_str("</ul>\n");
+    }
+
+    // Legend shared by all plots.
+    h.push_str("<h2>Configurations</h2><div class=\"legend\">");
+    for (label, c) in &colours {
+        let _ = write!(
+            h,
+            "<div><span class=\"sw\" style=\"background:rgb({},{},{})\"></span>{}</div>",
+            c.0,
+            c.1,
+            c.2,
+            html_escape(label)
+        );
+    }
+    if with_reference {
+        let _ = write!(
+            h,
+            "<div><span class=\"sw ref\"></span>published Connext figures (dashed; other hardware: compare shapes, not absolute values)</div>"
+        );
+    }
+    h.push_str("</div><p class=\"note\">Markers: ● FerroDDS, ▲ raw UDP (perftest -rawTransport), ■ Cyclone DDS ddsperf.</p>\n");
+
+    let sections: [(&str, &[(Metric, &str)]); 3] = [
+        (
+            "Latency",
+            &[
+                (Metric::P50, "Latency, median"),
+                (Metric::P99, "Latency, 99th percentile"),
+            ],
+        ),
+        (
+            "Throughput",
+            &[
+                (Metric::Mbps, "Throughput, Mbit/s"),
+                (Metric::SamplesPerS, "Throughput, samples/s"),
+            ],
+        ),
+        ("Lost samples", &[(Metric::LostPct, "Lost samples")]),
+    ];
+    for (name, plots) in sections {
+        let _ = write!(h, "<h2>{name}</h2><div class=\"plots\">");
+        for (metric, title) in plots {
+            let series = series_for(summary, *metric, &colours, with_reference);
+            let scales: &[(bool, &str)] = if *metric == Metric::LostPct {
+                &[(false, "linear")]
+            } else {
+                &[(false, "linear"), (true, "log")]
+            };
+            for (log_y, scale) in scales {
+                let t = format!("{title} ({scale} scale)");
+                match plot_svg(&t, *metric, *log_y, &series)? {
+                    Some(svg) => {
+                        let _ = write!(h, "<div class=\"plot\">{svg}</div>");
+                    }
+                    None => {
+                        let _ = write!(
+                            h,
+                            "<div class=\"empty\">{}: no successful runs</div>",
+                            html_escape(&t)
+                        );
+                    }
+                }
+            }
+        }
+        h.push_str("</div>\n");
+    }
+
+    // Tables.
+    h.push_str("<h2>Latency table (µs, median [min–max] over repetitions)</h2><table><tr><th>configuration</th><th>size (B)</th><th>runs ok/failed</th><th>p50</th><th>p99</th><th>mean</th></tr>");
+    for a in summary
+        .aggregates
+        .iter()
+        .filter(|a| a.scenario.test == TestKind::Latency)
+    {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}/{}</td>{}{}{}</tr>",
+            html_escape(&a.scenario.config_label()),
+            a.scenario.size,
+            a.runs_ok,
+            a.runs_failed,
+            spread_cell(a.p50_us, 1),
+            spread_cell(a.p99_us, 1),
+            spread_cell(a.avg_us, 1)
+        );
+    }
+    h.push_str("</table>\n");
+    h.push_str("<h2>Throughput table (median [min–max] over repetitions)</h2><table><tr><th>configuration</th><th>size (B)</th><th>runs ok/failed</th><th>samples/s</th><th>Mbit/s</th><th>lost %</th><th>lost samples (sum)</th></tr>");
+    for a in summary
+        .aggregates
+        .iter()
+        .filter(|a| a.scenario.test == TestKind::Throughput)
+    {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}/{}</td>{}{}{}<td class=\"num\">{}</td></tr>",
+            html_escape(&a.scenario.config_label()),
+            a.scenario.size,
+            a.runs_ok,
+            a.runs_failed,
+            spread_cell(a.samples_per_s, 0),
+            spread_cell(a.mbps, 1),
+            spread_cell(a.lost_pct, 2),
+            a.lost_samples_total
+        );
+    }
+    h.push_str("</table>\n");
+
+    let failed: Vec<_> = summary
+        .runs
+        .iter()
+        .filter(|r| r.status != RunStatus::Ok)
+        .collect();
+    let _ = write!(h, "<h2>Failed runs ({})</h2>", failed.len());
+    if failed.is_empty() {
+        h.push_str("<p class=\"note\">None.</p>");
+    }
+    for r in failed {
+        let _ = write!(
+            h,
+            "<h3>#{} {} — {} {} B, repetition {}: {}</h3><p>{}</p><p class=\"note\">pub: <code>{}</code><br>sub: <code>{}</code></p>",
+            r.run_index,
+            html_escape(&r.scenario.config_label()),
+            r.scenario.test,
+            r.scenario.size,
+            r.repetition + 1,
+            r.status.name(),
+            html_escape(&r.error),
+            html_escape(&r.pub_command),
+            html_escape(&r.sub_command)
+        );
+        if !r.stderr_tail.is_empty() {
+            let _ = write!(h, "<pre>{}</pre>", html_escape(&r.stderr_tail));
+        }
+    }
+    h.push_str("<p class=\"note\">Raw data: latency.csv, throughput.csv (one row per run, with both command lines) and summary.json next to this page. Regenerate with <code>lab report DIR</code>.</p></body></html>\n");
+    Ok(h)
+}
+
+/// Writes `report.html` into `dir`.
+pub fn write_report(dir: &Path, summary: &Summary, with_reference: bool) -> Result<(), LabError> {
+    let html = render_html(summary, with_reference)?;
+    let p = dir.join(crate::record::files::REPORT_HTML);
+    std::fs::write(&p, html).map_err(|e| LabError::io(&p, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(fmt_size(32.0), "32");
+        assert_eq!(fmt_size(1024.0), "1k");
+        assert_eq!(fmt_size(63000.0), "61.5k");
+        assert_eq!(fmt_size(10_485_760.0), "10M");
+        assert_eq!(fmt_value(1_500_000.0), "1.5M");
+        assert_eq!(fmt_value(12.34), "12.3");
+        assert_eq!(fmt_value(10_000.0), "10k");
+        assert_eq!(fmt_value(0.0), "0");
+        assert_eq!(html_escape("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");
+        assert_eq!(utc_date(0), "unknown");
+        assert_eq!(utc_date(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(utc_date(1_700_000_000), "2023-11-14 22:13 UTC");
+    }
 }
