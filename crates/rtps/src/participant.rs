@@ -1948,3 +1948,171 @@ fn emit_fragment(
         key_only,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ReaderAttributes;
+
+    fn cfg(n: u8) -> ParticipantConfig {
+        let ip = core::net::Ipv4Addr::new(127, 0, 0, n);
+        ParticipantConfig {
+            guid_prefix: GuidPrefix([1, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, n]),
+            metatraffic_unicast_locators: vec![Locator::udpv4(ip, 7410)],
+            default_unicast_locators: vec![Locator::udpv4(ip, 7411)],
+            spdp_destinations: vec![Locator::udpv4(
+                core::net::Ipv4Addr::new(239, 255, 0, 1),
+                7400,
+            )],
+            ..ParticipantConfig::default()
+        }
+    }
+
+    fn drain(p: &mut Participant, now: Timestamp) -> Vec<(Vec<u8>, Vec<Locator>)> {
+        let mut buf = vec![0u8; 65536];
+        let mut out = Vec::new();
+        while let Some(t) = p.poll_transmit(now, &mut buf) {
+            out.push((buf[..t.len].to_vec(), t.destinations));
+        }
+        out
+    }
+
+    fn wattrs(keyed: bool) -> WriterAttributes {
+        WriterAttributes {
+            topic_name: "T".into(),
+            type_name: "U".into(),
+            keyed,
+            qos: WriterQos::default(),
+        }
+    }
+
+    fn rattrs(keyed: bool) -> ReaderAttributes {
+        ReaderAttributes {
+            topic_name: "T".into(),
+            type_name: "U".into(),
+            keyed,
+            qos: ReaderQos::default(),
+        }
+    }
+
+    #[test]
+    fn first_timeout_announces_spdp_to_the_destinations() {
+        let mut p = Participant::new(cfg(1), Timestamp(0));
+        assert_eq!(p.poll_timeout(), Some(Timestamp(0)));
+        p.handle_timeout(Timestamp(0));
+        let out = drain(&mut p, Timestamp(0));
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].1, cfg(1).spdp_destinations);
+        let (h, subs) = codec::parse(&out[0].0).unwrap();
+        assert_eq!(h.prefix, cfg(1).guid_prefix);
+        let Some(Ok(Sub::Data(d))) = subs.into_iter().next() else {
+            panic!("no DATA");
+        };
+        assert_eq!(d.writer_id, SPDP_WRITER);
+        let spdp = SpdpData::decode(d.payload.unwrap()).unwrap();
+        assert_eq!(spdp.guid_prefix, cfg(1).guid_prefix);
+        assert_eq!(spdp.default_unicast, cfg(1).default_unicast_locators);
+        assert_eq!(spdp.builtin_endpoints & 0x3f, 0x3f);
+        // Next announcement 100 ms later (quick initial phase).
+        assert_eq!(
+            p.poll_timeout(),
+            Some(Timestamp(0).saturating_add(INITIAL_ANNOUNCEMENT_PERIOD))
+        );
+    }
+
+    #[test]
+    fn own_and_foreign_domain_announcements_are_ignored() {
+        let mut a = Participant::new(cfg(1), Timestamp(0));
+        a.handle_timeout(Timestamp(0));
+        let own = drain(&mut a, Timestamp(0));
+        a.handle_datagram(Timestamp(1), None, &own[0].0);
+        assert!(a.discovered_participants().is_empty());
+
+        let mut other = cfg(2);
+        other.domain_id = 5;
+        let mut b = Participant::new(other, Timestamp(0));
+        b.handle_timeout(Timestamp(0));
+        let foreign = drain(&mut b, Timestamp(0));
+        a.handle_datagram(Timestamp(1), None, &foreign[0].0);
+        assert!(a.discovered_participants().is_empty());
+
+        let mut c = Participant::new(cfg(3), Timestamp(0));
+        c.handle_timeout(Timestamp(0));
+        let same = drain(&mut c, Timestamp(0));
+        a.handle_datagram(Timestamp(1), None, &same[0].0);
+        assert_eq!(a.discovered_participants(), vec![cfg(3).guid_prefix]);
+        assert_eq!(
+            a.poll_event(),
+            Some(Event::ParticipantDiscovered {
+                prefix: cfg(3).guid_prefix
+            })
+        );
+        // The newcomer gets a unicast announcement at once, then SEDP traffic.
+        let replies = drain(&mut a, Timestamp(1));
+        assert_eq!(replies[0].1, cfg(3).metatraffic_unicast_locators);
+    }
+
+    #[test]
+    fn entity_kinds_follow_keyed_and_handles_are_checked() {
+        let mut p = Participant::new(cfg(1), Timestamp(0));
+        let wk = p.create_writer(wattrs(true), Timestamp(0)).unwrap();
+        let wn = p.create_writer(wattrs(false), Timestamp(0)).unwrap();
+        let rk = p.create_reader(rattrs(true), Timestamp(0)).unwrap();
+        let rn = p.create_reader(rattrs(false), Timestamp(0)).unwrap();
+        assert_eq!(p.writer_guid(wk).unwrap().entity_id.0[3], 0x02);
+        assert_eq!(p.writer_guid(wn).unwrap().entity_id.0[3], 0x03);
+        assert_eq!(p.reader_guid(rk).unwrap().entity_id.0[3], 0x07);
+        assert_eq!(p.reader_guid(rn).unwrap().entity_id.0[3], 0x04);
+        // Local writers and readers of a topic match each other.
+        assert_eq!(p.matched_reader_count(wk), 2);
+        assert_eq!(p.matched_writer_count(rn), 2);
+        p.delete_writer(wk, Timestamp(1)).unwrap();
+        assert_eq!(p.writer_guid(wk), None);
+        assert_eq!(p.matched_writer_count(rn), 1);
+        assert_eq!(
+            p.delete_writer(wk, Timestamp(1)),
+            Err(EngineError::UnknownWriter)
+        );
+        assert_eq!(
+            p.write(
+                wk,
+                WriteRequest {
+                    kind: ChangeKind::Alive,
+                    key_hash: None,
+                    serialized_payload: &[],
+                    source_timestamp: None
+                },
+                Timestamp(1)
+            ),
+            Err(WriteError::UnknownWriter)
+        );
+        assert!(
+            p.take_sample(ReaderId(0)).is_none(),
+            "builtin readers are hidden"
+        );
+        let mut bad = wattrs(false);
+        bad.qos.history = History::KeepLast(0);
+        assert!(matches!(
+            p.create_writer(bad, Timestamp(1)),
+            Err(EngineError::InconsistentQos(_))
+        ));
+    }
+
+    #[test]
+    fn malformed_datagrams_are_counted() {
+        let mut p = Participant::new(cfg(1), Timestamp(0));
+        p.handle_datagram(Timestamp(0), None, b"hello");
+        p.handle_datagram(Timestamp(0), None, &[0u8; 3]);
+        let mut m = b"RTPS\x02\x05\x01\xfd".to_vec();
+        m.extend_from_slice(&[9; 12]);
+        m.extend_from_slice(&[0x15, 0x01, 0xff, 0x00]); // DATA claiming 255 bytes
+        p.handle_datagram(Timestamp(0), None, &m);
+        m.truncate(20);
+        m.extend_from_slice(&[0x80, 0x01, 0x00, 0x00]); // vendor submessage, empty
+        p.handle_datagram(Timestamp(0), None, &m);
+        let s = p.stats();
+        assert_eq!(s.received_datagrams, 4);
+        assert_eq!(s.malformed_datagrams, 3);
+        assert_eq!(s.unknown_submessages, 1);
+    }
+}
