@@ -39,6 +39,8 @@ fn run_ok(prog: &str, args: &[&str]) -> Result<(), String> {
 struct Netns {
     a: String,
     b: String,
+    devs: [String; 2],
+    nft: bool,
 }
 
 impl Netns {
@@ -47,12 +49,14 @@ impl Netns {
 
     fn create() -> Result<Netns, String> {
         let id = std::process::id();
-        let n = Netns {
-            a: format!("fdds-loss-a-{id}"),
-            b: format!("fdds-loss-b-{id}"),
-        };
         let va = format!("fdla{}", id % 100_000);
         let vb = format!("fdlb{}", id % 100_000);
+        let mut n = Netns {
+            a: format!("fdds-loss-a-{id}"),
+            b: format!("fdds-loss-b-{id}"),
+            devs: [va.clone(), vb.clone()],
+            nft: false,
+        };
         run_ok("ip", &["netns", "add", &n.a])?;
         run_ok("ip", &["netns", "add", &n.b])?;
         run_ok(
@@ -61,7 +65,8 @@ impl Netns {
         )?;
         run_ok("ip", &["link", "set", &va, "netns", &n.a])?;
         run_ok("ip", &["link", "set", &vb, "netns", &n.b])?;
-        for (ns, dev, addr) in [(&n.a, &va, Self::ADDR_A), (&n.b, &vb, Self::ADDR_B)] {
+        let (na, nb) = (n.a.clone(), n.b.clone());
+        for (ns, dev, addr) in [(&na, &va, Self::ADDR_A), (&nb, &vb, Self::ADDR_B)] {
             run_ok("ip", &["-n", ns, "link", "set", "lo", "up"])?;
             run_ok(
                 "ip",
@@ -77,6 +82,7 @@ impl Netns {
             );
             if let Err(e) = netem {
                 eprintln!("tc netem unavailable ({e}); using nftables random 10% drop instead");
+                n.nft = true;
                 let nft = |args: &[&str]| {
                     let mut v = vec!["netns", "exec", ns.as_str(), "nft"];
                     v.extend_from_slice(args);
@@ -112,6 +118,51 @@ impl Netns {
             }
         }
         Ok(n)
+    }
+}
+
+impl Netns {
+    /// Datagrams dropped by the loss emulation in namespace `ns` (index 0 = a, 1 = b).
+    fn dropped(&self, idx: usize) -> u64 {
+        let ns = if idx == 0 { &self.a } else { &self.b };
+        let out = if self.nft {
+            ip(&[
+                "netns",
+                "exec",
+                ns,
+                "nft",
+                "list",
+                "table",
+                "inet",
+                "ferrodds_loss",
+            ])
+        } else {
+            ip(&[
+                "netns",
+                "exec",
+                ns,
+                "tc",
+                "-s",
+                "qdisc",
+                "show",
+                "dev",
+                &self.devs[idx],
+            ])
+        };
+        let text = out
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let key = if self.nft { "packets" } else { "dropped" };
+        let mut words = text.split_whitespace();
+        while let Some(w) = words.next() {
+            if w == key {
+                return words
+                    .next()
+                    .and_then(|v| v.trim_end_matches(',').parse().ok())
+                    .unwrap_or(0);
+            }
+        }
+        0
     }
 }
 
@@ -157,7 +208,7 @@ fn wait_output(mut child: std::process::Child, timeout: Duration) -> (String, St
 
 #[test]
 fn reliable_100k_samples_over_10_percent_loss() {
-    with_timeout(600, || {
+    with_timeout(330, || {
         let can = ip(&["netns", "list"]).is_ok_and(|o| o.status.success());
         if !can {
             println!("SKIPPED: needs root and `ip netns` for network namespaces");
@@ -216,10 +267,19 @@ fn reliable_100k_samples_over_10_percent_loss() {
         .spawn()
         .expect("spawn publisher");
         let t0 = Instant::now();
-        let (sub_out, sub_err, sub_ok) = wait_output(sub, Duration::from_secs(520));
+        let (sub_out, sub_err, sub_ok) = wait_output(sub, Duration::from_secs(260));
         let (pub_out, pub_err, pub_ok) = wait_output(publ, Duration::from_secs(30));
-        eprintln!("netns loss run took {:?}", t0.elapsed());
+        let dropped = (ns.dropped(0), ns.dropped(1));
+        eprintln!(
+            "netns loss run took {:?}; datagrams dropped (a, b): {dropped:?}",
+            t0.elapsed()
+        );
         drop(ns);
+        // 100,000 samples need thousands of datagrams: 10% loss must have hit some of them
+        assert!(
+            dropped.1 > 100,
+            "loss emulation dropped too little: {dropped:?}"
+        );
         assert!(pub_ok, "publisher failed: {pub_out} {pub_err}");
         assert!(
             pub_out.contains(&format!("PUBLISHED {SAMPLES}")),
