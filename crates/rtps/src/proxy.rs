@@ -638,4 +638,74 @@ mod tests {
         assert!(late.gap_pending);
         assert_eq!(late.first_relevant, 8);
     }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Data(i64),
+            Gap(i64, i64),
+            Hb(i64, i64),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                (1i64..200).prop_map(Op::Data),
+                (1i64..200, 0i64..20).prop_map(|(s, n)| Op::Gap(s, n)),
+                (1i64..200, 0i64..50).prop_map(|(f, n)| Op::Hb(f, f + n - 1)),
+            ]
+        }
+
+        proptest! {
+            /// Whatever arrives, in whatever order: delivery is strictly
+            /// increasing (exactly once, in order), and GAPped SNs are never
+            /// delivered.
+            #[test]
+            fn reliable_delivery_is_ordered_and_unique(ops in proptest::collection::vec(op(), 0..300)) {
+                let mut p = WriterProxy::new(g(), true, vec![]);
+                let mut out = Outcome::default();
+                let mut gapped = std::collections::BTreeSet::new();
+                let mut count = 0;
+                for o in ops {
+                    match o {
+                        Op::Data(sn) => p.on_data(sn, c(sn as u8), usize::MAX, &mut out),
+                        Op::Gap(start, n) => {
+                            let list = SnSet::new(start + n);
+                            for sn in start..start + n {
+                                if sn >= p.next && !p.buffer.contains_key(&sn) {
+                                    gapped.insert(sn);
+                                }
+                            }
+                            p.on_gap(start, &list, usize::MAX, &mut out);
+                        }
+                        Op::Hb(first, last) => {
+                            count += 1;
+                            p.on_heartbeat(first, last, count, false, usize::MAX, &mut out);
+                        }
+                    }
+                    let set = p.ack_set(usize::MAX);
+                    prop_assert!(set.base() >= 1);
+                    prop_assert!(set.iter().all(|sn| sn >= p.next));
+                }
+                let sns: Vec<i64> = out.delivered.iter().map(|(sn, _)| *sn).collect();
+                prop_assert!(sns.windows(2).all(|w| w[0] < w[1]), "{:?}", sns);
+                prop_assert!(sns.iter().all(|sn| !gapped.contains(sn)));
+                prop_assert!(sns.iter().all(|sn| *sn < p.next));
+            }
+
+            /// Best effort never delivers an SN twice or out of order.
+            #[test]
+            fn best_effort_delivery_is_increasing(sns in proptest::collection::vec(1i64..100, 0..200)) {
+                let mut p = WriterProxy::new(g(), false, vec![]);
+                let mut out = Outcome::default();
+                for sn in sns {
+                    p.on_data(sn, c(0), usize::MAX, &mut out);
+                }
+                let got: Vec<i64> = out.delivered.iter().map(|(sn, _)| *sn).collect();
+                prop_assert!(got.windows(2).all(|w| w[0] < w[1]));
+            }
+        }
+    }
 }

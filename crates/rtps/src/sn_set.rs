@@ -138,4 +138,33 @@ mod tests {
         assert_eq!(SnSet::new(0).base(), 1);
         assert_eq!(SnSet::new(-4).base(), 1);
     }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// The set behaves like a `BTreeSet` restricted to its window.
+            #[test]
+            fn matches_a_model(base in 1i64..1000, sns in proptest::collection::vec(0i64..1400, 0..100)) {
+                let mut s = SnSet::new(base);
+                let mut model = std::collections::BTreeSet::new();
+                for sn in sns {
+                    let fits = sn >= base && sn < base + 256;
+                    prop_assert_eq!(s.insert(sn), fits);
+                    if fits {
+                        model.insert(sn);
+                    }
+                }
+                prop_assert_eq!(s.iter().collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
+                for sn in base - 1..base + 257 {
+                    prop_assert_eq!(s.contains(sn), model.contains(&sn));
+                }
+                // Wire round trip.
+                let mut words = [0u32; 8];
+                words[..s.words().len()].copy_from_slice(s.words());
+                prop_assert_eq!(SnSet::from_wire(s.base(), s.num_bits(), words), Some(s));
+            }
+        }
+    }
 }
