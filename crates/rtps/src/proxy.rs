@@ -666,7 +666,7 @@ mod tests {
             fn reliable_delivery_is_ordered_and_unique(ops in proptest::collection::vec(op(), 0..300)) {
                 let mut p = WriterProxy::new(g(), true, vec![]);
                 let mut out = Outcome::default();
-                let mut gapped = std::collections::BTreeSet::new();
+                let mut gapped = BTreeSet::new();
                 let mut count = 0;
                 for o in ops {
                     match o {
