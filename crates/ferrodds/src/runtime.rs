@@ -69,6 +69,7 @@ pub(crate) struct EngineState {
     pub(crate) writers: HashMap<WriterId, Arc<WriterShared>>,
     pub(crate) readers: HashMap<ReaderId, Arc<ReaderShared>>,
     tx_buf: Vec<u8>,
+    tx_destinations: Vec<Locator>,
 }
 
 /// Work to do after the engine lock is released.
@@ -126,6 +127,7 @@ impl Inner {
                 writers: HashMap::new(),
                 readers: HashMap::new(),
                 tx_buf: vec![0; max_message_size.max(1024)],
+                tx_destinations: Vec::with_capacity(8),
             }),
             transport,
             origin,
@@ -183,10 +185,11 @@ impl Inner {
             writers,
             readers,
             tx_buf,
+            tx_destinations,
         } = st;
-        while let Some(t) = engine.poll_transmit(now, tx_buf) {
-            let len = t.len.min(tx_buf.len());
-            self.send_datagram(&tx_buf[..len], &t.destinations);
+        while let Some(len) = engine.poll_transmit_into(now, tx_buf, tx_destinations) {
+            let len = len.min(tx_buf.len());
+            self.send_datagram(&tx_buf[..len], tx_destinations);
         }
         while let Some(ev) = engine.poll_event() {
             match &ev {
@@ -424,6 +427,7 @@ impl Inner {
             for r in readers {
                 let _ = st.engine.delete_reader(r, now);
             }
+            st.engine.announce_leave();
             st.writers.clear();
             st.readers.clear();
             self.drain_locked(&mut st, now, &mut pending);

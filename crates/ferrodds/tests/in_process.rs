@@ -500,3 +500,67 @@ fn topic_type_conflict_and_deleted_participant() {
         ));
     });
 }
+
+#[derive(Default)]
+struct WriterEvents {
+    matched: std::sync::Mutex<Vec<(u32, i32)>>,
+}
+
+impl ferrodds::DataWriterListener for WriterEvents {
+    fn on_publication_matched(&self, s: &ferrodds::PublicationMatchedStatus) {
+        self.matched
+            .lock()
+            .unwrap()
+            .push((s.current_count, s.current_count_change));
+    }
+}
+
+#[test]
+fn writer_listener_sees_match_and_unmatch_when_remote_participant_leaves() {
+    with_timeout(30, || {
+        let a = participant(151);
+        let b = participant(151);
+        let ta = a
+            .create_topic::<TestData>("leave", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestData>("leave", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&ta, DataWriterQos::default())
+            .unwrap();
+        let events = Arc::new(WriterEvents::default());
+        w.set_listener(Some(events.clone()));
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable())
+            .unwrap();
+        assert!(w.wait_for_matched(1, WAIT));
+        assert!(a.wait_for_participants(1, WAIT));
+        drop(r);
+        drop(b);
+        // the reader's deletion (SEDP dispose) or its participant's SPDP dispose reaches us
+        // long before the 10 s lease would expire
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while w.matched_count() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(w.matched_count(), 0, "reader not unmatched");
+        let ev = events.matched.lock().unwrap().clone();
+        assert_eq!(ev.first(), Some(&(1, 1)), "{ev:?}");
+        assert_eq!(ev.last().map(|e| e.0), Some(0), "{ev:?}");
+        let st = w.publication_matched_status();
+        assert_eq!((st.total_count, st.current_count), (1, 0));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !a.discovered_participants().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            a.discovered_participants().is_empty(),
+            "participant b not lost"
+        );
+    });
+}

@@ -206,3 +206,100 @@ fn two_shapes_processes() {
         );
     });
 }
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {pid} failed");
+}
+
+/// Strict reliability: with KEEP_ALL and `max_samples` 5, a writer whose reader stopped
+/// acknowledging (the reader process is SIGSTOPped) blocks `max_blocking_time` and returns
+/// `Timeout`; once the reader resumes, writing continues and nothing is lost.
+#[test]
+fn keep_all_writer_blocks_then_times_out_while_reader_is_stopped() {
+    with_timeout(90, || {
+        let child = shapes(&[
+            "-S",
+            "-t",
+            "Square",
+            "-d",
+            "163",
+            "-r",
+            "--sequence",
+            "--quiet",
+            "--count",
+            "40",
+            "--duration",
+            "60",
+        ])
+        .spawn()
+        .expect("spawn shapes");
+        let pid = child.id();
+        let p = participant(163);
+        let t = p
+            .create_topic::<ShapeType>("Square", TopicQos::default())
+            .unwrap();
+        let w = p
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(
+                &t,
+                DataWriterQos::default()
+                    .keep_all()
+                    .resource_limits(ferrodds::ResourceLimits {
+                        max_samples: Some(5),
+                        ..Default::default()
+                    })
+                    .max_blocking_time(Duration::from_millis(300)),
+            )
+            .unwrap();
+        assert!(w.wait_for_matched(1, Duration::from_secs(20)));
+        let shape = |x: i32| ShapeType {
+            color: "BLUE".into(),
+            x,
+            y: 0,
+            shapesize: 30,
+        };
+        let mut n = 0;
+        while n < 10 {
+            if w.write(&shape(n)).is_ok() {
+                n += 1;
+            }
+        }
+        w.wait_for_acknowledgments(Duration::from_secs(10)).unwrap();
+        signal(pid, "-STOP");
+        for _ in 0..5 {
+            w.write(&shape(n))
+                .expect("history has room for 5 unacknowledged samples");
+            n += 1;
+        }
+        let t0 = Instant::now();
+        let r = w.write(&shape(n));
+        let blocked = t0.elapsed();
+        signal(pid, "-CONT");
+        assert!(matches!(r, Err(ferrodds::DdsError::Timeout)), "{r:?}");
+        assert!(
+            blocked >= Duration::from_millis(250),
+            "blocked only {blocked:?}"
+        );
+        assert!(blocked < Duration::from_secs(3), "blocked {blocked:?}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while n < 40 && Instant::now() < deadline {
+            match w.write(&shape(n)) {
+                Ok(()) => n += 1,
+                Err(ferrodds::DdsError::Timeout) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(n, 40);
+        let (lines, ok) = finish(child, Duration::from_secs(20));
+        assert!(ok, "{lines:?}");
+        assert_eq!(
+            lines.last().map(String::as_str),
+            Some("SUMMARY received=40 in_order=true gaps=0")
+        );
+    });
+}
