@@ -1,0 +1,306 @@
+//! Live interoperability of the bare engine with Eclipse Cyclone DDS
+//! (`ddsperf`) over real UDP sockets on 127.0.0.1 only.
+//!
+//! Skipped (with a notice) when `ddsperf` is not installed. Cyclone is pinned to
+//! loopback with unicast discovery through a generated configuration file, and
+//! uses a domain id of its own so parallel tests do not interfere. Each
+//! scenario is bounded to a few seconds.
+
+use std::io::{BufRead, BufReader};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use ferrodds_rtps::{
+    ChangeKind, Event, GuidPrefix, History, Locator, Participant, ParticipantConfig,
+    ReaderAttributes, ReaderQos, Reliability, Timestamp, WriteRequest, WriterAttributes, WriterQos,
+};
+
+const CYCLONE_CONFIG: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<CycloneDDS xmlns="https://cdds.io/config">
+  <Domain Id="any">
+    <General>
+      <Interfaces><NetworkInterface name="lo"/></Interfaces>
+      <AllowMulticast>false</AllowMulticast>
+    </General>
+    <Discovery>
+      <ParticipantIndex>auto</ParticipantIndex>
+      <Peers><Peer Address="127.0.0.1"/></Peers>
+    </Discovery>
+  </Domain>
+</CycloneDDS>
+"#;
+
+fn ddsperf_available() -> bool {
+    Command::new("ddsperf")
+        .arg("help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Starts `ddsperf -i DOMAIN ARGS...` on loopback; its stdout lines go to the
+/// returned channel.
+fn ddsperf(domain: u32, args: &[&str]) -> (Child, mpsc::Receiver<String>) {
+    let dir = std::env::temp_dir().join(format!("ferrodds-cyclone-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("cyclone.xml");
+    std::fs::write(&cfg, CYCLONE_CONFIG).unwrap();
+    let mut child = Command::new("ddsperf")
+        .env("CYCLONEDDS_URI", format!("file://{}", cfg.display()))
+        .args(["-i", &domain.to_string()])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ddsperf starts");
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// The engine on two UDP sockets (metatraffic and user unicast) of
+/// participant index `pid` in `domain`, announcing itself to the first ten
+/// participant indices on 127.0.0.1 (as Cyclone's unicast discovery does).
+struct Node {
+    p: Participant,
+    meta: UdpSocket,
+    user: UdpSocket,
+    start: Instant,
+    buf: Vec<u8>,
+    rx: Vec<u8>,
+}
+
+impl Node {
+    fn new(domain: u32, pid: u32) -> Self {
+        let base = 7400 + 250 * domain;
+        let lo = Ipv4Addr::LOCALHOST;
+        let meta_port = (base + 10 + 2 * pid) as u16;
+        let user_port = (base + 11 + 2 * pid) as u16;
+        let meta = UdpSocket::bind(SocketAddrV4::new(lo, meta_port)).expect("bind metatraffic");
+        let user = UdpSocket::bind(SocketAddrV4::new(lo, user_port)).expect("bind user");
+        meta.set_nonblocking(true).unwrap();
+        user.set_nonblocking(true).unwrap();
+        let mut prefix = [0x01, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        prefix[4..8].copy_from_slice(&std::process::id().to_be_bytes());
+        prefix[8..12].copy_from_slice(&pid.to_be_bytes());
+        let cfg = ParticipantConfig {
+            domain_id: domain,
+            participant_id: pid,
+            guid_prefix: GuidPrefix(prefix),
+            metatraffic_unicast_locators: vec![Locator::udpv4(lo, meta_port)],
+            default_unicast_locators: vec![Locator::udpv4(lo, user_port)],
+            spdp_destinations: (0..10)
+                .filter(|&i| i != pid)
+                .map(|i| Locator::udpv4(lo, (base + 10 + 2 * i) as u16))
+                .collect(),
+            ..ParticipantConfig::default()
+        };
+        let start = Instant::now();
+        Self {
+            p: Participant::new(cfg, Timestamp(0)),
+            meta,
+            user,
+            start,
+            buf: vec![0; 65536],
+            rx: vec![0; 65536],
+        }
+    }
+
+    fn now(&self) -> Timestamp {
+        Timestamp(self.start.elapsed().as_nanos() as u64)
+    }
+
+    /// Receives, runs timers and sends for about `d`.
+    fn run(&mut self, d: Duration, mut each: impl FnMut(&mut Participant, Timestamp)) {
+        let end = Instant::now() + d;
+        while Instant::now() < end {
+            let mut idle = true;
+            for s in [&self.meta, &self.user] {
+                while let Ok((n, _)) = s.recv_from(&mut self.rx) {
+                    idle = false;
+                    let now = Timestamp(self.start.elapsed().as_nanos() as u64);
+                    self.p.handle_datagram(now, None, &self.rx[..n]);
+                }
+            }
+            let now = self.now();
+            if self.p.poll_timeout().is_some_and(|t| t <= now) {
+                self.p.handle_timeout(now);
+            }
+            each(&mut self.p, now);
+            while let Some(t) = self.p.poll_transmit(now, &mut self.buf) {
+                for d in &t.destinations {
+                    let a = d.address;
+                    let ip = Ipv4Addr::new(a[12], a[13], a[14], a[15]);
+                    // Loopback only, whatever a peer announced.
+                    if d.kind == Locator::KIND_UDPV4 && ip.is_loopback() {
+                        let to = SocketAddr::V4(SocketAddrV4::new(ip, d.port as u16));
+                        let _ = self.meta.send_to(&self.buf[..t.len], to);
+                    }
+                }
+            }
+            if idle {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    }
+}
+
+/// KeyedSeq (ddsperf's KS topic): `seq u32, keyval u32, baggage sequence<octet>`, CDR LE.
+fn keyed_seq(seq: u32, baggage: usize) -> Vec<u8> {
+    let mut v = vec![0x00, 0x01, 0x00, 0x00];
+    v.extend_from_slice(&seq.to_le_bytes());
+    v.extend_from_slice(&0u32.to_le_bytes());
+    v.extend_from_slice(&(baggage as u32).to_le_bytes());
+    v.resize(v.len() + baggage, 0xab);
+    while v.len() % 4 != 0 {
+        v.push(0);
+    }
+    v
+}
+
+#[test]
+fn cyclone_publisher_to_engine_reader_reliable() {
+    if !ddsperf_available() {
+        eprintln!("SKIPPED: ddsperf not installed");
+        return;
+    }
+    let domain = 93;
+    let mut node = Node::new(domain, 7);
+    let r = node
+        .p
+        .create_reader(
+            ReaderAttributes {
+                topic_name: "DDSPerfRDataKS".into(),
+                type_name: "KeyedSeq".into(),
+                keyed: true,
+                qos: ReaderQos {
+                    reliability: Reliability::RELIABLE,
+                    history: History::KeepAll,
+                    ..ReaderQos::default()
+                },
+            },
+            Timestamp(0),
+        )
+        .unwrap();
+    let (mut child, _lines) = ddsperf(domain, &["-D", "4", "pub", "200Hz", "size", "32"]);
+    let mut seqs = Vec::new();
+    let mut events = Vec::new();
+    node.run(Duration::from_secs(4), |p, _| {
+        while let Some(e) = p.poll_event() {
+            events.push(e);
+        }
+        while let Some(s) = p.take_sample(r) {
+            if let Some(b) = s.payload.get(4..8) {
+                seqs.push(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            }
+        }
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::SubscriptionMatched { .. })),
+        "no match with Cyclone: {events:?} {:?}",
+        node.p.stats()
+    );
+    eprintln!(
+        "received {} samples from Cyclone, {:?}",
+        seqs.len(),
+        node.p.stats()
+    );
+    assert!(
+        seqs.len() > 50,
+        "only {} samples: {:?}",
+        seqs.len(),
+        node.p.stats()
+    );
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "reliable order broken"
+    );
+}
+
+#[test]
+fn engine_writer_to_cyclone_subscriber_reliable() {
+    if !ddsperf_available() {
+        eprintln!("SKIPPED: ddsperf not installed");
+        return;
+    }
+    let domain = 94;
+    let mut node = Node::new(domain, 7);
+    let w = node
+        .p
+        .create_writer(
+            WriterAttributes {
+                topic_name: "DDSPerfRDataKS".into(),
+                type_name: "KeyedSeq".into(),
+                keyed: true,
+                qos: WriterQos {
+                    history: History::KeepAll,
+                    ..WriterQos::default()
+                },
+            },
+            Timestamp(0),
+        )
+        .unwrap();
+    let (mut child, lines) = ddsperf(domain, &["-D", "4", "-1", "sub"]);
+    let mut seq = 0u32;
+    let mut last_write = Timestamp(0);
+    node.run(Duration::from_secs(4), |p, now| {
+        if p.matched_reader_count(w) > 0 && now.since(last_write) >= Duration::from_millis(5) {
+            last_write = now;
+            let payload = keyed_seq(seq, 24);
+            let req = WriteRequest {
+                kind: ChangeKind::Alive,
+                key_hash: Some([0; 16]),
+                serialized_payload: &payload,
+                source_timestamp: None,
+            };
+            if p.write(w, req, now).is_ok() {
+                seq += 1;
+            }
+        }
+        while p.poll_event().is_some() {}
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let out: Vec<String> = lines.try_iter().collect();
+    eprintln!(
+        "wrote {seq}; ddsperf: {:?}",
+        out.iter().rev().take(2).collect::<Vec<_>>()
+    );
+    assert!(seq > 50, "wrote only {seq}: {:?}", node.p.stats());
+    // ddsperf sub prints "... total N lost M ..." lines once a second.
+    let totals: Vec<u64> = out
+        .iter()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            it.by_ref().find(|w| *w == "total")?;
+            it.next()?.parse().ok()
+        })
+        .collect();
+    assert!(
+        totals.iter().any(|&t| t > 50),
+        "Cyclone received too little: {out:#?}"
+    );
+    let lost: Vec<u64> = out
+        .iter()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            it.by_ref().find(|w| *w == "lost")?;
+            it.next()?.parse().ok()
+        })
+        .collect();
+    assert!(lost.iter().all(|&l| l == 0), "Cyclone saw losses: {out:#?}");
+}
