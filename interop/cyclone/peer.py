@@ -106,7 +106,8 @@ def qos_for(args, writer):
         else Policy.Reliability.BestEffort,
         Policy.Durability.TransientLocal if args.transient_local else Policy.Durability.Volatile,
         Policy.History.KeepAll if args.keep_all else Policy.History.KeepLast(args.depth),
-        Policy.DataRepresentation(use_cdrv0_representation=True),
+        Policy.DataRepresentation(use_xcdrv2_representation=True) if args.xcdr2
+        else Policy.DataRepresentation(use_cdrv0_representation=True),
     ]
     if writer and args.transient_local:
         # Cyclone serves late joiners from the DURABILITY_SERVICE history (default
@@ -138,6 +139,8 @@ def main():
     p.add_argument("--transient-local", action="store_true")
     p.add_argument("--keep-all", action="store_true")
     p.add_argument("--depth", type=int, default=1)
+    p.add_argument("--xcdr2", action="store_true",
+                   help="use XCDR2 (DATA_REPRESENTATION [XCDR2]) instead of XCDR1")
     p.add_argument("--dispose", action="store_true", help="pub: dispose every instance at the end")
     p.add_argument("--no-wait-match", action="store_true",
                    help="pub: write without waiting for a matched reader")

@@ -388,6 +388,11 @@ impl DataReaderQos {
             ownership: engine_ownership(self.ownership),
             deadline: engine_deadline(self.deadline),
             partition: ferrodds_rtps::Partition(partition.to_vec()),
+            // readers decode both XCDR1 and XCDR2 payloads
+            data_representation: ferrodds_rtps::DataRepresentation(vec![
+                ferrodds_rtps::qos::data_representation::XCDR1,
+                ferrodds_rtps::qos::data_representation::XCDR2,
+            ]),
             ..ferrodds_rtps::ReaderQos::default()
         }
     }
@@ -406,7 +411,17 @@ mod tests {
         assert_eq!(r.reliability.kind, ReliabilityKind::BestEffort);
         assert_eq!(r.history, History::KeepLast(1));
         assert_eq!(w.to_engine(&[]), ferrodds_rtps::WriterQos::default());
-        assert_eq!(r.to_engine(&[]), ferrodds_rtps::ReaderQos::default());
+        let re = r.to_engine(&[]);
+        assert_eq!(
+            re.reliability,
+            ferrodds_rtps::ReaderQos::default().reliability
+        );
+        assert_eq!(re.history, ferrodds_rtps::ReaderQos::default().history);
+        assert_eq!(
+            re.data_representation.0,
+            vec![0, 2],
+            "readers accept XCDR1 and XCDR2"
+        );
     }
 
     #[test]

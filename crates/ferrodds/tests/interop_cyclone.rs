@@ -424,3 +424,200 @@ fn transient_local_we_are_late_joiner_to_cyclone_history() {
         drop(peer);
     });
 }
+
+fn shapes_cmd(args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_shapes"));
+    c.args([
+        "--interface",
+        "127.0.0.1",
+        "--peer",
+        "127.0.0.1",
+        "--no-multicast",
+    ])
+    .args(args)
+    .env_remove("FERRODDS_INTERFACE")
+    .env_remove("FERRODDS_PEERS")
+    .env_remove("FERRODDS_MULTICAST")
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::inherit());
+    c
+}
+
+/// Our `shapes` publisher → Cyclone ShapeType subscriber.
+#[test]
+fn shapes_demo_publisher_to_cyclone() {
+    with_timeout(90, || {
+        let Some(py) = cyclone_python() else { return };
+        let mut peer = Peer::start(
+            &py,
+            &[
+                "sub",
+                "--type",
+                "shape",
+                "--topic",
+                "Square",
+                "--domain",
+                "182",
+                "--count",
+                "30",
+                "--reliable",
+                "--keep-all",
+                "--timeout",
+                "40",
+            ],
+        );
+        peer.wait_line(PEER_WAIT, |l| l == "READY");
+        let child = shapes_cmd(&[
+            "-P",
+            "-t",
+            "Square",
+            "-c",
+            "ORANGE",
+            "-d",
+            "182",
+            "--sequence",
+            "--count",
+            "30",
+            "--rate",
+            "100",
+            "--wait-matched",
+            "--duration",
+            "40",
+        ])
+        .spawn()
+        .expect("spawn shapes");
+        let out = child.wait_with_output().expect("shapes output");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let (lines, ok) = peer.finish(Duration::from_secs(30));
+        assert!(ok, "{lines:?}");
+        let got: Vec<&String> = lines.iter().filter(|l| l.starts_with("SAMPLE ")).collect();
+        assert_eq!(got.len(), 30, "{lines:?}");
+        for (i, l) in got.iter().enumerate() {
+            assert_eq!(**l, format!("SAMPLE ORANGE {i} 0 30"));
+        }
+    });
+}
+
+/// Cyclone ShapeType publisher (XCDR1 and XCDR2) → our `shapes` subscriber.
+fn cyclone_shapes_to_shapes_demo(domain: u32, xcdr2: bool) {
+    let Some(py) = cyclone_python() else { return };
+    let dom = domain.to_string();
+    let child = shapes_cmd(&[
+        "-S",
+        "-t",
+        "Circle",
+        "-d",
+        &dom,
+        "-r",
+        "--keep-all",
+        "--count",
+        "25",
+        "--duration",
+        "40",
+    ])
+    .spawn()
+    .expect("spawn shapes");
+    let mut args = vec![
+        "pub",
+        "--type",
+        "shape",
+        "--topic",
+        "Circle",
+        "--domain",
+        &dom,
+        "--count",
+        "25",
+        "--color",
+        "PURPLE",
+        "--reliable",
+        "--keep-all",
+        "--timeout",
+        "40",
+    ];
+    if xcdr2 {
+        args.push("--xcdr2");
+    }
+    let peer = Peer::start(&py, &args);
+    let out = child.wait_with_output().expect("shapes output");
+    let (plines, pok) = peer.finish(Duration::from_secs(30));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "shapes: {stdout}; cyclone: {plines:?}"
+    );
+    assert!(pok, "{plines:?}");
+    let got: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("Circle "))
+        .collect();
+    assert_eq!(got.len(), 25, "{stdout}");
+    for (i, l) in got.iter().enumerate() {
+        assert_eq!(
+            *l,
+            format!("Circle PURPLE {} {} 30", i % 250, (2 * i) % 250)
+        );
+    }
+}
+
+#[test]
+fn cyclone_shapes_xcdr1_to_shapes_demo() {
+    with_timeout(90, || cyclone_shapes_to_shapes_demo(183, false));
+}
+
+#[test]
+fn cyclone_shapes_xcdr2_to_shapes_demo() {
+    with_timeout(90, || cyclone_shapes_to_shapes_demo(184, true));
+}
+
+/// A Cyclone writer using XCDR2 (final type, `CDR2_LE`) → our reader.
+#[test]
+fn cyclone_xcdr2_unkeyed_to_ours() {
+    with_timeout(90, || {
+        let Some(py) = cyclone_python() else { return };
+        let p = participant(185);
+        let t = p
+            .create_topic::<TestData>("xcdr2", TopicQos::default())
+            .unwrap();
+        let r = p
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&t, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        let peer = Peer::start(
+            &py,
+            &[
+                "pub",
+                "--type",
+                "unkeyed",
+                "--topic",
+                "xcdr2",
+                "--domain",
+                "185",
+                "--count",
+                "100",
+                "--reliable",
+                "--keep-all",
+                "--xcdr2",
+                "--timeout",
+                "40",
+            ],
+        );
+        assert!(r.wait_for_matched(1, PEER_WAIT), "XCDR2 writer not matched");
+        let samples = take_all(&r, 100, 0);
+        let (lines, ok) = peer.finish(Duration::from_secs(30));
+        assert!(ok, "{lines:?}");
+        let seqs: Vec<u32> = samples
+            .iter()
+            .filter_map(|s| s.data.as_ref())
+            .map(|d| d.seq_num)
+            .collect();
+        assert_eq!(seqs, (0..100).collect::<Vec<_>>());
+        for d in samples.iter().filter_map(|s| s.data.as_ref()) {
+            assert_eq!(d.bin_data, payload_for(d.seq_num));
+        }
+    });
+}
