@@ -378,6 +378,8 @@ impl DataWriterQos {
 }
 
 impl DataReaderQos {
+    // `..default()` keeps this compiling with defaults when the engine QoS gains fields.
+    #[allow(clippy::needless_update)]
     pub(crate) fn to_engine(&self, partition: &[String]) -> ferrodds_rtps::ReaderQos {
         ferrodds_rtps::ReaderQos {
             reliability: engine_reliability(self.reliability),
