@@ -170,11 +170,20 @@ fn keyed_seq(seq: u32, baggage: usize) -> Vec<u8> {
 
 #[test]
 fn cyclone_publisher_to_engine_reader_reliable() {
+    cyclone_to_engine(93, "32", 200, 50);
+}
+
+#[test]
+fn cyclone_fragmented_samples_to_engine_reader() {
+    // 100 kB samples: Cyclone sends them as DATA_FRAGs.
+    cyclone_to_engine(95, "100000", 20, 10);
+}
+
+fn cyclone_to_engine(domain: u32, size: &str, rate: u32, min: usize) {
     if !ddsperf_available() {
         eprintln!("SKIPPED: ddsperf not installed");
         return;
     }
-    let domain = 93;
     let mut node = Node::new(domain, 7);
     let r = node
         .p
@@ -192,16 +201,19 @@ fn cyclone_publisher_to_engine_reader_reliable() {
             Timestamp(0),
         )
         .unwrap();
-    let (mut child, _lines) = ddsperf(domain, &["-D", "4", "pub", "200Hz", "size", "32"]);
+    let rate = format!("{rate}Hz");
+    let (mut child, _lines) = ddsperf(domain, &["-D", "3", "pub", &rate, "size", size]);
+    let mut sizes = Vec::new();
     let mut seqs = Vec::new();
     let mut events = Vec::new();
-    node.run(Duration::from_secs(4), |p, _| {
+    node.run(Duration::from_secs(3), |p, _| {
         while let Some(e) = p.poll_event() {
             events.push(e);
         }
         while let Some(s) = p.take_sample(r) {
             if let Some(b) = s.payload.get(4..8) {
                 seqs.push(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                sizes.push(s.payload.len());
             }
         }
     });
@@ -220,11 +232,13 @@ fn cyclone_publisher_to_engine_reader_reliable() {
         node.p.stats()
     );
     assert!(
-        seqs.len() > 50,
+        seqs.len() > min,
         "only {} samples: {:?}",
         seqs.len(),
         node.p.stats()
     );
+    let want: usize = size.parse().unwrap();
+    assert!(sizes.iter().all(|&n| n >= want), "short samples: {sizes:?}");
     assert!(
         seqs.windows(2).all(|w| w[0] < w[1]),
         "reliable order broken"
@@ -233,11 +247,20 @@ fn cyclone_publisher_to_engine_reader_reliable() {
 
 #[test]
 fn engine_writer_to_cyclone_subscriber_reliable() {
+    engine_to_cyclone(94, 24, 5, 50);
+}
+
+#[test]
+fn engine_fragmented_samples_to_cyclone_subscriber() {
+    // 150 kB samples: sent as DATA_FRAGs.
+    engine_to_cyclone(96, 150_000, 50, 10);
+}
+
+fn engine_to_cyclone(domain: u32, baggage: usize, period_ms: u64, min: u64) {
     if !ddsperf_available() {
         eprintln!("SKIPPED: ddsperf not installed");
         return;
     }
-    let domain = 94;
     let mut node = Node::new(domain, 7);
     let w = node
         .p
@@ -254,13 +277,15 @@ fn engine_writer_to_cyclone_subscriber_reliable() {
             Timestamp(0),
         )
         .unwrap();
-    let (mut child, lines) = ddsperf(domain, &["-D", "4", "-1", "sub"]);
+    let (mut child, lines) = ddsperf(domain, &["-D", "3", "-1", "sub"]);
     let mut seq = 0u32;
     let mut last_write = Timestamp(0);
-    node.run(Duration::from_secs(4), |p, now| {
-        if p.matched_reader_count(w) > 0 && now.since(last_write) >= Duration::from_millis(5) {
+    node.run(Duration::from_secs(3), |p, now| {
+        if p.matched_reader_count(w) > 0
+            && now.since(last_write) >= Duration::from_millis(period_ms)
+        {
             last_write = now;
-            let payload = keyed_seq(seq, 24);
+            let payload = keyed_seq(seq, baggage);
             let req = WriteRequest {
                 kind: ChangeKind::Alive,
                 key_hash: Some([0; 16]),
@@ -280,7 +305,11 @@ fn engine_writer_to_cyclone_subscriber_reliable() {
         "wrote {seq}; ddsperf: {:?}",
         out.iter().rev().take(2).collect::<Vec<_>>()
     );
-    assert!(seq > 50, "wrote only {seq}: {:?}", node.p.stats());
+    assert!(
+        u64::from(seq) > min,
+        "wrote only {seq}: {:?}",
+        node.p.stats()
+    );
     // ddsperf sub prints "... total N lost M ..." lines once a second.
     let totals: Vec<u64> = out
         .iter()
@@ -291,7 +320,7 @@ fn engine_writer_to_cyclone_subscriber_reliable() {
         })
         .collect();
     assert!(
-        totals.iter().any(|&t| t > 50),
+        totals.iter().any(|&t| t > min),
         "Cyclone received too little: {out:#?}"
     );
     let lost: Vec<u64> = out
