@@ -155,6 +155,15 @@ impl Node {
     }
 }
 
+/// ddsperf's data topic (`R`eliable or `U`nreliable, KeyedSeq type).
+fn topic(reliable: bool) -> &'static str {
+    if reliable {
+        "DDSPerfRDataKS"
+    } else {
+        "DDSPerfUDataKS"
+    }
+}
+
 /// KeyedSeq (ddsperf's KS topic): `seq u32, keyval u32, baggage sequence<octet>`, CDR LE.
 fn keyed_seq(seq: u32, baggage: usize) -> Vec<u8> {
     let mut v = vec![0x00, 0x01, 0x00, 0x00];
@@ -170,16 +179,21 @@ fn keyed_seq(seq: u32, baggage: usize) -> Vec<u8> {
 
 #[test]
 fn cyclone_publisher_to_engine_reader_reliable() {
-    cyclone_to_engine(93, "32", 200, 50);
+    cyclone_to_engine(93, "32", 200, 50, true);
+}
+
+#[test]
+fn cyclone_publisher_to_engine_reader_best_effort() {
+    cyclone_to_engine(97, "32", 200, 50, false);
 }
 
 #[test]
 fn cyclone_fragmented_samples_to_engine_reader() {
     // 100 kB samples: Cyclone sends them as DATA_FRAGs.
-    cyclone_to_engine(95, "100000", 20, 10);
+    cyclone_to_engine(95, "100000", 20, 10, true);
 }
 
-fn cyclone_to_engine(domain: u32, size: &str, rate: u32, min: usize) {
+fn cyclone_to_engine(domain: u32, size: &str, rate: u32, min: usize, reliable: bool) {
     if !ddsperf_available() {
         eprintln!("SKIPPED: ddsperf not installed");
         return;
@@ -189,11 +203,15 @@ fn cyclone_to_engine(domain: u32, size: &str, rate: u32, min: usize) {
         .p
         .create_reader(
             ReaderAttributes {
-                topic_name: "DDSPerfRDataKS".into(),
+                topic_name: topic(reliable).into(),
                 type_name: "KeyedSeq".into(),
                 keyed: true,
                 qos: ReaderQos {
-                    reliability: Reliability::RELIABLE,
+                    reliability: if reliable {
+                        Reliability::RELIABLE
+                    } else {
+                        Reliability::BEST_EFFORT
+                    },
                     history: History::KeepAll,
                     ..ReaderQos::default()
                 },
@@ -202,7 +220,12 @@ fn cyclone_to_engine(domain: u32, size: &str, rate: u32, min: usize) {
         )
         .unwrap();
     let rate = format!("{rate}Hz");
-    let (mut child, _lines) = ddsperf(domain, &["-D", "3", "pub", &rate, "size", size]);
+    let mut args = vec!["-D", "3"];
+    if !reliable {
+        args.push("-u");
+    }
+    args.extend(["pub", &rate, "size", size]);
+    let (mut child, _lines) = ddsperf(domain, &args);
     let mut sizes = Vec::new();
     let mut seqs = Vec::new();
     let mut events = Vec::new();
@@ -247,16 +270,21 @@ fn cyclone_to_engine(domain: u32, size: &str, rate: u32, min: usize) {
 
 #[test]
 fn engine_writer_to_cyclone_subscriber_reliable() {
-    engine_to_cyclone(94, 24, 5, 50);
+    engine_to_cyclone(94, 24, 5, 50, true);
+}
+
+#[test]
+fn engine_writer_to_cyclone_subscriber_best_effort() {
+    engine_to_cyclone(98, 24, 5, 50, false);
 }
 
 #[test]
 fn engine_fragmented_samples_to_cyclone_subscriber() {
     // 150 kB samples: sent as DATA_FRAGs.
-    engine_to_cyclone(96, 150_000, 50, 10);
+    engine_to_cyclone(96, 150_000, 50, 10, true);
 }
 
-fn engine_to_cyclone(domain: u32, baggage: usize, period_ms: u64, min: u64) {
+fn engine_to_cyclone(domain: u32, baggage: usize, period_ms: u64, min: u64, reliable: bool) {
     if !ddsperf_available() {
         eprintln!("SKIPPED: ddsperf not installed");
         return;
@@ -266,10 +294,15 @@ fn engine_to_cyclone(domain: u32, baggage: usize, period_ms: u64, min: u64) {
         .p
         .create_writer(
             WriterAttributes {
-                topic_name: "DDSPerfRDataKS".into(),
+                topic_name: topic(reliable).into(),
                 type_name: "KeyedSeq".into(),
                 keyed: true,
                 qos: WriterQos {
+                    reliability: if reliable {
+                        Reliability::RELIABLE
+                    } else {
+                        Reliability::BEST_EFFORT
+                    },
                     history: History::KeepAll,
                     ..WriterQos::default()
                 },
@@ -277,7 +310,12 @@ fn engine_to_cyclone(domain: u32, baggage: usize, period_ms: u64, min: u64) {
             Timestamp(0),
         )
         .unwrap();
-    let (mut child, lines) = ddsperf(domain, &["-D", "3", "-1", "sub"]);
+    let mut args = vec!["-D", "3", "-1"];
+    if !reliable {
+        args.push("-u");
+    }
+    args.push("sub");
+    let (mut child, lines) = ddsperf(domain, &args);
     let mut seq = 0u32;
     let mut last_write = Timestamp(0);
     node.run(Duration::from_secs(3), |p, now| {
@@ -331,5 +369,7 @@ fn engine_to_cyclone(domain: u32, baggage: usize, period_ms: u64, min: u64) {
             it.next()?.parse().ok()
         })
         .collect();
-    assert!(lost.iter().all(|&l| l == 0), "Cyclone saw losses: {out:#?}");
+    if reliable {
+        assert!(lost.iter().all(|&l| l == 0), "Cyclone saw losses: {out:#?}");
+    }
 }
