@@ -236,6 +236,15 @@ fn run_opts(opts: Options) -> Result<(), PerftestError> {
         system::set_current_thread_priority(p.main)?;
     }
     let batching = opts.batching(opts.raw || DDS_BATCHING);
+    if batching == BatchingState::Unavailable && opts.batch_size.is_some_and(|b| b > 0) {
+        return Err(PerftestError::Option(
+            crate::error::OptionError::Unsupported {
+                option: "-batchSize",
+                reason:
+                    "FerroDDS has no writer-side batching yet (use -batchSize 0, or -rawTransport)",
+            },
+        ));
+    }
     let mut transport: Box<dyn Transport> = if opts.raw {
         let batch = match batching {
             BatchingState::On(b) => Some(b as usize),
