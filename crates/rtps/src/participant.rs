@@ -869,6 +869,42 @@ impl Participant {
         }
     }
 
+    /// Re-resolves the destination locators of every proxy of participant
+    /// `prefix` (after its SPDP data changed).
+    fn refresh_locators(&mut self, prefix: GuidPrefix) {
+        let builtin = self.locators_for(prefix, &[], true);
+        let mut user: HashMap<Guid, Vec<Locator>> = HashMap::new();
+        for (g, d) in self.remote_writers.iter().chain(self.remote_readers.iter()) {
+            if g.prefix == prefix {
+                user.insert(*g, self.locators_for(prefix, &d.unicast, false));
+            }
+        }
+        for (i, w) in self.writers.iter_mut().enumerate() {
+            for p in w.iter_mut().flat_map(|w| w.proxies.iter_mut()) {
+                if p.guid.prefix != prefix {
+                    continue;
+                }
+                if i < FIRST_USER {
+                    p.locators.clone_from(&builtin);
+                } else if let Some(l) = user.get(&p.guid) {
+                    p.locators.clone_from(l);
+                }
+            }
+        }
+        for (i, r) in self.readers.iter_mut().enumerate() {
+            for p in r.iter_mut().flat_map(|r| r.proxies.iter_mut()) {
+                if p.guid.prefix != prefix {
+                    continue;
+                }
+                if i < FIRST_USER {
+                    p.locators.clone_from(&builtin);
+                } else if let Some(l) = user.get(&p.guid) {
+                    p.locators.clone_from(l);
+                }
+            }
+        }
+    }
+
     fn remove_participant(&mut self, prefix: GuidPrefix) {
         if self.participants.remove(&prefix).is_none() {
             return;
@@ -1227,7 +1263,12 @@ impl Participant {
         }
         if let Some(p) = self.participants.get_mut(&prefix) {
             p.last_heard = now;
-            p.data = data;
+            if p.data != data {
+                let set = data.builtin_endpoints;
+                p.data = data;
+                self.match_builtins(prefix, set);
+                self.refresh_locators(prefix);
+            }
             return;
         }
         if self.participants.len() >= MAX_PARTICIPANTS {
@@ -2096,6 +2137,56 @@ mod tests {
             p.create_writer(bad, Timestamp(1)),
             Err(EngineError::InconsistentQos(_))
         ));
+    }
+
+    #[test]
+    fn changed_spdp_locators_are_followed() {
+        let mut a = Participant::new(cfg(1), Timestamp(0));
+        let w = a.create_writer(wattrs(false), Timestamp(0)).unwrap();
+        let mut b = Participant::new(cfg(2), Timestamp(0));
+        b.create_reader(rattrs(false), Timestamp(0)).unwrap();
+        b.handle_timeout(Timestamp(0));
+        for (d, _) in drain(&mut b, Timestamp(0)) {
+            a.handle_datagram(Timestamp(1), None, &d);
+        }
+        // Hand b's SEDP subscription to a.
+        for (d, _) in drain(&mut b, Timestamp(1)) {
+            a.handle_datagram(Timestamp(1), None, &d);
+        }
+        let mut t = 2;
+        while a.matched_reader_count(w) == 0 && t < 50 {
+            for (d, _) in drain(&mut a, Timestamp(t)) {
+                b.handle_datagram(Timestamp(t), None, &d);
+            }
+            for (d, _) in drain(&mut b, Timestamp(t)) {
+                a.handle_datagram(Timestamp(t), None, &d);
+            }
+            t += 1;
+        }
+        assert_eq!(a.matched_reader_count(w), 1);
+        // b comes back with another user locator.
+        let mut moved = cfg(2);
+        let new_loc = Locator::udpv4(core::net::Ipv4Addr::new(127, 0, 0, 9), 9999);
+        moved.default_unicast_locators = vec![new_loc];
+        let mut b2 = Participant::new(moved, Timestamp(0));
+        b2.handle_timeout(Timestamp(0));
+        for (d, _) in drain(&mut b2, Timestamp(0)) {
+            a.handle_datagram(Timestamp(t), None, &d);
+        }
+        drain(&mut a, Timestamp(t));
+        a.write(
+            w,
+            WriteRequest {
+                kind: ChangeKind::Alive,
+                key_hash: None,
+                serialized_payload: &[0, 1, 0, 0],
+                source_timestamp: None,
+            },
+            Timestamp(t),
+        )
+        .unwrap();
+        let out = drain(&mut a, Timestamp(t));
+        assert!(out.iter().any(|(_, d)| d == &vec![new_loc]), "{out:?}");
     }
 
     #[test]
