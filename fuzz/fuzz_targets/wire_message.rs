@@ -5,7 +5,8 @@
 //!
 //! Properties checked on top of "never panics":
 //! - `submessages()` and `interpret()` yield the same submessages as parsing
-//!   `raw_submessages()` one by one, and stop at the same error;
+//!   `raw_submessages()` one by one, and stop at the same error; the receiver
+//!   state `interpret()` reports matches a model of §8.3.4;
 //! - every successfully parsed submessage re-emits (`Encode`) into exactly
 //!   `encoded_len()` bytes with the byte order of its E flag, and the result
 //!   parses back to an equal value. The crate documents two exceptions:
@@ -204,7 +205,7 @@ fn round_trip(header: &[u8], raw: &RawSubmessage<'_>, sub: &Submessage<'_>) {
         .expect("one submessage")
         .unwrap_or_else(|err| panic!("re-emitted {sub:?} does not parse: {err}\n{out:02x?}"));
     assert!(subs.next().is_none(), "re-emission is one submessage");
-    if raw.body.len() % 4 == 0 {
+    if raw.body.len().is_multiple_of(4) {
         assert_eq!(*sub, again, "round trip changed the submessage");
     } else {
         assert!(
@@ -228,8 +229,21 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(Header::parse(&h).as_ref(), Ok(view.header()));
     let header = &data[..Header::SIZE];
 
+    // Receiver state model (DDSI-RTPS 2.5 §8.3.4, §8.3.7): what
+    // `interpret` must report for each submessage.
+    let own = GuidPrefix([0x5a; 12]);
+    let h = view.header();
+    let mut state = ReceiverState {
+        source_version: h.version,
+        source_vendor_id: h.vendor_id,
+        source_guid_prefix: h.guid_prefix,
+        dest_guid_prefix: own,
+        timestamp: None,
+        reply_to: ReplyTo::Source,
+    };
+
     let mut parsed = view.submessages();
-    let mut interpreted = view.interpret(GuidPrefix([0x5a; 12]));
+    let mut interpreted = view.interpret(own);
     let mut raws = view.raw_submessages();
     loop {
         let raw = raws.next();
@@ -250,10 +264,36 @@ fuzz_target!(|data: &[u8]| {
         assert!(raw.offset + raw.bytes.len() <= data.len());
         let sub = raw.parse();
         assert_eq!(a, Some(sub));
-        assert_eq!(b.map(|r| r.map(|(_, s)| s)), Some(sub));
         let Ok(sub) = sub else {
+            assert_eq!(b.map(|r| r.map(|(_, s)| s)), Some(sub));
             break;
         };
+        match sub {
+            Submessage::InfoSrc(i) => {
+                state.source_version = i.version;
+                state.source_vendor_id = i.vendor_id;
+                state.source_guid_prefix = i.guid_prefix;
+                state.timestamp = None;
+                state.reply_to = ReplyTo::Source;
+            }
+            Submessage::InfoDst(i) if i.guid_prefix == GuidPrefix::UNKNOWN => {
+                state.dest_guid_prefix = own;
+            }
+            Submessage::InfoDst(i) => state.dest_guid_prefix = i.guid_prefix,
+            Submessage::InfoTs(i) => state.timestamp = i.timestamp,
+            Submessage::InfoReply(r) => state.reply_to = ReplyTo::Locators(r),
+            Submessage::InfoReplyIp4(r) => state.reply_to = ReplyTo::Ipv4(r),
+            _ => {}
+        }
+        assert_eq!(
+            b,
+            Some(Ok((state, sub))),
+            "interpret disagrees with the model"
+        );
+        assert_eq!(
+            state.is_for(own),
+            state.dest_guid_prefix == own || state.dest_guid_prefix == GuidPrefix::UNKNOWN
+        );
         match &sub {
             Submessage::Data(d) => {
                 if let Some(q) = d.inline_qos {
