@@ -269,12 +269,14 @@ fn ddsperf_commands(
     // (block-buffered into our pipe) is flushed at exit.
     let mut sub = CommandSpec::new(prog)
         .args(common.clone())
-        .args([format!("-D{}", exec + 3)]);
+        .args([format!("-D{}", exec + 4)]);
     sub.env
         .push(("CYCLONEDDS_URI".into(), p.cyclone_sub_uri.clone()));
+    // ddsperf's duration counts from process start (discovery included) and it prints once a
+    // second: one more second makes a run comparable with perftest's -executionTime.
     let mut publ = CommandSpec::new(p.ddsperf.display().to_string())
         .args(common)
-        .args([format!("-D{exec}")]);
+        .args([format!("-D{}", exec + 1)]);
     publ.env
         .push(("CYCLONEDDS_URI".into(), p.cyclone_pub_uri.clone()));
     let size = s.size.to_string();
@@ -591,14 +593,14 @@ mod tests {
         let c = build_commands(&scenario(System::Cyclone, TestKind::Latency), &p, 3, 4);
         assert_eq!(
             c.client.shell_line(),
-            "env CYCLONEDDS_URI=file:///c.xml ip netns exec a ddsperf -u -n 100000 -i 3 -D4 ping size 1024"
+            "env CYCLONEDDS_URI=file:///c.xml ip netns exec a ddsperf -u -n 100000 -i 3 -D5 ping size 1024"
         );
         assert_eq!(c.server.program, "ssh");
         assert_eq!(
             c.server.args,
             vec![
                 "host".to_string(),
-                "env CYCLONEDDS_URI=file:///c.xml ddsperf -u -n 100000 -i 3 -D7 pong".to_string()
+                "env CYCLONEDDS_URI=file:///c.xml ddsperf -u -n 100000 -i 3 -D8 pong".to_string()
             ]
         );
         assert_eq!(shell_quote("a b'c"), "'a b'\\''c'");

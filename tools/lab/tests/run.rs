@@ -1,0 +1,307 @@
+//! End-to-end `lab run`s: a real quick-style run against perftest (raw transport and DDS) and
+//! Cyclone ddsperf when installed, failure and timeout recording with fake programs, Ctrl-C,
+//! the remote topology through a command prefix, and the dry run.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{lab, output_bounded, perftest, script, temp_dir};
+use ferrodds_lab::matrix::{System, TestKind};
+use ferrodds_lab::record::{self, files, RunStatus};
+
+#[test]
+fn quick_style_run_against_raw_dds_and_cyclone() {
+    let out_dir = temp_dir("quick");
+    let have_cyclone = ferrodds_lab::runner::find_program("ddsperf").is_some();
+    let systems = if have_cyclone {
+        "ferrodds,raw,cyclone"
+    } else {
+        println!("note: ddsperf not installed, Cyclone baseline not exercised");
+        "ferrodds,raw"
+    };
+    let out = output_bounded(
+        lab()
+            .args(["run", "--quick", "--sizes", "1024", "--execution-time", "1"])
+            .args(["--systems", systems, "--domain-base", "200"])
+            .arg("--perftest")
+            .arg(perftest())
+            .arg("--out")
+            .arg(&out_dir),
+        Duration::from_secs(240),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let s = record::read_results(&out_dir).unwrap();
+    let n_sys = if have_cyclone { 3 } else { 2 };
+    assert_eq!(s.runs.len(), 2 * n_sys, "{stderr}");
+    for r in &s.runs {
+        assert_eq!(
+            r.status,
+            RunStatus::Ok,
+            "{} {} failed: {}\n{}",
+            r.scenario.config_label(),
+            r.scenario.test,
+            r.error,
+            r.stderr_tail
+        );
+        match r.scenario.test {
+            TestKind::Latency => {
+                let l = r.latency.unwrap();
+                assert!(l.p50_us > 0.0 && l.p50_us < 100_000.0, "{l:?}");
+                assert!(l.p99_us >= l.p50_us);
+            }
+            TestKind::Throughput => {
+                let t = r.throughput.unwrap();
+                assert!(t.total_samples > 0 && t.samples_per_s > 0.0, "{t:?}");
+                assert!(t.mbps > 0.0);
+            }
+        }
+        assert!(r.pub_command.contains("taskset -c 0"), "{}", r.pub_command);
+        if r.scenario.system == System::Raw {
+            assert!(r.pub_command.contains("-rawTransport"));
+        }
+    }
+    let html = std::fs::read_to_string(out_dir.join(files::REPORT_HTML)).unwrap();
+    assert_eq!(html.matches("<svg").count(), 9);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join(files::SUMMARY_JSON)).unwrap())
+            .unwrap();
+    assert_eq!(json["runs_ok"], 2 * n_sys);
+    assert_eq!(json["settings"]["quick"], true);
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}
+
+#[test]
+fn failed_runs_are_recorded_and_the_lab_goes_on() {
+    let dir = temp_dir("fail");
+    let fake = script(
+        &dir,
+        "perftest",
+        "echo \"fake perftest: boom $1\" >&2\nexit 3",
+    );
+    let out = output_bounded(
+        lab()
+            .args(["run", "--systems", "ferrodds,raw", "--tests", "latency"])
+            .args([
+                "--sizes",
+                "32,64",
+                "--reliability",
+                "reliable",
+                "--keyed",
+                "off",
+            ])
+            .args([
+                "--batching",
+                "off",
+                "--repetitions",
+                "1",
+                "--execution-time",
+                "1",
+            ])
+            .arg("--perftest")
+            .arg(&fake)
+            .arg("--out")
+            .arg(dir.join("out")),
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success());
+    let s = record::read_results(&dir.join("out")).unwrap();
+    assert_eq!(s.runs.len(), 4);
+    for r in &s.runs {
+        assert_eq!(r.status, RunStatus::Failed);
+        assert!(r.error.contains("no latency summary"), "{}", r.error);
+        assert!(r.error.contains("exit 3"), "{}", r.error);
+        assert!(r.stderr_tail.contains("pub: fake perftest: boom -pub"));
+        assert!(r.stderr_tail.contains("sub: fake perftest: boom -sub"));
+    }
+    let html = std::fs::read_to_string(dir.join("out").join(files::REPORT_HTML)).unwrap();
+    assert!(html.contains("Failed runs (4)"));
+    assert!(html.contains("no successful runs"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("0 ok, 4 failed"), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_hanging_run_times_out() {
+    let dir = temp_dir("timeout");
+    let fake = script(&dir, "perftest", "exec sleep 60");
+    let start = Instant::now();
+    let out = output_bounded(
+        lab()
+            .args([
+                "run",
+                "--systems",
+                "raw",
+                "--tests",
+                "throughput",
+                "--sizes",
+                "32",
+            ])
+            .args([
+                "--batching",
+                "off",
+                "--repetitions",
+                "1",
+                "--execution-time",
+                "1",
+            ])
+            .args(["--run-timeout", "2", "--no-pin"])
+            .arg("--perftest")
+            .arg(&fake)
+            .arg("--out")
+            .arg(dir.join("out")),
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success());
+    assert!(start.elapsed() < Duration::from_secs(20));
+    let s = record::read_results(&dir.join("out")).unwrap();
+    assert_eq!(s.runs.len(), 1);
+    assert_eq!(s.runs[0].status, RunStatus::TimedOut);
+    assert!(!s.runs[0].pub_command.contains("taskset"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ctrl_c_kills_children_and_keeps_partial_results() {
+    let dir = temp_dir("ctrlc");
+    let pids = dir.join("pids");
+    let fake = script(
+        &dir,
+        "perftest",
+        &format!("echo $$ >> {}\nexec sleep 60", pids.display()),
+    );
+    let mut child = lab()
+        .args([
+            "run",
+            "--systems",
+            "raw",
+            "--tests",
+            "latency",
+            "--sizes",
+            "32,64,128",
+        ])
+        .args(["--repetitions", "1", "--execution-time", "1", "--no-pin"])
+        .arg("--perftest")
+        .arg(&fake)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until both processes of the first run are up.
+    let t0 = Instant::now();
+    while std::fs::read_to_string(&pids)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+        < 2
+    {
+        assert!(t0.elapsed() < Duration::from_secs(20), "runs never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t1.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("lab did not stop after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    let s = record::read_results(&dir.join("out")).unwrap();
+    assert!(s.interrupted);
+    assert_eq!(s.runs.len(), 1);
+    assert_eq!(s.runs[0].status, RunStatus::Interrupted);
+    assert_eq!(s.runs_not_started, 2);
+    assert!(dir.join("out").join(files::REPORT_HTML).exists());
+    for pid in std::fs::read_to_string(&pids).unwrap().lines() {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{}", pid.trim())).exists(),
+            "child {pid} still running"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn remote_topology_runs_the_subscriber_through_the_prefix() {
+    let dir = temp_dir("remote");
+    let pt = perftest();
+    let out = output_bounded(
+        lab()
+            .args(["run", "--topology", "remote", "--peer-host", "127.0.0.1"])
+            .args(["--local-addr", "127.0.0.1", "--run-remote-cmd", "sh -c"])
+            .arg("--remote-perftest")
+            .arg(&pt)
+            .args([
+                "--systems",
+                "raw",
+                "--tests",
+                "throughput",
+                "--sizes",
+                "1024",
+            ])
+            .args([
+                "--batching",
+                "off",
+                "--repetitions",
+                "1",
+                "--execution-time",
+                "1",
+            ])
+            .args(["--domain-base", "150"])
+            .arg("--perftest")
+            .arg(&pt)
+            .arg("--out")
+            .arg(dir.join("out")),
+        Duration::from_secs(90),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = record::read_results(&dir.join("out")).unwrap();
+    assert_eq!(s.runs.len(), 1);
+    let r = &s.runs[0];
+    assert_eq!(r.status, RunStatus::Ok, "{}\n{}", r.error, r.stderr_tail);
+    assert!(r.sub_command.starts_with("sh -c '"), "{}", r.sub_command);
+    assert!(r.topology.starts_with("remote 127.0.0.1"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn dry_run_prints_the_quick_schedule() {
+    let out = output_bounded(
+        lab().args(["run", "--quick", "--dry-run", "--perftest", "perftest"]),
+        Duration::from_secs(20),
+    );
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("18 runs, estimated"), "{stdout}");
+    assert_eq!(stdout.matches("-rawTransport").count(), 12, "{stdout}");
+    let out = output_bounded(
+        lab().args([
+            "run",
+            "--dry-run",
+            "--perftest",
+            "perftest",
+            "--sizes",
+            "nonsense",
+        ]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid size"));
+}
