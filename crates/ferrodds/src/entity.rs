@@ -567,3 +567,198 @@ impl WriterShared {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrodds_rtps::{EntityId, Guid, GuidPrefix, SequenceNumber};
+
+    /// A toy decoder: payload = [key, value]; anything else is undecodable.
+    fn shared(history: History) -> ReaderShared {
+        ReaderShared::new(
+            history,
+            Box::new(|p: &[u8]| match p {
+                [k, v] => {
+                    let mut h = [0u8; 16];
+                    h[0] = *k;
+                    Some((Box::new(*v) as Box<dyn Any + Send>, Some(h)))
+                }
+                _ => None,
+            }),
+            Box::new(|p: &[u8]| {
+                let mut h = [0u8; 16];
+                h[0] = *p.first()?;
+                Some(h)
+            }),
+        )
+    }
+
+    fn sample(sn: i64, kind: ChangeKind, payload: &[u8]) -> ferrodds_rtps::Sample {
+        ferrodds_rtps::Sample {
+            writer_guid: Guid::new(GuidPrefix([1; 12]), EntityId([0, 0, 1, 3])),
+            sequence_number: SequenceNumber(sn),
+            source_timestamp: None,
+            kind,
+            key_hash: None,
+            payload: payload.to_vec(),
+        }
+    }
+
+    fn push(r: &ReaderShared, s: ferrodds_rtps::Sample) {
+        lock(&r.inbox).push_back(s);
+    }
+
+    fn values(r: &ReaderShared) -> Vec<(u8, Option<u8>, InstanceState)> {
+        r.ingest()
+            .samples
+            .iter()
+            .map(|c| {
+                (
+                    c.info.instance_handle.0[0],
+                    c.data
+                        .as_ref()
+                        .and_then(|d| d.downcast_ref::<u8>())
+                        .copied(),
+                    c.info.instance_state,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn keep_last_applies_per_instance() {
+        let r = shared(History::KeepLast(2));
+        for (sn, (k, v)) in [(1, 10), (1, 11), (2, 20), (1, 12)].iter().enumerate() {
+            push(&r, sample(sn as i64 + 1, ChangeKind::Alive, &[*k, *v]));
+        }
+        let got: Vec<(u8, Option<u8>)> = values(&r).into_iter().map(|(k, v, _)| (k, v)).collect();
+        assert_eq!(got, vec![(1, Some(11)), (2, Some(20)), (1, Some(12))]);
+    }
+
+    #[test]
+    fn keep_all_keeps_everything_and_drops_undecodable() {
+        let r = shared(History::KeepAll);
+        push(&r, sample(1, ChangeKind::Alive, &[1, 1]));
+        push(&r, sample(2, ChangeKind::Alive, &[1, 2, 3]));
+        push(&r, sample(3, ChangeKind::Alive, &[1, 3]));
+        assert_eq!(values(&r).len(), 2);
+        assert_eq!(r.ingest().undecodable, 1);
+        assert!(r.has_unread());
+    }
+
+    #[test]
+    fn dispose_and_unregister_set_instance_states() {
+        let r = shared(History::KeepAll);
+        push(&r, sample(1, ChangeKind::Alive, &[4, 1]));
+        push(&r, sample(2, ChangeKind::NotAliveDisposed, &[4]));
+        push(&r, sample(3, ChangeKind::NotAliveUnregistered, &[4]));
+        push(&r, sample(4, ChangeKind::NotAliveUnregistered, &[5]));
+        let got = values(&r);
+        assert_eq!(
+            got,
+            vec![
+                (4, Some(1), InstanceState::Alive),
+                (4, None, InstanceState::NotAliveDisposed),
+                (4, None, InstanceState::NotAliveDisposed),
+                (5, None, InstanceState::NotAliveNoWriters),
+            ]
+        );
+        let cache = r.ingest();
+        assert!(cache.samples.iter().skip(1).all(|c| !c.info.valid_data));
+        assert_eq!(cache.samples[0].info.sequence_number, 1);
+    }
+
+    #[test]
+    fn events_update_statuses_and_wake_waiters() {
+        let r = shared(History::KeepAll);
+        let g = GuidPrefix([2; 12]);
+        let w = Guid::new(g, EntityId([0, 0, 2, 3]));
+        let ws = Arc::new(WaitSetSignal::default());
+        r.waiters.attach(&ws);
+        r.on_event(&Event::SubscriptionMatched {
+            reader: test_reader_id(),
+            remote_writer: w,
+            current_count: 1,
+        });
+        assert_eq!(*lock(&ws.generation), 1);
+        assert!(r.changed().intersects(StatusMask::SUBSCRIPTION_MATCHED));
+        assert!(r.wait_for_matched(1, Duration::from_millis(1)));
+        let s = r.subscription_matched_status();
+        assert_eq!(
+            (s.total_count, s.current_count, s.current_count_change),
+            (1, 1, 1)
+        );
+        assert_eq!(s.last_publication_handle, Some(w));
+        assert!(!r.changed().intersects(StatusMask::SUBSCRIPTION_MATCHED));
+        r.on_event(&Event::SampleLost {
+            reader: test_reader_id(),
+            count: 3,
+        });
+        assert_eq!(r.sample_lost_status().total_count, 3);
+        assert_eq!(r.sample_lost_status().total_count_change, 0);
+        r.waiters.detach(&ws);
+        r.on_event(&Event::SampleLost {
+            reader: test_reader_id(),
+            count: 1,
+        });
+        assert_eq!(*lock(&ws.generation), 2, "detached wait sets are not woken");
+    }
+
+    /// Some reader id (the engine's ids are opaque; any live one will do).
+    fn test_reader_id() -> ferrodds_rtps::ReaderId {
+        use ferrodds_rtps::{Participant, ParticipantConfig, ReaderAttributes, Timestamp};
+        let mut p = Participant::new(ParticipantConfig::default(), Timestamp(0));
+        p.create_reader(
+            ReaderAttributes {
+                topic_name: "t".into(),
+                type_name: "T".into(),
+                keyed: false,
+                qos: ferrodds_rtps::ReaderQos::default(),
+            },
+            Timestamp(0),
+        )
+        .expect("reader")
+    }
+
+    #[test]
+    fn writer_status_generations_advance() {
+        let w = WriterShared::default();
+        let g0 = w.resources_gen();
+        let a0 = w.acked_gen();
+        let id = test_writer_id();
+        w.on_event(&Event::WriterResourcesAvailable { writer: id });
+        assert_eq!(w.resources_gen(), g0 + 1);
+        w.on_event(&Event::AllAcknowledged { writer: id });
+        assert_eq!(w.acked_gen(), a0 + 1);
+        w.on_event(&Event::OfferedIncompatibleQos {
+            writer: id,
+            remote_reader: Guid::new(GuidPrefix([3; 12]), EntityId([0, 0, 1, 4])),
+            policy: ferrodds_rtps::QosPolicyId::Durability,
+        });
+        let s = w.offered_incompatible_qos_status();
+        assert_eq!(s.total_count, 1);
+        assert_eq!(
+            s.last_policy_id,
+            Some(ferrodds_rtps::QosPolicyId::Durability)
+        );
+        // a wait with an outdated generation returns at once
+        let t0 = Instant::now();
+        w.wait_resources(g0, Duration::from_secs(5));
+        assert!(t0.elapsed() < Duration::from_secs(1));
+    }
+
+    fn test_writer_id() -> ferrodds_rtps::WriterId {
+        use ferrodds_rtps::{Participant, ParticipantConfig, Timestamp, WriterAttributes};
+        let mut p = Participant::new(ParticipantConfig::default(), Timestamp(0));
+        p.create_writer(
+            WriterAttributes {
+                topic_name: "t".into(),
+                type_name: "T".into(),
+                keyed: false,
+                qos: ferrodds_rtps::WriterQos::default(),
+            },
+            Timestamp(0),
+        )
+        .expect("writer")
+    }
+}

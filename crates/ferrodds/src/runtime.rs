@@ -180,17 +180,30 @@ impl Inner {
     }
 
     fn drain_locked(&self, st: &mut EngineState, now: Timestamp, pending: &mut Vec<Pending>) {
+        // Events first: received samples reach the reader inboxes before the
+        // acknowledgements that this drain may send, so a writer that saw its data
+        // acknowledged finds it takeable at the reader.
+        Self::drain_events(st, pending);
         let EngineState {
             engine,
-            writers,
-            readers,
             tx_buf,
             tx_destinations,
+            ..
         } = st;
         while let Some(len) = engine.poll_transmit_into(now, tx_buf, tx_destinations) {
             let len = len.min(tx_buf.len());
             self.send_datagram(&tx_buf[..len], tx_destinations);
         }
+        Self::drain_events(st, pending);
+    }
+
+    fn drain_events(st: &mut EngineState, pending: &mut Vec<Pending>) {
+        let EngineState {
+            engine,
+            writers,
+            readers,
+            ..
+        } = st;
         while let Some(ev) = engine.poll_event() {
             match &ev {
                 Event::DataAvailable { reader } => {

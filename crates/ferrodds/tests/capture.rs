@@ -82,6 +82,9 @@ fn capture_of_interop_run_decodes_in_tshark() {
                 .create_datawriter(&t_out, DataWriterQos::default().keep_all())
                 .unwrap();
             assert!(w.wait_for_matched(1, WAIT));
+            // Matching is asymmetric: a volatile reader ignores what was written before
+            // it matched the writer, so wait for the Cyclone side too.
+            sub.wait_line(WAIT, |l| l == "MATCHED 1");
             for i in 0..50 {
                 w.write(&keyed_data(i, i)).unwrap();
             }

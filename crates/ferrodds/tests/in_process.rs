@@ -306,7 +306,7 @@ fn wait_for_acknowledgments_completes_and_times_out_without_reader_ack() {
             .unwrap()
             .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
             .unwrap();
-        assert!(w.wait_for_matched(1, WAIT));
+        assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
         for i in 0..100 {
             w.write(&test_data(i)).unwrap();
         }
@@ -425,6 +425,11 @@ fn listeners_and_waitsets_fire() {
         assert!(active
             .iter()
             .any(|c| matches!(c, ferrodds::Condition::Read(_))));
+        // the listener runs on the receive thread right after the wake-up
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while l.data.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         assert!(l.data.load(Ordering::SeqCst) >= 1);
         // read keeps the sample, take removes it
         let read = r.read().unwrap();

@@ -86,6 +86,8 @@ fn shapes_subscriber_prints_samples_from_this_process() {
             w.wait_for_matched(1, Duration::from_secs(20)),
             "shapes subscriber not matched"
         );
+        // matching is asymmetric: let the subscriber process match us too
+        std::thread::sleep(Duration::from_millis(300));
         for i in 0..20 {
             w.write(&ShapeType {
                 color: "RED".into(),
@@ -257,6 +259,7 @@ fn keep_all_writer_blocks_then_times_out_while_reader_is_stopped() {
             )
             .unwrap();
         assert!(w.wait_for_matched(1, Duration::from_secs(20)));
+        std::thread::sleep(Duration::from_millis(300));
         let shape = |x: i32| ShapeType {
             color: "BLUE".into(),
             x,

@@ -175,6 +175,9 @@ fn run(args: &Args) -> Result<ExitCode, ferrodds::DdsError> {
                 return Ok(ExitCode::from(2));
             }
             eprintln!("shapes: matched");
+            // Matching is asymmetric: give the remote reader time to match us as well, since
+            // a VOLATILE reader ignores samples written before it matched the writer.
+            std::thread::sleep(Duration::from_millis(300));
         }
         let period = if args.rate > 0.0 {
             Duration::from_secs_f64(1.0 / args.rate)
