@@ -29,7 +29,13 @@ if [ "${SKIP_FUZZ:-0}" != 1 ] && [ -d fuzz ]; then
   for t in $(cd fuzz && cargo fuzz list); do
     step "fuzz $t for ${secs}s"
     log="target/fuzz-$t.log"
-    if ! (cd fuzz && cargo fuzz run -s none --release "$t" -- -max_total_time="$secs" -print_final_stats=1) >"$log" 2>&1; then
+    # Committed seeds (real Cyclone traffic, our own messages) go second: libFuzzer writes new
+    # units into the first corpus directory, which stays out of git.
+    seeds=()
+    mkdir -p "fuzz/corpus/$t"
+    if [ -d "fuzz/corpus-seeds/$t" ]; then seeds=("corpus-seeds/$t"); fi
+    if ! (cd fuzz && cargo fuzz run -s none --release "$t" "corpus/$t" ${seeds[@]+"${seeds[@]}"} \
+        -- -max_total_time="$secs" -print_final_stats=1) >"$log" 2>&1; then
       tail -n 60 "$log" >&2
       echo "fuzz target $t failed (crash, leak, timeout or build error): see $log and fuzz/artifacts/$t" >&2
       exit 1

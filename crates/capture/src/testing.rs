@@ -443,7 +443,9 @@ fn parse_fields(text: &str) -> Result<TsharkReport, TsharkError> {
         let severities = split(cols[4])
             .map(|s| parse_int(s).ok_or_else(bad))
             .collect::<Result<Vec<_>, _>>()?;
-        let messages: Vec<&str> = split(cols[5]).collect();
+        // Expert messages are free text (they may contain commas, e.g. packet comments):
+        // split them on the aggregator only, so they stay paired with their severities.
+        let messages: Vec<&str> = cols[5].split(AGGREGATOR).collect();
         let expert = severities
             .iter()
             .enumerate()
@@ -531,6 +533,17 @@ mod tests {
         assert_eq!(p.expert[1].severity, Severity::Warning);
         assert!(p.has_problem(Severity::Warning));
         assert!(!p.has_problem(Severity::Error));
+    }
+
+    #[test]
+    fn expert_messages_with_commas_stay_paired_with_their_severity() {
+        let text = "1\teth:ip:udp:rtps\t0x09\t\t4194304\x1e6291456\tcomment: a, b\x1ewarn\t\n";
+        let r = parse_fields(text).unwrap();
+        let p = &r.packets[0];
+        assert_eq!(p.expert.len(), 2);
+        assert_eq!(p.expert[0].message, "comment: a, b");
+        assert_eq!(p.expert[1].message, "warn");
+        assert_eq!(p.expert[1].severity, Severity::Warning);
     }
 
     #[test]
