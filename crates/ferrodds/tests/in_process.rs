@@ -569,3 +569,65 @@ fn writer_listener_sees_match_and_unmatch_when_remote_participant_leaves() {
         );
     });
 }
+
+#[test]
+fn unregister_is_seen_as_no_writers_and_unkeyed_dispose_is_refused() {
+    with_timeout(30, || {
+        let a = participant(152);
+        let b = participant(152);
+        let ta = a
+            .create_topic::<TestDataKeyed>("unreg", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestDataKeyed>("unreg", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&ta, DataWriterQos::default().keep_all())
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
+        let s = keyed_data(42, 1);
+        let h = w.register_instance(&s).unwrap();
+        w.write(&s).unwrap();
+        w.unregister_instance(&s).unwrap();
+        w.wait_for_acknowledgments(WAIT).unwrap();
+        let got = collect(&r, 1);
+        let got = if got.len() < 2 {
+            let mut g = got;
+            let _ = r.wait_for_data(Duration::from_secs(2));
+            g.extend(r.take().unwrap());
+            g
+        } else {
+            got
+        };
+        assert_eq!(got.len(), 2, "data + unregistration");
+        assert!(got[0].info.valid_data);
+        assert_eq!(got[0].info.instance_handle, h);
+        assert!(!got[1].info.valid_data);
+        assert_eq!(got[1].info.instance_handle, h);
+        assert_eq!(got[1].info.instance_state, InstanceState::NotAliveNoWriters);
+
+        let tu = a
+            .create_topic::<TestData>("unkeyed", TopicQos::default())
+            .unwrap();
+        let wu = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&tu, DataWriterQos::default())
+            .unwrap();
+        assert!(matches!(
+            wu.dispose(&test_data(0)),
+            Err(DdsError::PreconditionNotMet { .. })
+        ));
+        assert_eq!(
+            wu.register_instance(&test_data(0)).unwrap(),
+            InstanceHandle::NIL
+        );
+    });
+}
