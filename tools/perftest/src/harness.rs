@@ -372,7 +372,6 @@ fn publisher_body(
     let latency_test = opts.latency_test;
     let reliable = transport.reliable() && !opts.best_effort;
     let num_pings_target = u64::from(num_subs);
-    let mut ping_index = 0u64;
     let mut num_pings = 0u64;
     let mut last_seq = 0u32;
     let mut timer_fired = false;
@@ -392,9 +391,8 @@ fn publisher_body(
         let seq = i as u32;
         msg.seq_num = seq;
         msg.key = fixed_key.unwrap_or_else(|| ((i % instances) as u32).to_le_bytes());
-        let is_ping = pid == 0 && (i / spb).is_multiple_of(lc) && i % spb == ping_index;
+        let is_ping = pid == 0 && is_ping_slot(i, spb, lc);
         if is_ping {
-            ping_index = (ping_index + 1) % spb;
             msg.latency_ping = (num_pings % num_pings_target) as i32;
             num_pings += 1;
             let (hi, lo) = split_timestamp(clock_us());
@@ -436,6 +434,13 @@ fn publisher_body(
         progress("Not every subscriber confirmed the end of the test.");
     }
     Ok(timer_fired)
+}
+
+/// Whether loop index `i` carries a ping: one sample in every `lc`-th batch of `spb`
+/// samples, its position inside the batch rotating with each ping (spec 1.5).
+pub fn is_ping_slot(i: u64, spb: u64, lc: u64) -> bool {
+    let batch = i / spb;
+    batch.is_multiple_of(lc) && i % spb == (batch / lc) % spb
 }
 
 fn wait_for_pong(lat: &(Mutex<LatencyState>, Condvar), seq: u32, reliable: bool) {
@@ -638,4 +643,44 @@ pub fn run_subscriber(
         .map_err(PerftestError::io("printing results"))?;
     progress("Finishing test...");
     result.and(joined)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ping_slots_without_batching() {
+        let pings: Vec<u64> = (0..35).filter(|&i| is_ping_slot(i, 1, 10)).collect();
+        assert_eq!(pings, vec![0, 10, 20, 30]);
+        assert!((0..5).all(|i| is_ping_slot(i, 1, 1)));
+    }
+
+    #[test]
+    fn ping_slots_with_batching_one_per_batch_rotating() {
+        // 4 samples per batch, a ping every 2nd batch.
+        let pings: Vec<u64> = (0..40).filter(|&i| is_ping_slot(i, 4, 2)).collect();
+        // batches 0, 2, 4, 6, 8 → positions 0, 1, 2, 3, 0
+        assert_eq!(pings, vec![0, 9, 18, 27, 32]);
+        // Never more than one per batch, even with latencyCount 1.
+        for b in 0..100u64 {
+            let n = (b * 4..b * 4 + 4)
+                .filter(|&i| is_ping_slot(i, 4, 1))
+                .count();
+            assert_eq!(n, 1);
+        }
+    }
+
+    #[test]
+    fn pacer_rate_is_open_loop() {
+        let opts = Options::parse(&["-pub", "-pubRate", "1000:spin"]).unwrap();
+        let p = Pacer::new(&opts);
+        let t0 = Instant::now();
+        for i in 0..21 {
+            p.wait(i);
+        }
+        let e = t0.elapsed();
+        assert!(e >= Duration::from_millis(19), "{e:?}");
+        assert!(e < Duration::from_millis(500), "{e:?}");
+    }
 }

@@ -143,6 +143,10 @@ fn batching_exact_count() {
     assert_eq!(t[4], 0.0, "{t:?}");
     let l = latency_summary(&p.stdout);
     assert!(l[1] > 0.0);
+    // 20 samples per batch, a ping every 10th batch: 150 pings, at most one per batch;
+    // the first pong only starts the statistics, so at most 149 interval rows.
+    let rows = common::csv_rows(&p.stdout).len() - 1;
+    assert!((100..=149).contains(&rows), "{rows} latency rows");
 }
 
 #[test]
