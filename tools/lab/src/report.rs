@@ -60,6 +60,8 @@ const PALETTE: [RGBColor; 14] = [
     RGBColor(132, 60, 57),
     RGBColor(123, 65, 115),
 ];
+/// Plots with more series than this rely on the page's legend only.
+const LEGEND_MAX: usize = 7;
 const REF_COLOR: RGBColor = RGBColor(120, 120, 120);
 
 /// Escapes text for HTML.
@@ -97,7 +99,7 @@ fn fmt_value(v: f64) -> String {
         trim(v / 1e6, "M")
     } else if a >= 1e3 {
         trim(v / 1e3, "k")
-    } else if a >= 100.0 || a == 0.0 {
+    } else if a >= 100.0 || a == 0.0 || (a >= 1.0 && (v - v.round()).abs() < 1e-9) {
         format!("{v:.0}")
     } else if a >= 1.0 {
         format!("{v:.1}")
@@ -289,7 +291,7 @@ where
         .bold_line_style(RGBColor(215, 215, 215))
         .draw()
         .map_err(&e)?;
-    let legend_ok = series.len() <= 7;
+    let legend_ok = series.len() <= LEGEND_MAX;
     for s in series {
         let color = s.color;
         let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.0, p.1)).collect();
@@ -355,13 +357,7 @@ where
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(190, 190, 190))
             .label_font(("sans-serif", 12))
-            .position(if metric == Metric::SamplesPerS {
-                SeriesLabelPosition::UpperRight
-            } else if metric == Metric::Mbps {
-                SeriesLabelPosition::LowerRight
-            } else {
-                SeriesLabelPosition::UpperLeft
-            })
+            .position(SeriesLabelPosition::UpperLeft)
             .draw()
             .map_err(&e)?;
     }
@@ -404,6 +400,12 @@ fn plot_svg(
             .filter(|v| v.is_finite())
     };
     let ymax = vals().fold(0.0_f64, f64::max);
+    // Headroom at the top of the plot for the legend box, so it never covers data.
+    let headroom = if clipped.len() <= LEGEND_MAX {
+        ((clipped.len() as f64 * 16.0 + 18.0) / 300.0).min(0.6)
+    } else {
+        0.05
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, PLOT_SIZE).into_drawing_area();
@@ -411,13 +413,19 @@ fn plot_svg(
         if log_y {
             let ymin_pos = vals().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
             let (lo, hi) = if ymin_pos.is_finite() {
-                (ymin_pos / 1.6, ymax.max(ymin_pos) * 1.6)
+                let lo = ymin_pos / 1.6;
+                let top = ymax.max(ymin_pos) * 1.3;
+                (lo, lo * (top / lo).powf(1.0 / (1.0 - headroom)))
             } else {
                 (0.01, 1.0)
             };
             draw_body(&root, title, metric, x, (lo..hi).log_scale(), &clipped)?;
         } else {
-            let hi = if ymax > 0.0 { ymax * 1.12 } else { 1.0 };
+            let hi = if ymax > 0.0 {
+                ymax * 1.05 / (1.0 - headroom)
+            } else {
+                1.0
+            };
             let y: RangedCoordf64 = (0.0..hi).into();
             draw_body(&root, title, metric, x, y, &clipped)?;
         }
@@ -690,6 +698,8 @@ mod tests {
         assert_eq!(fmt_value(12.34), "12.3");
         assert_eq!(fmt_value(10_000.0), "10k");
         assert_eq!(fmt_value(0.0), "0");
+        assert_eq!(fmt_value(10.0), "10");
+        assert_eq!(fmt_value(0.5), "0.50");
         assert_eq!(html_escape("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");
         assert_eq!(utc_date(0), "unknown");
         assert_eq!(utc_date(951_782_400), "2000-02-29 00:00 UTC");
