@@ -52,6 +52,14 @@ impl Waiters {
     }
 }
 
+/// Calls a listener callback; a panicking listener is logged and does not take the
+/// runtime thread down with it.
+fn call_listener(what: &'static str, f: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+        tracing::error!(callback = what, "listener panicked");
+    }
+}
+
 /// Decodes a serialized payload into a boxed `T` plus the key hash of the decoded value.
 pub(crate) type DecodeFn =
     dyn Fn(&[u8]) -> Option<(Box<dyn Any + Send>, Option<[u8; 16]>)> + Send + Sync;
@@ -318,7 +326,7 @@ impl ReaderShared {
                 self.cv.notify_all();
                 self.waiters.notify();
                 if let Some(l) = listener {
-                    l.on_data_available();
+                    call_listener("on_data_available", || l.on_data_available());
                 }
             }
             Event::SubscriptionMatched {
@@ -340,7 +348,7 @@ impl ReaderShared {
                 self.cv.notify_all();
                 self.waiters.notify();
                 if let Some(l) = listener {
-                    l.on_subscription_matched(&s);
+                    call_listener("on_subscription_matched", || l.on_subscription_matched(&s));
                 }
             }
             Event::SubscriptionUnmatched {
@@ -360,7 +368,7 @@ impl ReaderShared {
                 self.cv.notify_all();
                 self.waiters.notify();
                 if let Some(l) = listener {
-                    l.on_subscription_matched(&s);
+                    call_listener("on_subscription_matched", || l.on_subscription_matched(&s));
                 }
             }
             Event::RequestedIncompatibleQos { policy, .. } => {
@@ -375,7 +383,9 @@ impl ReaderShared {
                 self.cv.notify_all();
                 self.waiters.notify();
                 if let Some(l) = listener {
-                    l.on_requested_incompatible_qos(&s);
+                    call_listener("on_requested_incompatible_qos", || {
+                        l.on_requested_incompatible_qos(&s)
+                    });
                 }
             }
             Event::SampleLost { count, .. } => {
@@ -391,7 +401,7 @@ impl ReaderShared {
                 };
                 self.waiters.notify();
                 if let Some(l) = listener {
-                    l.on_sample_lost(&s);
+                    call_listener("on_sample_lost", || l.on_sample_lost(&s));
                 }
             }
             _ => {}
@@ -510,7 +520,7 @@ impl WriterShared {
                 self.cv.notify_all();
                 self.waiters.notify();
                 if let Some(l) = listener {
-                    l.on_publication_matched(&s);
+                    call_listener("on_publication_matched", || l.on_publication_matched(&s));
                 }
             }
             Event::PublicationUnmatched {
@@ -533,7 +543,7 @@ impl WriterShared {
                 self.cv.notify_all();
                 self.waiters.notify();
                 if let Some(l) = listener {
-                    l.on_publication_matched(&s);
+                    call_listener("on_publication_matched", || l.on_publication_matched(&s));
                 }
             }
             Event::OfferedIncompatibleQos { policy, .. } => {
@@ -548,7 +558,9 @@ impl WriterShared {
                 self.cv.notify_all();
                 self.waiters.notify();
                 if let Some(l) = listener {
-                    l.on_offered_incompatible_qos(&s);
+                    call_listener("on_offered_incompatible_qos", || {
+                        l.on_offered_incompatible_qos(&s)
+                    });
                 }
             }
             Event::WriterResourcesAvailable { .. } => {

@@ -77,3 +77,24 @@ pub use writer::DataWriter;
 pub use ferrodds_cdr::{self as cdr, TopicType};
 /// GUIDs and RTPS time as used in sample infos and statuses.
 pub use ferrodds_rtps::{Guid, GuidPrefix, Time};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrodds_cdr::types::ShapeType;
+
+    fn send_sync<X: Send + Sync>() {}
+
+    #[test]
+    fn handles_are_send_and_sync() {
+        send_sync::<DomainParticipant>();
+        send_sync::<Publisher>();
+        send_sync::<Subscriber>();
+        send_sync::<Topic<ShapeType>>();
+        send_sync::<DataWriter<ShapeType>>();
+        send_sync::<DataReader<ShapeType>>();
+        send_sync::<WaitSet>();
+        send_sync::<Condition>();
+        send_sync::<DdsError>();
+    }
+}

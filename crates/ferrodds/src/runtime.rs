@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ferrodds_rtps::{Event, Participant, ReaderId, Timestamp, WriterId};
 use ferrodds_rtps::{GuidPrefix, Locator, Time};
-use ferrodds_transport::{TrafficKind, UdpReceiver, UdpTransport};
+use ferrodds_transport::{UdpReceiver, UdpTransport};
 
 use crate::capture::CaptureTap;
 use crate::entity::{ReaderShared, WriterShared};
@@ -339,6 +339,11 @@ impl Inner {
             };
             self.dispatch(&mut pending);
             let wake_ns = next.map_or(u64::MAX, |t| t.0.max(1));
+            if wake_ns <= self.now().0 {
+                // Still due right after handle_timeout: do not spin on a timer the engine
+                // cannot serve yet.
+                std::thread::sleep(Duration::from_micros(100));
+            }
             let mut kicked = lock(&self.timer);
             self.timer_wake_at.store(wake_ns, Ordering::Release);
             loop {
@@ -386,7 +391,6 @@ impl Inner {
                         c.inbound(r.src, SocketAddrV4::new(dst_ip, local_port), data);
                     }
                     let src = Locator::udpv4(*r.src.ip(), r.src.port());
-                    let _ = r.kind == TrafficKind::Metatraffic;
                     self.with_engine(&mut pending, |st, now| {
                         st.engine.handle_datagram(now, Some(src), data);
                     });

@@ -419,6 +419,11 @@ fn listeners_and_waitsets_fire() {
         assert_eq!(st.current_count, 1);
         assert_eq!(st.current_count_change, 1);
         assert!(!sc.trigger_value(), "reading the status resets it");
+        // listeners run on the runtime thread right after waiters are woken
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while l.matched.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         assert!(l.matched.load(Ordering::SeqCst) >= 1);
         w.write(&test_data(0)).unwrap();
         let active = ws.wait(WAIT).expect("read condition");
@@ -629,5 +634,44 @@ fn unregister_is_seen_as_no_writers_and_unkeyed_dispose_is_refused() {
             wu.register_instance(&test_data(0)).unwrap(),
             InstanceHandle::NIL
         );
+    });
+}
+
+struct PanickingListener;
+
+impl DataReaderListener for PanickingListener {
+    fn on_data_available(&self) {
+        panic!("listener bug (expected by the test)");
+    }
+}
+
+#[test]
+fn panicking_listener_does_not_stop_delivery() {
+    with_timeout(30, || {
+        let a = participant(153);
+        let b = participant(153);
+        let ta = a
+            .create_topic::<TestData>("panic", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestData>("panic", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&ta, DataWriterQos::default().keep_all())
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        r.set_listener(Some(Arc::new(PanickingListener)));
+        assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
+        for i in 0..20 {
+            w.write(&test_data(i)).unwrap();
+        }
+        w.wait_for_acknowledgments(WAIT).unwrap();
+        check_in_order(&collect(&r, 20), 20);
     });
 }
