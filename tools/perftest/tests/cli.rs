@@ -155,3 +155,9 @@ fn prefix_spellings_of_the_reference_scripts_are_accepted() {
         r.stderr
     );
 }
+
+#[cfg(not(feature = "dds"))]
+#[test]
+fn dds_mode_without_the_middleware_fails_loudly() {
+    fails_with(&["-pub"], "DDS mode: middleware not available");
+}
