@@ -131,7 +131,7 @@ impl Progress for ConsoleProgress {
         if std::io::stderr().is_terminal() {
             let b = ProgressBar::new(estimated.as_secs().max(1));
             if let Ok(style) = ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:40} {percent:>3}% ETA {eta_precise} {msg}",
+                "{spinner} {elapsed_precise} [{bar:30}] {percent:>3}% ETA {eta_precise} {wide_msg}",
             ) {
                 b.set_style(style);
             }
