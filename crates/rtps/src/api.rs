@@ -2,6 +2,7 @@
 //! events, samples, errors and statistics.
 
 use crate::qos::{QosPolicyId, ReaderQos, WriterQos};
+use crate::reassembly::ReassemblyLimits;
 use crate::{Guid, GuidPrefix, Locator, SequenceNumber, Time};
 
 /// Monotonic time supplied by the caller, nanoseconds from an arbitrary origin.
@@ -51,8 +52,16 @@ pub struct ParticipantConfig {
     pub heartbeat_period: core::time::Duration,
     /// Delay before answering an ACKNACK (default 0: at once).
     pub nack_response_delay: core::time::Duration,
-    /// Largest datagram `poll_transmit` builds (default 65000).
+    /// Largest datagram `poll_transmit` builds (default 65000). Writers may
+    /// lower it ([`WriterQos::max_message_size`]).
     pub max_message_size: usize,
+    /// DATA_FRAG fragment size in bytes (default 0: the largest that fits a
+    /// datagram of `max_message_size`; otherwise clamped to 64..=65280 and to
+    /// what fits). Writers may override it ([`WriterQos::fragment_size`]).
+    pub fragment_size: usize,
+    /// Bounds of DATA_FRAG reassembly on the receive side; its
+    /// `max_sample_size` is also the largest payload `write` accepts.
+    pub reassembly: ReassemblyLimits,
     /// Optional PID_ENTITY_NAME announced in SPDP.
     pub entity_name: Option<String>,
 }
@@ -73,6 +82,8 @@ impl Default for ParticipantConfig {
             heartbeat_period: core::time::Duration::from_millis(100),
             nack_response_delay: core::time::Duration::ZERO,
             max_message_size: 65000,
+            fragment_size: 0,
+            reassembly: ReassemblyLimits::default(),
             entity_name: None,
         }
     }
@@ -190,7 +201,8 @@ pub enum WriteError {
     /// [`Event::WriterResourcesAvailable`] and retry, up to max_blocking_time.
     #[error("writer history full")]
     HistoryFull,
-    /// The sample does not fit in one datagram (fragmentation is not implemented yet).
+    /// The sample is larger than the configured maximum sample size
+    /// ([`crate::ReassemblyLimits::max_sample_size`]).
     #[error("payload of {size} bytes exceeds the maximum of {max}")]
     PayloadTooLarge {
         /// Payload size.
@@ -343,4 +355,15 @@ pub struct Stats {
     pub resent_data: u64,
     /// Samples dropped by readers (duplicate, old, or buffer full).
     pub dropped_samples: u64,
+    /// DATA_FRAG submessages rejected by reassembly (bad or inconsistent
+    /// sizes, over budget, too many incomplete samples).
+    pub rejected_fragments: u64,
+    /// DATA_FRAG submessages resent in answer to NACK_FRAG.
+    pub resent_fragments: u64,
+    /// Payload bytes resent (whole samples and fragments).
+    pub resent_bytes: u64,
+    /// NACK_FRAG submessages sent by readers.
+    pub sent_nack_frags: u64,
+    /// HEARTBEAT_FRAG submessages sent by writers.
+    pub sent_heartbeat_frags: u64,
 }

@@ -5,8 +5,8 @@
 
 use ferrodds_wire::{
     AckNack, Count, Data, DataFrag, Encode, Endianness, FragmentNumber, FragmentNumberSet, Gap,
-    Header, Heartbeat, InfoDst, InfoTs, MessageView, MessageWriter, ParameterList,
-    SequenceNumberSet, Submessage, Submessages, VendorId, WireError,
+    Header, Heartbeat, HeartbeatFrag, InfoDst, InfoTs, MessageView, MessageWriter, NackFrag,
+    ParameterList, SequenceNumberSet, Submessage, Submessages, VendorId, WireError,
 };
 
 use crate::sn_set::SnSet;
@@ -138,6 +138,13 @@ pub(crate) enum Sub<'a> {
         frags: FragmentNumberSet,
         count: i32,
     },
+    HeartbeatFrag {
+        reader_id: EntityId,
+        writer_id: EntityId,
+        sn: i64,
+        last_frag: u32,
+        count: i32,
+    },
     /// Padding: nothing to do.
     Pad,
     /// Known but unsupported (DATA_FRAG, ...), or unknown.
@@ -251,6 +258,18 @@ fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
                 sn: n.writer_sn.0,
                 frags: n.fragment_number_state,
                 count: n.count.0,
+            }
+        }
+        Submessage::HeartbeatFrag(h) => {
+            if !sn_ok(h.writer_sn.0) {
+                return None;
+            }
+            Sub::HeartbeatFrag {
+                reader_id: h.reader_id,
+                writer_id: h.writer_id,
+                sn: h.writer_sn.0,
+                last_frag: h.last_fragment_num.0,
+                count: h.count.0,
             }
         }
         Submessage::Heartbeat(h) if !sn_ok(h.first_sn.0) || !sn_ok(h.last_sn.0) => return None,
@@ -533,6 +552,49 @@ impl<'b> Emitter<'b> {
             final_flag,
             liveliness: false,
             group_info: None,
+        })
+    }
+
+    /// HEARTBEAT_FRAG: fragments 1..=`last_frag` of `sn` are available.
+    pub(crate) fn heartbeat_frag(
+        &mut self,
+        reader_id: EntityId,
+        writer_id: EntityId,
+        sn: i64,
+        last_frag: u32,
+        count: i32,
+    ) -> bool {
+        self.push(&HeartbeatFrag {
+            reader_id,
+            writer_id,
+            writer_sn: SequenceNumber(sn),
+            last_fragment_num: FragmentNumber(last_frag),
+            count: Count(count),
+        })
+    }
+
+    /// NACK_FRAG for `sn`: fragments `base + i` for every set bit `i` of
+    /// `bits` (MSB first, `num_bits` bits).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn nack_frag(
+        &mut self,
+        reader_id: EntityId,
+        writer_id: EntityId,
+        sn: i64,
+        base: u32,
+        bits: [u32; 8],
+        num_bits: u32,
+        count: i32,
+    ) -> bool {
+        let Some(set) = FragmentNumberSet::from_parts(FragmentNumber(base), num_bits, bits) else {
+            return false;
+        };
+        self.push(&NackFrag {
+            reader_id,
+            writer_id,
+            writer_sn: SequenceNumber(sn),
+            fragment_number_state: set,
+            count: Count(count),
         })
     }
 

@@ -1,9 +1,13 @@
 //! Writer history cache: changes in SN order in a `VecDeque` (binary search by
-//! SN), with a small pool of recycled payload buffers.
+//! SN, removed changes left as tombstones and compacted in amortised O(1)),
+//! a per-instance index (key hash -> live SNs) so KEEP_LAST replacement is
+//! O(1) per write whatever the number of instances, and a small pool of
+//! recycled payload buffers.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use crate::api::ChangeKind;
+use crate::instance::{InstanceState, KeyHasherBuilder};
 use crate::Time;
 
 /// Most recycled payload buffers kept.
@@ -17,18 +21,31 @@ pub(crate) struct CacheChange {
     pub(crate) key_hash: Option<[u8; 16]>,
     pub(crate) source_timestamp: Option<Time>,
     pub(crate) payload: Vec<u8>,
+    /// Tombstone: removed from the history, kept until compaction.
+    pub(crate) removed: bool,
 }
 
-/// SN-ordered history.
+/// Per-instance index entry of a writer.
+#[derive(Debug, Default)]
+pub(crate) struct WriterInstance {
+    /// Live SNs of the instance, ascending.
+    sns: VecDeque<i64>,
+    pub(crate) state: InstanceState,
+}
+
+/// SN-ordered history with a per-instance index.
 #[derive(Debug, Default)]
 pub(crate) struct HistoryCache {
     changes: VecDeque<CacheChange>,
+    live: usize,
+    instances: HashMap<Option<[u8; 16]>, WriterInstance, KeyHasherBuilder>,
     pool: Vec<Vec<u8>>,
 }
 
 impl HistoryCache {
+    /// Live changes.
     pub(crate) fn len(&self) -> usize {
-        self.changes.len()
+        self.live
     }
 
     pub(crate) fn first_sn(&self) -> Option<i64> {
@@ -37,12 +54,32 @@ impl HistoryCache {
 
     pub(crate) fn get(&self, sn: i64) -> Option<&CacheChange> {
         let i = self.changes.binary_search_by_key(&sn, |c| c.sn).ok()?;
-        self.changes.get(i)
+        self.changes.get(i).filter(|c| !c.removed)
     }
 
     #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = &CacheChange> {
-        self.changes.iter()
+        self.changes.iter().filter(|c| !c.removed)
+    }
+
+    /// Number of instances known (registered or with changes).
+    pub(crate) fn instance_total(&self) -> usize {
+        self.instances.len()
+    }
+
+    /// The instance entry of `key`, if known.
+    pub(crate) fn instance(&self, key: Option<&[u8; 16]>) -> Option<&WriterInstance> {
+        self.instances.get(&key.copied())
+    }
+
+    /// Registers `key` (no change written); true if it was new.
+    pub(crate) fn register(&mut self, key: Option<[u8; 16]>) -> bool {
+        let mut new = false;
+        self.instances.entry(key).or_insert_with(|| {
+            new = true;
+            WriterInstance::default()
+        });
+        new
     }
 
     /// A payload buffer holding `data`, reusing a recycled one when possible.
@@ -56,12 +93,41 @@ impl HistoryCache {
     /// Appends a change; its SN must be above every SN present.
     pub(crate) fn push(&mut self, c: CacheChange) {
         debug_assert!(self.changes.back().is_none_or(|b| b.sn < c.sn));
+        let inst = self.instances.entry(c.key_hash).or_default();
+        inst.sns.push_back(c.sn);
+        inst.state = InstanceState::from_kind(c.kind);
         self.changes.push_back(c);
+        self.live += 1;
     }
 
-    fn recycle(&mut self, c: CacheChange) {
-        if self.pool.len() < POOL_MAX {
-            self.pool.push(c.payload);
+    fn recycle(pool: &mut Vec<Vec<u8>>, payload: Vec<u8>) {
+        if pool.len() < POOL_MAX && payload.capacity() <= 1 << 16 {
+            pool.push(payload);
+        }
+    }
+
+    /// Forgets the instance of a removed change if it has no live change left
+    /// and was unregistered.
+    fn unindex(&mut self, key: Option<[u8; 16]>, sn: i64) {
+        if let Some(inst) = self.instances.get_mut(&key) {
+            if inst.sns.front() == Some(&sn) {
+                inst.sns.pop_front();
+            } else if let Some(i) = inst.sns.iter().position(|s| *s == sn) {
+                inst.sns.remove(i);
+            }
+            if inst.sns.is_empty() && inst.state.is_unregistered() {
+                self.instances.remove(&key);
+            }
+        }
+    }
+
+    /// Drops tombstones at the front, and compacts when they dominate.
+    fn tidy(&mut self) {
+        while self.changes.front().is_some_and(|c| c.removed) {
+            self.changes.pop_front();
+        }
+        if self.changes.len() > 2 * self.live + 64 {
+            self.changes.retain(|c| !c.removed);
         }
     }
 
@@ -70,40 +136,50 @@ impl HistoryCache {
         let mut n = 0;
         while self.changes.front().is_some_and(|c| c.sn <= sn) {
             if let Some(c) = self.changes.pop_front() {
-                self.recycle(c);
-                n += 1;
+                if !c.removed {
+                    self.live -= 1;
+                    self.unindex(c.key_hash, c.sn);
+                    Self::recycle(&mut self.pool, c.payload);
+                    n += 1;
+                }
             }
         }
+        self.tidy();
         n
     }
 
     /// Removes the oldest change.
     pub(crate) fn remove_oldest(&mut self) -> Option<i64> {
+        self.tidy();
         let c = self.changes.pop_front()?;
+        self.live -= 1;
         let sn = c.sn;
-        self.recycle(c);
+        self.unindex(c.key_hash, sn);
+        Self::recycle(&mut self.pool, c.payload);
+        self.tidy();
         Some(sn)
     }
 
-    /// Number of changes of the instance `key` (`None` = the single instance
-    /// of an unkeyed writer, matching changes without key hash).
+    /// Number of live changes of the instance `key` (`None` = the single
+    /// instance of an unkeyed writer, matching changes without key hash).
     pub(crate) fn instance_count(&self, key: Option<&[u8; 16]>) -> usize {
-        self.changes
-            .iter()
-            .filter(|c| c.key_hash.as_ref() == key)
-            .count()
+        self.instances.get(&key.copied()).map_or(0, |i| i.sns.len())
     }
 
-    /// Removes the oldest change of instance `key`.
-    pub(crate) fn remove_oldest_of(&mut self, key: Option<&[u8; 16]>) -> Option<i64> {
-        let i = self
-            .changes
-            .iter()
-            .position(|c| c.key_hash.as_ref() == key)?;
-        let c = self.changes.remove(i)?;
-        let sn = c.sn;
-        self.recycle(c);
-        Some(sn)
+    /// Removes the oldest change of instance `key`; returns its SN and
+    /// payload length.
+    pub(crate) fn remove_oldest_of(&mut self, key: Option<&[u8; 16]>) -> Option<(i64, usize)> {
+        let sn = *self.instances.get(&key.copied())?.sns.front()?;
+        let i = self.changes.binary_search_by_key(&sn, |c| c.sn).ok()?;
+        let c = self.changes.get_mut(i)?;
+        c.removed = true;
+        let len = c.payload.len();
+        let payload = core::mem::take(&mut c.payload);
+        Self::recycle(&mut self.pool, payload);
+        self.live -= 1;
+        self.unindex(key.copied(), sn);
+        self.tidy();
+        Some((sn, len))
     }
 }
 
@@ -118,6 +194,7 @@ mod tests {
             key_hash: Some([key; 16]),
             source_timestamp: None,
             payload: vec![sn as u8],
+            removed: false,
         }
     }
 
@@ -131,7 +208,7 @@ mod tests {
         assert_eq!(h.get(7).unwrap().payload, vec![7]);
         assert!(h.get(11).is_none());
         assert_eq!(h.instance_count(Some(&[1; 16])), 4);
-        assert_eq!(h.remove_oldest_of(Some(&[1; 16])), Some(1));
+        assert_eq!(h.remove_oldest_of(Some(&[1; 16])), Some((1, 1)));
         assert_eq!(h.first_sn(), Some(2));
         assert_eq!(h.remove_up_to(5), 4);
         assert_eq!(h.first_sn(), Some(6));
@@ -142,6 +219,46 @@ mod tests {
             h.iter().map(|c| c.sn).collect::<Vec<_>>(),
             vec![7, 8, 9, 10]
         );
+        // Middle removal leaves a tombstone: lookups skip it.
+        assert_eq!(h.remove_oldest_of(Some(&[2; 16])), Some((8, 1)));
+        assert!(h.get(8).is_none());
+        assert_eq!(h.len(), 3);
+        assert_eq!(h.instance_count(Some(&[2; 16])), 0);
+        assert_eq!(h.instance_count(Some(&[1; 16])), 2);
+    }
+
+    #[test]
+    fn tombstones_are_compacted() {
+        let mut h = HistoryCache::default();
+        // Instance 0 written once, instance 1 replaced over and over (KEEP_LAST 1).
+        h.push(ch(1, 0));
+        for sn in 2..10_000 {
+            if h.instance_count(Some(&[1; 16])) >= 1 {
+                h.remove_oldest_of(Some(&[1; 16]));
+            }
+            h.push(ch(sn, 1));
+        }
+        assert_eq!(h.len(), 2);
+        assert!(h.changes.len() < 200, "{}", h.changes.len());
+        assert_eq!(h.first_sn(), Some(1));
+        assert_eq!(h.get(9999).unwrap().sn, 9999);
+    }
+
+    #[test]
+    fn unregistered_instances_are_forgotten() {
+        let mut h = HistoryCache::default();
+        assert!(h.register(Some([5; 16])));
+        assert!(!h.register(Some([5; 16])));
+        assert_eq!(h.instance_total(), 1);
+        let mut c = ch(1, 5);
+        c.kind = ChangeKind::NotAliveUnregistered;
+        h.push(c);
+        assert_eq!(
+            h.instance(Some(&[5; 16])).unwrap().state,
+            InstanceState::NotAliveNoWriters
+        );
+        h.remove_up_to(1);
+        assert_eq!(h.instance_total(), 0);
     }
 
     #[test]

@@ -113,10 +113,11 @@ mod capture_tests;
 mod codec;
 mod discovery;
 mod history;
+mod instance;
 mod participant;
 mod proxy;
 pub mod qos;
-mod reassembly;
+pub mod reassembly;
 mod sn_set;
 mod types;
 
@@ -124,9 +125,12 @@ pub use api::{
     ChangeKind, EngineError, Event, ParticipantConfig, ReaderAttributes, ReaderId, Sample, Stats,
     Timestamp, Transmit, WriteError, WriteRequest, WriterAttributes, WriterId,
 };
+pub use instance::InstanceState;
 pub use participant::Participant;
 pub use qos::{
-    DataRepresentation, Deadline, Durability, History, Liveliness, LivelinessKind, Ownership,
-    Partition, QosPolicyId, ReaderQos, Reliability, ReliabilityKind, ResourceLimits, WriterQos,
+    Batching, DataRepresentation, Deadline, Durability, History, Liveliness, LivelinessKind,
+    Ownership, Partition, QosPolicyId, ReaderQos, Reliability, ReliabilityKind, ResourceLimits,
+    WriterQos,
 };
+pub use reassembly::{ReassemblyBudget, ReassemblyLimits};
 pub use types::{EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time};

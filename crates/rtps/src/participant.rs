@@ -10,19 +10,28 @@ use crate::discovery::{
     SEDP_SUB_WRITER, SPDP_READER, SPDP_WRITER,
 };
 use crate::history::{CacheChange, HistoryCache};
-use crate::proxy::{Change, Fragment, Outcome, ReaderProxy, WriterProxy};
+use crate::instance::{InstanceState, ReaderCache};
+use crate::proxy::{Change, Outcome, ReaderProxy, WriterProxy};
 use crate::qos::{
     check_compatible, Durability, EndpointQos, History, ReaderQos, Reliability, ReliabilityKind,
     WriterQos,
 };
+use crate::reassembly::{FragmentRef, ReassemblyBudget};
 use crate::sn_set::SnSet;
 use crate::{EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time};
 
 /// Bytes of a datagram not available to a user payload: header, INFO_DST,
-/// INFO_TS, DATA header, inline QoS (key hash + status info) and a HEARTBEAT.
-const DATA_OVERHEAD: usize = 20 + 16 + 12 + 24 + 32 + 32;
+/// INFO_TS, DATA header, inline QoS (key hash + status info), a HEARTBEAT and
+/// a HEARTBEAT_FRAG.
+const DATA_OVERHEAD: usize = 20 + 16 + 12 + 24 + 32 + 32 + 28;
 /// HEARTBEAT submessage size.
 const HB_LEN: usize = 32;
+/// HEARTBEAT_FRAG submessage size.
+const HBF_LEN: usize = 28;
+/// Most NACK_FRAGs in one ACKNACK datagram.
+const MAX_NACK_FRAGS: usize = 8;
+/// Smallest configurable fragment size.
+const MIN_FRAGMENT: usize = 64;
 /// Most remote participants tracked.
 const MAX_PARTICIPANTS: usize = 4096;
 /// Most remote endpoints tracked (per kind).
@@ -61,9 +70,83 @@ struct LocalWriter {
     next_hb: Option<Timestamp>,
     blocked: bool,
     all_acked_reported: bool,
+    /// Payload bytes written but not pushed yet (batching).
+    unsent_bytes: usize,
+    /// Samples written but not pushed yet (batching).
+    unsent_samples: usize,
+    /// When the oldest unpushed sample was written (batching).
+    batch_since: Option<Timestamp>,
+    /// Push everything pending now (explicit flush, large sample).
+    flush: bool,
+    hbf_count: i32,
+    sizes: Sizes,
 }
 
 impl LocalWriter {
+    fn new(guid: Guid, role: Role, topic_name: String, type_name: String, qos: WriterQos) -> Self {
+        Self {
+            guid,
+            role,
+            topic_name,
+            type_name,
+            qos,
+            history: HistoryCache::default(),
+            last_sn: 0,
+            pushed: 0,
+            push_frag: 1,
+            proxies: Vec::new(),
+            hb_count: 0,
+            next_hb: None,
+            blocked: false,
+            all_acked_reported: false,
+            unsent_bytes: 0,
+            unsent_samples: 0,
+            batch_since: None,
+            flush: false,
+            hbf_count: 0,
+            sizes: Sizes {
+                max_data: 0,
+                frag: 0,
+                max_message: 0,
+            },
+        }
+    }
+
+    /// When held samples must go out at the latest (batching).
+    fn batch_deadline(&self) -> Option<Timestamp> {
+        if !self.qos.batching.enabled || self.pushed >= self.last_sn {
+            return None;
+        }
+        self.batch_since
+            .map(|t| t.saturating_add(self.qos.batching.max_flush_delay))
+    }
+
+    /// Whether pending samples may be pushed now.
+    fn push_ready(&self, now: Timestamp) -> bool {
+        let b = &self.qos.batching;
+        !b.enabled
+            || self.flush
+            || self.push_frag > 1
+            || self.unsent_bytes >= b.max_bytes
+            || (b.max_samples > 0 && self.unsent_samples >= b.max_samples)
+            || self.batch_deadline().is_some_and(|d| now >= d)
+    }
+
+    /// Bookkeeping once SN `pushed` went out whole.
+    fn pushed_one(&mut self, len: usize) {
+        self.unsent_bytes = self.unsent_bytes.saturating_sub(len);
+        self.unsent_samples = self.unsent_samples.saturating_sub(1);
+    }
+
+    fn push_done(&mut self) {
+        if self.pushed >= self.last_sn {
+            self.unsent_bytes = 0;
+            self.unsent_samples = 0;
+            self.batch_since = None;
+            self.flush = false;
+        }
+    }
+
     fn reliable(&self) -> bool {
         self.qos.reliability.kind == ReliabilityKind::Reliable
     }
@@ -120,7 +203,7 @@ struct LocalReader {
     type_name: String,
     qos: ReaderQos,
     proxies: Vec<WriterProxy>,
-    samples: VecDeque<Sample>,
+    samples: ReaderCache,
     notify: bool,
 }
 
@@ -162,30 +245,43 @@ pub struct Participant {
     scratch: Outcome,
     leave_queue: VecDeque<Vec<Locator>>,
     events: VecDeque<Event>,
+    /// Bytes under reassembly in all readers.
+    reasm_budget: ReassemblyBudget,
 }
 
-fn builtin_writer(prefix: GuidPrefix, eid: EntityId, role: Role, topic: &str) -> LocalWriter {
-    LocalWriter {
-        guid: Guid::new(prefix, eid),
+fn builtin_writer(
+    config: &ParticipantConfig,
+    eid: EntityId,
+    role: Role,
+    topic: &str,
+) -> LocalWriter {
+    let mut w = LocalWriter::new(
+        Guid::new(config.guid_prefix, eid),
         role,
-        topic_name: topic.into(),
-        type_name: String::new(),
-        qos: WriterQos {
+        topic.into(),
+        String::new(),
+        WriterQos {
             reliability: Reliability::RELIABLE,
             durability: Durability::TransientLocal,
             history: History::KeepLast(1),
             ..WriterQos::default()
         },
-        history: HistoryCache::default(),
-        last_sn: 0,
-        pushed: 0,
-        push_frag: 1,
-        proxies: Vec::new(),
-        hb_count: 0,
-        next_hb: None,
-        blocked: false,
-        all_acked_reported: false,
-    }
+    );
+    w.sizes = Sizes::new(config, &w.qos);
+    w
+}
+
+/// Seed of the instance hashers of readers (the GUID prefix is random).
+fn hash_seed(prefix: GuidPrefix) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&prefix.0[4..12]);
+    u64::from_le_bytes(a)
+        ^ u64::from(u32::from_le_bytes([
+            prefix.0[0],
+            prefix.0[1],
+            prefix.0[2],
+            prefix.0[3],
+        ]))
 }
 
 fn builtin_reader(prefix: GuidPrefix, eid: EntityId, role: Role, topic: &str) -> LocalReader {
@@ -201,7 +297,7 @@ fn builtin_reader(prefix: GuidPrefix, eid: EntityId, role: Role, topic: &str) ->
             ..ReaderQos::default()
         },
         proxies: Vec::new(),
-        samples: VecDeque::new(),
+        samples: ReaderCache::new(hash_seed(prefix)),
         notify: false,
     }
 }
@@ -254,16 +350,17 @@ impl Participant {
             entity_name: config.entity_name.clone(),
         };
         Self {
+            reasm_budget: ReassemblyBudget::new(),
             spdp_payload: spdp.encode(),
             writers: vec![
                 Some(builtin_writer(
-                    prefix,
+                    &config,
                     SEDP_PUB_WRITER,
                     Role::SedpPub,
                     "DCPSPublication",
                 )),
                 Some(builtin_writer(
-                    prefix,
+                    &config,
                     SEDP_SUB_WRITER,
                     Role::SedpSub,
                     "DCPSSubscription",
@@ -383,22 +480,14 @@ impl Participant {
             unicast: Vec::new(),
             multicast: Vec::new(),
         };
-        let w = LocalWriter {
+        let mut w = LocalWriter::new(
             guid,
-            role: Role::User,
-            topic_name: attrs.topic_name,
-            type_name: attrs.type_name,
-            qos: attrs.qos,
-            history: HistoryCache::default(),
-            last_sn: 0,
-            pushed: 0,
-            push_frag: 1,
-            proxies: Vec::new(),
-            hb_count: 0,
-            next_hb: None,
-            blocked: false,
-            all_acked_reported: false,
-        };
+            Role::User,
+            attrs.topic_name,
+            attrs.type_name,
+            attrs.qos,
+        );
+        w.sizes = Sizes::new(&self.config, &w.qos);
         self.writers.push(Some(w));
         let id = WriterId(self.writers.len() - 1);
         self.announce_endpoint(IDX_SEDP_PUB, &data, now);
@@ -436,7 +525,7 @@ impl Participant {
             type_name: attrs.type_name,
             qos: attrs.qos,
             proxies: Vec::new(),
-            samples: VecDeque::new(),
+            samples: ReaderCache::new(hash_seed(self.config.guid_prefix)),
             notify: false,
         }));
         let id = ReaderId(self.readers.len() - 1);
@@ -495,14 +584,65 @@ impl Participant {
         self.user_reader(r).map(|r| r.guid)
     }
 
-    /// Largest payload `write` accepts.
+    /// Largest payload `write` accepts
+    /// ([`crate::ReassemblyLimits::max_sample_size`] of the configuration).
     pub fn max_payload_size(&self) -> usize {
-        crate::reassembly::MAX_SAMPLE_SIZE as usize
+        self.config.reassembly.max_sample_size as usize
     }
 
-    /// Largest payload sent as one DATA; larger ones go out as DATA_FRAGs.
-    fn max_datagram_payload(&self) -> usize {
-        self.config.max_message_size.saturating_sub(DATA_OVERHEAD)
+    /// Bytes currently held for reassembly of fragmented samples by all
+    /// readers of this participant (bounded by
+    /// [`crate::ReassemblyLimits::max_bytes_total`]).
+    pub fn reassembly_bytes(&self) -> usize {
+        self.reasm_budget.used()
+    }
+
+    /// The fragment size this writer uses for samples too large for one
+    /// datagram, and the largest payload it sends as one DATA.
+    pub fn writer_fragment_size(&self, w: WriterId) -> Option<(usize, usize)> {
+        self.user_writer(w)
+            .map(|w| (w.sizes.frag, w.sizes.max_data))
+    }
+
+    /// Payload bytes written to `w` but not sent yet (held by batching, or
+    /// not yet drained through `poll_transmit`): what a flow controller or
+    /// an asynchronous publisher needs to know.
+    pub fn pending_bytes(&self, w: WriterId) -> usize {
+        self.user_writer(w).map_or(0, |w| {
+            if w.pushed >= w.last_sn {
+                0
+            } else {
+                w.unsent_bytes.max(1)
+            }
+        })
+    }
+
+    /// Sends everything `w` holds (batching) on the next `poll_transmit`.
+    pub fn flush(&mut self, w: WriterId, now: Timestamp) -> Result<(), EngineError> {
+        let _ = now;
+        if self.user_writer(w).is_none() {
+            return Err(EngineError::UnknownWriter);
+        }
+        if let Some(w) = self.writers.get_mut(w.0).and_then(Option::as_mut) {
+            if w.pushed < w.last_sn {
+                w.flush = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Participant::write`] followed by [`Participant::flush`]: the sample
+    /// (and anything batched before it) goes out on the next
+    /// `poll_transmit`, e.g. a latency ping.
+    pub fn write_flush(
+        &mut self,
+        w: WriterId,
+        change: WriteRequest<'_>,
+        now: Timestamp,
+    ) -> Result<SequenceNumber, WriteError> {
+        let sn = self.write(w, change, now)?;
+        let _ = self.flush(w, now);
+        Ok(sn)
     }
 
     /// Adds a change to the writer's history and queues its transmission
@@ -553,8 +693,12 @@ impl Participant {
             History::KeepLast(depth) => {
                 let depth = depth.max(1) as usize;
                 while w.history.instance_count(key_hash.as_ref()) >= depth {
-                    if w.history.remove_oldest_of(key_hash.as_ref()).is_none() {
+                    let Some((old, len)) = w.history.remove_oldest_of(key_hash.as_ref()) else {
                         break;
+                    };
+                    if old > w.pushed {
+                        // Replaced before it was sent.
+                        w.pushed_one(len);
                     }
                 }
             }
@@ -572,6 +716,15 @@ impl Participant {
             }
         }
         let sn = w.last_sn + 1;
+        if payload.len() > w.sizes.max_data {
+            // Large samples are never held back by batching.
+            w.flush = true;
+        }
+        if w.pushed >= w.last_sn {
+            w.batch_since = Some(now);
+        }
+        w.unsent_bytes += payload.len();
+        w.unsent_samples += 1;
         let payload = w.history.make_payload(payload);
         w.history.push(CacheChange {
             sn,
@@ -579,6 +732,7 @@ impl Participant {
             key_hash,
             source_timestamp,
             payload,
+            removed: false,
         });
         w.last_sn = sn;
         w.all_acked_reported = false;
@@ -586,6 +740,49 @@ impl Participant {
             w.next_hb = Some(now.saturating_add(period));
         }
         Ok(sn)
+    }
+
+    /// Registers an instance (by key hash) with a writer without writing a
+    /// sample; `Ok(true)` if it was not known yet. Instances are forgotten
+    /// once unregistered and their changes left the history.
+    pub fn register_instance(
+        &mut self,
+        w: WriterId,
+        key_hash: [u8; 16],
+    ) -> Result<bool, EngineError> {
+        if self.user_writer(w).is_none() {
+            return Err(EngineError::UnknownWriter);
+        }
+        Ok(self
+            .writers
+            .get_mut(w.0)
+            .and_then(Option::as_mut)
+            .is_some_and(|w| w.history.register(Some(key_hash))))
+    }
+
+    /// State of a writer's instance (`None`: unknown to the writer).
+    pub fn writer_instance_state(&self, w: WriterId, key_hash: &[u8; 16]) -> Option<InstanceState> {
+        self.user_writer(w)?
+            .history
+            .instance(Some(key_hash))
+            .map(|i| i.state)
+    }
+
+    /// Number of instances a writer knows (registered or with changes in its history).
+    pub fn writer_instance_count(&self, w: WriterId) -> usize {
+        self.user_writer(w)
+            .map_or(0, |w| w.history.instance_total())
+    }
+
+    /// State of an instance as last received by a reader (`None`: never seen).
+    pub fn reader_instance_state(&self, r: ReaderId, key_hash: &[u8; 16]) -> Option<InstanceState> {
+        self.user_reader(r)?.samples.instance_state(Some(key_hash))
+    }
+
+    /// Number of instances a reader has seen.
+    pub fn reader_instance_count(&self, r: ReaderId) -> usize {
+        self.user_reader(r)
+            .map_or(0, |r| r.samples.instance_count())
     }
 
     /// True when every matched reliable reader acknowledged everything written so far.
@@ -616,7 +813,7 @@ impl Participant {
         }
         let reader = self.readers.get_mut(r.0)?.as_mut()?;
         let was_full = reader.room() == 0;
-        let s = reader.samples.pop_front()?;
+        let s = reader.samples.pop()?;
         if was_full {
             // Space again: ask for what we refused.
             for p in reader.proxies.iter_mut().filter(|p| p.reliable) {
@@ -747,8 +944,13 @@ impl Participant {
                     return;
                 }
                 let reliable = r.qos.reliability.kind == ReliabilityKind::Reliable;
-                r.proxies
-                    .push(WriterProxy::new(writer.guid, reliable, locators));
+                r.proxies.push(WriterProxy::new(
+                    writer.guid,
+                    reliable,
+                    locators,
+                    self.config.reassembly,
+                    self.reasm_budget.clone(),
+                ));
                 self.events.push_back(Event::SubscriptionMatched {
                     reader: ReaderId(ri),
                     remote_writer: writer.guid,
@@ -863,7 +1065,13 @@ impl Participant {
             if let Some(r) = self.readers[ri].as_mut() {
                 let guid = Guid::new(prefix, eid);
                 if !r.proxies.iter().any(|p| p.guid == guid) {
-                    r.proxies.push(WriterProxy::new(guid, true, locs.clone()));
+                    r.proxies.push(WriterProxy::new(
+                        guid,
+                        true,
+                        locs.clone(),
+                        self.config.reassembly,
+                        self.reasm_budget.clone(),
+                    ));
                 }
             }
         }
@@ -974,7 +1182,18 @@ impl Participant {
                 Sub::Pad => {}
                 _ if !for_us => {}
                 Sub::Data(d) => self.on_data(src_prefix, &d, ts, now),
-                Sub::DataFrag(f) => self.on_data_frag(src_prefix, &f, ts),
+                Sub::DataFrag(f) => self.on_data_frag(src_prefix, &f, ts, now),
+                Sub::HeartbeatFrag {
+                    reader_id,
+                    writer_id,
+                    sn,
+                    last_frag,
+                    count,
+                } => self.on_heartbeat_frag(
+                    Guid::new(src_prefix, writer_id),
+                    reader_id,
+                    (sn, last_frag, count),
+                ),
                 Sub::Heartbeat {
                     reader_id,
                     writer_id,
@@ -1097,7 +1316,13 @@ impl Participant {
         self.process_builtin(builtin);
     }
 
-    fn on_data_frag(&mut self, src: GuidPrefix, f: &codec::DataFragSub<'_>, ts: Option<Time>) {
+    fn on_data_frag(
+        &mut self,
+        src: GuidPrefix,
+        f: &codec::DataFragSub<'_>,
+        ts: Option<Time>,
+        now: Timestamp,
+    ) {
         let meta = match f.inline_qos {
             Some(q) => match codec::parse_inline_qos(q, f.little_endian) {
                 Some(iq) => Some((ChangeKind::from_status_info(iq.status_info), iq.key_hash)),
@@ -1109,7 +1334,7 @@ impl Participant {
             None => None,
         };
         let writer_guid = Guid::new(src, f.writer_id);
-        let frag = Fragment {
+        let frag = FragmentRef {
             sn: f.sn,
             offset: f.offset,
             data: f.data,
@@ -1132,8 +1357,13 @@ impl Participant {
                 continue;
             };
             matched = true;
-            let Some(change) = p.on_fragment(&frag) else {
-                continue;
+            let change = match p.on_fragment(&frag, now) {
+                Ok(Some(c)) => c,
+                Ok(None) => continue,
+                Err(_) => {
+                    self.stats.rejected_fragments += 1;
+                    continue;
+                }
             };
             let mut out = take_scratch(&mut self.scratch);
             p.on_data(f.sn, change, room, &mut out);
@@ -1172,28 +1402,22 @@ impl Participant {
                 count: u32::try_from(out.lost).unwrap_or(u32::MAX),
             });
         }
+        let depth = match r.qos.history {
+            History::KeepLast(depth) => Some(depth.max(1) as usize),
+            History::KeepAll => None,
+        };
         for (sn, c) in out.delivered.drain(..) {
-            if let History::KeepLast(depth) = r.qos.history {
-                let depth = depth.max(1) as usize;
-                let same = r
-                    .samples
-                    .iter()
-                    .filter(|s| s.key_hash == c.key_hash)
-                    .count();
-                if same >= depth {
-                    if let Some(i) = r.samples.iter().position(|s| s.key_hash == c.key_hash) {
-                        r.samples.remove(i);
-                    }
-                }
-            }
-            r.samples.push_back(Sample {
-                writer_guid,
-                sequence_number: SequenceNumber(sn),
-                source_timestamp: c.source_timestamp,
-                kind: c.kind,
-                key_hash: c.key_hash,
-                payload: c.payload,
-            });
+            r.samples.push(
+                Sample {
+                    writer_guid,
+                    sequence_number: SequenceNumber(sn),
+                    source_timestamp: c.source_timestamp,
+                    kind: c.kind,
+                    key_hash: c.key_hash,
+                    payload: c.payload,
+                },
+                depth,
+            );
             r.notify = true;
         }
     }
@@ -1323,6 +1547,23 @@ impl Participant {
             self.stats.unmatched_submessages += 1;
         }
         self.process_builtin(builtin);
+    }
+
+    fn on_heartbeat_frag(&mut self, writer: Guid, reader_id: EntityId, hbf: (i64, u32, i32)) {
+        let (sn, last_frag, count) = hbf;
+        let mut matched = false;
+        for r in self.readers.iter_mut().flatten() {
+            if reader_id != EntityId::UNKNOWN && reader_id != r.guid.entity_id {
+                continue;
+            }
+            if let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer) {
+                matched = true;
+                p.on_heartbeat_frag(sn, last_frag, count);
+            }
+        }
+        if !matched {
+            self.stats.unmatched_submessages += 1;
+        }
     }
 
     fn on_gap(&mut self, writer: Guid, reader_id: EntityId, start: i64, list: &SnSet) {
@@ -1482,6 +1723,17 @@ impl Participant {
         for prefix in expired {
             self.remove_participant(prefix);
         }
+        // Best effort: incomplete fragmented samples expire.
+        let timeout = self.config.reassembly.best_effort_timeout;
+        if let Some(deadline) = now.0.checked_sub(timeout.as_nanos() as u64) {
+            for r in self.readers.iter_mut().flatten() {
+                for p in r.proxies.iter_mut().filter(|p| !p.reliable) {
+                    if !p.reasm.is_empty() {
+                        p.reasm.drop_started_before(Timestamp(deadline));
+                    }
+                }
+            }
+        }
         let period = self.config.heartbeat_period;
         for w in self.writers.iter_mut().flatten() {
             if !w.lagging() {
@@ -1519,6 +1771,9 @@ impl Participant {
             if let Some(h) = w.next_hb {
                 t = t.min(h);
             }
+            if let Some(d) = w.batch_deadline() {
+                t = t.min(d);
+            }
             for p in &w.proxies {
                 if !p.requested.is_empty() || !p.frag_requests.is_empty() {
                     t = t.min(p.repair_due);
@@ -1552,7 +1807,7 @@ impl Participant {
         let len = self
             .transmit_spdp(buf, limit, destinations)
             .or_else(|| self.transmit_acknack(now, buf, limit, destinations))
-            .or_else(|| self.transmit_push(buf, limit, destinations))
+            .or_else(|| self.transmit_push(now, buf, limit, destinations))
             .or_else(|| self.transmit_repairs(now, buf, limit, destinations))?;
         self.stats.sent_datagrams += 1;
         debug_assert!(len <= limit);
@@ -1612,7 +1867,15 @@ impl Participant {
                     continue;
                 }
                 let set = p.ack_set(room);
-                if !set.is_empty() {
+                let mut nfs = [(0i64, 0u32, [0u32; 8], 0u32); MAX_NACK_FRAGS];
+                let mut n_nf = 0;
+                if room > 0 {
+                    for (slot, nf) in nfs.iter_mut().zip(p.nack_frags(MAX_NACK_FRAGS)) {
+                        *slot = nf;
+                        n_nf += 1;
+                    }
+                }
+                if !set.is_empty() || n_nf > 0 {
                     // Aggregate NACKs: repeat one at most every `holdoff`, so a
                     // burst of HEARTBEATs does not trigger a burst of repairs.
                     if let Some(t) = p.last_nack_at {
@@ -1632,6 +1895,22 @@ impl Participant {
                 if e.info_dst(p.guid.prefix)
                     && e.acknack(reader_eid, p.guid.entity_id, &set, p.ack_count, final_flag)
                 {
+                    // Partly received samples: ask for exactly the missing fragments.
+                    for &(sn, base, bits, num_bits) in &nfs[..n_nf] {
+                        p.nack_frag_count = p.nack_frag_count.wrapping_add(1);
+                        if !e.nack_frag(
+                            reader_eid,
+                            p.guid.entity_id,
+                            sn,
+                            base,
+                            bits,
+                            num_bits,
+                            p.nack_frag_count,
+                        ) {
+                            break;
+                        }
+                        self.stats.sent_nack_frags += 1;
+                    }
                     fill_dests(out, p.locators.iter());
                     return Some(e.len());
                 }
@@ -1642,12 +1921,12 @@ impl Participant {
 
     fn transmit_push(
         &mut self,
+        now: Timestamp,
         buf: &mut [u8],
         limit: usize,
         out: &mut Vec<Locator>,
     ) -> Option<usize> {
         let prefix = self.config.guid_prefix;
-        let sizes = self.sizes();
         for wi in 0..self.writers.len() {
             let Some(w) = self.writers[wi].as_mut() else {
                 continue;
@@ -1658,16 +1937,25 @@ impl Participant {
             if w.proxies.is_empty() {
                 w.pushed = w.last_sn;
                 w.push_frag = 1;
+                w.push_done();
                 self.after_ack(wi);
                 continue;
             }
+            if !w.push_ready(now) {
+                continue;
+            }
+            // A batch is due: drain everything pending (over as many
+            // datagrams as needed).
+            w.flush = true;
             fill_dests(out, w.proxies.iter().flat_map(|p| p.locators.iter()));
             if out.is_empty() {
                 w.pushed = w.last_sn;
                 w.push_frag = 1;
+                w.push_done();
                 self.after_ack(wi);
                 continue;
             }
+            let sizes = w.sizes;
             let reader_id = if w.proxies.len() == 1 {
                 w.proxies[0].guid.entity_id
             } else {
@@ -1676,12 +1964,14 @@ impl Participant {
             let first_prefix = w.proxies[0].guid.prefix;
             let same_prefix = w.proxies.iter().all(|p| p.guid.prefix == first_prefix);
             let with_hb = w.reliable() && w.proxies.iter().any(|p| p.reliable);
-            let reserve = if with_hb { HB_LEN } else { 0 };
-            let mut e = Emitter::new(buf, limit, prefix)?;
+            let reserve = if with_hb { HB_LEN + HBF_LEN } else { 0 };
+            let mut e = Emitter::new(buf, limit.min(sizes.max_message), prefix)?;
             if same_prefix && !e.info_dst(first_prefix) {
                 return None;
             }
             let mut sent_any = false;
+            // Fragmented sample left unfinished in this datagram: (SN, last fragment sent).
+            let mut partial_frag = None;
             while w.pushed < w.last_sn {
                 let sn = w.pushed + 1;
                 let Some(c) = w.history.get(sn) else {
@@ -1691,15 +1981,18 @@ impl Participant {
                     continue;
                 };
                 let ids = (reader_id, w.guid.entity_id);
+                let len = c.payload.len();
                 match emit_change(&mut e, ids, c, sizes, w.push_frag, reserve, &mut self.stats) {
                     Emitted::All => {
                         sent_any = true;
                         w.pushed = sn;
                         w.push_frag = 1;
+                        w.pushed_one(len);
                     }
                     Emitted::Upto(f) => {
                         sent_any = true;
                         w.push_frag = f;
+                        partial_frag = Some((sn, f - 1));
                         break;
                     }
                     Emitted::Nothing if sent_any => break,
@@ -1707,19 +2000,30 @@ impl Participant {
                         // Cannot fit even alone (buffer smaller than configured): drop it.
                         w.pushed = sn;
                         w.push_frag = 1;
+                        w.pushed_one(len);
                     }
                 }
             }
+            w.push_done();
             if with_hb {
+                // Announce only what was actually sent, so readers do not
+                // NACK samples still queued here.
                 w.hb_count = w.hb_count.wrapping_add(1);
+                let last = w.pushed;
                 e.heartbeat(
                     reader_id,
                     w.guid.entity_id,
-                    w.hb_first(),
-                    w.last_sn,
+                    w.hb_first().min(last + 1),
+                    last,
                     w.hb_count,
                     false,
                 );
+                if let Some((sn, f)) = partial_frag {
+                    w.hbf_count = w.hbf_count.wrapping_add(1);
+                    if e.heartbeat_frag(reader_id, w.guid.entity_id, sn, f, w.hbf_count) {
+                        self.stats.sent_heartbeat_frags += 1;
+                    }
+                }
                 for p in &mut w.proxies {
                     p.hb_pending = false;
                 }
@@ -1741,13 +2045,14 @@ impl Participant {
         out: &mut Vec<Locator>,
     ) -> Option<usize> {
         let prefix = self.config.guid_prefix;
-        let sizes = self.sizes();
         for w in self.writers.iter_mut().flatten() {
             if !w.reliable() {
                 continue;
             }
-            let first = w.hb_first();
-            let last = w.last_sn;
+            let sizes = w.sizes;
+            // Announce only what was pushed (batched samples may still wait).
+            let last = w.pushed;
+            let first = w.hb_first().min(last + 1);
             let writer_eid = w.guid.entity_id;
             for p in w.proxies.iter_mut() {
                 let repairs_due =
@@ -1764,7 +2069,7 @@ impl Participant {
                 }
                 let reader_eid = p.guid.entity_id;
                 let ids = (reader_eid, writer_eid);
-                let mut e = Emitter::new(buf, limit, prefix)?;
+                let mut e = Emitter::new(buf, limit.min(sizes.max_message), prefix)?;
                 if !e.info_dst(p.guid.prefix) {
                     return None;
                 }
@@ -1772,6 +2077,7 @@ impl Participant {
                     e.gap(reader_eid, writer_eid, 1, &SnSet::new(p.first_relevant));
                 }
                 p.gap_pending = false;
+                let before = e.len();
                 if repairs_due {
                     // Fragments asked for by NACK_FRAG.
                     'frags: while let Some(mut entry) = p.frag_requests.first_entry() {
@@ -1795,6 +2101,7 @@ impl Participant {
                                 break 'frags;
                             }
                             self.stats.resent_data += 1;
+                            self.stats.resent_fragments += 1;
                         }
                         entry.remove();
                     }
@@ -1850,6 +2157,7 @@ impl Participant {
                         }
                     }
                 }
+                self.stats.resent_bytes += (e.len() - before) as u64;
                 w.hb_count = w.hb_count.wrapping_add(1);
                 e.heartbeat(reader_eid, writer_eid, first, last, w.hb_count, false);
                 p.hb_pending = false;
@@ -1864,25 +2172,37 @@ impl Participant {
     fn nack_holdoff(&self) -> core::time::Duration {
         self.config.heartbeat_period / 10
     }
-
-    /// Payload limits derived from the configuration.
-    fn sizes(&self) -> Sizes {
-        let max_data = self.max_datagram_payload();
-        Sizes {
-            max_data,
-            // Leave room for the DATA_FRAG header and inline QoS; a fragment
-            // must also fit the 16-bit fragmentSize field.
-            frag: (max_data.saturating_sub(16) & !3).clamp(4, 0xff00),
-        }
-    }
 }
 
-/// Writer payload limits: the largest payload sent as one DATA, and the
-/// fragment size used above it.
+/// Writer payload limits: the largest payload sent as one DATA, the
+/// fragment size used above it, and the writer's datagram size.
 #[derive(Debug, Clone, Copy)]
 struct Sizes {
     max_data: usize,
     frag: usize,
+    max_message: usize,
+}
+
+impl Sizes {
+    fn new(config: &ParticipantConfig, qos: &WriterQos) -> Self {
+        let max_message = qos
+            .max_message_size
+            .map_or(config.max_message_size, |m| m.min(config.max_message_size))
+            .max(DATA_OVERHEAD + MIN_FRAGMENT + 16);
+        let max_data = max_message - DATA_OVERHEAD;
+        // Leave room for the DATA_FRAG header and inline QoS; a fragment
+        // must also fit the 16-bit fragmentSize field.
+        let auto = (max_data.saturating_sub(16) & !3).clamp(MIN_FRAGMENT, 0xff00);
+        let frag = match qos.fragment_size.unwrap_or(config.fragment_size) {
+            0 => auto,
+            f => f.clamp(MIN_FRAGMENT, auto),
+        };
+        Self {
+            max_data,
+            frag,
+            max_message,
+        }
+    }
 }
 
 /// What [`emit_change`] managed to put into a datagram.

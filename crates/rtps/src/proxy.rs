@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::api::{ChangeKind, Timestamp};
-use crate::reassembly::{Partial, MAX_PARTIAL_BYTES};
+use crate::reassembly::{FragmentRef, Reassembler, ReassemblyBudget, ReassemblyLimits, Rejected};
 use crate::sn_set::SnSet;
 use crate::{Guid, Locator, Time};
 
@@ -159,7 +159,7 @@ impl ReaderProxy {
 }
 
 /// A remote writer as seen by a local reader.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct WriterProxy {
     pub(crate) guid: Guid,
     pub(crate) reliable: bool,
@@ -180,20 +180,13 @@ pub(crate) struct WriterProxy {
     /// A held-off ACKNACK is due then.
     pub(crate) ack_due: Option<Timestamp>,
     /// Samples under reassembly.
-    pub(crate) partial: BTreeMap<i64, Partial>,
-}
-
-/// One DATA_FRAG for a writer proxy.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Fragment<'a> {
-    pub(crate) sn: i64,
-    pub(crate) offset: u64,
-    pub(crate) data: &'a [u8],
-    pub(crate) sample_size: u32,
-    pub(crate) fragment_size: u16,
-    /// From inline QoS, when this submessage carried it.
-    pub(crate) meta: Option<(ChangeKind, Option<[u8; 16]>)>,
-    pub(crate) source_timestamp: Option<Time>,
+    pub(crate) reasm: Reassembler,
+    /// Highest lastSN announced by a HEARTBEAT.
+    pub(crate) hb_last: i64,
+    /// Latest HEARTBEAT_FRAG: (SN, last fragment available).
+    pub(crate) hb_frag: (i64, u32),
+    pub(crate) last_hb_frag: Option<i32>,
+    pub(crate) nack_frag_count: i32,
 }
 
 /// What a proxy operation produced.
@@ -208,7 +201,13 @@ pub(crate) struct Outcome {
 }
 
 impl WriterProxy {
-    pub(crate) fn new(guid: Guid, reliable: bool, locators: Vec<Locator>) -> Self {
+    pub(crate) fn new(
+        guid: Guid,
+        reliable: bool,
+        locators: Vec<Locator>,
+        limits: ReassemblyLimits,
+        budget: ReassemblyBudget,
+    ) -> Self {
         Self {
             guid,
             reliable,
@@ -223,59 +222,76 @@ impl WriterProxy {
             ack_count: 0,
             last_nack_at: None,
             ack_due: None,
-            partial: BTreeMap::new(),
+            reasm: Reassembler::new(limits, budget),
+            hb_last: 0,
+            hb_frag: (0, 0),
+            last_hb_frag: None,
+            nack_frag_count: 0,
         }
     }
 
-    /// Adds a fragment; returns the whole change once complete.
-    pub(crate) fn on_fragment(&mut self, f: &Fragment<'_>) -> Option<Change> {
-        if f.sn < self.next || self.buffer.contains_key(&f.sn) {
-            return None;
-        }
+    /// Adds a fragment; returns the whole change once complete. Fragments of
+    /// samples already delivered (or known irrelevant) are ignored.
+    pub(crate) fn on_fragment(
+        &mut self,
+        f: &FragmentRef<'_>,
+        now: Timestamp,
+    ) -> Result<Option<Change>, Rejected> {
         // Forget samples that can no longer be delivered.
-        if self
-            .partial
-            .first_key_value()
-            .is_some_and(|(k, _)| *k < self.next)
-        {
-            self.partial = self.partial.split_off(&self.next);
+        self.reasm.drop_below(self.next);
+        if f.sn < self.next || self.buffer.contains_key(&f.sn) {
+            return Ok(None);
         }
-        if let Some(p) = self.partial.get(&f.sn) {
-            if !p.fits(f.sample_size, f.fragment_size) {
-                return None;
-            }
-        } else {
-            let fresh = Partial::new(f.sample_size, f.fragment_size)?;
-            // Bound the memory under reassembly: evict the oldest partials.
-            let mut held: usize = self.partial.values().map(Partial::size).sum();
-            while held + fresh.size() > MAX_PARTIAL_BYTES {
-                let (_, old) = self.partial.pop_first()?;
-                held -= old.size();
-            }
-            self.partial.insert(f.sn, fresh);
+        Ok(self.reasm.add(f, self.reliable, now)?.map(|c| Change {
+            kind: c.kind,
+            key_hash: c.key_hash,
+            source_timestamp: c.source_timestamp,
+            payload: c.payload,
+        }))
+    }
+
+    /// A HEARTBEAT_FRAG: fragments up to `last_frag` of `sn` are available.
+    /// Returns true if it shows missing fragments (a NACK_FRAG is due).
+    pub(crate) fn on_heartbeat_frag(&mut self, sn: i64, last_frag: u32, count: i32) -> bool {
+        if !self.reliable || self.last_hb_frag.is_some_and(|c| count <= c) {
+            return false;
         }
-        let p = self.partial.get_mut(&f.sn)?;
-        if let Some((kind, key_hash)) = f.meta {
-            p.kind = kind;
-            p.key_hash = key_hash;
+        self.last_hb_frag = Some(count);
+        if sn < self.next || (self.hb_frag.0 == sn && self.hb_frag.1 >= last_frag) {
+            return false;
         }
-        if f.source_timestamp.is_some() {
-            p.source_timestamp = f.source_timestamp;
+        if sn >= self.hb_frag.0 {
+            self.hb_frag = (sn, last_frag);
         }
-        if !p.add(f.offset, f.data) {
-            return None;
+        let missing = self.reasm.missing(sn, last_frag).is_some();
+        if missing {
+            self.ack_pending = true;
         }
-        let p = self.partial.remove(&f.sn)?;
-        if !self.reliable {
-            // Best effort: older incomplete samples are now obsolete.
-            self.partial = self.partial.split_off(&f.sn);
-        }
-        Some(Change {
-            kind: p.kind,
-            key_hash: p.key_hash,
-            source_timestamp: p.source_timestamp,
-            payload: p.into_payload(),
-        })
+        missing
+    }
+
+    /// NACK_FRAG contents due now: for each incomplete sample the writer has
+    /// announced (by HEARTBEAT, or partly by HEARTBEAT_FRAG), the missing
+    /// fragments `(sn, base, bits, num_bits)`; at most `max` samples.
+    pub(crate) fn nack_frags(
+        &self,
+        max: usize,
+    ) -> impl Iterator<Item = (i64, u32, [u32; 8], u32)> + '_ {
+        self.reasm
+            .sns()
+            .filter(move |sn| *sn >= self.next)
+            .filter_map(move |sn| {
+                let upto = if sn <= self.hb_last {
+                    u32::MAX
+                } else if self.hb_frag.0 == sn {
+                    self.hb_frag.1
+                } else {
+                    return None;
+                };
+                let (base, bits, n) = self.reasm.missing(sn, upto)?;
+                Some((sn, base, bits, n))
+            })
+            .take(max)
     }
 
     fn drain(&mut self, room: &mut usize, out: &mut Outcome) {
@@ -400,6 +416,7 @@ impl WriterProxy {
         self.synced = true;
         self.drain(&mut room, out);
         self.max_seen = self.max_seen.max(last);
+        self.hb_last = self.hb_last.max(last);
         if !final_flag || self.has_missing() {
             self.ack_pending = true;
         }
@@ -415,14 +432,15 @@ impl WriterProxy {
     }
 
     /// The ACKNACK set: base = first missing SN (never 0), bits = missing SNs
-    /// (at most `room` of them, at most 256).
+    /// (at most `room` of them, at most 256). SNs partly received are left
+    /// out: they are repaired by NACK_FRAG.
     pub(crate) fn ack_set(&self, room: usize) -> SnSet {
         let mut set = SnSet::new(self.next);
         let end = self.max_seen.min(self.next + 255);
         let mut budget = room;
         let mut sn = self.next;
         while sn <= end && budget > 0 {
-            if !self.buffer.contains_key(&sn) {
+            if !self.buffer.contains_key(&sn) && !self.reasm.contains(sn) {
                 set.insert(sn);
                 budget -= 1;
             }
@@ -441,6 +459,16 @@ mod tests {
         Guid::new(GuidPrefix([1; 12]), EntityId([0, 0, 1, 2]))
     }
 
+    fn wp(reliable: bool) -> WriterProxy {
+        WriterProxy::new(
+            g(),
+            reliable,
+            vec![],
+            ReassemblyLimits::default(),
+            ReassemblyBudget::new(),
+        )
+    }
+
     fn c(n: u8) -> Change {
         Change {
             kind: ChangeKind::Alive,
@@ -456,7 +484,7 @@ mod tests {
 
     #[test]
     fn reliable_in_order_exactly_once() {
-        let mut p = WriterProxy::new(g(), true, vec![]);
+        let mut p = wp(true);
         let mut o = Outcome::default();
         p.on_heartbeat(1, 0, 1, false, usize::MAX, &mut o);
         p.on_data(2, c(2), usize::MAX, &mut o);
@@ -474,7 +502,7 @@ mod tests {
 
     #[test]
     fn data_before_first_heartbeat_is_buffered() {
-        let mut p = WriterProxy::new(g(), true, vec![]);
+        let mut p = wp(true);
         let mut o = Outcome::default();
         p.on_data(5, c(5), usize::MAX, &mut o);
         assert!(o.delivered.is_empty());
@@ -486,7 +514,7 @@ mod tests {
 
     #[test]
     fn heartbeat_first_above_next_marks_lost() {
-        let mut p = WriterProxy::new(g(), true, vec![]);
+        let mut p = wp(true);
         let mut o = Outcome::default();
         p.on_heartbeat(1, 10, 1, false, usize::MAX, &mut o);
         p.on_data(4, c(4), usize::MAX, &mut o);
@@ -501,7 +529,7 @@ mod tests {
 
     #[test]
     fn gap_counts_as_received() {
-        let mut p = WriterProxy::new(g(), true, vec![]);
+        let mut p = wp(true);
         let mut o = Outcome::default();
         p.on_heartbeat(1, 6, 1, false, usize::MAX, &mut o);
         p.on_data(4, c(4), usize::MAX, &mut o);
@@ -518,7 +546,7 @@ mod tests {
 
     #[test]
     fn room_limits_delivery_and_nacks() {
-        let mut p = WriterProxy::new(g(), true, vec![]);
+        let mut p = wp(true);
         let mut o = Outcome::default();
         p.on_heartbeat(1, 5, 1, false, usize::MAX, &mut o);
         p.on_data(1, c(1), 0, &mut o);
@@ -530,36 +558,83 @@ mod tests {
 
     #[test]
     fn fragments_complete_into_a_change() {
-        let mut p = WriterProxy::new(g(), false, vec![]);
+        let mut p = wp(false);
         let sample = vec![3u8; 2500];
-        let frag = |offset: u64, data: &'static [u8]| Fragment {
-            sn: 4,
-            offset,
-            data,
-            sample_size: 2500,
-            fragment_size: 1000,
-            meta: None,
-            source_timestamp: None,
-        };
-        let tail: &'static [u8] = Box::leak(sample[2000..].to_vec().into_boxed_slice());
-        let head: &'static [u8] = Box::leak(sample[..2000].to_vec().into_boxed_slice());
-        assert!(p.on_fragment(&frag(2000, tail)).is_none());
-        let mut first = frag(0, head);
+        fn frag(offset: u64, data: &[u8]) -> FragmentRef<'_> {
+            FragmentRef {
+                sn: 4,
+                offset,
+                data,
+                sample_size: 2500,
+                fragment_size: 1000,
+                meta: None,
+                source_timestamp: None,
+            }
+        }
+        let t = Timestamp(1);
+        assert_eq!(p.on_fragment(&frag(2000, &sample[2000..]), t), Ok(None));
+        let mut first = frag(0, &sample[..2000]);
         first.meta = Some((ChangeKind::Alive, Some([1; 16])));
-        let c = p.on_fragment(&first).unwrap();
+        let c = p.on_fragment(&first, t).unwrap().unwrap();
         assert_eq!(c.payload, sample);
         assert_eq!(c.key_hash, Some([1; 16]));
-        assert!(p.partial.is_empty());
-        // Inconsistent sizes for a sample under reassembly are ignored.
-        assert!(p.on_fragment(&frag(2000, tail)).is_none());
-        let mut other = frag(0, head);
+        assert!(p.reasm.is_empty());
+        // Inconsistent sizes for a sample under reassembly are rejected.
+        let mut o = Outcome::default();
+        p.on_data(4, c, usize::MAX, &mut o);
+        assert_eq!(
+            p.on_fragment(&frag(2000, &sample[2000..]), t),
+            Ok(None),
+            "delivered"
+        );
+        let mut other = frag(0, &sample[..1000]);
+        other.sn = 9;
+        assert_eq!(p.on_fragment(&other, t), Ok(None));
         other.fragment_size = 500;
-        assert!(p.on_fragment(&other).is_none());
+        assert_eq!(p.on_fragment(&other, t), Err(Rejected::Inconsistent));
+    }
+
+    #[test]
+    fn partial_samples_are_nack_fragged_not_acknacked() {
+        let mut p = wp(true);
+        let mut o = Outcome::default();
+        p.on_heartbeat(1, 0, 1, false, usize::MAX, &mut o);
+        let data = vec![1u8; 100];
+        let t = Timestamp(1);
+        for f in [0u64, 2, 4] {
+            let fr = FragmentRef {
+                sn: 1,
+                offset: f * 100,
+                data: &data,
+                sample_size: 500,
+                fragment_size: 100,
+                meta: None,
+                source_timestamp: None,
+            };
+            assert_eq!(p.on_fragment(&fr, t), Ok(None));
+        }
+        // Nothing announced yet: no NACK_FRAG.
+        assert_eq!(p.nack_frags(8).count(), 0);
+        // HEARTBEAT_FRAG up to fragment 3: fragment 2 is missing.
+        assert!(p.on_heartbeat_frag(1, 3, 1));
+        let v: Vec<_> = p.nack_frags(8).collect();
+        assert_eq!(v, vec![(1, 2, [1 << 31, 0, 0, 0, 0, 0, 0, 0], 1)]);
+        assert!(!p.on_heartbeat_frag(1, 3, 1), "stale count");
+        // A HEARTBEAT announcing SN 2: fragments 2 and 4 of SN 1 wanted, SN 2 whole.
+        p.on_heartbeat(1, 2, 2, false, usize::MAX, &mut o);
+        let v: Vec<_> = p.nack_frags(8).collect();
+        assert_eq!(
+            v,
+            vec![(1, 2, [(1 << 31) | (1 << 29), 0, 0, 0, 0, 0, 0, 0], 3)]
+        );
+        let set = p.ack_set(usize::MAX);
+        assert_eq!(set.base(), 1);
+        assert_eq!(set.iter().collect::<Vec<_>>(), vec![2]);
     }
 
     #[test]
     fn best_effort_drops_old() {
-        let mut p = WriterProxy::new(g(), false, vec![]);
+        let mut p = wp(false);
         let mut o = Outcome::default();
         p.on_data(2, c(2), usize::MAX, &mut o);
         p.on_data(1, c(1), usize::MAX, &mut o);
@@ -664,7 +739,7 @@ mod tests {
             /// delivered.
             #[test]
             fn reliable_delivery_is_ordered_and_unique(ops in proptest::collection::vec(op(), 0..300)) {
-                let mut p = WriterProxy::new(g(), true, vec![]);
+                let mut p = wp(true);
                 let mut out = Outcome::default();
                 let mut gapped = BTreeSet::new();
                 let mut count = 0;
@@ -698,7 +773,7 @@ mod tests {
             /// Best effort never delivers an SN twice or out of order.
             #[test]
             fn best_effort_delivery_is_increasing(sns in proptest::collection::vec(1i64..100, 0..200)) {
-                let mut p = WriterProxy::new(g(), false, vec![]);
+                let mut p = wp(false);
                 let mut out = Outcome::default();
                 for sn in sns {
                     p.on_data(sn, c(0), usize::MAX, &mut out);

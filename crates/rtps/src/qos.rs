@@ -218,6 +218,49 @@ impl QosPolicyId {
     }
 }
 
+/// Writer-side batching (a FerroDDS writer QoS, not announced in discovery):
+/// several DATA submessages (with INFO_TS and a trailing HEARTBEAT) share
+/// one datagram, which any RTPS reader accepts.
+///
+/// With `enabled`, written samples are held until `max_bytes` of payload or
+/// `max_samples` samples are pending, until [`crate::Participant::flush`] (or
+/// [`crate::Participant::write_flush`]), or until the oldest pending sample
+/// waited `max_flush_delay`. Samples that need fragmenting are never held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Batching {
+    /// Off by default (every write is sent at once).
+    pub enabled: bool,
+    /// Payload bytes that trigger a flush (default 8192, RTI Perftest's default).
+    pub max_bytes: usize,
+    /// Samples that trigger a flush (default 0: no limit).
+    pub max_samples: usize,
+    /// Longest a sample is held (default 1 ms).
+    pub max_flush_delay: Duration,
+}
+
+impl Default for Batching {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            max_bytes: 8192,
+            max_samples: 0,
+            max_flush_delay: Duration::from_millis(1),
+        }
+    }
+}
+
+impl Batching {
+    /// Batching on with `max_bytes` and the other defaults.
+    #[must_use]
+    pub fn bytes(max_bytes: usize) -> Self {
+        Self {
+            enabled: true,
+            max_bytes,
+            ..Self::default()
+        }
+    }
+}
+
 /// QoS of a local DataWriter.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WriterQos {
@@ -241,6 +284,14 @@ pub struct WriterQos {
     pub partition: Partition,
     /// Default: XCDR1.
     pub data_representation: DataRepresentation,
+    /// Batching (default off).
+    pub batching: Batching,
+    /// Largest datagram of this writer (default `None`: the participant's
+    /// `max_message_size`; larger values are capped by it).
+    pub max_message_size: Option<usize>,
+    /// DATA_FRAG fragment size of this writer (default `None`: the
+    /// participant's `fragment_size`).
+    pub fragment_size: Option<usize>,
 }
 
 impl Default for WriterQos {
@@ -256,6 +307,9 @@ impl Default for WriterQos {
             deadline: Deadline::default(),
             partition: Partition::default(),
             data_representation: DataRepresentation::default(),
+            batching: Batching::default(),
+            max_message_size: None,
+            fragment_size: None,
         }
     }
 }

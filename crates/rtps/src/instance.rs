@@ -1,0 +1,250 @@
+//! Instances: a fast hasher for key hashes, instance states, and the reader
+//! sample cache (FIFO delivery order with KEEP_LAST per instance in O(1)).
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, Hasher};
+
+use crate::api::{ChangeKind, Sample};
+
+/// DDS instance state as seen by a writer (last change written) or a reader
+/// (last change received).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum InstanceState {
+    /// Registered or written alive.
+    #[default]
+    Alive,
+    /// Disposed.
+    NotAliveDisposed,
+    /// Unregistered (no live writer).
+    NotAliveNoWriters,
+}
+
+impl InstanceState {
+    /// The state a change of `kind` leaves its instance in.
+    #[must_use]
+    pub fn from_kind(kind: ChangeKind) -> Self {
+        match kind {
+            ChangeKind::Alive => InstanceState::Alive,
+            ChangeKind::NotAliveDisposed | ChangeKind::NotAliveDisposedUnregistered => {
+                InstanceState::NotAliveDisposed
+            }
+            ChangeKind::NotAliveUnregistered => InstanceState::NotAliveNoWriters,
+        }
+    }
+
+    pub(crate) fn is_unregistered(self) -> bool {
+        self == InstanceState::NotAliveNoWriters
+    }
+}
+
+/// Hashes key hashes (already well mixed: MD5 or a padded key) by folding
+/// their words with a seeded multiply-rotate; a few nanoseconds per lookup.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyHasher(u64);
+
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        let mut z = self.0;
+        z = (z ^ (z >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z ^ (z >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(c);
+            self.0 = (self.0.rotate_left(23) ^ u64::from_le_bytes(a)).wrapping_mul(K);
+        }
+        for b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(K);
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.0 = (self.0.rotate_left(8) ^ u64::from(i)).wrapping_mul(K);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.0 = (self.0.rotate_left(23) ^ i as u64).wrapping_mul(K);
+    }
+}
+
+/// Builds [`KeyHasher`]s with a seed (the participant's random GUID prefix
+/// for reader caches, so remote writers cannot aim collisions at us).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyHasherBuilder(u64);
+
+impl KeyHasherBuilder {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self(seed | 1)
+    }
+}
+
+impl Default for KeyHasherBuilder {
+    fn default() -> Self {
+        Self::new(K)
+    }
+}
+
+impl BuildHasher for KeyHasherBuilder {
+    type Hasher = KeyHasher;
+    fn build_hasher(&self) -> KeyHasher {
+        KeyHasher(self.0)
+    }
+}
+
+/// Per-instance part of a reader's cache.
+#[derive(Debug, Default)]
+struct ReaderInstance {
+    /// Queued samples (delivery sequence number, sample), oldest first.
+    queue: VecDeque<(u64, Sample)>,
+    state: InstanceState,
+}
+
+/// A reader's cache of received, not yet taken samples: delivered in arrival
+/// order; with KEEP_LAST n, the oldest queued sample of an instance is
+/// replaced in O(1). Evicted samples leave stale entries in the order queue,
+/// compacted when they dominate.
+#[derive(Debug)]
+pub(crate) struct ReaderCache {
+    order: VecDeque<(Option<[u8; 16]>, u64)>,
+    instances: HashMap<Option<[u8; 16]>, ReaderInstance, KeyHasherBuilder>,
+    next_seq: u64,
+    live: usize,
+}
+
+impl ReaderCache {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self {
+            order: VecDeque::new(),
+            instances: HashMap::with_hasher(KeyHasherBuilder::new(seed)),
+            next_seq: 0,
+            live: 0,
+        }
+    }
+
+    /// Samples queued.
+    pub(crate) fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Instances known to this reader.
+    pub(crate) fn instance_count(&self) -> usize {
+        self.instances.len()
+    }
+
+    /// State of an instance, if known.
+    pub(crate) fn instance_state(&self, key: Option<&[u8; 16]>) -> Option<InstanceState> {
+        self.instances.get(&key.copied()).map(|i| i.state)
+    }
+
+    /// Queues `s`; with `depth`, first drops the instance's oldest queued
+    /// sample if it already holds `depth`. Returns true if one was dropped.
+    pub(crate) fn push(&mut self, s: Sample, depth: Option<usize>) -> bool {
+        let key = s.key_hash;
+        let inst = self.instances.entry(key).or_default();
+        inst.state = InstanceState::from_kind(s.kind);
+        let mut evicted = false;
+        if let Some(d) = depth {
+            while inst.queue.len() >= d.max(1) {
+                inst.queue.pop_front();
+                self.live -= 1;
+                evicted = true;
+            }
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        inst.queue.push_back((seq, s));
+        self.order.push_back((key, seq));
+        self.live += 1;
+        if self.order.len() > 2 * self.live + 1024 {
+            let instances = &self.instances;
+            self.order.retain(|(k, q)| {
+                instances
+                    .get(k)
+                    .is_some_and(|i| i.queue.iter().any(|(s, _)| s == q))
+            });
+        }
+        evicted
+    }
+
+    /// The oldest queued sample.
+    pub(crate) fn pop(&mut self) -> Option<Sample> {
+        while let Some((key, seq)) = self.order.pop_front() {
+            let Some(inst) = self.instances.get_mut(&key) else {
+                continue;
+            };
+            if inst.queue.front().is_some_and(|(s, _)| *s == seq) {
+                self.live -= 1;
+                return inst.queue.pop_front().map(|(_, s)| s);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EntityId, Guid, GuidPrefix, SequenceNumber};
+
+    fn s(key: u8, sn: i64, kind: ChangeKind) -> Sample {
+        Sample {
+            writer_guid: Guid::new(GuidPrefix([1; 12]), EntityId([0, 0, 1, 2])),
+            sequence_number: SequenceNumber(sn),
+            source_timestamp: None,
+            kind,
+            key_hash: Some([key; 16]),
+            payload: vec![],
+        }
+    }
+
+    #[test]
+    fn keep_last_per_instance_keeps_arrival_order() {
+        let mut c = ReaderCache::new(7);
+        for (k, sn) in [(1, 1), (2, 2), (1, 3), (3, 4), (1, 5)] {
+            c.push(s(k, sn, ChangeKind::Alive), Some(2));
+        }
+        assert_eq!(c.len(), 4);
+        let got: Vec<i64> = core::iter::from_fn(|| c.pop())
+            .map(|s| s.sequence_number.0)
+            .collect();
+        assert_eq!(got, vec![2, 3, 4, 5]);
+        assert_eq!(c.len(), 0);
+        c.push(s(2, 6, ChangeKind::NotAliveDisposed), None);
+        assert_eq!(
+            c.instance_state(Some(&[2; 16])),
+            Some(InstanceState::NotAliveDisposed)
+        );
+        assert_eq!(c.instance_state(Some(&[9; 16])), None);
+        assert_eq!(c.instance_count(), 3);
+    }
+
+    #[test]
+    fn stale_order_entries_are_compacted() {
+        let mut c = ReaderCache::new(1);
+        for sn in 0..100_000 {
+            c.push(s(1, sn, ChangeKind::Alive), Some(1));
+        }
+        assert_eq!(c.len(), 1);
+        assert!(c.order.len() < 2000, "{}", c.order.len());
+        assert_eq!(c.pop().unwrap().sequence_number.0, 99_999);
+        assert!(c.pop().is_none());
+    }
+
+    #[test]
+    fn hasher_spreads_padded_small_keys() {
+        let b = KeyHasherBuilder::new(3);
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..10_000u32 {
+            let mut k = [0u8; 16];
+            k[..4].copy_from_slice(&i.to_be_bytes());
+            seen.insert(b.hash_one(Some(k)) >> 50);
+        }
+        // 14-bit buckets: a good hash fills most of them.
+        assert!(seen.len() > 6500, "{}", seen.len());
+    }
+}
