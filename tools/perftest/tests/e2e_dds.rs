@@ -181,3 +181,55 @@ fn missing_middleware_features_fail_at_once() {
         assert!(r.stderr.contains(needle), "{args:?}: {}", r.stderr);
     }
 }
+
+#[test]
+fn two_publishers_one_subscriber() {
+    let d = "67";
+    let s = spawn(&[
+        "-sub",
+        "-nic",
+        "127.0.0.1",
+        "-domain",
+        d,
+        "-numPublishers",
+        "2",
+        "-noPrint",
+    ]);
+    let p0 = spawn(&[
+        "-pub",
+        "-nic",
+        "127.0.0.1",
+        "-domain",
+        d,
+        "-pidMultiPubTest",
+        "0",
+        "-numIter",
+        "2000",
+        "-latencyCount",
+        "50",
+        "-noPrint",
+    ]);
+    let p1 = spawn(&[
+        "-pub",
+        "-nic",
+        "127.0.0.1",
+        "-domain",
+        d,
+        "-pidMultiPubTest",
+        "1",
+        "-numIter",
+        "2000",
+        "-noPrint",
+    ]);
+    let p0 = wait(p0, T, "publisher 0");
+    let p1 = wait(p1, T, "publisher 1");
+    let s = wait(s, T, "subscriber");
+    assert_ok(&p0, "pub0");
+    assert_ok(&p1, "pub1");
+    assert_ok(&s, "sub");
+    // Only publisher 0 pings and prints latency.
+    assert!(latency_summary(&p0.stdout)[1] > 0.0);
+    assert!(p1.stdout.is_empty(), "{}", p1.stdout);
+    let t = throughput_summary(&s.stdout);
+    assert_eq!((t[1], t[4]), (4000.0, 0.0), "{t:?}");
+}
