@@ -305,8 +305,12 @@ where
                 ))
                 .map_err(&e)?;
             if legend_ok {
+                // A dashed sample in the legend too.
                 anno.label(s.label.clone()).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 22, y)], color.stroke_width(2))
+                    EmptyElement::at((x, y))
+                        + PathElement::new(vec![(0, 0), (6, 0)], color.stroke_width(2))
+                        + PathElement::new(vec![(9, 0), (15, 0)], color.stroke_width(2))
+                        + PathElement::new(vec![(18, 0), (22, 0)], color.stroke_width(2))
                 });
             }
             continue;
