@@ -1,6 +1,7 @@
 //! `lab`: run the perftest matrix on a link and write CSV, JSON and an HTML report.
 #![forbid(unsafe_code)]
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -297,6 +298,7 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode, LabError> {
             ..Default::default()
         };
         let sched = opts.spec.schedule();
+        let mut stdout = std::io::stdout().lock();
         for r in &sched {
             let c = runner::build_commands(
                 &r.scenario,
@@ -304,7 +306,9 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode, LabError> {
                 opts.domain_base + (r.index % 40) as u32,
                 opts.spec.execution_time_s,
             );
-            println!(
+            // A closed pipe (`| head`) ends the listing quietly.
+            if writeln!(
+                stdout,
                 "{:4} {} {} {} B rep {}\n     sub: {}\n     pub: {}",
                 r.index,
                 r.scenario.config_label(),
@@ -313,13 +317,18 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode, LabError> {
                 r.repetition + 1,
                 c.server.shell_line(),
                 c.client.shell_line()
-            );
+            )
+            .is_err()
+            {
+                return Ok(ExitCode::SUCCESS);
+            }
         }
         let est: Duration = sched
             .iter()
             .map(|r| lab::estimate(r, opts.spec.execution_time_s))
             .sum();
-        println!(
+        let _ = writeln!(
+            stdout,
             "{} runs, estimated {} min",
             sched.len(),
             est.as_secs().div_ceil(60)
