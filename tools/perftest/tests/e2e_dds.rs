@@ -219,6 +219,8 @@ fn two_publishers_one_subscriber() {
         "1",
         "-numIter",
         "2000",
+        "-latencyCount",
+        "50",
         "-noPrint",
     ]);
     let p0 = wait(p0, T, "publisher 0");
