@@ -1875,6 +1875,29 @@ impl Participant {
                         n_nf += 1;
                     }
                 }
+                if n_nf > 0 {
+                    // NackDelay: fragments of a sample still being pushed may
+                    // merely be reordered; ask only once they had time to arrive.
+                    match p.nack_frag_due {
+                        None => {
+                            let due = now.saturating_add(holdoff);
+                            p.nack_frag_due = Some(due);
+                            if set.is_empty() {
+                                p.ack_due = Some(due);
+                                continue;
+                            }
+                            n_nf = 0;
+                        }
+                        Some(due) if now < due => {
+                            if set.is_empty() {
+                                p.ack_due = Some(due);
+                                continue;
+                            }
+                            n_nf = 0;
+                        }
+                        Some(_) => {}
+                    }
+                }
                 if !set.is_empty() || n_nf > 0 {
                     // Aggregate NACKs: repeat one at most every `holdoff`, so a
                     // burst of HEARTBEATs does not trigger a burst of repairs.
@@ -1889,6 +1912,9 @@ impl Participant {
                 }
                 p.ack_pending = false;
                 p.ack_due = None;
+                if n_nf > 0 {
+                    p.nack_frag_due = None;
+                }
                 let final_flag = set.is_empty() && p.synced;
                 p.ack_count = p.ack_count.wrapping_add(1);
                 let mut e = Emitter::new(buf, limit, prefix)?;

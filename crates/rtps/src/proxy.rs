@@ -187,6 +187,8 @@ pub(crate) struct WriterProxy {
     pub(crate) hb_frag: (i64, u32),
     pub(crate) last_hb_frag: Option<i32>,
     pub(crate) nack_frag_count: i32,
+    /// When the pending NACK_FRAGs may go out (NackDelay).
+    pub(crate) nack_frag_due: Option<Timestamp>,
 }
 
 /// What a proxy operation produced.
@@ -227,6 +229,7 @@ impl WriterProxy {
             hb_frag: (0, 0),
             last_hb_frag: None,
             nack_frag_count: 0,
+            nack_frag_due: None,
         }
     }
 

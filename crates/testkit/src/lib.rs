@@ -196,6 +196,8 @@ pub struct Network {
     pub log: Vec<Datagram>,
     /// Datagrams sent, delivered, lost.
     pub counters: (u64, u64, u64),
+    /// Bytes sent (once per datagram), delivered and lost (per receiver).
+    pub byte_counters: (u64, u64, u64),
     rng: Rng,
     queue: BinaryHeap<Reverse<InFlight>>,
     seq: u64,
@@ -213,6 +215,7 @@ impl Network {
             record: false,
             log: Vec::new(),
             counters: (0, 0, 0),
+            byte_counters: (0, 0, 0),
             rng: Rng::new(seed),
             queue: BinaryHeap::new(),
             seq: 0,
@@ -315,6 +318,7 @@ impl Network {
         }
         let data = &self.buf[..t.len];
         self.counters.0 += 1;
+        self.byte_counters.0 += data.len() as u64;
         if self.record {
             self.log.push(Datagram {
                 at: self.now,
@@ -335,6 +339,7 @@ impl Network {
             let link = self.links.get(&(from, to)).copied().unwrap_or(self.link);
             if self.rng.chance(link.loss) {
                 self.counters.2 += 1;
+                self.byte_counters.2 += data.len() as u64;
                 continue;
             }
             let copies = if self.rng.chance(link.duplicate) {
@@ -385,6 +390,7 @@ impl Network {
             if let Some(Reverse(f)) = self.queue.pop() {
                 if !self.nodes[f.to].crashed {
                     self.counters.1 += 1;
+                    self.byte_counters.1 += f.data.len() as u64;
                     let now = self.now;
                     self.nodes[f.to]
                         .participant
