@@ -3,7 +3,10 @@
 
 use std::any::Any;
 
-use ferrodds_cdr::{decode_sample, encode_key, encode_sample, key_hash, Encoding, TopicType};
+use ferrodds_cdr::{
+    decode_sample, encode_key, encode_sample, key_hash, key_hash_with, Encoding, TopicType,
+    XcdrVersion,
+};
 
 use crate::entity::{DecodeFn, KeyFn};
 use crate::error::DdsError;
@@ -29,6 +32,15 @@ pub(crate) fn serialize_key<T: TopicType>(sample: &T, out: &mut Vec<u8>) -> Resu
 /// The key hash of `sample` (`None` for unkeyed types).
 pub(crate) fn instance_key<T: TopicType>(sample: &T) -> Result<Option<[u8; 16]>, DdsError> {
     Ok(key_hash(sample)?)
+}
+
+/// The key hash of `sample`, using `scratch` for the serialized key (no allocation once
+/// `scratch` has grown to the key size).
+pub(crate) fn instance_key_with<T: TopicType>(
+    sample: &T,
+    scratch: &mut Vec<u8>,
+) -> Result<Option<[u8; 16]>, DdsError> {
+    Ok(key_hash_with(sample, XcdrVersion::Xcdr1, scratch)?)
 }
 
 /// A type-erased decoder for a reader cache.
@@ -91,6 +103,8 @@ mod tests {
         let back = any.downcast::<ShapeType>().unwrap();
         assert_eq!(*back, s);
         assert_eq!(key, instance_key(&s).unwrap());
+        let mut scratch = Vec::new();
+        assert_eq!(key, instance_key_with(&s, &mut scratch).unwrap());
         assert!(decoder::<ShapeType>()(&buf[..3]).is_none());
     }
 

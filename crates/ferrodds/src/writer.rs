@@ -20,6 +20,7 @@ use crate::waitset::StatusCondition;
 /// Per-writer scratch buffers (reused: the steady-state write path does not allocate here).
 struct Scratch {
     payload: Vec<u8>,
+    key: Vec<u8>,
     pending: Vec<Pending>,
 }
 
@@ -56,6 +57,7 @@ impl<T: TopicType> DataWriter<T> {
             shared,
             scratch: Mutex::new(Scratch {
                 payload: Vec::with_capacity(256),
+                key: Vec::new(),
                 pending: Vec::with_capacity(8),
             }),
             qos,
@@ -99,13 +101,21 @@ impl<T: TopicType> DataWriter<T> {
             });
         }
         let mut guard = lock(&self.scratch);
-        let Scratch { payload, pending } = &mut *guard;
+        let Scratch {
+            payload,
+            key,
+            pending,
+        } = &mut *guard;
         if kind == ChangeKind::Alive {
             typesupport::serialize(sample, payload)?;
         } else {
             typesupport::serialize_key(sample, payload)?;
         }
-        let key_hash = typesupport::instance_key(sample)?;
+        let key_hash = if T::IS_KEYED {
+            typesupport::instance_key_with(sample, key)?
+        } else {
+            None
+        };
         let deadline = Instant::now() + self.qos.reliability.max_blocking_time;
         loop {
             let gen = self.shared.resources_gen();
