@@ -9,6 +9,7 @@ Types (must match the Rust side, see crates/ferrodds/tests/interop_cyclone.rs):
   shape    -> OMG ShapeType {@key string<128> color; long x; long y; long shapesize}
   keyed    -> perftest TestDataKeyed_t (@key octet key[4], ...)
   unkeyed  -> perftest TestData_t
+  large    -> perftest TestDataLarge_t (unbounded payload; use --size for fragmented samples)
 
 Output protocol (stdout, one line each, flushed):
   READY                         entities created
@@ -77,9 +78,25 @@ class TestData(IdlStruct, typename="TestData_t"):
     bin_data: types.sequence[types.uint8, 65470]
 
 
+PAYLOAD_SIZE = None  # set by --size: fixed payload length instead of seq % 64
+
+
 def payload_for(seq):
-    """Deterministic payload: length seq % 64, bytes (seq + i) % 256."""
-    return [(seq + i) % 256 for i in range(seq % 64)]
+    """Deterministic payload: length seq % 64 (or --size), bytes (seq + i) % 256."""
+    n = seq % 64 if PAYLOAD_SIZE is None else PAYLOAD_SIZE
+    return [(seq + i) % 256 for i in range(n)]
+
+
+@dataclass
+@annotate.final
+class TestDataLarge(IdlStruct, typename="TestDataLarge_t"):
+    key: types.array[types.uint8, 4]
+    entity_id: types.int32
+    seq_num: types.uint32
+    timestamp_sec: types.int32
+    timestamp_usec: types.uint32
+    latency_ping: types.int32
+    bin_data: types.sequence[types.uint8]
 
 
 def make_sample(kind, i, instances, color):
@@ -87,7 +104,7 @@ def make_sample(kind, i, instances, color):
         return ShapeType(color=color, x=i % 250, y=(2 * i) % 250, shapesize=30)
     inst = i % instances
     key = [inst & 0xFF, (inst >> 8) & 0xFF, (inst >> 16) & 0xFF, (inst >> 24) & 0xFF]
-    cls = TestDataKeyed if kind == "keyed" else TestData
+    cls = {"keyed": TestDataKeyed, "unkeyed": TestData, "large": TestDataLarge}[kind]
     return cls(key=key, entity_id=7, seq_num=i, timestamp_sec=0, timestamp_usec=0,
                latency_ping=-1, bin_data=payload_for(i))
 
@@ -129,7 +146,10 @@ def main():
         sys.exit("CYCLONEDDS_URI must point to interop/cyclone/cyclone-loopback.xml")
     p = argparse.ArgumentParser()
     p.add_argument("role", choices=["pub", "sub"])
-    p.add_argument("--type", dest="kind", choices=["shape", "keyed", "unkeyed"], required=True)
+    p.add_argument("--type", dest="kind", choices=["shape", "keyed", "unkeyed", "large"],
+                   required=True)
+    p.add_argument("--size", type=int, default=None,
+                   help="fixed payload size in bytes (default: seq % 64)")
     p.add_argument("--topic", required=True)
     p.add_argument("--domain", type=int, default=0)
     p.add_argument("--count", type=int, default=10)
@@ -147,8 +167,11 @@ def main():
     p.add_argument("--linger", type=float, default=1.0, help="seconds to stay alive after writing")
     p.add_argument("--timeout", type=float, default=30.0)
     args = p.parse_args()
+    global PAYLOAD_SIZE
+    PAYLOAD_SIZE = args.size
 
-    cls = {"shape": ShapeType, "keyed": TestDataKeyed, "unkeyed": TestData}[args.kind]
+    cls = {"shape": ShapeType, "keyed": TestDataKeyed, "unkeyed": TestData,
+           "large": TestDataLarge}[args.kind]
     dp = DomainParticipant(args.domain)
     topic = Topic(dp, args.topic, cls)
     deadline = time.monotonic() + args.timeout

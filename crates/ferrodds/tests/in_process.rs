@@ -675,3 +675,50 @@ fn panicking_listener_does_not_stop_delivery() {
         check_in_order(&collect(&r, 20), 20);
     });
 }
+
+#[test]
+fn large_fragmented_samples_reliable() {
+    use ferrodds::cdr::types::TestDataLarge;
+    with_timeout(60, || {
+        let a = participant(154);
+        let b = participant(154);
+        let ta = a
+            .create_topic::<TestDataLarge>("large", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestDataLarge>("large", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(
+                &ta,
+                DataWriterQos::default()
+                    .keep_all()
+                    .max_blocking_time(Duration::from_secs(5)),
+            )
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
+        let sizes = [70_000usize, 200_000, 1_000_000, 1, 65_000];
+        for (i, size) in sizes.iter().enumerate() {
+            w.write(&large_data(i as u32, *size)).unwrap();
+        }
+        w.wait_for_acknowledgments(WAIT).unwrap();
+        let got = collect(&r, sizes.len());
+        let data: Vec<&TestDataLarge> = got.iter().filter_map(|s| s.data.as_ref()).collect();
+        assert_eq!(data.len(), sizes.len());
+        for (i, d) in data.iter().enumerate() {
+            assert_eq!(d.seq_num, i as u32);
+            assert_eq!(d.bin_data.len(), sizes[i]);
+            assert!(
+                d.bin_data == sized_payload(i as u32, sizes[i]),
+                "content of sample {i}"
+            );
+        }
+    });
+}

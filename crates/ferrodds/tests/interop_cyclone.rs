@@ -621,3 +621,110 @@ fn cyclone_xcdr2_unkeyed_to_ours() {
         }
     });
 }
+
+/// Fragmented samples (DATA_FRAG) both ways: 20 × 100 kB, reliable.
+#[test]
+fn large_fragmented_samples_both_ways_with_cyclone() {
+    use ferrodds::cdr::types::TestDataLarge;
+    with_timeout(120, || {
+        let Some(py) = cyclone_python() else { return };
+        const SIZE: usize = 100_000;
+        let size = SIZE.to_string();
+        let mut sub = Peer::start(
+            &py,
+            &[
+                "sub",
+                "--type",
+                "large",
+                "--size",
+                &size,
+                "--topic",
+                "large_out",
+                "--domain",
+                "186",
+                "--count",
+                "20",
+                "--reliable",
+                "--keep-all",
+                "--timeout",
+                "60",
+            ],
+        );
+        sub.wait_line(PEER_WAIT, |l| l == "READY");
+        let p = participant(186);
+        let t_out = p
+            .create_topic::<TestDataLarge>("large_out", TopicQos::default())
+            .unwrap();
+        let t_in = p
+            .create_topic::<TestDataLarge>("large_in", TopicQos::default())
+            .unwrap();
+        let r = p
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&t_in, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        let publ = Peer::start(
+            &py,
+            &[
+                "pub",
+                "--type",
+                "large",
+                "--size",
+                &size,
+                "--topic",
+                "large_in",
+                "--domain",
+                "186",
+                "--count",
+                "20",
+                "--reliable",
+                "--keep-all",
+                "--timeout",
+                "60",
+            ],
+        );
+        let w = p
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(
+                &t_out,
+                DataWriterQos::default()
+                    .keep_all()
+                    .max_blocking_time(Duration::from_secs(5)),
+            )
+            .unwrap();
+        assert!(w.wait_for_matched(1, PEER_WAIT));
+        sub.wait_line(PEER_WAIT, |l| l == "MATCHED 1");
+        for i in 0..20 {
+            w.write(&large_data(i, SIZE)).unwrap();
+        }
+        w.wait_for_acknowledgments(PEER_WAIT).unwrap();
+        let got = take_all(&r, 20, 0);
+        let (plines, pok) = publ.finish(Duration::from_secs(60));
+        assert!(pok, "Cyclone publisher: {plines:?}");
+        let data: Vec<&TestDataLarge> = got.iter().filter_map(|s| s.data.as_ref()).collect();
+        assert_eq!(data.len(), 20, "large samples from Cyclone");
+        for (i, d) in data.iter().enumerate() {
+            assert_eq!(d.seq_num, i as u32);
+            assert!(
+                d.bin_data == sized_payload(i as u32, SIZE),
+                "content of {i}"
+            );
+        }
+        let (lines, ok) = sub.finish(Duration::from_secs(60));
+        assert!(
+            ok,
+            "Cyclone subscriber: {:?}",
+            lines.iter().rev().take(5).collect::<Vec<_>>()
+        );
+        let samples: Vec<(u32, u32, bool)> = lines.iter().filter_map(|l| parse_sample(l)).collect();
+        assert_eq!(samples.len(), 20);
+        for (i, (_, seq, good)) in samples.iter().enumerate() {
+            assert_eq!(*seq, i as u32);
+            assert!(good, "content at Cyclone of {i}");
+        }
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with(&format!("SAMPLE 0 0 7 {SIZE} ok"))));
+    });
+}

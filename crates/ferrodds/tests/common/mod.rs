@@ -72,3 +72,22 @@ pub fn keyed_data(instance: u32, seq: u32) -> TestDataKeyed {
 }
 
 pub const WAIT: Duration = Duration::from_secs(10);
+
+/// Fixed-size deterministic payload: byte i = (seq + i) % 256.
+pub fn sized_payload(seq: u32, size: usize) -> Vec<u8> {
+    (0..size)
+        .map(|i| ((seq as usize + i) % 256) as u8)
+        .collect()
+}
+
+pub fn large_data(seq: u32, size: usize) -> ferrodds::cdr::types::TestDataLarge {
+    ferrodds::cdr::types::TestDataLarge {
+        key: [0; 4],
+        entity_id: 7,
+        seq_num: seq,
+        timestamp_sec: 0,
+        timestamp_usec: 0,
+        latency_ping: -1,
+        bin_data: sized_payload(seq, size),
+    }
+}
