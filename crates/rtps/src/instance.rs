@@ -145,7 +145,11 @@ impl ReaderCache {
     /// sample if it already holds `depth`. Returns true if one was dropped.
     pub(crate) fn push(&mut self, s: Sample, depth: Option<usize>) -> bool {
         let key = s.key_hash;
-        let inst = self.instances.entry(key).or_default();
+        let inst = self.instances.entry(key).or_insert_with(|| ReaderInstance {
+            // Exactly what KEEP_LAST needs (growth would reserve 4 slots).
+            queue: VecDeque::with_capacity(depth.unwrap_or(1).clamp(1, 4)),
+            state: InstanceState::Alive,
+        });
         inst.state = InstanceState::from_kind(s.kind);
         let mut evicted = false;
         if let Some(d) = depth {
@@ -181,6 +185,10 @@ impl ReaderCache {
                 self.live -= 1;
                 return inst.queue.pop_front().map(|(_, s)| s);
             }
+        }
+        if self.order.capacity() > 4096 {
+            // Everything was taken: give back a burst's worth of order slots.
+            self.order.shrink_to(4096);
         }
         None
     }
