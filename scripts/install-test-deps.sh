@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, non-interactively and only when missing, everything the test suite needs:
 #   - Debian packages: tshark (wire checks), cyclonedds-tools (ddsperf + libddsc, the peer DDS),
-#     iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests)
+#     chromium (report rendering check), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests)
 #   - cargo-fuzz (fuzz targets run on stable with `-s none`)
 # Safe to run repeatedly. Needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -13,6 +13,8 @@ command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 command -v tc >/dev/null 2>&1 || need_pkgs+=(iproute2)
 # nftables: random-drop loss emulation in test namespaces when the kernel has no sch_netem
 command -v nft >/dev/null 2>&1 || need_pkgs+=(nftables)
+# chromium: the lab's report test renders report.html headless and checks the screenshot
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 
 if ((${#need_pkgs[@]})); then
