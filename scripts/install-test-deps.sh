@@ -31,7 +31,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "install-test-deps: cargo install cargo-fuzz" >&2
   cargo install cargo-fuzz --locked --quiet
 fi
-echo "install-test-deps: ok (tshark $(tshark --version | head -1 | awk '{print $3}'), $(cargo fuzz --version))" >&2
 
 # Cyclone DDS's Python package (its own libddsc) in target/peers-venv, for the interop tests.
 bash "$(dirname "$0")/setup-python-peers.sh" >&2
+echo "install-test-deps: ok (tshark $(tshark --version | head -1 | awk '{print $3}'), $(cargo fuzz --version))" >&2
