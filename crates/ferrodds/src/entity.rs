@@ -4,6 +4,7 @@
 
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -100,11 +101,27 @@ pub(crate) struct ReaderShared {
     decode: Box<DecodeFn>,
     decode_key: Box<KeyFn>,
     history: History,
+    /// KEEP_ALL with `max_samples`: the most samples held here (inbox + cache); the rest
+    /// stay in the engine, which then withholds acknowledgements (back-pressure).
+    capacity: Option<usize>,
+    /// Samples in the inbox and the cache.
+    held: AtomicUsize,
 }
 
 impl ReaderShared {
-    pub(crate) fn new(history: History, decode: Box<DecodeFn>, decode_key: Box<KeyFn>) -> Self {
+    pub(crate) fn new(
+        history: History,
+        max_samples: Option<u32>,
+        decode: Box<DecodeFn>,
+        decode_key: Box<KeyFn>,
+    ) -> Self {
+        let capacity = match history {
+            History::KeepAll => max_samples.map(|m| m.max(1) as usize),
+            History::KeepLast(_) => None,
+        };
         Self {
+            capacity,
+            held: AtomicUsize::new(0),
             inbox: Mutex::new(VecDeque::new()),
             cache: Mutex::new(ReaderCache::default()),
             status: Mutex::new(ReaderStatus::default()),
@@ -119,6 +136,42 @@ impl ReaderShared {
 
     pub(crate) fn set_listener(&self, l: Option<Arc<dyn DataReaderListener>>) {
         *lock(&self.listener) = l;
+    }
+
+    /// Whether this reader bounds what it holds (KEEP_ALL with `max_samples`).
+    pub(crate) fn is_bounded(&self) -> bool {
+        self.capacity.is_some()
+    }
+
+    /// How many more samples may be moved in from the engine.
+    pub(crate) fn room(&self) -> usize {
+        self.capacity.map_or(usize::MAX, |c| {
+            c.saturating_sub(self.held.load(Ordering::Acquire))
+        })
+    }
+
+    /// Moves samples from the engine into the inbox, up to the room left. Called with the
+    /// engine lock held.
+    pub(crate) fn fill_inbox(
+        &self,
+        engine: &mut ferrodds_rtps::Participant,
+        id: ferrodds_rtps::ReaderId,
+    ) {
+        let mut room = self.room();
+        let mut inbox = lock(&self.inbox);
+        while room > 0 {
+            let Some(s) = engine.take_sample(id) else {
+                break;
+            };
+            inbox.push_back(s);
+            self.held.fetch_add(1, Ordering::AcqRel);
+            room -= 1;
+        }
+    }
+
+    /// Notes that `n` samples left the cache.
+    pub(crate) fn released(&self, n: usize) {
+        self.held.fetch_sub(n, Ordering::AcqRel);
     }
 
     fn listener(&self) -> Option<Arc<dyn DataReaderListener>> {
@@ -144,6 +197,7 @@ impl ReaderShared {
                 Some((d, k)) => (Some(d), k),
                 None => {
                     cache.undecodable += 1;
+                    self.released(1);
                     tracing::debug!(writer = ?s.writer_guid, sn = ?s.sequence_number, "undecodable sample dropped");
                     return;
                 }
@@ -197,6 +251,7 @@ impl ReaderShared {
                     .position(|c| c.info.instance_handle == handle)
                 {
                     cache.samples.remove(pos);
+                    self.released(1);
                 }
             }
         }
@@ -589,6 +644,7 @@ mod tests {
     fn shared(history: History) -> ReaderShared {
         ReaderShared::new(
             history,
+            None,
             Box::new(|p: &[u8]| match p {
                 [k, v] => {
                     let mut h = [0u8; 16];
@@ -618,6 +674,7 @@ mod tests {
 
     fn push(r: &ReaderShared, s: ferrodds_rtps::Sample) {
         lock(&r.inbox).push_back(s);
+        r.held.fetch_add(1, Ordering::AcqRel);
     }
 
     fn values(r: &ReaderShared) -> Vec<(u8, Option<u8>, InstanceState)> {

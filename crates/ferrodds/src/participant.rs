@@ -376,6 +376,7 @@ impl Subscriber {
         };
         let shared = Arc::new(ReaderShared::new(
             qos.history,
+            qos.resource_limits.max_samples,
             typesupport::decoder::<T>(),
             typesupport::key_decoder::<T>(),
         ));

@@ -11,7 +11,7 @@ use ferrodds_rtps::ReaderId;
 use crate::entity::{CachedSample, ReaderShared};
 use crate::error::{DdsError, DdsResult};
 use crate::qos::DataReaderQos;
-use crate::runtime::Inner;
+use crate::runtime::{lock, Inner};
 use crate::sample::{Sample, SampleState};
 use crate::status::{
     DataReaderListener, RequestedIncompatibleQosStatus, SampleLostStatus, SubscriptionMatchedStatus,
@@ -82,6 +82,19 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
         let out: Vec<Sample<T>> = cache.samples.drain(..n).map(Self::convert).collect();
         let empty = cache.samples.is_empty();
         drop(cache);
+        self.shared.released(n);
+        if self.shared.is_bounded() && n > 0 {
+            // Room again: move what the engine held back (it then acknowledges it).
+            let id = self.id;
+            let shared = &self.shared;
+            let mut pending = Vec::new();
+            self.inner.with_engine(&mut pending, |st, _| {
+                shared.fill_inbox(&mut st.engine, id);
+            });
+            if !lock(&shared.inbox).is_empty() {
+                return Ok(out);
+            }
+        }
         if empty {
             self.shared.clear_data_flag();
         }

@@ -208,11 +208,7 @@ impl Inner {
             match &ev {
                 Event::DataAvailable { reader } => {
                     if let Some(r) = readers.get(reader) {
-                        let mut inbox = lock(&r.inbox);
-                        while let Some(s) = engine.take_sample(*reader) {
-                            inbox.push_back(s);
-                        }
-                        drop(inbox);
+                        r.fill_inbox(engine, *reader);
                         pending.push(Pending::Reader(Arc::clone(r), ev));
                     } else {
                         while engine.take_sample(*reader).is_some() {}

@@ -722,3 +722,91 @@ fn large_fragmented_samples_reliable() {
         }
     });
 }
+
+/// Strict reliability end to end: a KEEP_ALL reader with `max_samples` 10 that does not
+/// take holds the writer back (its writes time out); once the reader takes, everything
+/// arrives exactly once and in order.
+#[test]
+fn keep_all_reader_limits_apply_back_pressure() {
+    with_timeout(60, || {
+        let a = participant(155);
+        let b = participant(155);
+        let ta = a
+            .create_topic::<TestData>("backpressure", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestData>("backpressure", TopicQos::default())
+            .unwrap();
+        let limits = ferrodds::ResourceLimits {
+            max_samples: Some(10),
+            ..Default::default()
+        };
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(
+                &ta,
+                DataWriterQos::default()
+                    .keep_all()
+                    .resource_limits(limits)
+                    .max_blocking_time(Duration::from_millis(200)),
+            )
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(
+                &tb,
+                DataReaderQos::default()
+                    .reliable()
+                    .keep_all()
+                    .resource_limits(limits),
+            )
+            .unwrap();
+        assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
+        let mut n = 0u32;
+        let blocked_at = loop {
+            match w.write(&test_data(n)) {
+                Ok(()) => n += 1,
+                Err(DdsError::Timeout) => break n,
+                Err(e) => panic!("{e}"),
+            }
+            assert!(n < 200, "writer never blocked: no back-pressure");
+        };
+        // reader runtime cache (10) + engine reader cache (10) + writer history (10)
+        assert!(
+            (20..=40).contains(&blocked_at),
+            "blocked after {blocked_at} writes"
+        );
+        assert!(
+            r.cached_len() <= 10,
+            "reader holds {} > max_samples",
+            r.cached_len()
+        );
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let deadline = Instant::now() + WAIT;
+            while got.len() < 100 && Instant::now() < deadline {
+                let _ = r.wait_for_data(Duration::from_millis(50));
+                got.extend(
+                    r.take()
+                        .unwrap()
+                        .into_iter()
+                        .filter_map(|s| s.data)
+                        .map(|d| d.seq_num),
+                );
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            got
+        });
+        while n < 100 {
+            match w.write(&test_data(n)) {
+                Ok(()) => n += 1,
+                Err(DdsError::Timeout) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let got = reader.join().unwrap();
+        assert_eq!(got, (0..100).collect::<Vec<u32>>());
+    });
+}
