@@ -27,6 +27,12 @@
 //!   operation and sending the datagrams it produced; never while decoding for a reader or
 //!   calling a listener). Each endpoint has small status and cache mutexes of its own.
 //!   Listeners run with no runtime lock held, so they may call any API.
+//! * **Reader cache.** Received samples move from the engine into a per-reader cache that
+//!   applies HISTORY (KEEP_LAST depth per instance). A KEEP_ALL reader with
+//!   `resource_limits.max_samples` holds at most that many; further samples stay in the
+//!   engine, which stops acknowledging them, so a strict-reliable writer blocks until the
+//!   application takes (end-to-end back-pressure). Unbounded KEEP_ALL readers grow with
+//!   what the application leaves untaken.
 //! * **Configuration.** [`Config`] (builder setters, documented defaults).
 //!   [`DomainParticipant::new`] applies the environment overrides `FERRODDS_INTERFACE`
 //!   (interface name or IPv4 address), `FERRODDS_PEERS` (comma-separated IPv4 unicast
@@ -37,7 +43,8 @@
 //!   malformed datagram) never panic; they are logged with `tracing`. `write` takes the
 //!   sample by reference, so a failed write leaves it with the caller.
 //! * **Not yet.** Content filters, deadline/liveliness enforcement in the API, per-endpoint
-//!   engine locks, an async facade; the capture tap writes synchronously.
+//!   engine locks, an async facade, a serde `Config`; the capture tap writes synchronously
+//!   under a mutex (a debugging aid, not for latency measurements).
 
 #![forbid(unsafe_code)]
 
