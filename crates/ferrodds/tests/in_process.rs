@@ -810,3 +810,62 @@ fn keep_all_reader_limits_apply_back_pressure() {
         assert_eq!(got, (0..100).collect::<Vec<u32>>());
     });
 }
+
+/// Garbage on the participant's ports (random bytes, truncated and corrupted RTPS messages)
+/// is dropped without disturbing the runtime.
+#[test]
+fn garbage_datagrams_do_not_disturb_the_participant() {
+    with_timeout(60, || {
+        let a = participant(156);
+        let b = participant(156);
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        // xorshift: deterministic pseudo-random bytes
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let ports: Vec<u16> = [a.participant_id(), b.participant_id()]
+            .iter()
+            .flat_map(|pid| {
+                let base = 7400 + 250 * 156 + 2 * *pid as u16;
+                [base + 10, base + 11]
+            })
+            .collect();
+        for i in 0..2000u32 {
+            let len = (next() % 1500) as usize;
+            let mut d: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if i % 2 == 0 && d.len() >= 20 {
+                // a valid header followed by random submessages
+                d[..8].copy_from_slice(b"RTPS\x02\x05\x01\xfd");
+            }
+            for p in &ports {
+                let _ = sock.send_to(&d, ("127.0.0.1", *p));
+            }
+        }
+        let ta = a
+            .create_topic::<TestData>("garbage", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestData>("garbage", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&ta, DataWriterQos::default().keep_all())
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
+        for i in 0..50 {
+            w.write(&test_data(i)).unwrap();
+        }
+        w.wait_for_acknowledgments(WAIT).unwrap();
+        check_in_order(&collect(&r, 50), 50);
+    });
+}
