@@ -306,3 +306,62 @@ fn keep_all_writer_blocks_then_times_out_while_reader_is_stopped() {
         );
     });
 }
+
+/// The `FERRODDS_*` environment overrides alone (no CLI flags) pin `shapes` to loopback
+/// unicast discovery.
+#[test]
+fn env_overrides_configure_the_shapes_process() {
+    with_timeout(60, || {
+        let child = Command::new(env!("CARGO_BIN_EXE_shapes"))
+            .args([
+                "-S",
+                "-t",
+                "Square",
+                "-d",
+                "165",
+                "--sequence",
+                "--quiet",
+                "--count",
+                "10",
+                "--duration",
+                "30",
+            ])
+            .env("FERRODDS_INTERFACE", "127.0.0.1")
+            .env("FERRODDS_PEERS", "127.0.0.1")
+            .env("FERRODDS_MULTICAST", "0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn shapes");
+        let p = participant(165);
+        let t = p
+            .create_topic::<ShapeType>("Square", TopicQos::default())
+            .unwrap();
+        let w = p
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&t, DataWriterQos::default().keep_all())
+            .unwrap();
+        assert!(
+            w.wait_for_matched(1, Duration::from_secs(20)),
+            "env-configured shapes not matched"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        for x in 0..10 {
+            w.write(&ShapeType {
+                color: "CYAN".into(),
+                x,
+                y: 0,
+                shapesize: 5,
+            })
+            .unwrap();
+        }
+        w.wait_for_acknowledgments(Duration::from_secs(10)).unwrap();
+        let (lines, ok) = finish(child, Duration::from_secs(20));
+        assert!(ok, "{lines:?}");
+        assert_eq!(
+            lines.last().map(String::as_str),
+            Some("SUMMARY received=10 in_order=true gaps=0")
+        );
+    });
+}
