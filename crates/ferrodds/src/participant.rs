@@ -254,6 +254,7 @@ impl Drop for DomainParticipant {
                 tracing::warn!("a runtime thread panicked");
             }
         }
+        self.inner.finish_capture();
     }
 }
 

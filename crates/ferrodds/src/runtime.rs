@@ -453,8 +453,12 @@ impl Inner {
             self.timer_cv.notify_all();
         }
         self.discovered_cv.notify_all();
+    }
+
+    /// Writes out the capture file (call after the runtime threads are joined).
+    pub(crate) fn finish_capture(&self) {
         if let Some(c) = &self.capture {
-            c.flush();
+            c.finish();
         }
     }
 }
