@@ -43,8 +43,10 @@
 //!   malformed datagram) never panic; they are logged with `tracing`. `write` takes the
 //!   sample by reference, so a failed write leaves it with the caller.
 //! * **Not yet.** Content filters, deadline/liveliness enforcement in the API, per-endpoint
-//!   engine locks, an async facade, a serde `Config`; the capture tap writes synchronously
-//!   under a mutex (a debugging aid, not for latency measurements).
+//!   engine locks, an async facade, a serde `Config`. The optional pcapng capture copies
+//!   each datagram into a bounded queue drained by its own writer thread (one allocation per
+//!   captured datagram; datagrams are dropped from the capture, never delayed, when the
+//!   queue is full).
 
 #![forbid(unsafe_code)]
 
