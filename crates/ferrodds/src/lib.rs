@@ -9,7 +9,8 @@
 //!   the SEDP disposals best-effort, joins the threads and closes the sockets. Entity
 //!   handles that outlive their participant return [`DdsError::AlreadyDeleted`].
 //! * **Threads.** Each participant runs one receive thread per UDP socket (metatraffic and
-//!   user unicast, plus the multicast sockets when multicast is on) and one event thread.
+//!   user unicast, plus the multicast sockets when multicast is on) and one event thread
+//!   (plus a capture writer thread when [`Config::capture_file`] is set).
 //!   A receive thread parses, runs the protocol engine and delivers in the same thread:
 //!   samples are decoded into the reader's cache, waiting readers and wait sets are woken and
 //!   listeners are called there. The event thread sleeps until the engine's next timeout
