@@ -25,8 +25,9 @@ use crate::runtime::{lock, Inner};
 use crate::typesupport;
 use crate::writer::DataWriter;
 
-/// The RTPS vendor id FerroDDS announces (unassigned by the OMG; see the wire crate).
-pub const VENDOR_ID: [u8; 2] = [0x01, 0xfd];
+/// The RTPS vendor id FerroDDS announces and puts first in its GUID prefixes
+/// (`ferrodds_wire::VendorId::FERRODDS`, a value the OMG has not assigned to anyone).
+pub const VENDOR_ID: [u8; 2] = ferrodds_wire::VendorId::FERRODDS.0;
 
 static PREFIX_COUNTER: AtomicU32 = AtomicU32::new(0);
 
