@@ -124,6 +124,16 @@ fn capture_of_interop_run_decodes_in_tshark() {
                 .any(|d| d.payload.get(6..8) == Some(&[0x01, 0x10][..])),
             "no datagram from Cyclone (vendor 0x0110) captured"
         );
+        // our messages: RTPS header vendor id and GUID prefix both start with our vendor id
+        for d in contents
+            .datagrams
+            .iter()
+            .filter(|d| d.direction == Some(Direction::Outbound))
+        {
+            assert_eq!(d.payload.get(..4), Some(&b"RTPS"[..]));
+            assert_eq!(d.payload.get(6..8), Some(&ferrodds::VENDOR_ID[..]));
+            assert_eq!(d.payload.get(8..10), Some(&ferrodds::VENDOR_ID[..]));
+        }
         assert!(contents
             .datagrams
             .iter()
