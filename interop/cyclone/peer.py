@@ -101,6 +101,8 @@ class TestDataLarge(IdlStruct, typename="TestDataLarge_t"):
 
 def make_sample(kind, i, instances, color):
     if kind == "shape":
+        if instances > 1:
+            color = f"{color}{i % instances}"
         return ShapeType(color=color, x=i % 250, y=(2 * i) % 250, shapesize=30)
     inst = i % instances
     key = [inst & 0xFF, (inst >> 8) & 0xFF, (inst >> 16) & 0xFF, (inst >> 24) & 0xFF]

@@ -4,8 +4,8 @@
 use std::any::Any;
 
 use ferrodds_cdr::{
-    decode_sample, encode_key, encode_sample, key_hash, key_hash_with, Encoding, TopicType,
-    XcdrVersion,
+    decode_sample, encode_key, encode_sample, key_hash, key_hash_with, EncapsulationHeader,
+    Encoding, Endianness, Extensibility, TopicType, XcdrVersion,
 };
 
 use crate::entity::{DecodeFn, KeyFn};
@@ -56,18 +56,66 @@ pub(crate) fn decoder<T: TopicType + Send + 'static>() -> Box<DecodeFn> {
     })
 }
 
-/// Key hash from a key-only payload (dispose/unregister without `PID_KEY_HASH`).
+/// Key hash from a key-only payload (dispose/unregister without `PID_KEY_HASH`, as Cyclone
+/// sends them).
 ///
-/// Exact for big-endian key payloads and for keys made of octets (byte order does not
-/// matter); for little-endian multi-byte keys of an MD5-hashed type the result names a
-/// distinct but non-standard instance.
+/// The payload is the key-holder serialization (key members only). It is decoded as a
+/// whole sample after zero-extending the body (the non-key members then read as zeros) and
+/// accepted only if re-encoding the decoded value's key holder in the same encoding gives
+/// back exactly the received bytes, which proves the key was read correctly whatever the
+/// byte order or XCDR version. Otherwise a big-endian XCDR1 body is taken as the key
+/// serialization itself; anything else yields `None` (the sample then names the nil
+/// instance).
 pub(crate) fn key_decoder<T: TopicType + 'static>() -> Box<KeyFn> {
     Box::new(|payload: &[u8]| {
-        if !T::IS_KEYED || payload.len() < 4 {
+        if !T::IS_KEYED {
             return None;
         }
-        let pad = usize::from(payload[3] & 3);
-        let body = payload.get(4..payload.len().checked_sub(pad)?)?;
+        let (header, body) = EncapsulationHeader::parse(payload).ok()?;
+        let body = body.get(..body.len().checked_sub(header.padding())?)?;
+        let encoding = header.representation.encoding();
+        // 1. decode with zero-extension, verify by re-encoding the key holder
+        let mut ext = Vec::with_capacity(payload.len() + KEY_EXTENSION);
+        ext.extend_from_slice(&EncapsulationHeader::new(header.representation).to_bytes());
+        ext.extend_from_slice(body);
+        ext.resize(ext.len() + KEY_EXTENSION, 0);
+        if encoding.version == XcdrVersion::Xcdr2 && T::EXTENSIBILITY == Extensibility::Appendable {
+            // the DHEADER must cover the zero extension too
+            let dh = ext.get(4..8)?;
+            let dh = [dh[0], dh[1], dh[2], dh[3]];
+            let len = match encoding.endianness {
+                Endianness::Big => u32::from_be_bytes(dh),
+                Endianness::Little => u32::from_le_bytes(dh),
+            };
+            let len = len.checked_add(KEY_EXTENSION as u32)?;
+            let bytes = match encoding.endianness {
+                Endianness::Big => len.to_be_bytes(),
+                Endianness::Little => len.to_le_bytes(),
+            };
+            ext[4..8].copy_from_slice(&bytes);
+        }
+        if let Ok(v) = decode_sample::<T>(&ext) {
+            let mut again = Vec::with_capacity(payload.len());
+            if encode_key(&v, encoding, &mut again).is_ok() {
+                let (_, again_body) = EncapsulationHeader::parse(&again).ok()?;
+                let pad = again.get(3).map_or(0, |b| usize::from(b & 3));
+                let again_body = again_body.get(..again_body.len().checked_sub(pad)?)?;
+                // Senders differ in whether the options field counts the trailing
+                // padding (Cyclone's XCDR1 does not), so allow up to 3 zero bytes more.
+                let n = again_body.len();
+                if body.len() >= n
+                    && body.len() - n <= 3
+                    && body[..n] == *again_body
+                    && body[n..].iter().all(|b| *b == 0)
+                {
+                    return key_hash(&v).ok().flatten();
+                }
+            }
+        }
+        // 2. the body is the big-endian key serialization itself
+        if encoding.endianness != Endianness::Big {
+            return None;
+        }
         let mut h = [0u8; 16];
         match T::KEY_MAX_SIZE {
             Some(m) if m <= 16 => {
@@ -82,6 +130,9 @@ pub(crate) fn key_decoder<T: TopicType + 'static>() -> Box<KeyFn> {
         Some(h)
     })
 }
+
+/// Zero bytes appended to a key-only body before decoding it as a full sample.
+const KEY_EXTENSION: usize = 4096;
 
 #[cfg(test)]
 mod tests {
@@ -119,5 +170,46 @@ mod tests {
         let h = key_decoder::<TestDataKeyed>()(&buf).unwrap();
         assert_eq!(Some(h), instance_key(&s).unwrap());
         assert_eq!(key_decoder::<TestDataKeyed>()(&[0, 1]), None);
+    }
+
+    #[test]
+    fn key_only_payload_of_string_key_in_every_encoding() {
+        let s = ShapeType {
+            color: "MAGENTA".into(),
+            x: 3,
+            y: 4,
+            shapesize: 5,
+        };
+        let want = instance_key(&s).unwrap();
+        assert!(want.is_some());
+        for enc in [
+            Encoding::XCDR1_LE,
+            Encoding::XCDR1_BE,
+            Encoding::XCDR2_LE,
+            Encoding::XCDR2_BE,
+        ] {
+            let mut buf = Vec::new();
+            encode_key(&s, enc, &mut buf).unwrap();
+            assert_eq!(key_decoder::<ShapeType>()(&buf), want, "{enc:?}");
+        }
+        // a sender that does not count its trailing padding in the options field
+        let c0 = ShapeType {
+            color: "C0".into(),
+            ..ShapeType::default()
+        };
+        let mut buf = Vec::new();
+        encode_key(&c0, Encoding::XCDR1_LE, &mut buf).unwrap();
+        assert_eq!(buf[3], 1, "one padding byte counted");
+        buf[3] = 0;
+        assert_eq!(
+            key_decoder::<ShapeType>()(&buf),
+            instance_key(&c0).unwrap(),
+            "uncounted padding"
+        );
+        // garbage is not a key
+        assert_eq!(
+            key_decoder::<ShapeType>()(&[0, 1, 0, 0, 0xff, 0xff, 0xff, 0x7f]),
+            None
+        );
     }
 }

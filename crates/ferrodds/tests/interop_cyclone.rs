@@ -728,3 +728,80 @@ fn large_fragmented_samples_both_ways_with_cyclone() {
             .any(|l| l.starts_with(&format!("SAMPLE 0 0 7 {SIZE} ok"))));
     });
 }
+
+/// Cyclone disposes string-keyed instances with key-only payloads (no key hash): our reader
+/// must name the same instances as the data (XCDR1 and XCDR2 writers).
+fn cyclone_shape_dispose(domain: u32, xcdr2: bool) {
+    use ferrodds::cdr::types::ShapeType;
+    use std::collections::HashSet;
+    let Some(py) = cyclone_python() else { return };
+    let dom = domain.to_string();
+    let p = participant(domain);
+    let t = p
+        .create_topic::<ShapeType>("Triangle", TopicQos::default())
+        .unwrap();
+    let r = p
+        .create_subscriber(SubscriberQos::default())
+        .unwrap()
+        .create_datareader(&t, DataReaderQos::default().reliable().keep_all())
+        .unwrap();
+    let mut args = vec![
+        "pub",
+        "--type",
+        "shape",
+        "--topic",
+        "Triangle",
+        "--domain",
+        &dom,
+        "--count",
+        "10",
+        "--instances",
+        "5",
+        "--color",
+        "C",
+        "--dispose",
+        "--reliable",
+        "--keep-all",
+        "--timeout",
+        "40",
+    ];
+    if xcdr2 {
+        args.push("--xcdr2");
+    }
+    let peer = Peer::start(&py, &args);
+    assert!(r.wait_for_matched(1, PEER_WAIT));
+    let got = take_all(&r, 10, 5);
+    let (lines, ok) = peer.finish(Duration::from_secs(30));
+    assert!(ok, "{lines:?}");
+    let data: HashSet<_> = got
+        .iter()
+        .filter(|s| s.info.valid_data)
+        .map(|s| s.info.instance_handle)
+        .collect();
+    let disposed: HashSet<_> = got
+        .iter()
+        .filter(|s| !s.info.valid_data && s.info.instance_state == InstanceState::NotAliveDisposed)
+        .map(|s| s.info.instance_handle)
+        .collect();
+    assert_eq!(data.len(), 5, "five colors");
+    assert_eq!(disposed, data, "disposals name the written instances");
+    let colors: HashSet<String> = got
+        .iter()
+        .filter_map(|s| s.data.as_ref())
+        .map(|d| d.color.clone())
+        .collect();
+    assert_eq!(
+        colors,
+        (0..5).map(|i| format!("C{i}")).collect::<HashSet<_>>()
+    );
+}
+
+#[test]
+fn cyclone_string_key_dispose_xcdr1() {
+    with_timeout(90, || cyclone_shape_dispose(187, false));
+}
+
+#[test]
+fn cyclone_string_key_dispose_xcdr2() {
+    with_timeout(90, || cyclone_shape_dispose(188, true));
+}
