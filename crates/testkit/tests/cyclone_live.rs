@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use ferrodds_rtps::{
-    ChangeKind, Event, GuidPrefix, History, Locator, Participant, ParticipantConfig,
+    Batching, ChangeKind, Event, GuidPrefix, History, Locator, Participant, ParticipantConfig,
     ReaderAttributes, ReaderQos, Reliability, Timestamp, WriteRequest, WriterAttributes, WriterQos,
 };
 
@@ -193,7 +193,34 @@ fn cyclone_fragmented_samples_to_engine_reader() {
     cyclone_to_engine(95, "100000", 20, 10, true);
 }
 
+#[test]
+fn cyclone_1mb_samples_to_engine_reader() {
+    cyclone_to_engine_with(60, "1048576", "20Hz", &[], 10, true);
+}
+
+#[test]
+fn cyclone_10mb_samples_to_engine_reader() {
+    cyclone_to_engine_with(61, "10485760", "4Hz", &[], 1, true);
+}
+
+#[test]
+fn cyclone_bursts_of_small_samples_to_engine_reader() {
+    // Cyclone packs the samples of a burst into shared datagrams.
+    cyclone_to_engine_with(62, "32", "100Hz", &["burst", "50"], 2000, true);
+}
+
 fn cyclone_to_engine(domain: u32, size: &str, rate: u32, min: usize, reliable: bool) {
+    cyclone_to_engine_with(domain, size, &format!("{rate}Hz"), &[], min, reliable);
+}
+
+fn cyclone_to_engine_with(
+    domain: u32,
+    size: &str,
+    rate: &str,
+    extra: &[&str],
+    min: usize,
+    reliable: bool,
+) {
     if !ddsperf_available() {
         eprintln!("SKIPPED: ddsperf not installed");
         return;
@@ -219,17 +246,17 @@ fn cyclone_to_engine(domain: u32, size: &str, rate: u32, min: usize, reliable: b
             Timestamp(0),
         )
         .unwrap();
-    let rate = format!("{rate}Hz");
-    let mut args = vec!["-D", "3"];
+    let mut args = vec!["-D", "4"];
     if !reliable {
         args.push("-u");
     }
-    args.extend(["pub", &rate, "size", size]);
+    args.extend(["pub", rate, "size", size]);
+    args.extend(extra);
     let (mut child, _lines) = ddsperf(domain, &args);
     let mut sizes = Vec::new();
     let mut seqs = Vec::new();
     let mut events = Vec::new();
-    node.run(Duration::from_secs(3), |p, _| {
+    node.run(Duration::from_secs(4), |p, _| {
         while let Some(e) = p.poll_event() {
             events.push(e);
         }
@@ -266,6 +293,15 @@ fn cyclone_to_engine(domain: u32, size: &str, rate: u32, min: usize, reliable: b
         seqs.windows(2).all(|w| w[0] < w[1]),
         "reliable order broken"
     );
+    if reliable {
+        // Every sample published after we matched arrived, none skipped.
+        assert!(
+            seqs.windows(2).all(|w| w[1] == w[0] + 1),
+            "reliable samples missing: {:?}",
+            seqs.windows(2).find(|w| w[1] != w[0] + 1)
+        );
+        assert_eq!(node.p.stats().rejected_fragments, 0);
+    }
 }
 
 #[test]
@@ -284,7 +320,44 @@ fn engine_fragmented_samples_to_cyclone_subscriber() {
     engine_to_cyclone(96, 150_000, 50, 10, true);
 }
 
+#[test]
+fn engine_1mb_samples_to_cyclone_subscriber() {
+    engine_to_cyclone(63, 1_048_576, 200, 5, true);
+}
+
+#[test]
+fn engine_10mb_samples_to_cyclone_subscriber() {
+    engine_to_cyclone(64, 10_485_760, 600, 2, true);
+}
+
+#[test]
+fn engine_batched_small_samples_to_cyclone_subscriber() {
+    // Bursts of 100 samples of 32 B, batched into 8192-byte datagrams.
+    engine_to_cyclone_with(65, 24, 10, 100, Batching::bytes(8192), 1000, true);
+}
+
 fn engine_to_cyclone(domain: u32, baggage: usize, period_ms: u64, min: u64, reliable: bool) {
+    engine_to_cyclone_with(
+        domain,
+        baggage,
+        period_ms,
+        1,
+        Batching::default(),
+        min,
+        reliable,
+    );
+}
+
+#[allow(clippy::too_many_arguments)]
+fn engine_to_cyclone_with(
+    domain: u32,
+    baggage: usize,
+    period_ms: u64,
+    burst: u32,
+    batching: Batching,
+    min: u64,
+    reliable: bool,
+) {
     if !ddsperf_available() {
         eprintln!("SKIPPED: ddsperf not installed");
         return;
@@ -304,13 +377,14 @@ fn engine_to_cyclone(domain: u32, baggage: usize, period_ms: u64, min: u64, reli
                         Reliability::BEST_EFFORT
                     },
                     history: History::KeepAll,
+                    batching,
                     ..WriterQos::default()
                 },
             },
             Timestamp(0),
         )
         .unwrap();
-    let mut args = vec!["-D", "3", "-1"];
+    let mut args = vec!["-D", "5", "-1"];
     if !reliable {
         args.push("-u");
     }
@@ -318,20 +392,31 @@ fn engine_to_cyclone(domain: u32, baggage: usize, period_ms: u64, min: u64, reli
     let (mut child, lines) = ddsperf(domain, &args);
     let mut seq = 0u32;
     let mut last_write = Timestamp(0);
-    node.run(Duration::from_secs(3), |p, now| {
-        if p.matched_reader_count(w) > 0
+    // Write for 3 s, then let repairs and ddsperf's once-a-second report finish.
+    // Cyclone (volatile reader) starts at the first HEARTBEAT it sees after
+    // matching us: give its SEDP a moment so no early burst predates it.
+    let write_until = Timestamp(3_000_000_000);
+    let mut matched_at = None;
+    node.run(Duration::from_millis(4500), |p, now| {
+        if matched_at.is_none() && p.matched_reader_count(w) > 0 {
+            matched_at = Some(now);
+        }
+        if matched_at.is_some_and(|t| now.since(t) >= Duration::from_millis(300))
+            && now < write_until
             && now.since(last_write) >= Duration::from_millis(period_ms)
         {
             last_write = now;
-            let payload = keyed_seq(seq, baggage);
-            let req = WriteRequest {
-                kind: ChangeKind::Alive,
-                key_hash: Some([0; 16]),
-                serialized_payload: &payload,
-                source_timestamp: None,
-            };
-            if p.write(w, req, now).is_ok() {
-                seq += 1;
+            for _ in 0..burst {
+                let payload = keyed_seq(seq, baggage);
+                let req = WriteRequest {
+                    kind: ChangeKind::Alive,
+                    key_hash: Some([0; 16]),
+                    serialized_payload: &payload,
+                    source_timestamp: None,
+                };
+                if p.write(w, req, now).is_ok() {
+                    seq += 1;
+                }
             }
         }
         while p.poll_event().is_some() {}
@@ -371,5 +456,12 @@ fn engine_to_cyclone(domain: u32, baggage: usize, period_ms: u64, min: u64, reli
         .collect();
     if reliable {
         assert!(lost.iter().all(|&l| l == 0), "Cyclone saw losses: {out:#?}");
+        // Everything written reached Cyclone (its last report came after the
+        // last write).
+        assert_eq!(
+            totals.iter().max().copied(),
+            Some(u64::from(seq)),
+            "Cyclone did not receive every sample: {out:#?}"
+        );
     }
 }
