@@ -1807,10 +1807,32 @@ impl Participant {
         let len = self
             .transmit_spdp(buf, limit, destinations)
             .or_else(|| self.transmit_acknack(now, buf, limit, destinations))
-            .or_else(|| self.transmit_push(now, buf, limit, destinations))
+            .or_else(|| self.transmit_push(now, buf, limit, destinations, None))
             .or_else(|| self.transmit_repairs(now, buf, limit, destinations))?;
         self.stats.sent_datagrams += 1;
         debug_assert!(len <= limit);
+        Some(len)
+    }
+
+    /// Flow-controlled sending of one writer's new data: builds the next
+    /// datagram of `w` (a writer with [`WriterQos::flow_controlled`]) if one
+    /// fits in `budget` bytes, and returns its length. Such writers' new data
+    /// is only sent through this call (repairs, HEARTBEATs and everything
+    /// else still go through [`Participant::poll_transmit`]); an asynchronous
+    /// publisher calls it with what its token bucket allows.
+    pub fn poll_transmit_writer(
+        &mut self,
+        now: Timestamp,
+        w: WriterId,
+        budget: usize,
+        buf: &mut [u8],
+        destinations: &mut Vec<Locator>,
+    ) -> Option<usize> {
+        self.user_writer(w)?;
+        let limit = self.config.max_message_size.min(buf.len()).min(budget);
+        destinations.clear();
+        let len = self.transmit_push(now, buf, limit, destinations, Some(w.0))?;
+        self.stats.sent_datagrams += 1;
         Some(len)
     }
 
@@ -1951,13 +1973,18 @@ impl Participant {
         buf: &mut [u8],
         limit: usize,
         out: &mut Vec<Locator>,
+        only: Option<usize>,
     ) -> Option<usize> {
         let prefix = self.config.guid_prefix;
-        for wi in 0..self.writers.len() {
-            let Some(w) = self.writers[wi].as_mut() else {
+        let range = match only {
+            Some(i) => i..i + 1,
+            None => 0..self.writers.len(),
+        };
+        for wi in range {
+            let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) else {
                 continue;
             };
-            if w.pushed >= w.last_sn {
+            if w.pushed >= w.last_sn || (only.is_none() && w.qos.flow_controlled) {
                 continue;
             }
             if w.proxies.is_empty() {
@@ -2022,6 +2049,9 @@ impl Participant {
                         break;
                     }
                     Emitted::Nothing if sent_any => break,
+                    // Flow control: the budget is smaller than the next
+                    // datagram; try again with more budget.
+                    Emitted::Nothing if only.is_some() => return None,
                     Emitted::Nothing => {
                         // Cannot fit even alone (buffer smaller than configured): drop it.
                         w.pushed = sn;

@@ -292,6 +292,10 @@ pub struct WriterQos {
     /// DATA_FRAG fragment size of this writer (default `None`: the
     /// participant's `fragment_size`).
     pub fragment_size: Option<usize>,
+    /// Asynchronous publishing under flow control (default false): new data
+    /// of this writer is sent only through
+    /// [`crate::Participant::poll_transmit_writer`], with a byte budget.
+    pub flow_controlled: bool,
 }
 
 impl Default for WriterQos {
@@ -310,6 +314,7 @@ impl Default for WriterQos {
             batching: Batching::default(),
             max_message_size: None,
             fragment_size: None,
+            flow_controlled: false,
         }
     }
 }

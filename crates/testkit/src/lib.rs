@@ -26,7 +26,7 @@ use std::net::SocketAddrV4;
 
 use ferrodds_capture::{CaptureError, CaptureWriter, Direction};
 use ferrodds_rtps::{
-    Event, Locator, Participant, ParticipantConfig, ReaderId, Sample, Timestamp, Transmit,
+    Event, Locator, Participant, ParticipantConfig, ReaderId, Sample, Timestamp, Transmit, WriterId,
 };
 
 /// SPDP multicast group used by every simulated participant.
@@ -310,6 +310,33 @@ impl Network {
         while let Some(t) = self.nodes[i].participant.poll_transmit(now, &mut self.buf) {
             self.send(i, t);
         }
+    }
+
+    /// Sends new data of the flow-controlled writer `w` of node `i` (see
+    /// [`Participant::poll_transmit_writer`]) up to `budget` bytes, as one
+    /// token-bucket period would; returns the bytes sent.
+    pub fn transmit_flow_controlled(&mut self, i: usize, w: WriterId, budget: usize) -> usize {
+        let now = self.now;
+        let mut sent = 0;
+        let mut dests = Vec::new();
+        while let Some(len) = self.nodes[i].participant.poll_transmit_writer(
+            now,
+            w,
+            budget - sent,
+            &mut self.buf,
+            &mut dests,
+        ) {
+            sent += len;
+            self.send(
+                i,
+                Transmit {
+                    len,
+                    destinations: dests.clone(),
+                },
+            );
+        }
+        self.flush(i);
+        sent
     }
 
     fn send(&mut self, from: usize, t: Transmit) {

@@ -301,3 +301,36 @@ fn batches_flush_when_full_on_flush_on_timer_and_on_write_flush() {
         .participant
         .is_acknowledged_by_all(w)));
 }
+
+#[test]
+fn flow_controlled_writer_sends_only_within_its_budget() {
+    let wq = WriterQos {
+        flow_controlled: true,
+        ..keep_all_writer()
+    };
+    let (mut net, a, b, w, r) = pair(8, wq, reliable_reader(), 65000);
+    let data = big(1 << 20, 3);
+    let now = net.now;
+    net.p(a).write(w, alive(&data), now).unwrap();
+    net.flush(a);
+    net.run_for(Duration::from_millis(5));
+    assert_eq!(
+        net.nodes[b].samples_of(r).count(),
+        0,
+        "nothing without budget"
+    );
+    assert!(net.p(a).pending_bytes(w) > 0);
+    // A budget below one datagram sends nothing (and drops nothing).
+    assert_eq!(net.transmit_flow_controlled(a, w, 1000), 0);
+    // 200 kB per 10 ms period: about 6 periods for 1 MiB.
+    let mut periods = 0;
+    while net.nodes[b].samples_of(r).count() == 0 && periods < 100 {
+        let sent = net.transmit_flow_controlled(a, w, 200_000);
+        assert!(sent <= 200_000);
+        net.run_for(Duration::from_millis(10));
+        periods += 1;
+    }
+    assert!((5..=8).contains(&periods), "{periods} periods");
+    assert!(net.nodes[b].samples_of(r).next().unwrap().payload == data);
+    assert_eq!(net.p(a).pending_bytes(w), 0);
+}
