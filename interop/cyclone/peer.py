@@ -15,7 +15,7 @@ Output protocol (stdout, one line each, flushed):
   READY                         entities created
   MATCHED <n>                   publication/subscription matched count changed
   SAMPLE <fields...>            a received valid sample (sub)
-  DISPOSED <key>                an instance was disposed (sub)
+  DISPOSED <key>                an instance was disposed (sub; key = color or key number)
   WROTE <n>                     all samples written (pub)
   ACKED                         wait_for_acks succeeded (pub, reliable)
   DONE <count>                  normal end
@@ -32,7 +32,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from cyclonedds.core import Policy, Qos
+from cyclonedds.core import InstanceState, Policy, Qos
 from cyclonedds.domain import DomainParticipant
 from cyclonedds.idl import IdlStruct
 from cyclonedds.idl import annotations as annotate
@@ -119,6 +119,12 @@ def describe(kind, s):
     return f"{key} {s.seq_num} {s.entity_id} {len(s.bin_data)} {'ok' if ok else 'BAD'}"
 
 
+def describe_key(kind, k):
+    if kind == "shape":
+        return k.color
+    return str(k.key[0] | (k.key[1] << 8) | (k.key[2] << 16) | (k.key[3] << 24))
+
+
 def qos_for(args, writer):
     policies = [
         Policy.Reliability.Reliable(duration(seconds=1)) if args.reliable
@@ -163,6 +169,8 @@ def main():
     p.add_argument("--depth", type=int, default=1)
     p.add_argument("--xcdr2", action="store_true",
                    help="use XCDR2 (DATA_REPRESENTATION [XCDR2]) instead of XCDR1")
+    p.add_argument("--disposals", type=int, default=0,
+                   help="sub: also wait for this many disposed-instance notifications")
     p.add_argument("--dispose", action="store_true", help="pub: dispose every instance at the end")
     p.add_argument("--no-wait-match", action="store_true",
                    help="pub: write without waiting for a matched reader")
@@ -182,25 +190,52 @@ def main():
         reader = DataReader(dp, topic, qos=qos_for(args, False))
         out("READY")
         received = 0
+        disposed = 0
+        seen = set()
+        disposed_keys = set()
         last_matched = 0
-        while time.monotonic() < deadline and received < args.count:
+        while time.monotonic() < deadline and (received < args.count
+                                               or disposed < args.disposals):
             m = reader.get_subscription_matched_status().current_count
             if m != last_matched:
                 last_matched = m
                 out(f"MATCHED {m}")
             got = False
-            for s in reader.take(N=256):
-                got = True
-                info = s.sample_info
-                if info.valid_data:
-                    received += 1
-                    out("SAMPLE " + describe(args.kind, s))
-                elif str(info.instance_state).endswith("NOT_ALIVE_DISPOSED"):
-                    out("DISPOSED")
+            if args.disposals > 0:
+                # Keep samples in the reader (read, not take): Cyclone reports a disposal as
+                # the instance state of the instance's samples.
+                for s in reader.read(N=100000):
+                    info = s.sample_info
+                    if info.valid_data:
+                        key = describe_key(args.kind, s)
+                        ident = (key, s.x if args.kind == "shape" else s.seq_num)
+                        if ident not in seen:
+                            seen.add(ident)
+                            got = True
+                            received += 1
+                            out("SAMPLE " + describe(args.kind, s))
+                    else:
+                        key = describe_key(args.kind, s.key_sample)
+                    if (info.instance_state == InstanceState.NotAliveDisposed
+                            and key not in disposed_keys):
+                        disposed_keys.add(key)
+                        disposed += 1
+                        got = True
+                        out("DISPOSED " + key)
+            else:
+                for s in reader.take(N=256):
+                    got = True
+                    info = s.sample_info
+                    if info.valid_data:
+                        received += 1
+                        out("SAMPLE " + describe(args.kind, s))
+                    elif info.instance_state == InstanceState.NotAliveDisposed:
+                        disposed += 1
+                        out("DISPOSED " + describe_key(args.kind, s.key_sample))
             if not got:
                 time.sleep(0.002)
         out(f"DONE {received}")
-        sys.exit(0 if received >= args.count else 2)
+        sys.exit(0 if received >= args.count and disposed >= args.disposals else 2)
 
     writer = DataWriter(dp, topic, qos=qos_for(args, True))
     out("READY")

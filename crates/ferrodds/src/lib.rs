@@ -69,9 +69,9 @@ pub use config::{Config, Interface, ENV_INTERFACE, ENV_MULTICAST, ENV_PEERS};
 pub use error::{DdsError, DdsResult};
 pub use participant::{DomainParticipant, Publisher, Subscriber, Topic, VENDOR_ID};
 pub use qos::{
-    DataReaderQos, DataWriterQos, Durability, History, Liveliness, LivelinessKind, Ownership,
-    PublisherQos, QosPolicyId, Reliability, ReliabilityKind, ResourceLimits, SubscriberQos,
-    TopicQos,
+    Batching, DataReaderQos, DataWriterQos, Durability, FlowController, History, Liveliness,
+    LivelinessKind, Ownership, PublishMode, PublisherQos, QosPolicyId, Reliability,
+    ReliabilityKind, ResourceLimits, SubscriberQos, TopicQos,
 };
 pub use reader::DataReader;
 pub use runtime::time_to_unix_nanos;

@@ -127,6 +127,14 @@ pub struct DataWriterQos {
     pub ownership: Ownership,
     /// Deadline period; default `None` = infinite.
     pub deadline: Option<Duration>,
+    /// Batching of small samples (default off). Batched samples wait for
+    /// [`crate::DataWriter::flush`], a full batch or `max_flush_delay`; use a
+    /// KEEP_ALL (or deep enough KEEP_LAST) history, since a held sample can be
+    /// replaced by a newer one of its instance.
+    pub batching: Batching,
+    /// Synchronous (default: `write` sends from the caller's thread) or
+    /// asynchronous with a flow controller.
+    pub publish_mode: PublishMode,
 }
 
 impl Default for DataWriterQos {
@@ -139,7 +147,90 @@ impl Default for DataWriterQos {
             liveliness: Liveliness::default(),
             ownership: Ownership::Shared,
             deadline: None,
+            batching: Batching::default(),
+            publish_mode: PublishMode::Synchronous,
         }
+    }
+}
+
+impl DataWriterQos {
+    /// Sets the batching policy.
+    pub fn batching(mut self, b: Batching) -> Self {
+        self.batching = b;
+        self
+    }
+
+    /// Asynchronous publishing paced by `flow_controller`.
+    pub fn asynchronous(mut self, flow_controller: FlowController) -> Self {
+        self.publish_mode = PublishMode::Asynchronous(flow_controller);
+        self
+    }
+}
+
+pub use ferrodds_rtps::Batching;
+
+/// PUBLISH_MODE: who sends a writer's new data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PublishMode {
+    /// `write` serializes and sends from the caller's thread (lowest latency).
+    #[default]
+    Synchronous,
+    /// `write` queues the sample and returns; the participant's publisher
+    /// thread sends it at the pace of the token bucket.
+    Asynchronous(FlowController),
+}
+
+/// A token-bucket flow controller (RTI's `token_bucket` semantics): every
+/// `period`, `tokens_per_period` tokens of `bytes_per_token` bytes are added,
+/// up to `max_tokens`; a datagram is sent only when enough tokens are there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FlowController {
+    /// Bucket size in tokens (must hold one maximum-size datagram).
+    pub max_tokens: u32,
+    /// Tokens added each period.
+    pub tokens_per_period: u32,
+    /// Bytes one token allows.
+    pub bytes_per_token: u32,
+    /// Refill period.
+    pub period: Duration,
+}
+
+impl FlowController {
+    /// RTI Perftest's `1Gbps`: 20 tokens of 64 KiB per 10 ms, bucket 30 (≈1.05 Gbit/s).
+    pub const GBPS_1: Self = Self {
+        max_tokens: 30,
+        tokens_per_period: 20,
+        bytes_per_token: 65536,
+        period: Duration::from_millis(10),
+    };
+    /// RTI Perftest's `10Gbps`: 200 tokens of 64 KiB per 10 ms, bucket 300.
+    pub const GBPS_10: Self = Self {
+        max_tokens: 300,
+        tokens_per_period: 200,
+        bytes_per_token: 65536,
+        period: Duration::from_millis(10),
+    };
+
+    /// About `bytes_per_second`, refilled every 10 ms in 1 KiB tokens, with a
+    /// bucket of 1.5 periods (at least 64 KiB).
+    pub fn bytes_per_second(bytes_per_second: u64) -> Self {
+        let per_period = (bytes_per_second / 100 / 1024).clamp(1, u64::from(u32::MAX / 2)) as u32;
+        Self {
+            max_tokens: (per_period + per_period / 2).max(64),
+            tokens_per_period: per_period,
+            bytes_per_token: 1024,
+            period: Duration::from_millis(10),
+        }
+    }
+
+    /// Bucket capacity in bytes.
+    pub fn capacity(&self) -> u64 {
+        u64::from(self.max_tokens) * u64::from(self.bytes_per_token)
+    }
+
+    /// Bytes added per period.
+    pub fn bytes_per_period(&self) -> u64 {
+        u64::from(self.tokens_per_period) * u64::from(self.bytes_per_token)
     }
 }
 
@@ -372,6 +463,8 @@ impl DataWriterQos {
             ownership: engine_ownership(self.ownership),
             deadline: engine_deadline(self.deadline),
             partition: ferrodds_rtps::Partition(partition.to_vec()),
+            batching: self.batching,
+            flow_controlled: matches!(self.publish_mode, PublishMode::Asynchronous(_)),
             ..ferrodds_rtps::WriterQos::default()
         }
     }

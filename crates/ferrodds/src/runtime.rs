@@ -20,6 +20,38 @@ use ferrodds_transport::{UdpReceiver, UdpTransport};
 
 use crate::capture::CaptureTap;
 use crate::entity::{ReaderShared, WriterShared};
+use crate::qos::FlowController;
+
+/// An asynchronous writer and its token bucket (bytes).
+struct AsyncWriter {
+    writer: WriterId,
+    fc: FlowController,
+    tokens: u64,
+    refilled: Instant,
+}
+
+impl AsyncWriter {
+    fn refill(&mut self, now: Instant) {
+        let period = self.fc.period.max(Duration::from_micros(100));
+        let elapsed = now.saturating_duration_since(self.refilled);
+        let periods = (elapsed.as_nanos() / period.as_nanos()) as u64;
+        if periods > 0 {
+            self.tokens = self
+                .tokens
+                .saturating_add(periods.saturating_mul(self.fc.bytes_per_period()))
+                .min(self.fc.capacity());
+            self.refilled += period * u32::try_from(periods).unwrap_or(u32::MAX);
+        }
+    }
+}
+
+/// The publisher thread's work list (asynchronous writers).
+#[derive(Default)]
+struct Publisher {
+    writers: Vec<AsyncWriter>,
+    kicked: bool,
+    thread: Option<JoinHandle<()>>,
+}
 
 /// Locks a mutex, recovering the data if a thread panicked while holding it (the runtime
 /// never leaves shared state half-updated across a panic point it controls).
@@ -99,6 +131,8 @@ pub(crate) struct Inner {
     discovered: Mutex<HashSet<GuidPrefix>>,
     discovered_cv: Condvar,
     pub(crate) topics: Mutex<HashMap<String, &'static str>>,
+    publisher: Mutex<Publisher>,
+    publisher_cv: Condvar,
 }
 
 impl Inner {
@@ -142,6 +176,90 @@ impl Inner {
             discovered: Mutex::new(HashSet::new()),
             discovered_cv: Condvar::new(),
             topics: Mutex::new(HashMap::new()),
+            publisher: Mutex::new(Publisher::default()),
+            publisher_cv: Condvar::new(),
+        }
+    }
+
+    /// Registers an asynchronous writer with the publisher thread (started on
+    /// first use).
+    pub(crate) fn add_async_writer(self: &Arc<Self>, writer: WriterId, fc: FlowController) {
+        let mut p = lock(&self.publisher);
+        p.writers.push(AsyncWriter {
+            writer,
+            fc,
+            tokens: fc.capacity(),
+            refilled: Instant::now(),
+        });
+        if p.thread.is_none() && !self.is_shut_down() {
+            let inner = Arc::clone(self);
+            match std::thread::Builder::new()
+                .name("ferrodds-publisher".into())
+                .spawn(move || inner.publisher_loop())
+            {
+                Ok(h) => p.thread = Some(h),
+                Err(e) => tracing::warn!(error = %e, "publisher thread not started"),
+            }
+        }
+    }
+
+    /// Wakes the publisher thread (new data of an asynchronous writer).
+    pub(crate) fn kick_publisher(&self) {
+        let mut p = lock(&self.publisher);
+        p.kicked = true;
+        self.publisher_cv.notify_one();
+    }
+
+    /// Body of the publisher thread: sends the new data of asynchronous
+    /// writers as their token buckets allow.
+    fn publisher_loop(self: &Arc<Self>) {
+        let mut pending = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        let mut dests = Vec::with_capacity(8);
+        let mut writers: Vec<AsyncWriter> = Vec::new();
+        while !self.is_shut_down() {
+            // Take the work list (new registrations included) without
+            // holding its lock under the engine lock.
+            {
+                let mut p = lock(&self.publisher);
+                writers.append(&mut p.writers);
+            }
+            let mut wait = Duration::from_millis(50);
+            let next = {
+                let mut st = lock(&self.engine);
+                let now = self.now();
+                writers.retain(|w| st.writers.contains_key(&w.writer));
+                let t = Instant::now();
+                for w in &mut writers {
+                    w.refill(t);
+                    let budget = usize::try_from(w.tokens).unwrap_or(usize::MAX);
+                    while let Some(len) = st.engine.poll_transmit_writer(
+                        now,
+                        w.writer,
+                        budget.min(buf.len()),
+                        &mut buf,
+                        &mut dests,
+                    ) {
+                        self.send_datagram(&buf[..len], &dests);
+                        w.tokens = w.tokens.saturating_sub(len as u64);
+                        if w.tokens == 0 {
+                            break;
+                        }
+                    }
+                    if st.engine.pending_bytes(w.writer) > 0 {
+                        wait = wait.min(w.fc.period);
+                    }
+                }
+                self.drain_locked(&mut st, now, &mut pending);
+                st.engine.poll_timeout()
+            };
+            self.kick_timer(next);
+            self.dispatch(&mut pending);
+            let mut p = lock(&self.publisher);
+            if !p.kicked && p.writers.is_empty() {
+                p = wait_timeout(&self.publisher_cv, p, wait);
+            }
+            p.kicked = false;
         }
     }
 
@@ -453,6 +571,17 @@ impl Inner {
             self.timer_cv.notify_all();
         }
         self.discovered_cv.notify_all();
+        let publisher = {
+            let mut p = lock(&self.publisher);
+            p.kicked = true;
+            self.publisher_cv.notify_all();
+            p.thread.take()
+        };
+        if let Some(h) = publisher {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
     }
 
     /// Writes out the capture file (call after the runtime threads are joined).

@@ -10,7 +10,7 @@ use ferrodds_rtps::{Guid, Time};
 
 use crate::entity::WriterShared;
 use crate::error::{DdsError, DdsResult};
-use crate::qos::DataWriterQos;
+use crate::qos::{DataWriterQos, PublishMode};
 use crate::runtime::{lock, wall_time, Inner, Pending};
 use crate::sample::InstanceHandle;
 use crate::status::{DataWriterListener, OfferedIncompatibleQosStatus, PublicationMatchedStatus};
@@ -50,6 +50,9 @@ impl<T: TopicType> DataWriter<T> {
         qos: DataWriterQos,
         topic_name: String,
     ) -> Self {
+        if let PublishMode::Asynchronous(fc) = qos.publish_mode {
+            inner.add_async_writer(id, fc);
+        }
         Self {
             inner,
             id,
@@ -73,7 +76,34 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Writes a sample with an explicit source timestamp.
     pub fn write_with_timestamp(&self, sample: &T, timestamp: Time) -> DdsResult<()> {
-        self.write_change(sample, ChangeKind::Alive, Some(timestamp))
+        self.write_change(sample, ChangeKind::Alive, Some(timestamp), false)
+    }
+
+    /// Writes a sample and sends it at once together with anything batching
+    /// holds (e.g. a latency ping on a batching writer).
+    pub fn write_flush(&self, sample: &T) -> DdsResult<()> {
+        self.write_change(sample, ChangeKind::Alive, Some(wall_time()), true)
+    }
+
+    /// Sends every sample batching holds now.
+    pub fn flush(&self) -> DdsResult<()> {
+        if self.inner.is_shut_down() {
+            return Err(DdsError::AlreadyDeleted);
+        }
+        let mut pending = Vec::new();
+        self.inner
+            .with_engine(&mut pending, |st, now| st.engine.flush(self.id, now))
+            .map_err(|_| DdsError::AlreadyDeleted)?;
+        if matches!(self.qos.publish_mode, PublishMode::Asynchronous(_)) {
+            self.inner.kick_publisher();
+        }
+        Ok(())
+    }
+
+    /// Payload bytes written but not sent yet (held by batching or waiting
+    /// for the flow controller of an asynchronous writer).
+    pub fn pending_bytes(&self) -> usize {
+        self.inner.query(|st| st.engine.pending_bytes(self.id))
     }
 
     /// Registers an instance and returns its handle (no traffic is generated).
@@ -83,15 +113,31 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Unregisters the instance of `sample` (readers see `NotAliveNoWriters`).
     pub fn unregister_instance(&self, sample: &T) -> DdsResult<()> {
-        self.write_change(sample, ChangeKind::NotAliveUnregistered, Some(wall_time()))
+        self.write_change(
+            sample,
+            ChangeKind::NotAliveUnregistered,
+            Some(wall_time()),
+            false,
+        )
     }
 
     /// Disposes the instance of `sample` (readers see `NotAliveDisposed`).
     pub fn dispose(&self, sample: &T) -> DdsResult<()> {
-        self.write_change(sample, ChangeKind::NotAliveDisposed, Some(wall_time()))
+        self.write_change(
+            sample,
+            ChangeKind::NotAliveDisposed,
+            Some(wall_time()),
+            false,
+        )
     }
 
-    fn write_change(&self, sample: &T, kind: ChangeKind, ts: Option<Time>) -> DdsResult<()> {
+    fn write_change(
+        &self,
+        sample: &T,
+        kind: ChangeKind,
+        ts: Option<Time>,
+        flush: bool,
+    ) -> DdsResult<()> {
         if self.inner.is_shut_down() {
             return Err(DdsError::AlreadyDeleted);
         }
@@ -120,19 +166,25 @@ impl<T: TopicType> DataWriter<T> {
         loop {
             let gen = self.shared.resources_gen();
             let res = self.inner.with_engine(pending, |st, now| {
-                st.engine.write(
-                    self.id,
-                    WriteRequest {
-                        kind,
-                        key_hash,
-                        serialized_payload: payload,
-                        source_timestamp: ts,
-                    },
-                    now,
-                )
+                let req = WriteRequest {
+                    kind,
+                    key_hash,
+                    serialized_payload: payload,
+                    source_timestamp: ts,
+                };
+                if flush {
+                    st.engine.write_flush(self.id, req, now)
+                } else {
+                    st.engine.write(self.id, req, now)
+                }
             });
             match res {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    if matches!(self.qos.publish_mode, PublishMode::Asynchronous(_)) {
+                        self.inner.kick_publisher();
+                    }
+                    return Ok(());
+                }
                 Err(WriteError::HistoryFull) => {
                     let now = Instant::now();
                     if now >= deadline {

@@ -805,3 +805,114 @@ fn cyclone_string_key_dispose_xcdr1() {
 fn cyclone_string_key_dispose_xcdr2() {
     with_timeout(90, || cyclone_shape_dispose(188, true));
 }
+
+/// Our disposals (key hash + key-only payload) reach a Cyclone reader for the right
+/// instances: string keys (ShapeType) and octet keys (TestDataKeyed).
+#[test]
+fn our_disposals_reach_cyclone() {
+    use ferrodds::cdr::types::ShapeType;
+    with_timeout(90, || {
+        let Some(py) = cyclone_python() else { return };
+        let mut shapes_sub = Peer::start(
+            &py,
+            &[
+                "sub",
+                "--type",
+                "shape",
+                "--topic",
+                "Square",
+                "--domain",
+                "189",
+                "--count",
+                "5",
+                "--disposals",
+                "5",
+                "--reliable",
+                "--keep-all",
+                "--timeout",
+                "40",
+            ],
+        );
+        let mut keyed_sub = Peer::start(
+            &py,
+            &[
+                "sub",
+                "--type",
+                "keyed",
+                "--topic",
+                "disposals",
+                "--domain",
+                "189",
+                "--count",
+                "5",
+                "--disposals",
+                "5",
+                "--reliable",
+                "--keep-all",
+                "--timeout",
+                "40",
+            ],
+        );
+        shapes_sub.wait_line(PEER_WAIT, |l| l == "READY");
+        keyed_sub.wait_line(PEER_WAIT, |l| l == "READY");
+        let p = participant(189);
+        let pubr = p.create_publisher(PublisherQos::default()).unwrap();
+        let ws = pubr
+            .create_datawriter(
+                &p.create_topic::<ShapeType>("Square", TopicQos::default())
+                    .unwrap(),
+                DataWriterQos::default().keep_all(),
+            )
+            .unwrap();
+        let wk = pubr
+            .create_datawriter(
+                &p.create_topic::<TestDataKeyed>("disposals", TopicQos::default())
+                    .unwrap(),
+                DataWriterQos::default().keep_all(),
+            )
+            .unwrap();
+        assert!(ws.wait_for_matched(1, PEER_WAIT) && wk.wait_for_matched(1, PEER_WAIT));
+        shapes_sub.wait_line(PEER_WAIT, |l| l == "MATCHED 1");
+        keyed_sub.wait_line(PEER_WAIT, |l| l == "MATCHED 1");
+        let shape = |i: i32| ShapeType {
+            color: format!("COLOR{i}"),
+            x: i,
+            y: i,
+            shapesize: 10,
+        };
+        for i in 0..5 {
+            ws.write(&shape(i)).unwrap();
+            wk.write(&keyed_data(100 + i as u32, i as u32)).unwrap();
+        }
+        for i in 0..5 {
+            ws.dispose(&shape(i)).unwrap();
+            wk.dispose(&keyed_data(100 + i as u32, i as u32)).unwrap();
+        }
+        ws.wait_for_acknowledgments(PEER_WAIT).unwrap();
+        wk.wait_for_acknowledgments(PEER_WAIT).unwrap();
+        let (sl, sok) = shapes_sub.finish(Duration::from_secs(30));
+        let (kl, kok) = keyed_sub.finish(Duration::from_secs(30));
+        assert!(kok, "{kl:?}");
+        assert!(sok, "{sl:?}");
+        let mut sd: Vec<&String> = sl.iter().filter(|l| l.starts_with("DISPOSED ")).collect();
+        sd.sort();
+        assert_eq!(
+            sd,
+            (0..5)
+                .map(|i| format!("DISPOSED COLOR{i}"))
+                .collect::<Vec<_>>()
+                .iter()
+                .collect::<Vec<_>>()
+        );
+        let mut kd: Vec<&String> = kl.iter().filter(|l| l.starts_with("DISPOSED ")).collect();
+        kd.sort();
+        assert_eq!(
+            kd,
+            (100..105)
+                .map(|i| format!("DISPOSED {i}"))
+                .collect::<Vec<_>>()
+                .iter()
+                .collect::<Vec<_>>()
+        );
+    });
+}
