@@ -81,6 +81,36 @@ pub(crate) struct ReaderCache {
     pub(crate) undecodable: u64,
 }
 
+impl ReaderCache {
+    /// Records the instance's new state; cached samples of the instance report it too (the
+    /// DDS instance state is that of the instance when the sample is read, not received).
+    fn set_instance_state(&mut self, handle: InstanceHandle, state: InstanceState) {
+        let old = self.instances.insert(handle, state);
+        if old.is_some_and(|o| o != state) {
+            for c in self
+                .samples
+                .iter_mut()
+                .filter(|c| c.info.instance_handle == handle)
+            {
+                c.info.instance_state = state;
+            }
+        }
+    }
+
+    /// No writer is left: every alive instance becomes `NotAliveNoWriters`.
+    fn no_writers(&mut self) {
+        let alive: Vec<InstanceHandle> = self
+            .instances
+            .iter()
+            .filter(|(_, s)| **s == InstanceState::Alive)
+            .map(|(h, _)| *h)
+            .collect();
+        for h in alive {
+            self.set_instance_state(h, InstanceState::NotAliveNoWriters);
+        }
+    }
+}
+
 #[derive(Default)]
 struct ReaderStatus {
     data_flag: bool,
@@ -227,7 +257,7 @@ impl ReaderShared {
                 _ => InstanceState::NotAliveNoWriters,
             },
         };
-        cache.instances.insert(handle, state);
+        cache.set_instance_state(handle, state);
         let info = SampleInfo {
             sample_state: SampleState::NotRead,
             instance_state: state,
@@ -411,6 +441,9 @@ impl ReaderShared {
                 current_count,
                 ..
             } => {
+                if *current_count == 0 {
+                    self.ingest().no_writers();
+                }
                 let s = {
                     let mut st = lock(&self.status);
                     let m = &mut st.matched;
@@ -726,7 +759,8 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                (4, Some(1), InstanceState::Alive),
+                // the instance's current state, not the one at reception
+                (4, Some(1), InstanceState::NotAliveDisposed),
                 (4, None, InstanceState::NotAliveDisposed),
                 (4, None, InstanceState::NotAliveDisposed),
                 (5, None, InstanceState::NotAliveNoWriters),
@@ -735,6 +769,29 @@ mod tests {
         let cache = r.ingest();
         assert!(cache.samples.iter().skip(1).all(|c| !c.info.valid_data));
         assert_eq!(cache.samples[0].info.sequence_number, 1);
+    }
+
+    #[test]
+    fn instance_state_is_the_current_one_and_no_writers_after_last_unmatch() {
+        let r = shared(History::KeepAll);
+        push(&r, sample(1, ChangeKind::Alive, &[7, 1]));
+        push(&r, sample(2, ChangeKind::Alive, &[8, 1]));
+        push(&r, sample(3, ChangeKind::NotAliveDisposed, &[7]));
+        let got = values(&r);
+        assert_eq!(got[0], (7, Some(1), InstanceState::NotAliveDisposed));
+        assert_eq!(got[1], (8, Some(1), InstanceState::Alive));
+        r.on_event(&Event::SubscriptionUnmatched {
+            reader: test_reader_id(),
+            remote_writer: Guid::new(GuidPrefix([2; 12]), EntityId([0, 0, 2, 3])),
+            current_count: 0,
+        });
+        let got = values(&r);
+        assert_eq!(
+            got[0].2,
+            InstanceState::NotAliveDisposed,
+            "disposed stays disposed"
+        );
+        assert_eq!(got[1].2, InstanceState::NotAliveNoWriters);
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub enum SampleState {
     NotRead,
 }
 
-/// Instance state at the time the sample was received.
+/// State of an instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum InstanceState {
     /// The instance is alive (written and not disposed).
@@ -36,7 +36,8 @@ pub enum InstanceState {
 pub struct SampleInfo {
     /// Read or not read.
     pub sample_state: SampleState,
-    /// Instance state this sample represents.
+    /// State of the sample's instance as of the `read`/`take` (a later disposal,
+    /// unregistration or the loss of the last matched writer updates samples still cached).
     pub instance_state: InstanceState,
     /// `true` when the sample carries data; `false` for dispose/unregister notifications.
     pub valid_data: bool,
