@@ -186,6 +186,9 @@ impl<T: TopicType> DataWriter<T> {
                     return Ok(());
                 }
                 Err(WriteError::HistoryFull) => {
+                    if self.inner.is_shut_down() {
+                        return Err(DdsError::AlreadyDeleted);
+                    }
                     let now = Instant::now();
                     if now >= deadline {
                         return Err(DdsError::Timeout);
