@@ -10,7 +10,9 @@
 //!   handles that outlive their participant return [`DdsError::AlreadyDeleted`].
 //! * **Threads.** Each participant runs one receive thread per UDP socket (metatraffic and
 //!   user unicast, plus the multicast sockets when multicast is on) and one event thread
-//!   (plus a capture writer thread when [`Config::capture_file`] is set).
+//!   (plus a capture writer thread when [`Config::capture_file`] is set, and a publisher
+//!   thread that paces asynchronous writers, [`PublishMode::Asynchronous`], once one
+//!   exists).
 //!   A receive thread parses, runs the protocol engine and delivers in the same thread:
 //!   samples are decoded into the reader's cache, waiting readers and wait sets are woken and
 //!   listeners are called there. The event thread sleeps until the engine's next timeout
@@ -18,7 +20,8 @@
 //!   moves that timeout forward.
 //! * **Write path.** [`DataWriter::write`] serializes (XCDR1 little-endian) into a reusable
 //!   per-writer buffer, gives the change to the engine and sends the resulting datagrams
-//!   **from the calling thread** — no hand-off to another thread.
+//!   **from the calling thread** — no hand-off to another thread (unless the writer opts
+//!   into batching or asynchronous publishing).
 //! * **What blocks.** `write` blocks only with KEEP_ALL history full of unacknowledged
 //!   samples, for at most `reliability.max_blocking_time`, then returns
 //!   [`DdsError::Timeout`]. [`DataWriter::wait_for_acknowledgments`],
