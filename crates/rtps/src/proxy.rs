@@ -379,6 +379,8 @@ impl WriterProxy {
         if self.synced {
             self.drain(&mut room, out);
         }
+        // Samples skipped by the GAP need no reassembly any more.
+        self.reasm.drop_below(self.next);
     }
 
     /// A HEARTBEAT. Returns false if stale.
@@ -418,6 +420,7 @@ impl WriterProxy {
         }
         self.synced = true;
         self.drain(&mut room, out);
+        self.reasm.drop_below(self.next);
         self.max_seen = self.max_seen.max(last);
         self.hb_last = self.hb_last.max(last);
         if !final_flag || self.has_missing() {

@@ -32,6 +32,39 @@ const CYCLONE_CONFIG: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 </CycloneDDS>
 "#;
 
+/// At most this many scenarios (each a `ddsperf` process plus an engine)
+/// run at once, so discovery stays prompt on a small shared machine.
+const MAX_CONCURRENT: usize = 4;
+
+static RUNNING: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+static RUNNING_CV: std::sync::Condvar = std::sync::Condvar::new();
+
+/// A slot among [`MAX_CONCURRENT`], released on drop.
+struct Permit;
+
+fn permit() -> Permit {
+    let mut n = RUNNING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    while *n >= MAX_CONCURRENT {
+        n = RUNNING_CV
+            .wait(n)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+    *n += 1;
+    Permit
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut n = RUNNING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *n -= 1;
+        RUNNING_CV.notify_one();
+    }
+}
+
 fn ddsperf_available() -> bool {
     Command::new("ddsperf")
         .arg("help")
@@ -46,7 +79,9 @@ fn ddsperf_available() -> bool {
 fn ddsperf(domain: u32, args: &[&str]) -> (Child, mpsc::Receiver<String>) {
     let dir = std::env::temp_dir().join(format!("ferrodds-cyclone-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("cyclone.xml");
+    // One file per scenario: tests run in parallel, and rewriting a shared
+    // file while another ddsperf reads it can hand that one an empty config.
+    let cfg = dir.join(format!("cyclone-{domain}.xml"));
     std::fs::write(&cfg, CYCLONE_CONFIG).unwrap();
     let mut child = Command::new("ddsperf")
         .env("CYCLONEDDS_URI", format!("file://{}", cfg.display()))
@@ -225,6 +260,7 @@ fn cyclone_to_engine_with(
         eprintln!("SKIPPED: ddsperf not installed");
         return;
     }
+    let _permit = permit();
     let mut node = Node::new(domain, 7);
     let r = node
         .p
@@ -252,7 +288,7 @@ fn cyclone_to_engine_with(
     }
     args.extend(["pub", rate, "size", size]);
     args.extend(extra);
-    let (mut child, _lines) = ddsperf(domain, &args);
+    let (mut child, lines) = ddsperf(domain, &args);
     let mut sizes = Vec::new();
     let mut seqs = Vec::new();
     let mut events = Vec::new();
@@ -273,8 +309,9 @@ fn cyclone_to_engine_with(
         events
             .iter()
             .any(|e| matches!(e, Event::SubscriptionMatched { .. })),
-        "no match with Cyclone: {events:?} {:?}",
-        node.p.stats()
+        "no match with Cyclone: {events:?} {:?}; ddsperf: {:#?}",
+        node.p.stats(),
+        lines.try_iter().collect::<Vec<_>>()
     );
     eprintln!(
         "received {} samples from Cyclone, {:?}",
@@ -362,6 +399,7 @@ fn engine_to_cyclone_with(
         eprintln!("SKIPPED: ddsperf not installed");
         return;
     }
+    let _permit = permit();
     let mut node = Node::new(domain, 7);
     let w = node
         .p
@@ -384,7 +422,7 @@ fn engine_to_cyclone_with(
             Timestamp(0),
         )
         .unwrap();
-    let mut args = vec!["-D", "5", "-1"];
+    let mut args = vec!["-D", "15", "-1"];
     if !reliable {
         args.push("-u");
     }
@@ -392,35 +430,48 @@ fn engine_to_cyclone_with(
     let (mut child, lines) = ddsperf(domain, &args);
     let mut seq = 0u32;
     let mut last_write = Timestamp(0);
-    // Write for 3 s, then let repairs and ddsperf's once-a-second report finish.
     // Cyclone (volatile reader) starts at the first HEARTBEAT it sees after
-    // matching us: give its SEDP a moment so no early burst predates it.
-    let write_until = Timestamp(3_000_000_000);
-    let mut matched_at = None;
-    node.run(Duration::from_millis(4500), |p, now| {
-        if matched_at.is_none() && p.matched_reader_count(w) > 0 {
-            matched_at = Some(now);
-        }
-        if matched_at.is_some_and(|t| now.since(t) >= Duration::from_millis(300))
-            && now < write_until
-            && now.since(last_write) >= Duration::from_millis(period_ms)
-        {
-            last_write = now;
-            for _ in 0..burst {
-                let payload = keyed_seq(seq, baggage);
-                let req = WriteRequest {
-                    kind: ChangeKind::Alive,
-                    key_hash: Some([0; 16]),
-                    serialized_payload: &payload,
-                    source_timestamp: None,
-                };
-                if p.write(w, req, now).is_ok() {
-                    seq += 1;
+    // matching us: give its SEDP a moment so no early burst predates it. Then
+    // write for 2.5 s, and leave time for repairs and ddsperf's
+    // once-a-second report (discovery may be slow on a loaded machine).
+    let mut matched_at: Option<Timestamp> = None;
+    let started = Instant::now();
+    loop {
+        node.run(Duration::from_millis(100), |p, now| {
+            if matched_at.is_none() && p.matched_reader_count(w) > 0 {
+                matched_at = Some(now);
+            }
+            let window = matched_at.map(|t| {
+                (
+                    t.saturating_add(Duration::from_millis(300)),
+                    t.saturating_add(Duration::from_millis(2800)),
+                )
+            });
+            if window.is_some_and(|(from, until)| now >= from && now < until)
+                && now.since(last_write) >= Duration::from_millis(period_ms)
+            {
+                last_write = now;
+                for _ in 0..burst {
+                    let payload = keyed_seq(seq, baggage);
+                    let req = WriteRequest {
+                        kind: ChangeKind::Alive,
+                        key_hash: Some([0; 16]),
+                        serialized_payload: &payload,
+                        source_timestamp: None,
+                    };
+                    if p.write(w, req, now).is_ok() {
+                        seq += 1;
+                    }
                 }
             }
+            while p.poll_event().is_some() {}
+        });
+        let now = node.now();
+        let done = matched_at.is_some_and(|t| now.since(t) >= Duration::from_millis(4200));
+        if done || started.elapsed() > Duration::from_secs(12) {
+            break;
         }
-        while p.poll_event().is_some() {}
-    });
+    }
     let _ = child.kill();
     let _ = child.wait();
     let out: Vec<String> = lines.try_iter().collect();
@@ -430,7 +481,7 @@ fn engine_to_cyclone_with(
     );
     assert!(
         u64::from(seq) > min,
-        "wrote only {seq}: {:?}",
+        "wrote only {seq}: {:?}; ddsperf: {out:#?}",
         node.p.stats()
     );
     // ddsperf sub prints "... total N lost M ..." lines once a second.
