@@ -76,6 +76,15 @@ pub struct Config {
     pub heartbeat_period: Duration,
     /// Largest RTPS message (UDP payload) in bytes. Default: 65000.
     pub max_message_size: usize,
+    /// DATA_FRAG fragment size in bytes for samples larger than one message. Default: 0 =
+    /// the largest that fills a message of `max_message_size`.
+    pub fragment_size: usize,
+    /// Largest sample (serialized bytes) written or accepted for reassembly. Default:
+    /// 16 MiB.
+    pub max_sample_size: u32,
+    /// Most bytes held for reassembly of fragmented samples, per remote writer and reader /
+    /// for the whole participant. Default: 32 MiB / 64 MiB.
+    pub max_reassembly_bytes: (usize, usize),
     /// When set, every datagram sent and received by the participant is written to this
     /// pcapng file (synthetic Ethernet/IPv4/UDP headers, with direction). Default: `None`.
     pub capture_file: Option<PathBuf>,
@@ -97,6 +106,9 @@ impl Default for Config {
             spdp_period: Duration::from_secs(3),
             heartbeat_period: Duration::from_millis(100),
             max_message_size: 65_000,
+            fragment_size: 0,
+            max_sample_size: 16 << 20,
+            max_reassembly_bytes: (32 << 20, 64 << 20),
             capture_file: None,
             entity_name: None,
         }
@@ -210,6 +222,21 @@ impl Config {
     /// Sets [`Config::max_message_size`].
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message_size = bytes;
+        self
+    }
+    /// Sets [`Config::fragment_size`].
+    pub fn fragment_size(mut self, bytes: usize) -> Self {
+        self.fragment_size = bytes;
+        self
+    }
+    /// Sets [`Config::max_sample_size`].
+    pub fn max_sample_size(mut self, bytes: u32) -> Self {
+        self.max_sample_size = bytes;
+        self
+    }
+    /// Sets [`Config::max_reassembly_bytes`] (per writer, per participant).
+    pub fn max_reassembly_bytes(mut self, per_writer: usize, total: usize) -> Self {
+        self.max_reassembly_bytes = (per_writer, total);
         self
     }
     /// Sets [`Config::capture_file`].

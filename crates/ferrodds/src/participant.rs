@@ -146,6 +146,13 @@ impl DomainParticipant {
             spdp_period: config.spdp_period,
             heartbeat_period: config.heartbeat_period,
             max_message_size: config.max_message_size,
+            fragment_size: config.fragment_size,
+            reassembly: ferrodds_rtps::ReassemblyLimits {
+                max_sample_size: config.max_sample_size,
+                max_bytes_per_writer: config.max_reassembly_bytes.0,
+                max_bytes_total: config.max_reassembly_bytes.1,
+                ..ferrodds_rtps::ReassemblyLimits::default()
+            },
             entity_name: config.entity_name.clone(),
             ..ParticipantConfig::default()
         };
