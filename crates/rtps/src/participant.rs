@@ -1897,27 +1897,21 @@ impl Participant {
                         n_nf += 1;
                     }
                 }
+                // NACK_FRAGs deferred to this time (sent with a later ACKNACK).
+                let mut deferred = None;
                 if n_nf > 0 {
                     // NackDelay: fragments of a sample still being pushed may
                     // merely be reordered; ask only once they had time to arrive.
-                    match p.nack_frag_due {
-                        None => {
-                            let due = now.saturating_add(holdoff);
-                            p.nack_frag_due = Some(due);
-                            if set.is_empty() {
-                                p.ack_due = Some(due);
-                                continue;
-                            }
-                            n_nf = 0;
+                    let due = *p
+                        .nack_frag_due
+                        .get_or_insert_with(|| now.saturating_add(holdoff));
+                    if now < due {
+                        if set.is_empty() {
+                            p.ack_due = Some(due);
+                            continue;
                         }
-                        Some(due) if now < due => {
-                            if set.is_empty() {
-                                p.ack_due = Some(due);
-                                continue;
-                            }
-                            n_nf = 0;
-                        }
-                        Some(_) => {}
+                        n_nf = 0;
+                        deferred = Some(due);
                     }
                 }
                 if !set.is_empty() || n_nf > 0 {
@@ -1936,6 +1930,10 @@ impl Participant {
                 p.ack_due = None;
                 if n_nf > 0 {
                     p.nack_frag_due = None;
+                }
+                if let Some(due) = deferred {
+                    p.ack_pending = true;
+                    p.ack_due = Some(due);
                 }
                 let final_flag = set.is_empty() && p.synced;
                 p.ack_count = p.ack_count.wrapping_add(1);
