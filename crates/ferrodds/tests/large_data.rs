@@ -375,3 +375,39 @@ fn one_megabyte_samples_both_ways_with_cyclone() {
         }
     });
 }
+
+#[test]
+fn configured_fragment_size_and_sample_limit_apply() {
+    with_timeout(60, || {
+        let cfg = loopback_config()
+            .fragment_size(1344)
+            .max_message_size(8000)
+            .max_sample_size(1 << 20);
+        let a = ferrodds::DomainParticipant::with_config(209, cfg.clone()).unwrap();
+        let b = ferrodds::DomainParticipant::with_config(209, cfg).unwrap();
+        let ta = a
+            .create_topic::<TestDataLarge>("frag_cfg", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestDataLarge>("frag_cfg", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&ta, reliable_keep_all_writer())
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        assert!(w.wait_for_matched(1, WAIT));
+        assert!(r.wait_for_matched(1, WAIT));
+        w.write(&large_data(0, 500_000)).unwrap();
+        let got = take_n(&r, 1, Duration::from_secs(20));
+        let d = got.iter().find_map(|s| s.data.as_ref()).expect("delivered");
+        assert!(d.bin_data == sized_payload(0, 500_000));
+        // Above max_sample_size: refused at the writer.
+        assert!(w.write(&large_data(1, 2 << 20)).is_err());
+    });
+}
