@@ -1771,7 +1771,9 @@ impl Participant {
             if let Some(h) = w.next_hb {
                 t = t.min(h);
             }
-            if let Some(d) = w.batch_deadline() {
+            // (Flow-controlled writers are paced by their publisher, which
+            // polls on its own period.)
+            if let Some(d) = w.batch_deadline().filter(|_| !w.qos.flow_controlled) {
                 t = t.min(d);
             }
             for p in &w.proxies {
