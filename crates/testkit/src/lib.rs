@@ -15,6 +15,11 @@
 //!   (default on) samples are taken into [`Node::samples`] after every input.
 //! - [`Network::run_until`] advances until a condition holds or a virtual-time
 //!   limit passes, and also stops after a bounded number of steps.
+//! - [`Network::counters`] and [`Network::byte_counters`] count datagrams and
+//!   bytes sent, delivered and lost (e.g. to compare repair traffic with what
+//!   the link lost); [`Network::transmit_flow_controlled`] sends a
+//!   flow-controlled writer's data within a byte budget, as one token-bucket
+//!   period of an asynchronous publisher would.
 #![forbid(unsafe_code)]
 
 use std::cmp::Reverse;
