@@ -66,6 +66,9 @@ pub enum SkipReason {
     UnknownInterface(u32),
     /// An exported PDU (link type 252) for another dissector than `rtps`.
     UnsupportedExportedPdu,
+    /// The timestamp (ticks plus the interface's `if_tsoffset`) is beyond
+    /// what [`SystemTime`] can represent.
+    BadTimestamp,
 }
 
 /// A frame that produced no datagram.
@@ -213,7 +216,11 @@ fn parse_pcapng(bytes: &[u8], ex: &mut Extractor) -> Result<(), ReadError> {
                 let ticks = u64::try_from(epb.timestamp.as_nanos()).unwrap_or(u64::MAX);
                 match parser.interfaces().get(epb.interface_id as usize) {
                     Some(idb) => {
-                        let ts = ticks_to_time(ticks, &idb.options);
+                        let Some(ts) = ticks_to_time(ticks, &idb.options) else {
+                            ex.skip(SkipReason::BadTimestamp);
+                            rest = next;
+                            continue;
+                        };
                         let linktype = u32::from(idb.linktype);
                         ex.frame(
                             linktype,
@@ -249,7 +256,11 @@ fn parse_pcapng(bytes: &[u8], ex: &mut Extractor) -> Result<(), ReadError> {
                 let iface = u32::from(pb.interface_id);
                 match parser.interfaces().get(usize::from(pb.interface_id)) {
                     Some(idb) => {
-                        let ts = ticks_to_time(pb.timestamp, &idb.options);
+                        let Some(ts) = ticks_to_time(pb.timestamp, &idb.options) else {
+                            ex.skip(SkipReason::BadTimestamp);
+                            rest = next;
+                            continue;
+                        };
                         let linktype = u32::from(idb.linktype);
                         ex.frame(
                             linktype,
@@ -273,8 +284,9 @@ fn parse_pcapng(bytes: &[u8], ex: &mut Extractor) -> Result<(), ReadError> {
 }
 
 /// Converts an EPB tick count to wall-clock time using `if_tsresol` and
-/// `if_tsoffset` (default resolution: microseconds).
-fn ticks_to_time(ticks: u64, opts: &[InterfaceDescriptionOption<'_>]) -> SystemTime {
+/// `if_tsoffset` (default resolution: microseconds); `None` if the result is
+/// beyond what [`SystemTime`] represents (both values come from the file).
+fn ticks_to_time(ticks: u64, opts: &[InterfaceDescriptionOption<'_>]) -> Option<SystemTime> {
     let mut resol = 6u8;
     let mut offset_secs = 0u64;
     for o in opts {
@@ -297,7 +309,9 @@ fn ticks_to_time(ticks: u64, opts: &[InterfaceDescriptionOption<'_>]) -> SystemT
         (ticks * 1_000_000_000).checked_shr(exp).unwrap_or(0)
     };
     let nanos = u64::try_from(nanos).unwrap_or(u64::MAX);
-    UNIX_EPOCH + Duration::from_secs(offset_secs) + Duration::from_nanos(nanos)
+    Duration::from_secs(offset_secs)
+        .checked_add(Duration::from_nanos(nanos))
+        .and_then(|d| UNIX_EPOCH.checked_add(d))
 }
 
 struct Meta {
@@ -779,19 +793,75 @@ mod tests {
         let us = [InterfaceDescriptionOption::IfTsResol(6)];
         assert_eq!(
             ticks_to_time(1_500_000, &us),
-            UNIX_EPOCH + Duration::from_millis(1500)
+            Some(UNIX_EPOCH + Duration::from_millis(1500))
         );
-        assert_eq!(ticks_to_time(3, &[]), UNIX_EPOCH + Duration::from_micros(3));
+        assert_eq!(
+            ticks_to_time(3, &[]),
+            Some(UNIX_EPOCH + Duration::from_micros(3))
+        );
         let bin = [InterfaceDescriptionOption::IfTsResol(0x80 | 10)];
         assert_eq!(
             ticks_to_time(1024, &bin),
-            UNIX_EPOCH + Duration::from_secs(1)
+            Some(UNIX_EPOCH + Duration::from_secs(1))
         );
         let off = [
             InterfaceDescriptionOption::IfTsResol(9),
             InterfaceDescriptionOption::IfTsOffset(10),
         ];
-        assert_eq!(ticks_to_time(5, &off), UNIX_EPOCH + Duration::new(10, 5));
+        assert_eq!(
+            ticks_to_time(5, &off),
+            Some(UNIX_EPOCH + Duration::new(10, 5))
+        );
+    }
+
+    /// A pcapng file whose interface block carries an `if_tsoffset` (or
+    /// ticks) too large for `SystemTime`.
+    fn pcapng_with_ts_offset(offset_secs: u64, ticks: u64) -> Vec<u8> {
+        use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+        use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
+        use pcap_file::pcapng::PcapNgWriter;
+        use pcap_file::DataLink;
+        let mut w = PcapWriter::new(Vec::new()).unwrap();
+        let a = sa([10, 1, 2, 3], 7400);
+        w.write_udp(Timestamp::from_nanos(0), a, a, b"xyz").unwrap();
+        let frame = w.into_inner().unwrap()[24 + 16..].to_vec();
+        let mut ng = PcapNgWriter::new(Vec::new()).unwrap();
+        ng.write_pcapng_block(InterfaceDescriptionBlock {
+            linktype: DataLink::ETHERNET,
+            snaplen: 0,
+            options: vec![
+                InterfaceDescriptionOption::IfTsResol(9),
+                InterfaceDescriptionOption::IfTsOffset(offset_secs),
+            ],
+        })
+        .unwrap();
+        ng.write_pcapng_block(EnhancedPacketBlock {
+            interface_id: 0,
+            timestamp: Duration::from_nanos(ticks),
+            original_len: frame.len() as u32,
+            data: frame.into(),
+            options: vec![],
+        })
+        .unwrap();
+        ng.into_inner()
+    }
+
+    #[test]
+    fn out_of_range_timestamps_are_skipped_not_a_panic() {
+        let ok = parse_udp_payloads(&pcapng_with_ts_offset(10, 5)).unwrap();
+        assert_eq!(ok.datagrams.len(), 1);
+        assert_eq!(ok.datagrams[0].ts, UNIX_EPOCH + Duration::new(10, 5));
+        for (offset, ticks) in [(u64::MAX, 0), (u64::MAX / 2, u64::MAX), (1 << 63, 0)] {
+            let c = parse_udp_payloads(&pcapng_with_ts_offset(offset, ticks)).unwrap();
+            assert!(c.datagrams.is_empty(), "{offset} {ticks}");
+            assert_eq!(
+                c.skipped,
+                vec![SkippedFrame {
+                    frame: 1,
+                    reason: SkipReason::BadTimestamp
+                }]
+            );
+        }
     }
 
     #[test]
