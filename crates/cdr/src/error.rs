@@ -69,6 +69,13 @@ pub enum CdrError {
     /// A member id that does not fit the 28 bits of an XTypes member id.
     #[error("member id {0:#x} exceeds 28 bits")]
     InvalidMemberId(u32),
+    /// Aggregated types are nested deeper than
+    /// [`MAX_NESTING_DEPTH`](crate::MAX_NESTING_DEPTH) (only recursive types can get there).
+    #[error("types nested deeper than {max} levels")]
+    TooDeep {
+        /// The limit.
+        max: usize,
+    },
     /// A malformed parameter-list or EMHEADER member header.
     #[error("malformed member header at offset {offset}")]
     BadMemberHeader {

@@ -16,7 +16,9 @@
 //!   XCDR2 sequences and arrays of non-primitive elements carry a DHEADER.
 //! - **Untrusted input** never panics and never makes the decoder allocate from a length
 //!   read off the wire before checking that the remaining input can hold that many
-//!   elements of the element type's minimum size. All failures are typed [`CdrError`]s.
+//!   elements of the element type's minimum size. Nesting of derived types (reachable
+//!   without bound only by recursive types) is limited to [`MAX_NESTING_DEPTH`] levels, so
+//!   input cannot exhaust the stack. All failures are typed [`CdrError`]s.
 //! - **Encoding a sample** ([`encode_sample`]) writes the encapsulation header matching
 //!   the type's extensibility, the body, and pads it to a multiple of 4, recording the
 //!   pad count in the options. [`decode_sample`] accepts every CDR encapsulation id.
@@ -66,7 +68,7 @@ pub use encapsulation::{
 };
 pub use error::CdrError;
 pub use ferrodds_cdr_derive::{CdrEnum, TopicType};
-pub use reader::{CdrReader, MemberHeader, MutableScope, Scope};
+pub use reader::{CdrReader, MemberHeader, MutableScope, Scope, MAX_NESTING_DEPTH};
 pub use sample::{decode_sample, encode_key, encode_sample, key_hash, key_hash_with, KeyHash};
 pub use writer::{
     CdrWriter, DheaderToken, MemberToken, EMHEADER_MUST_UNDERSTAND, MEMBER_ID_MASK, PID_EXTENDED,

@@ -22,7 +22,14 @@ pub struct CdrReader<'a> {
     origin: usize,
     encoding: Encoding,
     max_align: usize,
+    depth: usize,
 }
+
+/// Deepest nesting of aggregated types (structs) [`CdrReader`] decodes before failing with
+/// [`CdrError::TooDeep`]. Derived types count one level each; only recursive types (a struct
+/// containing a `Vec` of itself) can reach it, and without it such input could exhaust the
+/// stack.
+pub const MAX_NESTING_DEPTH: usize = 100;
 
 /// A narrowed region of the input opened by a DHEADER or a member header.
 #[derive(Debug)]
@@ -86,7 +93,29 @@ impl<'a> CdrReader<'a> {
             origin: 0,
             encoding,
             max_align: encoding.max_align(),
+            depth: 0,
         }
+    }
+
+    /// Enters one level of aggregated-type nesting (called by derived `deserialize`
+    /// implementations before reading a struct's members); fails with
+    /// [`CdrError::TooDeep`] beyond [`MAX_NESTING_DEPTH`]. Pair with
+    /// [`leave_nested`](Self::leave_nested).
+    #[inline]
+    pub fn enter_nested(&mut self) -> Result<(), CdrError> {
+        if self.depth >= MAX_NESTING_DEPTH {
+            return Err(CdrError::TooDeep {
+                max: MAX_NESTING_DEPTH,
+            });
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// Leaves a level entered with [`enter_nested`](Self::enter_nested).
+    #[inline]
+    pub fn leave_nested(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
     }
 
     /// The encoding being read.

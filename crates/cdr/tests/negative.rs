@@ -269,3 +269,63 @@ proptest! {
         decode_all(&p);
     }
 }
+
+/// A recursive type: the only way nesting depth can come from the input.
+#[derive(Debug, PartialEq, ferrodds_cdr::TopicType)]
+#[dds(extensibility = "appendable")]
+struct Tree {
+    label: u8,
+    children: Vec<Tree>,
+}
+
+/// A chain of `depth` nested trees (each with one child), built without recursion.
+fn chain(depth: usize) -> Tree {
+    let mut t = Tree {
+        label: 0,
+        children: Vec::new(),
+    };
+    for i in 1..depth {
+        t = Tree {
+            label: (i % 251) as u8,
+            children: vec![t],
+        };
+    }
+    t
+}
+
+#[test]
+fn deeply_nested_input_is_an_error_not_a_stack_overflow() {
+    // Runs on a small stack: without a depth limit the decoder recursed once per nesting
+    // level and a ~1 MB payload aborted the process.
+    let handle = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(|| {
+            for e in ENCODINGS {
+                // At the limit: decodes and round-trips.
+                let ok = chain(ferrodds_cdr::MAX_NESTING_DEPTH);
+                let bytes = encode(&ok, e);
+                assert_eq!(decode_sample::<Tree>(&bytes).unwrap(), ok, "{e:?}");
+                // One level more fails cleanly.
+                let deep = chain(ferrodds_cdr::MAX_NESTING_DEPTH + 1);
+                let bytes = encode(&deep, e);
+                assert_eq!(
+                    decode_sample::<Tree>(&bytes),
+                    Err(CdrError::TooDeep {
+                        max: ferrodds_cdr::MAX_NESTING_DEPTH
+                    })
+                );
+            }
+            // Hand-made XCDR1 input nesting 300 000 levels (label, count 1, ...).
+            let mut b = vec![0u8, 1, 0, 0];
+            for _ in 0..300_000 {
+                b.extend_from_slice(&[7, 0, 0, 0]);
+                b.extend_from_slice(&1u32.to_le_bytes());
+            }
+            assert!(matches!(
+                decode_sample::<Tree>(&b),
+                Err(CdrError::TooDeep { .. })
+            ));
+        })
+        .unwrap();
+    handle.join().unwrap();
+}

@@ -421,7 +421,13 @@ fn topic_type(input: &DeriveInput) -> syn::Result<TokenStream2> {
             fn deserialize(
                 r: &mut #krate::CdrReader<'_>,
             ) -> ::core::result::Result<Self, #krate::CdrError> {
-                #deserialize
+                // Bounds recursion (a struct holding a `Vec` of itself) on untrusted input.
+                r.enter_nested()?;
+                let res = (|r: &mut #krate::CdrReader<'_>| -> ::core::result::Result<Self, #krate::CdrError> {
+                    #deserialize
+                })(r);
+                r.leave_nested();
+                res
             }
 
             fn serialize_key_holder(
