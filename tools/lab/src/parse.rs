@@ -225,8 +225,10 @@ pub fn ddsperf_throughput(text: &str) -> Option<ThroughputStats> {
         rates.remove(0);
     }
     let n = rates.len() as f64;
-    let lost_pct = if total + lost > 0 {
-        lost as f64 * 100.0 / (total + lost) as f64
+    // Counts are untrusted text: add them as floats (a u64 sum can overflow).
+    let sent = total as f64 + lost as f64;
+    let lost_pct = if sent > 0.0 {
+        lost as f64 * 100.0 / sent
     } else {
         0.0
     };
@@ -281,6 +283,19 @@ Sample Size (Bytes), Total Samples, Avg Samples/s,    Avg Mbps, Lost Samples, Lo
         let t = perftest_throughput(text).unwrap();
         assert_eq!(t.total_samples, 0);
         assert_eq!(t.samples_per_s, 0.0);
+    }
+
+    #[test]
+    fn huge_ddsperf_counts_do_not_overflow() {
+        // total + lost exceeds u64: used to panic (debug) or wrap to a bogus loss rate.
+        let t = ddsperf_throughput(
+            "[1] 1.0 size 1 total 18446744073709551615 lost 18446744073709551615 \
+             delta 1 lost 0 rate 1 kS/s 1 Mb/s",
+        )
+        .unwrap();
+        assert_eq!(t.total_samples, u64::MAX);
+        assert_eq!(t.lost_samples, u64::MAX);
+        assert!((t.lost_pct - 50.0).abs() < 1e-9, "{}", t.lost_pct);
     }
 
     #[test]
