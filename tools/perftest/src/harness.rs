@@ -11,12 +11,12 @@ use crate::error::PerftestError;
 use crate::message::TestMessage;
 use crate::options::{
     BatchingState, Options, RateMethod, CONTROL_INSTANCE, FINISHED_SIZE, INITIALIZE_SIZE,
-    OVERHEAD_BYTES,
+    LENGTH_CHANGED_SIZE, OVERHEAD_BYTES,
 };
 use crate::output::{write_latency_file, CpuMonitor, Printer};
 use crate::stats::{one_way_latency, split_timestamp, LatencyStats, ThroughputStats};
 use crate::system;
-use crate::transport::{Reader, TopicKind, Transport, Writer};
+use crate::transport::{OnMessage, Reader, TopicKind, Transport, Writer};
 
 /// Set by Ctrl-C (or a fatal error): every loop stops and the summary of what was
 /// measured is printed.
@@ -66,16 +66,30 @@ fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// A reader delivering to a callback: through a listener on the middleware's receive
+/// thread, or polled by a harness thread (`-useReadThread`, raw sockets).
+enum ReaderTask {
+    Thread(std::thread::JoinHandle<Result<(), PerftestError>>),
+    Listener(Box<dyn Reader>),
+}
+
 fn spawn_reader(
     name: &str,
     opts: &Options,
     mut reader: Box<dyn Reader>,
     done: Arc<AtomicBool>,
-    mut on_msg: impl FnMut(&TestMessage) + Send + 'static,
-) -> Result<std::thread::JoinHandle<Result<(), PerftestError>>, PerftestError> {
+    on_msg: impl FnMut(&TestMessage) + Send + 'static,
+) -> Result<ReaderTask, PerftestError> {
+    let mut on_msg: OnMessage = Box::new(on_msg);
+    if !opts.use_read_thread {
+        match reader.listen(on_msg)? {
+            None => return Ok(ReaderTask::Listener(reader)),
+            Some(f) => on_msg = f,
+        }
+    }
     let affinity = opts.thread_cpu_affinity.as_ref().map(|a| a.receive.clone());
     let priority = opts.thread_priorities.map(|p| p.receive);
-    std::thread::Builder::new()
+    let h = std::thread::Builder::new()
         .name(name.to_string())
         .spawn(move || {
             if let Some(cores) = affinity {
@@ -85,17 +99,24 @@ fn spawn_reader(
                 system::set_current_thread_priority(p)?;
             }
             while !done.load(Ordering::Relaxed) {
-                reader.receive(Duration::from_millis(50), &mut on_msg)?;
+                reader.receive(Duration::from_millis(50), &mut *on_msg)?;
             }
             Ok(())
         })
-        .map_err(PerftestError::io("spawning a receive thread"))
+        .map_err(PerftestError::io("spawning a receive thread"))?;
+    Ok(ReaderTask::Thread(h))
 }
 
-fn join(h: std::thread::JoinHandle<Result<(), PerftestError>>) -> Result<(), PerftestError> {
-    match h.join() {
-        Ok(r) => r,
-        Err(_) => Err(PerftestError::NotAvailable("a receive thread panicked")),
+fn join(t: ReaderTask) -> Result<(), PerftestError> {
+    match t {
+        ReaderTask::Thread(h) => match h.join() {
+            Ok(r) => r,
+            Err(_) => Err(PerftestError::NotAvailable("a receive thread panicked")),
+        },
+        ReaderTask::Listener(mut r) => {
+            r.unlisten();
+            Ok(())
+        }
     }
 }
 
@@ -107,6 +128,7 @@ fn join(h: std::thread::JoinHandle<Result<(), PerftestError>>) -> Result<(), Per
 struct Announcements {
     initialized: BTreeSet<i32>,
     finished: BTreeSet<i32>,
+    length_changed: BTreeSet<i32>,
 }
 
 struct LatencyState {
@@ -224,6 +246,8 @@ pub fn run_publisher(ctx: &RunContext, transport: &mut dyn Transport) -> Result<
                     a.initialized.insert(m.entity_id);
                 } else if m.size == FINISHED_SIZE {
                     a.finished.insert(m.entity_id);
+                } else if m.size == LENGTH_CHANGED_SIZE {
+                    a.length_changed.insert(m.entity_id);
                 }
             },
         )?);
@@ -289,7 +313,7 @@ pub fn run_publisher(ctx: &RunContext, transport: &mut dyn Transport) -> Result<
 }
 
 fn on_pong(m: &TestMessage, lat: &(Mutex<LatencyState>, Condvar), printer: &Mutex<Printer>) {
-    if m.size == INITIALIZE_SIZE || m.size == FINISHED_SIZE {
+    if m.size == INITIALIZE_SIZE || m.size == FINISHED_SIZE || m.size == LENGTH_CHANGED_SIZE {
         return;
     }
     let now = clock_us();
@@ -297,27 +321,57 @@ fn on_pong(m: &TestMessage, lat: &(Mutex<LatencyState>, Condvar), printer: &Mute
     let (state, cv) = lat;
     let mut st = lock(state);
     st.last_pong_seq = Some(m.seq_num);
-    cv.notify_all();
     if st.current != Some(data_len) {
         // The first pong of a size only starts the statistics.
         st.current = Some(data_len);
         st.stats.reset();
         drop(st);
+        cv.notify_all();
         let _ = lock(printer).latency_header(data_len);
         return;
     }
     let Some(l) = one_way_latency(now, m.timestamp_sec, m.timestamp_usec) else {
         st.skew += 1;
+        drop(st);
+        cv.notify_all();
         return;
     };
     if !st.stats.add(l) && !st.overflow_reported {
         st.overflow_reported = true;
         progress("Too many latency pongs received; the percentiles ignore the extra ones.");
     }
+    // Wake the publisher only once the statistics are updated (the lock is free).
+    let print = lock(printer).prints_intervals();
+    if !print {
+        drop(st);
+        cv.notify_all();
+        return;
+    }
     let mut row = st.stats.interval(data_len, l);
     row.cpu = st.cpu.as_mut().map(CpuMonitor::interval);
     drop(st);
+    cv.notify_all();
     let _ = lock(printer).latency_interval(&row);
+}
+
+/// Prints the latency summary of the size measured so far (a `-scan` size switch) and
+/// restarts the statistics: the next pong starts the next size.
+fn latency_size_summary(
+    ctx: &RunContext,
+    lat: &(Mutex<LatencyState>, Condvar),
+) -> Result<(), PerftestError> {
+    let mut st = lock(&lat.0);
+    if st.stats.count() > 0 {
+        let data_len = st.current.unwrap_or(ctx.opts.data_len);
+        let mut summary = st.stats.summary(data_len);
+        summary.cpu = st.cpu.as_mut().map(CpuMonitor::summary);
+        lock(&ctx.printer)
+            .latency_summary(&summary)
+            .map_err(PerftestError::io("printing results"))?;
+    }
+    st.stats.reset();
+    st.current = None;
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -367,47 +421,66 @@ fn publisher_body(
 
     progress("Sending data ...");
     let exec = (opts.execution_time > 0).then(|| Duration::from_secs(opts.execution_time));
-    let pacer = Pacer::new(opts);
-    let start = Instant::now();
     let latency_test = opts.latency_test;
     let reliable = transport.reliable() && !opts.best_effort;
     let num_pings_target = u64::from(num_subs);
     let mut num_pings = 0u64;
     let mut last_seq = 0u32;
     let mut timer_fired = false;
-    msg.size = opts.payload_len();
     let fixed_key = opts.write_instance.map(|w| (w as u32).to_le_bytes());
-    for i in 0..num_iter {
-        if latency_test || i & 15 == 0 {
+    // `-scan`: one measurement per size, each for `-executionTime`; the loop index (and
+    // so the sequence number) runs on across sizes.
+    let sizes = opts.sizes();
+    let scan = opts.scan.is_some();
+    let mut i = 0u64;
+    for (k, &size) in sizes.iter().enumerate() {
+        if k > 0 {
             if stopping() {
                 break;
             }
-            if exec.is_some_and(|e| start.elapsed() >= e) {
-                timer_fired = true;
-                break;
+            switch_size(
+                ctx, writer, ann, lat, &mut msg, last_seq, reliable, num_subs,
+            )?;
+        }
+        msg.size = (size - OVERHEAD_BYTES) as usize;
+        msg.key = [0; 4];
+        let pacer = Pacer::new(opts);
+        let start = Instant::now();
+        let first = i;
+        let end = if scan { u64::MAX } else { num_iter };
+        while i < end {
+            if latency_test || i & 15 == 0 {
+                if stopping() {
+                    break;
+                }
+                if exec.is_some_and(|e| start.elapsed() >= e) {
+                    timer_fired = true;
+                    break;
+                }
+            }
+            pacer.wait(i - first);
+            let seq = i as u32;
+            msg.seq_num = seq;
+            msg.key = fixed_key.unwrap_or_else(|| ((i % instances) as u32).to_le_bytes());
+            let is_ping = pid == 0 && is_ping_slot(i - first, spb, lc);
+            if is_ping {
+                msg.latency_ping = (num_pings % num_pings_target) as i32;
+                num_pings += 1;
+                let (hi, lo) = split_timestamp(clock_us());
+                msg.timestamp_sec = hi;
+                msg.timestamp_usec = lo;
+            } else {
+                msg.latency_ping = -1;
+            }
+            writer.write(&msg)?;
+            last_seq = seq;
+            i += 1;
+            if is_ping && latency_test {
+                wait_for_pong(lat, seq, reliable);
             }
         }
-        pacer.wait(i);
-        let seq = i as u32;
-        msg.seq_num = seq;
-        msg.key = fixed_key.unwrap_or_else(|| ((i % instances) as u32).to_le_bytes());
-        let is_ping = pid == 0 && is_ping_slot(i, spb, lc);
-        if is_ping {
-            msg.latency_ping = (num_pings % num_pings_target) as i32;
-            num_pings += 1;
-            let (hi, lo) = split_timestamp(clock_us());
-            msg.timestamp_sec = hi;
-            msg.timestamp_usec = lo;
-        } else {
-            msg.latency_ping = -1;
-        }
-        writer.write(&msg)?;
-        last_seq = seq;
-        if is_ping && latency_test {
-            wait_for_pong(lat, seq, reliable);
-        }
+        writer.flush()?;
     }
-    writer.flush()?;
 
     // End of test: FINISHED until every subscriber announced it saw it.
     msg.size = FINISHED_SIZE;
@@ -434,6 +507,52 @@ fn publisher_body(
         progress("Not every subscriber confirmed the end of the test.");
     }
     Ok(timer_fired)
+}
+
+/// `-scan` size switch (spec 1.10): wait for the acknowledgements of the old size,
+/// print its latency summary, then send LENGTH_CHANGED until every subscriber confirmed
+/// it (each prints its throughput summary of the old size on it).
+#[allow(clippy::too_many_arguments)]
+fn switch_size(
+    ctx: &RunContext,
+    writer: &mut dyn Writer,
+    ann: &Mutex<Announcements>,
+    lat: &(Mutex<LatencyState>, Condvar),
+    msg: &mut TestMessage,
+    last_seq: u32,
+    reliable: bool,
+    num_subs: u32,
+) -> Result<(), PerftestError> {
+    if reliable {
+        writer.wait_for_acks(Duration::from_secs(2))?;
+    }
+    // Let the last pongs of the old size arrive.
+    std::thread::sleep(Duration::from_millis(50));
+    if ctx.opts.pid == 0 {
+        latency_size_summary(ctx, lat)?;
+    }
+    lock(ann).length_changed.clear();
+    let all = |a: &Announcements| (0..num_subs as i32).all(|s| a.length_changed.contains(&s));
+    let change = TestMessage {
+        entity_id: ctx.opts.pid as i32,
+        seq_num: last_seq,
+        latency_ping: 0,
+        size: LENGTH_CHANGED_SIZE,
+        key: CONTROL_INSTANCE.to_le_bytes(),
+        ..*msg
+    };
+    for _ in 0..100 {
+        if all(&lock(ann)) || stopping() {
+            break;
+        }
+        writer.write(&change)?;
+        writer.flush()?;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if !all(&lock(ann)) && !stopping() {
+        progress("Not every subscriber confirmed the size change.");
+    }
+    Ok(())
 }
 
 /// Whether loop index `i` carries a ping: one sample in every `lc`-th batch of `spb`
@@ -497,6 +616,14 @@ fn print_throughput_summary(st: &mut SubState, printer: &Mutex<Printer>, data_le
              (bounded vs. large type), -keyed, -bestEffort and -rawTransport settings.",
         );
     }
+    let _ = lock(printer).throughput_summary(&s);
+}
+
+/// Prints the throughput summary of the size that just ended (`-scan`), without ending
+/// the test.
+fn size_summary(st: &mut SubState, printer: &Mutex<Printer>) {
+    let mut s = st.stats.summary(Instant::now());
+    s.cpu = st.cpu.as_mut().map(CpuMonitor::summary);
     let _ = lock(printer).throughput_summary(&s);
 }
 
@@ -564,6 +691,20 @@ pub fn run_subscriber(
                 match m.size {
                     INITIALIZE_SIZE => {
                         let _ = lat_writer.write(m);
+                    }
+                    LENGTH_CHANGED_SIZE => {
+                        // `-scan`: the old size is over. Print its summary once, echo
+                        // (the publisher ignores the echo) and confirm.
+                        {
+                            let mut st = lock(&state);
+                            if st.stats.packets > 0 {
+                                size_summary(&mut st, &printer);
+                                st.stats = ThroughputStats::new(num_pubs as usize);
+                                st.size_changed = true;
+                            }
+                        }
+                        let _ = lat_writer.write(m);
+                        let _ = announce(LENGTH_CHANGED_SIZE, &ann_writer);
                     }
                     FINISHED_SIZE => {
                         let mut st = lock(&state);

@@ -67,7 +67,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "-asynchronous",
         Flag,
         Both,
-        "Use asynchronous publish mode (not supported yet)",
+        "Use asynchronous publish mode (the publisher thread sends, paced by -flowController)",
     ),
     o(
         "-batchSize",
@@ -118,7 +118,12 @@ pub const OPTIONS: &[OptionSpec] = &[
     o("-fastHeartbeatPeriod", Value, Both, ""),
     o("-fastQueue", Flag, Both, ""),
     o("-flatData", Flag, Both, ""),
-    o("-flowController", Value, Both, ""),
+    o(
+        "-flowController",
+        Value,
+        Both,
+        "<default|1Gbps|10Gbps> Flow controller of asynchronous writers",
+    ),
     o("-h", Flag, Both, ""),
     o("-heartbeatPeriod", Value, Both, ""),
     o("-help", Flag, Both, "Print this help and exit"),
@@ -265,7 +270,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         Both,
         "<n> Reader queue size, default 128",
     ),
-    o("-scan", Optional, Pub, ""),
+    o(
+        "-scan",
+        Optional,
+        Pub,
+        "[s1:s2:...] Run one test per size (removed in RTI Perftest 4.2; kept here)",
+    ),
     o("-secureCertAuthority", Value, Both, ""),
     o("-secureCertFile", Value, Both, ""),
     o("-secureDebug", Value, Both, ""),
@@ -347,7 +357,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "-useReadThread",
         Flag,
         Both,
-        "Receive in a thread (always the case here)",
+        "Receive in a read thread instead of a listener on the receive thread",
     ),
     o("-verbosity", Value, Both, "<0-3> Log level"),
     o("-waitsetDelayUsec", Value, Both, ""),
@@ -549,7 +559,45 @@ pub struct Options {
     pub output_file: Option<PathBuf>,
     /// `-latencyFile`.
     pub latency_file: Option<PathBuf>,
+    /// `-asynchronous`.
+    pub asynchronous: bool,
+    /// `-flowController` (meaningful with `-asynchronous`).
+    pub flow_controller: FlowControllerName,
+    /// `-scan`: the sizes (`-dataLen` values), ascending; `dataLen` is their maximum.
+    pub scan: Option<Vec<u64>>,
 }
+
+/// `-flowController` values (RTI Perftest's built-in token buckets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlowControllerName {
+    /// No pacing (the middleware's default flow controller).
+    #[default]
+    Default,
+    /// 20 × 64 KiB tokens per 10 ms, bucket 30 (≈1.05 Gbit/s).
+    Gbps1,
+    /// 200 × 64 KiB tokens per 10 ms, bucket 300 (≈10.5 Gbit/s).
+    Gbps10,
+}
+
+impl FlowControllerName {
+    /// The name as given on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowControllerName::Default => "default",
+            FlowControllerName::Gbps1 => "1Gbps",
+            FlowControllerName::Gbps10 => "10Gbps",
+        }
+    }
+}
+
+/// `-scan` default sizes (RTI Perftest 3.1 – 4.1.1).
+pub const DEFAULT_SCAN_SIZES: [u64; 12] = [
+    32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 64900,
+];
+/// `LENGTH_CHANGED_SIZE`: payload length of `-scan` size-switch samples.
+pub const LENGTH_CHANGED_SIZE: usize = 1236;
+/// Per-size execution time of `-scan` when `-executionTime` is not given (seconds).
+pub const DEFAULT_SCAN_SECONDS: u64 = 60;
 
 impl Default for Options {
     fn default() -> Self {
@@ -601,6 +649,9 @@ impl Default for Options {
             no_output_headers: false,
             output_file: None,
             latency_file: None,
+            asynchronous: false,
+            flow_controller: FlowControllerName::Default,
+            scan: None,
         }
     }
 }
@@ -700,6 +751,28 @@ fn parse_priority(v: &str, part: &str) -> Result<Priority, OptionError> {
             Ok(Priority::Value(n))
         }
     }
+}
+
+/// Parses the `-scan` size list (`s1:s2:...`, empty = the default list), sorted
+/// ascending without duplicates.
+fn parse_scan(v: &str) -> Result<Vec<u64>, OptionError> {
+    if v.is_empty() {
+        return Ok(DEFAULT_SCAN_SIZES.to_vec());
+    }
+    let mut sizes = Vec::new();
+    for part in v.split(':') {
+        let n = scan_u64(part)
+            .filter(|n| (OVERHEAD_BYTES..=MAX_DATA_LEN).contains(n))
+            .ok_or_else(|| OptionError::BadValue {
+                option: "-scan",
+                value: v.to_string(),
+                reason: "expected sizes s1:s2:... each between 28 and 2147482620",
+            })?;
+        sizes.push(n);
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    Ok(sizes)
 }
 
 fn parse_priorities(v: &str) -> Result<ThreadPriorities, OptionError> {
@@ -974,21 +1047,22 @@ impl Options {
                 };
                 self.latency_file = Some(PathBuf::from(f));
             }
-            "-asynchronous" => {
-                return Err(unsupported(
-                    name,
-                    "FerroDDS has no asynchronous publish mode yet",
-                ))
-            }
+            "-asynchronous" => self.asynchronous = true,
             "-flowController" => {
-                return Err(unsupported(name, "FerroDDS has no flow controllers yet"))
+                self.flow_controller = match v {
+                    "default" => FlowControllerName::Default,
+                    "1Gbps" => FlowControllerName::Gbps1,
+                    "10Gbps" => FlowControllerName::Gbps10,
+                    _ => {
+                        return Err(OptionError::BadValue {
+                            option: name,
+                            value: v.to_string(),
+                            reason: "expected default, 1Gbps or 10Gbps",
+                        })
+                    }
+                }
             }
-            "-scan" => {
-                return Err(unsupported(
-                    name,
-                    "removed in RTI Perftest 4.2; run one test per -dataLen instead",
-                ))
-            }
+            "-scan" => self.scan = Some(parse_scan(v)?),
             "-qosFile" | "-qosLibrary" | "-qosProfile" => {
                 return Err(unsupported(
                     name,
@@ -1061,6 +1135,8 @@ impl Options {
             reject(self.write_instance.is_some(), "-writeInstance")?;
             reject(self.durability.is_some(), "-durability")?;
             reject(self.use_read_thread, "-useReadThread")?;
+            reject(self.asynchronous, "-asynchronous")?;
+            reject(self.scan.is_some(), "-scan")?;
             reject(self.thread_cpu_affinity.is_some(), "-threadCPUAffinity")?;
             reject(self.unbounded.is_some(), "-unbounded")?;
             reject(self.num_publishers > 1, "-numPublishers")?;
@@ -1115,6 +1191,19 @@ impl Options {
                         reason: "FerroDDS takes IPv4 peer addresses",
                     });
                 }
+            }
+        }
+        if let Some(sizes) = &self.scan {
+            let max = *sizes.last().unwrap_or(&self.data_len);
+            let threshold = OVERHEAD_BYTES + MAX_BOUNDED_SEQ_SIZE;
+            if sizes.iter().any(|&s| s > threshold) && sizes.iter().any(|&s| s <= threshold) {
+                return Err(OptionError::Conflict(
+                    "'-scan' sizes must all be above or all below the large-data threshold (65498).",
+                ));
+            }
+            self.data_len = max;
+            if self.execution_time == 0 {
+                self.execution_time = DEFAULT_SCAN_SECONDS;
             }
         }
         if self.latency_test && self.pid != 0 {
@@ -1177,6 +1266,11 @@ impl Options {
         Ok(())
     }
 
+    /// The sizes of the run: the `-scan` list, or just `-dataLen`.
+    pub fn sizes(&self) -> Vec<u64> {
+        self.scan.clone().unwrap_or_else(|| vec![self.data_len])
+    }
+
     /// `-numIter` or its default.
     pub fn effective_num_iter(&self) -> u64 {
         self.num_iter.unwrap_or(if self.latency_test {
@@ -1234,7 +1328,7 @@ impl Options {
         if !self.raw && self.large_data() {
             return BatchingState::Disabled("BatchSize cannot be used with Fragmented Samples.");
         }
-        if size < 2 * self.data_len {
+        if size < 2 * self.data_len && self.scan.is_none() {
             return BatchingState::Disabled("BatchSize is smaller than 2 times the sample size.");
         }
         if !self.raw && explicit.is_none() && self.pub_rate.is_some() {
@@ -1510,6 +1604,34 @@ mod tests {
         assert_eq!(parse_raw_pub_peer("10.0.0.2", 2).unwrap().1, vec![0, 1]);
         assert!(parse_raw_pub_peer("10.0.0.2:2", 2).is_err());
         assert!(parse_raw_pub_peer("host:1", 2).is_err());
+    }
+
+    #[test]
+    fn scan_async_and_flow_controller() {
+        let o = parse("-pub -scan").unwrap();
+        assert_eq!(o.scan.as_deref(), Some(&DEFAULT_SCAN_SIZES[..]));
+        assert_eq!(o.data_len, 64900);
+        assert_eq!(o.execution_time, DEFAULT_SCAN_SECONDS);
+        let o = parse("-pub -scan 1024:32:64:32 -exec 3").unwrap();
+        assert_eq!(o.sizes(), vec![32, 64, 1024]);
+        assert_eq!((o.data_len, o.execution_time), (1024, 3));
+        // Batching applies to every size (no "< 2 x dataLen" rule with -scan).
+        assert_eq!(o.batching(true), BatchingState::On(8192));
+        assert_eq!(parse("-pub -dataLen 64").unwrap().sizes(), vec![64]);
+        assert!(parse("-pub -scan 32:100000").is_err());
+        assert!(parse("-pub -scan 10").is_err());
+        assert!(parse("-pub -scan 32:x").is_err());
+        assert!(parse("-sub -scan").is_err());
+        assert!(parse("-pub -raw -scan 32:64").is_err());
+        let o = parse("-pub -asynchronous -flowController 1Gbps").unwrap();
+        assert!(o.asynchronous);
+        assert_eq!(o.flow_controller, FlowControllerName::Gbps1);
+        assert_eq!(
+            parse("-flowController 10Gbps").unwrap().flow_controller,
+            FlowControllerName::Gbps10
+        );
+        assert!(parse("-flowController 5Gbps").is_err());
+        assert!(parse("-raw -asynchronous").is_err());
     }
 
     #[test]

@@ -101,6 +101,11 @@ impl Printer {
         Ok(())
     }
 
+    /// Whether interval rows are printed (not `-noPrintIntervals`).
+    pub fn prints_intervals(&self) -> bool {
+        self.cfg.print_intervals
+    }
+
     /// Flushes the sink.
     pub fn flush(&mut self) -> io::Result<()> {
         self.last_flush = Instant::now();

@@ -112,8 +112,10 @@ pub fn startup_summary(opts: &Options, batching: BatchingState, transport: &[Str
     }
     line(if opts.raw {
         "\tReceive using: Read thread"
-    } else {
+    } else if opts.use_read_thread {
         "\tReceive using: WaitSets"
+    } else {
+        "\tReceive using: Listeners"
     });
     line(&format!("\tDomain: {}", opts.domain));
     line("\tDynamic Data: No");
@@ -122,7 +124,23 @@ pub fn startup_summary(opts: &Options, batching: BatchingState, transport: &[Str
     line("\tFlatData: No");
     line("\tZero Copy: No");
     if is_pub {
-        line("\tAsynchronous Publishing: No");
+        if opts.asynchronous {
+            line("\tAsynchronous Publishing: Yes");
+            line(&format!(
+                "\tFlow Controller: {}",
+                opts.flow_controller.name()
+            ));
+        } else {
+            line("\tAsynchronous Publishing: No");
+        }
+    }
+    if let Some(sizes) = &opts.scan {
+        let list: Vec<String> = sizes.iter().map(u64::to_string).collect();
+        line(&format!(
+            "\tScan: {} ({} seconds per size)",
+            list.join(":"),
+            opts.execution_time
+        ));
     }
     line("\tXML File: Disabled");
     line("\tNetwork capture: No");
@@ -191,7 +209,7 @@ fn dds_transport(
 }
 
 /// Whether the DDS backend can batch.
-const DDS_BATCHING: bool = false;
+const DDS_BATCHING: bool = cfg!(feature = "dds");
 
 /// Runs perftest with `args` (without the program name); returns the exit code.
 pub fn run(args: &[String]) -> i32 {

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{latency_summary, run, spawn, throughput_summary, wait};
+use common::{latency_summary, spawn, throughput_summary, wait};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -34,7 +34,8 @@ fn assert_ok(r: &common::Finished, who: &str) {
 
 /// A bounded throughput run: every sample must arrive (reliable) or be accounted as lost.
 fn throughput(domain: &str, extra: &[&str], reliable: bool) {
-    let mut pa = vec!["-numIter", "5000", "-latencyCount", "100", "-noPrint"];
+    // With batching (on by default) latencyCount counts batches of 81 samples.
+    let mut pa = vec!["-numIter", "5000", "-latencyCount", "10", "-noPrint"];
     pa.extend_from_slice(extra);
     let mut sa = vec!["-noPrint"];
     sa.extend_from_slice(extra);
@@ -149,7 +150,7 @@ fn two_subscribers() {
         "-numIter",
         "3000",
         "-latencyCount",
-        "50",
+        "5",
         "-noPrint",
     ]);
     let p = wait(p, T, "publisher");
@@ -165,21 +166,257 @@ fn two_subscribers() {
 }
 
 #[test]
-fn missing_middleware_features_fail_at_once() {
-    for (args, needle) in [
-        (
-            &["-pub", "-batchSize", "8192"][..],
-            "'-batchSize' is not supported",
-        ),
-        (
-            &["-pub", "-dataLen", "100000", "-batchSize", "0"][..],
-            "fragmentation",
-        ),
-    ] {
-        let r = run(args, Duration::from_secs(10));
-        assert_ne!(r.code, Some(0), "{args:?}");
-        assert!(r.stderr.contains(needle), "{args:?}: {}", r.stderr);
+fn latency_read_thread_mode() {
+    let (p, s) = pair(
+        "68",
+        &[
+            "-latencyTest",
+            "-numIter",
+            "2000",
+            "-useReadThread",
+            "-noPrint",
+        ],
+        &["-useReadThread", "-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(
+        p.stderr.contains("\tReceive using: WaitSets"),
+        "{}",
+        p.stderr
+    );
+    assert!(latency_summary(&p.stdout)[1] > 0.0);
+}
+
+#[test]
+fn throughput_batching_on_by_default() {
+    let (p, s) = pair(
+        "69",
+        &[
+            "-numIter",
+            "20000",
+            "-latencyCount",
+            "10",
+            "-dataLen",
+            "32",
+            "-noPrint",
+        ],
+        &["-dataLen", "32", "-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(p.stderr.contains("\tBatching: 8192 Bytes"), "{}", p.stderr);
+    let t = throughput_summary(&s.stdout);
+    assert_eq!((t[1], t[4]), (20000.0, 0.0), "{t:?}");
+    assert!(latency_summary(&p.stdout)[1] > 0.0);
+}
+
+#[test]
+fn throughput_batching_off() {
+    let (p, s) = pair(
+        "70",
+        &[
+            "-numIter",
+            "5000",
+            "-latencyCount",
+            "100",
+            "-batchSize",
+            "0",
+            "-dataLen",
+            "32",
+            "-noPrint",
+        ],
+        &["-dataLen", "32", "-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(p.stderr.contains("\tBatching: No"), "{}", p.stderr);
+    let t = throughput_summary(&s.stdout);
+    assert_eq!((t[1], t[4]), (5000.0, 0.0), "{t:?}");
+}
+
+#[test]
+fn throughput_large_data_one_megabyte() {
+    let (p, s) = pair(
+        "71",
+        &[
+            "-numIter",
+            "200",
+            "-latencyCount",
+            "10",
+            "-dataLen",
+            "1048576",
+            "-noPrint",
+        ],
+        &["-dataLen", "1048576", "-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(
+        p.stderr.contains("Samples will be fragmented"),
+        "{}",
+        p.stderr
+    );
+    let t = throughput_summary(&s.stdout);
+    assert_eq!(t[0], 1048576.0, "{t:?}");
+    assert_eq!((t[1], t[4]), (200.0, 0.0), "{t:?}");
+    assert!(latency_summary(&p.stdout)[1] > 0.0);
+}
+
+#[test]
+fn latency_large_data_one_megabyte() {
+    let (p, s) = pair(
+        "72",
+        &[
+            "-latencyTest",
+            "-numIter",
+            "50",
+            "-dataLen",
+            "1048576",
+            "-noPrint",
+        ],
+        &["-dataLen", "1048576", "-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    let l = latency_summary(&p.stdout);
+    assert_eq!(l[0], 1048576.0);
+    assert!(l[1] > 0.0, "{l:?}");
+}
+
+#[test]
+fn keyed_one_hundred_thousand_instances() {
+    let (p, s) = pair(
+        "73",
+        &[
+            "-keyed",
+            "-instances",
+            "100000",
+            "-numIter",
+            "100000",
+            "-latencyCount",
+            "1000",
+            "-noPrint",
+        ],
+        &["-keyed", "-instances", "100000", "-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(
+        p.stderr.contains("Sending 100000 initialization pings"),
+        "{}",
+        p.stderr
+    );
+    let t = throughput_summary(&s.stdout);
+    assert_eq!((t[1], t[4]), (100000.0, 0.0), "{t:?}");
+}
+
+#[test]
+fn asynchronous_with_flow_controllers() {
+    for (domain, fc) in [("74", "1Gbps"), ("75", "default")] {
+        let (p, s) = pair(
+            domain,
+            &[
+                "-asynchronous",
+                "-flowController",
+                fc,
+                "-numIter",
+                "5000",
+                "-latencyCount",
+                "100",
+                "-noPrint",
+            ],
+            &["-noPrint"],
+        );
+        assert_ok(&p, "pub");
+        assert_ok(&s, "sub");
+        assert!(
+            p.stderr.contains("\tAsynchronous Publishing: Yes")
+                && p.stderr.contains(&format!("\tFlow Controller: {fc}")),
+            "{}",
+            p.stderr
+        );
+        let t = throughput_summary(&s.stdout);
+        assert_eq!((t[1], t[4]), (5000.0, 0.0), "{fc}: {t:?}");
     }
+}
+
+#[test]
+fn flow_controller_paces_large_samples() {
+    // 1Gbps ≈ 131 MB/s: 100 samples of 1 MiB need at least ~0.6 s after the
+    // initial bucket (30 × 64 KiB) is spent.
+    let (p, s) = pair(
+        "76",
+        &[
+            "-asynchronous",
+            "-flowController",
+            "1Gbps",
+            "-numIter",
+            "100",
+            "-latencyCount",
+            "10",
+            "-dataLen",
+            "1048576",
+            "-noPrint",
+        ],
+        &["-dataLen", "1048576", "-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    let t = throughput_summary(&s.stdout);
+    assert_eq!((t[1], t[4]), (100.0, 0.0), "{t:?}");
+    // Megabits per second below the controller's rate (plus slack for the bucket).
+    assert!(t[3] < 1300.0, "{t:?}");
+}
+
+#[test]
+fn scan_measures_every_size() {
+    let (p, s) = pair(
+        "77",
+        &[
+            "-scan",
+            "32:1024:4096",
+            "-exec",
+            "1",
+            "-latencyCount",
+            "100",
+            "-noPrint",
+        ],
+        &["-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    let sizes = |out: &str, header: &str| -> Vec<f64> {
+        let mut v = Vec::new();
+        let mut lines = out.lines().peekable();
+        while let Some(l) = lines.next() {
+            if l.starts_with(header) {
+                while let Some(r) = lines.peek() {
+                    match r.split(',').next().and_then(|f| f.trim().parse().ok()) {
+                        Some(n) => {
+                            v.push(n);
+                            lines.next();
+                        }
+                        None => break,
+                    }
+                }
+            }
+        }
+        v
+    };
+    // -noPrint: one header, one row per size.
+    assert_eq!(
+        sizes(&s.stdout, "Sample Size (Bytes), Total Samples"),
+        vec![32.0, 1024.0, 4096.0],
+        "{}",
+        s.stdout
+    );
+    assert_eq!(
+        sizes(&p.stdout, "Sample Size (Bytes), Ave"),
+        vec![32.0, 1024.0, 4096.0],
+        "{}",
+        p.stdout
+    );
 }
 
 #[test]
@@ -206,7 +443,7 @@ fn two_publishers_one_subscriber() {
         "-numIter",
         "2000",
         "-latencyCount",
-        "50",
+        "5",
         "-noPrint",
     ]);
     let p1 = spawn(&[
@@ -220,7 +457,7 @@ fn two_publishers_one_subscriber() {
         "-numIter",
         "2000",
         "-latencyCount",
-        "50",
+        "5",
         "-noPrint",
     ]);
     let p0 = wait(p0, T, "publisher 0");

@@ -287,7 +287,7 @@ fn startup_summary_publisher_throughput() {
          \tBatching: 8192 Bytes (Use \"-batchSize 0\" to disable batching)\n\
          \tPublication Rate: Unlimited (Not set)\n\
          \tExecution time: 30 seconds\n\
-         \tReceive using: WaitSets\n\
+         \tReceive using: Listeners\n\
          \tDomain: 1\n\
          \tDynamic Data: No\n\
          \tCRC Enabled: No\n\

@@ -5,29 +5,51 @@
 //! `TestDataKeyed_t`, or the `*Large_t` types above 65470 payload bytes or with
 //! `-unbounded`). QoS follows spec 4 as far as FerroDDS has the policies:
 //! Throughput/Latency reliable (or best effort with `-bestEffort`) with KEEP_ALL
-//! histories bounded by `-sendQueueSize` on the throughput writer, Announcement reliable
-//! and TRANSIENT_LOCAL. Readers are polled with `wait_for_data` + `take` from the
-//! harness's receive threads (the "WaitSets" receive mode). Each writer keeps one sample
+//! histories bounded by `-sendQueueSize` (samples, or batches of samples when batching)
+//! on the throughput writer, Announcement reliable and TRANSIENT_LOCAL. The throughput
+//! writer batches (`-batchSize`, FerroDDS writer batching) and publishes asynchronously
+//! through the participant's publisher thread with `-asynchronous` (`-flowController
+//! 1Gbps|10Gbps` = RTI's token buckets, `default` = unpaced). Samples above one datagram
+//! are fragmented by FerroDDS (up to 10 MB tested).
+//!
+//! Readers deliver through a `DataReaderListener` called on FerroDDS's receive thread
+//! (RTI Perftest's default "Listeners" mode: a received ping is echoed from the receive
+//! thread, no thread wake-up per sample); with `-useReadThread` they are polled with
+//! `wait_for_data` + `take` from the harness's read threads. Each writer keeps one sample
 //! whose payload buffer is reused, so writing does not allocate in the tool.
 
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use ferrodds::cdr::types::{TestData, TestDataKeyed, TestDataKeyedLarge, TestDataLarge};
 use ferrodds::{
-    Config, DataReader, DataReaderQos, DataWriter, DataWriterQos, DdsError, DomainParticipant,
-    Interface, Publisher, PublisherQos, ResourceLimits, Subscriber, SubscriberQos, TopicQos,
-    TopicType,
+    Batching, Config, DataReader, DataReaderListener, DataReaderQos, DataWriter, DataWriterQos,
+    DdsError, DomainParticipant, FlowController, Interface, Publisher, PublisherQos,
+    ResourceLimits, Subscriber, SubscriberQos, TopicQos, TopicType,
 };
 
 use crate::error::PerftestError;
 use crate::harness::stopping;
 use crate::message::TestMessage;
-use crate::options::{BatchingState, Options, CONTROL_INSTANCE, FINISHED_SIZE};
-use crate::transport::{Reader, TopicKind, Transport, Writer};
+use crate::options::{BatchingState, FlowControllerName, Options, CONTROL_INSTANCE, FINISHED_SIZE};
+use crate::transport::{OnMessage, Reader, TopicKind, Transport, Writer};
 
-/// Largest `-dataLen` that fits one RTPS datagram (FerroDDS does not fragment yet).
-pub const MAX_UNFRAGMENTED_DATA_LEN: u64 = 64_800;
+/// The FerroDDS flow controller of a `-flowController` name.
+pub fn flow_controller(name: FlowControllerName) -> FlowController {
+    match name {
+        // RTI's default flow controller does not pace.
+        FlowControllerName::Default => FlowController {
+            max_tokens: u32::MAX,
+            tokens_per_period: u32::MAX,
+            bytes_per_token: 65536,
+            period: Duration::from_millis(1),
+        },
+        FlowControllerName::Gbps1 => FlowController::GBPS_1,
+        FlowControllerName::Gbps10 => FlowController::GBPS_10,
+    }
+}
 
 /// A perftest topic type: conversion from/to the harness's [`TestMessage`].
 pub trait PerfType: TopicType + Default + Send + Sync + 'static {
@@ -96,6 +118,9 @@ pub struct DdsTransport {
     transient_local: bool,
     send_queue: u32,
     max_payload: usize,
+    /// Batch size in bytes and samples per batch (throughput writer).
+    batch: Option<(u64, u64)>,
+    asynchronous: Option<FlowController>,
     lines: Vec<String>,
 }
 
@@ -110,16 +135,6 @@ impl std::fmt::Debug for DdsTransport {
 impl DdsTransport {
     /// Creates the participant, publisher and subscriber.
     pub fn new(opts: &Options, batching: BatchingState) -> Result<Self, PerftestError> {
-        if matches!(batching, BatchingState::On(_)) {
-            return Err(PerftestError::NotAvailable(
-                "-batchSize: FerroDDS has no writer-side batching yet (use -batchSize 0)",
-            ));
-        }
-        if opts.data_len > MAX_UNFRAGMENTED_DATA_LEN {
-            return Err(PerftestError::NotAvailable(
-                "-dataLen: samples above 64800 bytes need RTPS fragmentation, which FerroDDS does not send yet",
-            ));
-        }
         let mut config = Config::from_env().map_err(dds("reading FERRODDS_* overrides"))?;
         let mut loopback = false;
         if let Some(nic) = &opts.nic {
@@ -172,6 +187,9 @@ impl DdsTransport {
             ),
             "message_size_max: 65000".to_string(),
         ];
+        if opts.asynchronous {
+            lines.push(format!("Flow Controller: {}", opts.flow_controller.name()));
+        }
         if !peer_list.is_empty() {
             lines.push(format!("Initial peers: {}", peer_list.join(", ")));
         }
@@ -184,6 +202,13 @@ impl DdsTransport {
             transient_local: opts.durability == Some(1),
             send_queue: opts.effective_send_queue_size().min(u64::from(u32::MAX)) as u32,
             max_payload: opts.payload_len().max(FINISHED_SIZE + 1),
+            batch: match batching {
+                BatchingState::On(b) => Some((b, opts.samples_per_batch(batching).max(1))),
+                _ => None,
+            },
+            asynchronous: opts
+                .asynchronous
+                .then(|| flow_controller(opts.flow_controller)),
             lines,
         })
     }
@@ -200,21 +225,32 @@ impl DdsTransport {
                 if self.transient_local {
                     q = q.transient_local();
                 }
+                // -sendQueueSize counts batches when batching (RTI's max_batches).
+                let queue = match self.batch {
+                    Some((bytes, per_batch)) => {
+                        q = q.batching(Batching::bytes(bytes as usize));
+                        u64::from(self.send_queue).saturating_mul(per_batch)
+                    }
+                    None => u64::from(self.send_queue),
+                };
+                let queue = u32::try_from(queue).unwrap_or(u32::MAX);
                 q = q.keep_all().resource_limits(ResourceLimits {
-                    max_samples: Some(self.send_queue),
+                    max_samples: Some(queue),
                     max_instances: None,
-                    max_samples_per_instance: Some(self.send_queue),
+                    max_samples_per_instance: Some(queue),
                 });
+                if let Some(fc) = self.asynchronous {
+                    q = q.asynchronous(fc);
+                }
             }
             TopicKind::Latency => {
                 if self.best_effort {
                     q = q.best_effort();
                 }
-                q = q.keep_all().resource_limits(ResourceLimits {
-                    max_samples: Some(self.send_queue.max(100)),
-                    max_instances: None,
-                    max_samples_per_instance: Some(self.send_queue.max(100)),
-                });
+                // Unlimited (RTI's LatencyQos): the subscriber echoes from its receive
+                // thread, which must never block on a full history (the
+                // acknowledgements that would free it arrive on that same thread).
+                q = q.keep_all();
             }
             TopicKind::Announcement => {
                 q = q.transient_local().keep_all();
@@ -262,7 +298,10 @@ impl DdsTransport {
             .subscriber
             .create_datareader(&t, self.reader_qos(topic))
             .map_err(dds("creating a reader"))?;
-        Ok(Box::new(DdsReader { reader }))
+        Ok(Box::new(DdsReader {
+            reader: Arc::new(reader),
+            listener: None,
+        }))
     }
 }
 
@@ -360,10 +399,77 @@ impl<T: PerfType> Writer for DdsWriter<T> {
 }
 
 struct DdsReader<T: PerfType> {
-    reader: DataReader<T>,
+    reader: Arc<DataReader<T>>,
+    listener: Option<Arc<Forward<T>>>,
+}
+
+/// The listener: takes every sample on the receive thread and hands it to the callback.
+struct Forward<T: PerfType> {
+    reader: Weak<DataReader<T>>,
+    callback: Mutex<Option<OnMessage>>,
+    /// Set when a call found the callback busy (another thread, or a re-entrant call
+    /// from a write inside the callback): the running call takes again before leaving.
+    again: AtomicBool,
+}
+
+impl<T: PerfType> Forward<T> {
+    fn deliver(&self, reader: &DataReader<T>, f: &mut OnMessage) {
+        loop {
+            self.again.store(false, Ordering::Relaxed);
+            let Ok(samples) = reader.take() else {
+                return;
+            };
+            for s in &samples {
+                if let Some(d) = s.data() {
+                    f(&d.to_message());
+                }
+            }
+            if samples.is_empty() && !self.again.load(Ordering::Acquire) {
+                return;
+            }
+        }
+    }
+}
+
+impl<T: PerfType> DataReaderListener for Forward<T> {
+    fn on_data_available(&self) {
+        let Some(reader) = self.reader.upgrade() else {
+            return;
+        };
+        let Ok(mut guard) = self.callback.try_lock() else {
+            self.again.store(true, Ordering::Release);
+            return;
+        };
+        if let Some(f) = guard.as_mut() {
+            self.deliver(&reader, f);
+        }
+    }
 }
 
 impl<T: PerfType> Reader for DdsReader<T> {
+    fn listen(&mut self, f: OnMessage) -> Result<Option<OnMessage>, PerftestError> {
+        let fwd = Arc::new(Forward {
+            reader: Arc::downgrade(&self.reader),
+            callback: Mutex::new(Some(f)),
+            again: AtomicBool::new(false),
+        });
+        self.reader
+            .set_listener(Some(Arc::clone(&fwd) as Arc<dyn DataReaderListener>));
+        self.listener = Some(Arc::clone(&fwd));
+        // Samples that arrived before the listener was installed.
+        fwd.on_data_available();
+        Ok(None)
+    }
+
+    fn unlisten(&mut self) {
+        self.reader.set_listener(None);
+        if let Some(fwd) = self.listener.take() {
+            // Waits for a running call, then drops the callback.
+            let mut g = fwd.callback.lock().unwrap_or_else(|e| e.into_inner());
+            *g = None;
+        }
+    }
+
     fn receive(
         &mut self,
         timeout: Duration,

@@ -3,8 +3,10 @@
 //!
 //! Three "topics" carry [`TestMessage`]s: `Throughput` (publisher → subscribers),
 //! `Latency` (subscriber → publisher, pongs and init echoes) and `Announcement`
-//! (subscriber → publisher control). Readers are polled by harness-owned threads with
-//! [`Reader::receive`]; writers are used by one thread at a time.
+//! (subscriber → publisher control). Readers either deliver from the middleware's receive
+//! thread through a listener ([`Reader::listen`], the default where the backend has
+//! one) or are polled by harness-owned threads with [`Reader::receive`]
+//! (`-useReadThread`); writers are used by one thread at a time.
 
 use std::time::Duration;
 
@@ -54,8 +56,20 @@ pub trait Writer: Send {
     }
 }
 
+/// A callback receiving perftest samples.
+pub type OnMessage = Box<dyn FnMut(&TestMessage) + Send>;
+
 /// Receives perftest samples on one topic.
 pub trait Reader: Send {
+    /// From now on, calls `f` for every sample from the middleware's receive thread
+    /// (a listener: no thread hand-off per sample). Returns `f` back when the backend
+    /// has no listeners (then poll with [`Reader::receive`]).
+    fn listen(&mut self, f: OnMessage) -> Result<Option<OnMessage>, PerftestError> {
+        Ok(Some(f))
+    }
+    /// Removes the listener installed by [`Reader::listen`]; when this returns, the
+    /// callback is not running and will not be called again.
+    fn unlisten(&mut self) {}
     /// Waits up to `timeout` for data and calls `f` for every sample available; returns
     /// how many were delivered (0 on timeout).
     fn receive(
