@@ -71,7 +71,7 @@ pub struct LabOptions {
     pub ddsperf: Option<PathBuf>,
     /// Per-run timeout; `None` = execution time + a margin for start-up and shutdown.
     pub run_timeout: Option<Duration>,
-    /// First DDS domain id; run `i` uses `domain_base + i % 40`.
+    /// First DDS domain id; run `i` uses `domain_base + i % 40` (see [`check_domain_base`]).
     pub domain_base: u32,
     /// The lab's own command line, recorded in the summary.
     pub command_line: String,
@@ -440,6 +440,30 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
     })
 }
 
+/// Number of consecutive DDS domains the runs cycle through, from `domain_base`.
+pub const DOMAIN_SPAN: u32 = 40;
+
+/// Highest DDS domain id whose RTPS well-known ports (7400 + 250 × domain + offsets) stay
+/// below 65536.
+pub const MAX_DOMAIN_ID: u32 = 232;
+
+/// Checks that every domain `runs` runs use (see [`run_domain`]) is a valid DDS domain id.
+pub fn check_domain_base(base: u32, runs: usize) -> Result<(), LabError> {
+    let span = runs.clamp(1, DOMAIN_SPAN as usize) as u32;
+    match base.checked_add(span - 1) {
+        Some(last) if last <= MAX_DOMAIN_ID => Ok(()),
+        _ => Err(LabError::BadValue {
+            what: "--domain-base (run i uses domain base + i % 40, which must be at most 232)",
+            value: base.to_string(),
+        }),
+    }
+}
+
+/// The domain of run `index` (see [`DOMAIN_SPAN`]); `base` must pass [`check_domain_base`].
+pub fn run_domain(base: u32, index: usize) -> u32 {
+    base.saturating_add((index % DOMAIN_SPAN as usize) as u32)
+}
+
 /// Runs the whole matrix and writes the results directory. Returns the summary; partial
 /// results are kept when `stop` is raised (Ctrl-C).
 pub fn run_lab(
@@ -461,6 +485,7 @@ pub fn run_lab(
     if schedule.is_empty() {
         return Err(LabError::EmptyMatrix);
     }
+    check_domain_base(opts.domain_base, schedule.len())?;
     std::fs::create_dir_all(&opts.out).map_err(|e| LabError::io(&opts.out, e))?;
     let setup = setup_topology(opts)?;
     notes.extend(setup.notes.iter().cloned());
@@ -504,7 +529,7 @@ pub fn run_lab(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let domain = opts.domain_base + (run.index % 40) as u32;
+        let domain = run_domain(opts.domain_base, run.index);
         let cmds = runner::build_commands(&run.scenario, &setup.placement, domain, exec);
         let s = &run.scenario;
         let desc = format!(

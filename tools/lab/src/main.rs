@@ -147,7 +147,7 @@ struct RunArgs {
     /// Timeout of one run in seconds (default: execution time + a start-up margin).
     #[arg(long)]
     run_timeout: Option<u64>,
-    /// First DDS domain id (runs cycle through 40 domains from here).
+    /// First DDS domain id (run i uses this + i % 40, which must be at most 232).
     #[arg(long, default_value_t = 180)]
     domain_base: u32,
     /// Leave out the published Connext reference lines in the report.
@@ -213,6 +213,7 @@ fn find_perftest(explicit: &Option<PathBuf>) -> Option<PathBuf> {
 
 fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
     let spec = spec_from(a)?;
+    lab::check_domain_base(a.domain_base, spec.schedule().len())?;
     let needs_perftest = spec
         .systems
         .iter()
@@ -303,7 +304,7 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode, LabError> {
             let c = runner::build_commands(
                 &r.scenario,
                 &placement,
-                opts.domain_base + (r.index % 40) as u32,
+                lab::run_domain(opts.domain_base, r.index),
                 opts.spec.execution_time_s,
             );
             // A closed pipe (`| head`) ends the listing quietly.
