@@ -218,6 +218,25 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
         .systems
         .iter()
         .any(|s| matches!(s, System::Ferrodds | System::Raw));
+    // An explicitly named program that does not exist would make every run fail: say so
+    // before setting anything up (a dry run only prints the command lines).
+    let exists = |p: &PathBuf| runner::find_program(&p.to_string_lossy()).is_some();
+    if let Some(p) = &a.perftest {
+        if needs_perftest && !a.dry_run && !exists(p) {
+            return Err(LabError::BadValue {
+                what: "--perftest (no such program)",
+                value: p.display().to_string(),
+            });
+        }
+    }
+    if let Some(p) = &a.ddsperf {
+        if spec.systems.contains(&System::Cyclone) && !a.dry_run && !exists(p) {
+            return Err(LabError::BadValue {
+                what: "--ddsperf (no such program)",
+                value: p.display().to_string(),
+            });
+        }
+    }
     let perftest = match find_perftest(&a.perftest) {
         Some(p) => p,
         None if needs_perftest => {

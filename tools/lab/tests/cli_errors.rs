@@ -46,3 +46,73 @@ fn domain_base_beyond_the_port_range_is_a_usage_error() {
     );
     assert!(out.status.success(), "{}", stderr_of(&out));
 }
+
+#[test]
+fn missing_explicit_binaries_fail_before_any_run() {
+    let dir = temp_dir("missing-bin");
+    let missing = dir.join("no-such-perftest");
+    let out = output_bounded(
+        lab()
+            .args([
+                "run",
+                "--systems",
+                "raw",
+                "--tests",
+                "latency",
+                "--sizes",
+                "32",
+            ])
+            .args([
+                "--reliability",
+                "reliable",
+                "--keyed",
+                "off",
+                "--batching",
+                "off",
+            ])
+            .args(["--execution-time", "1", "--repetitions", "1"])
+            .arg("--perftest")
+            .arg(&missing)
+            .arg("--out")
+            .arg(dir.join("out")),
+        Duration::from_secs(60),
+    );
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no-such-perftest"), "{err}");
+    assert!(
+        !dir.join("out").exists(),
+        "no results directory for a run that cannot start"
+    );
+
+    let out = output_bounded(
+        lab()
+            .args([
+                "run",
+                "--systems",
+                "cyclone",
+                "--tests",
+                "latency",
+                "--sizes",
+                "32",
+            ])
+            .args([
+                "--reliability",
+                "reliable",
+                "--keyed",
+                "off",
+                "--batching",
+                "off",
+            ])
+            .arg("--ddsperf")
+            .arg(dir.join("no-such-ddsperf"))
+            .arg("--out")
+            .arg(dir.join("out")),
+        Duration::from_secs(60),
+    );
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no-such-ddsperf"), "{err}");
+    assert!(!dir.join("out").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
