@@ -27,6 +27,21 @@ pub struct Thresholds {
     pub throughput_pct: f64,
 }
 
+impl Thresholds {
+    /// Checks that both thresholds are finite and non-negative (a negative one flags every
+    /// unchanged scenario, NaN flags nothing).
+    pub fn validate(&self) -> Result<(), LabError> {
+        let ok = |v: f64| v.is_finite() && v >= 0.0;
+        if ok(self.latency_pct) && ok(self.throughput_pct) {
+            Ok(())
+        } else {
+            Err(LabError::Usage(
+                "--latency-threshold and --throughput-threshold must be finite percentages >= 0",
+            ))
+        }
+    }
+}
+
 impl Default for Thresholds {
     fn default() -> Self {
         Thresholds {
@@ -92,6 +107,9 @@ pub struct Comparison {
     pub thresholds: Thresholds,
     /// Rows in scenario order.
     pub rows: Vec<CompareRow>,
+    /// Why the two runs may not be comparable: settings that differ (topology, execution
+    /// time, CPU pinning, host, quick mode) or no scenario in common.
+    pub warnings: Vec<String>,
 }
 
 impl Comparison {
@@ -122,7 +140,7 @@ pub fn compare(old: &Summary, new: &Summary, th: Thresholds) -> Comparison {
     for a in &new.aggregates {
         keys.entry(a.scenario).or_default().1 = Some(metric_of(a));
     }
-    let rows = keys
+    let rows: Vec<CompareRow> = keys
         .into_iter()
         .map(|(scenario, (o, n))| {
             let metric = match scenario.test {
@@ -156,10 +174,45 @@ pub fn compare(old: &Summary, new: &Summary, th: Thresholds) -> Comparison {
             }
         })
         .collect();
+    let warnings = mismatches(old, new, &rows);
     Comparison {
         thresholds: th,
         rows,
+        warnings,
     }
+}
+
+/// Differences between the two runs that make their numbers hard to compare.
+fn mismatches(old: &Summary, new: &Summary, rows: &[CompareRow]) -> Vec<String> {
+    let mut w = Vec::new();
+    let mut differ = |what: &str, a: String, b: String| {
+        if a != b {
+            w.push(format!("{what} differs: old {a:?}, new {b:?}"));
+        }
+    };
+    let (o, n) = (&old.settings, &new.settings);
+    differ("topology", o.topology.clone(), n.topology.clone());
+    differ(
+        "execution time (s)",
+        o.execution_time_s.to_string(),
+        n.execution_time_s.to_string(),
+    );
+    differ("CPU pinning", o.cpu_pin.clone(), n.cpu_pin.clone());
+    differ("quick mode", o.quick.to_string(), n.quick.to_string());
+    differ("host", old.host.hostname.clone(), new.host.hostname.clone());
+    differ(
+        "CPU model",
+        old.host.cpu_model.clone(),
+        new.host.cpu_model.clone(),
+    );
+    let common = rows
+        .iter()
+        .filter(|r| !matches!(r.verdict, Verdict::OnlyOld | Verdict::OnlyNew))
+        .count();
+    if common == 0 {
+        w.push("the two runs have no scenario in common: nothing was compared".into());
+    }
+    w
 }
 
 fn opt(v: Option<f64>, prec: usize) -> String {
@@ -170,6 +223,9 @@ fn opt(v: Option<f64>, prec: usize) -> String {
 /// A fixed-width table for the console.
 pub fn console_table(c: &Comparison) -> String {
     let mut s = String::new();
+    for w in &c.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
     let _ = writeln!(
         s,
         "{:<44} {:<10} {:>9} {:>14} {:>14} {:>9}  verdict",
@@ -250,6 +306,9 @@ pub fn write_outputs(dir: &Path, c: &Comparison, old: &Path, new: &Path) -> Resu
         c.thresholds.throughput_pct,
         c.regressions()
     );
+    for w in &c.warnings {
+        let _ = write!(h, "<p class=\"bad\">Warning: {}</p>", html_escape(w));
+    }
     h.push_str("<table><tr><th>configuration</th><th>test</th><th>size (B)</th><th>metric</th><th>old</th><th>new</th><th>delta %</th><th>verdict</th></tr>");
     for r in &c.rows {
         let class = match r.verdict {
@@ -360,6 +419,7 @@ mod tests {
         assert!(v.contains(&(TestKind::Throughput, 128, Verdict::OnlyOld)));
         assert!(v.contains(&(TestKind::Throughput, 256, Verdict::OnlyNew)));
         assert_eq!(c.regressions(), 2);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
         let t = console_table(&c);
         assert_eq!(t.matches("REGRESSED").count(), 2);
 
@@ -371,5 +431,38 @@ mod tests {
         let html = std::fs::read_to_string(dir.join(COMPARE_HTML)).unwrap();
         assert_eq!(html.matches("class=\"bad\"").count(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn mismatched_runs_are_reported() {
+        let old = summary(vec![rec(TestKind::Latency, 32, 10.0)]);
+        let mut new = summary(vec![rec(TestKind::Latency, 32, 30.0)]);
+        new.settings.topology = "netns loss 10%".into();
+        new.settings.execution_time_s = 60;
+        let c = compare(&old, &new, Thresholds::default());
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        assert!(c.warnings[0].contains("topology"));
+        assert!(c.warnings[1].contains("execution time"));
+        assert!(console_table(&c).starts_with("warning: topology differs"));
+
+        let other = summary(vec![rec(TestKind::Throughput, 64, 1.0)]);
+        let c = compare(&old, &other, Thresholds::default());
+        assert_eq!(c.regressions(), 0);
+        assert!(c
+            .warnings
+            .iter()
+            .any(|w| w.contains("no scenario in common")));
+    }
+
+    #[test]
+    fn thresholds_must_be_non_negative_and_finite() {
+        assert!(Thresholds::default().validate().is_ok());
+        for (l, t) in [(-5.0, 10.0), (10.0, f64::NAN), (f64::INFINITY, 1.0)] {
+            let th = Thresholds {
+                latency_pct: l,
+                throughput_pct: t,
+            };
+            assert!(th.validate().is_err(), "{l} {t}");
+        }
     }
 }

@@ -418,6 +418,7 @@ fn run(cli: Cli) -> Result<ExitCode, LabError> {
                 latency_pct: latency_threshold,
                 throughput_pct: throughput_threshold,
             };
+            th.validate()?;
             let old_s = record::read_results(&old)?;
             let new_s = record::read_results(&new)?;
             let c = compare::compare(&old_s, &new_s, th);

@@ -116,3 +116,16 @@ fn missing_explicit_binaries_fail_before_any_run() {
     assert!(!dir.join("out").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn compare_rejects_negative_or_nan_thresholds() {
+    for arg in ["--latency-threshold=-5", "--throughput-threshold=NaN"] {
+        let out = output_bounded(
+            lab().args(["compare", "old", "new", arg]),
+            Duration::from_secs(20),
+        );
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{arg}: {err}");
+        assert!(err.contains("threshold"), "{err}");
+    }
+}
