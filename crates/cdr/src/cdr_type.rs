@@ -56,6 +56,23 @@ pub trait CdrType: Sized {
         self.serialize_key(w)
     }
 
+    /// Reads the output of [`serialize_key`](Self::serialize_key) in the reader's encoding
+    /// and writes the same key in the writer's encoding (re-ordering struct key members when
+    /// the XCDR versions differ). Used to compute key hashes from key-only payloads without
+    /// building a value. The default (decode, then `serialize_key`) is right for every type
+    /// whose key form is its whole serialization; derived structs and arrays override it.
+    fn transcode_key(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_>) -> Result<(), CdrError> {
+        Self::deserialize(r)?.serialize_key(w)
+    }
+
+    /// Reads the output of [`serialize_key_holder`](Self::serialize_key_holder) (a key-only
+    /// payload body) and writes the key as [`serialize_key`](Self::serialize_key) would in
+    /// the writer's encoding. Defaults to [`transcode_key`](Self::transcode_key), which is
+    /// right for final types.
+    fn transcode_key_holder(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_>) -> Result<(), CdrError> {
+        Self::transcode_key(r, w)
+    }
+
     /// Writes the elements of a sequence or array (no count, no DHEADER).
     /// Primitives override this with bulk copies.
     fn serialize_slice(items: &[Self], w: &mut CdrWriter<'_>) -> Result<(), CdrError> {
@@ -472,6 +489,29 @@ impl<T: CdrType, const N: usize> CdrType for [T; N] {
             }
             Ok(())
         }
+    }
+
+    fn transcode_key(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_>) -> Result<(), CdrError> {
+        let scope = if r.version() == XcdrVersion::Xcdr2 && T::XCDR2_ELEMENT_DHEADER {
+            Some(r.begin_dheader()?)
+        } else {
+            None
+        };
+        let token = if w.version() == XcdrVersion::Xcdr2 && T::XCDR2_ELEMENT_DHEADER {
+            Some(w.begin_dheader())
+        } else {
+            None
+        };
+        for _ in 0..N {
+            T::transcode_key(r, w)?;
+        }
+        if let Some(t) = token {
+            w.end_dheader(t)?;
+        }
+        if let Some(s) = scope {
+            r.end_scope(s);
+        }
+        Ok(())
     }
 
     #[inline]

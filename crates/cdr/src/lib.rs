@@ -25,6 +25,9 @@
 //! - **Key hash** ([`key_hash`], [`key_hash_with`]): key members serialized big-endian
 //!   (XCDR1 by default, like Cyclone; XCDR2 on request), zero-padded to 16 bytes if the
 //!   type's maximum key size is at most 16, otherwise MD5. Unkeyed types have none.
+//!   [`key_hash_from_key_payload`] computes the same hash from a key-only payload
+//!   ([`encode_key`]'s output in any encoding, as in dispose/unregister samples) without
+//!   decoding a whole sample.
 //! - **Types**: [`CdrType`] for everything serializable, [`TopicType`] for topic types;
 //!   `#[derive(TopicType)]` and `#[derive(CdrEnum)]` generate both with fully qualified
 //!   paths. [`types`] ships the RTI perftest types and the OMG interoperability `ShapeType`.
@@ -69,7 +72,10 @@ pub use encapsulation::{
 pub use error::CdrError;
 pub use ferrodds_cdr_derive::{CdrEnum, TopicType};
 pub use reader::{CdrReader, MemberHeader, MutableScope, Scope, MAX_NESTING_DEPTH};
-pub use sample::{decode_sample, encode_key, encode_sample, key_hash, key_hash_with, KeyHash};
+pub use sample::{
+    decode_sample, encode_key, encode_sample, key_hash, key_hash_from_key_payload,
+    key_hash_from_key_payload_with, key_hash_with, KeyHash,
+};
 pub use writer::{
     CdrWriter, DheaderToken, MemberToken, EMHEADER_MUST_UNDERSTAND, MEMBER_ID_MASK, PID_EXTENDED,
     PID_FLAG_IMPL, PID_FLAG_MUST_UNDERSTAND, PID_IGNORE, PID_LIST_END, PID_MASK,

@@ -106,16 +106,67 @@ pub fn key_hash_with<T: TopicType>(
         endianness: Endianness::Big,
     };
     sample.serialize_key(&mut CdrWriter::new(scratch, encoding))?;
+    Ok(Some(hash_key_form::<T>(version, scratch)))
+}
+
+/// The key hash of a serialized key (`serialize_key` output, big-endian, `version` rules).
+fn hash_key_form<T: TopicType>(version: XcdrVersion, key: &[u8]) -> KeyHash {
     let max = match version {
         XcdrVersion::Xcdr1 => T::KEY_MAX_SIZE_XCDR1,
         XcdrVersion::Xcdr2 => T::KEY_MAX_SIZE_XCDR2,
     };
     let mut hash = [0u8; 16];
     match max {
-        Some(m) if m <= 16 && scratch.len() <= 16 => {
-            hash[..scratch.len()].copy_from_slice(scratch);
+        Some(m) if m <= 16 && key.len() <= 16 => {
+            hash[..key.len()].copy_from_slice(key);
         }
-        _ => hash.copy_from_slice(&Md5::digest(&scratch[..])),
+        _ => hash.copy_from_slice(&Md5::digest(key)),
     }
-    Ok(Some(hash))
+    hash
+}
+
+/// The key hash of the instance named by a key-only payload (the output of
+/// [`encode_key`] in any encoding, as sent with dispose/unregister samples), using XCDR1
+/// key serialization like [`key_hash`]. `None` for unkeyed types. See
+/// [`key_hash_from_key_payload_with`].
+pub fn key_hash_from_key_payload<T: TopicType>(
+    payload: &[u8],
+) -> Result<Option<KeyHash>, CdrError> {
+    let mut scratch = Vec::new();
+    key_hash_from_key_payload_with::<T>(payload, XcdrVersion::Xcdr1, &mut scratch)
+}
+
+/// The key hash of the instance named by a key-only payload, equal to
+/// [`key_hash_with`]`(sample, version, _)` of any sample whose [`encode_key`] output the
+/// payload is, whatever encoding the payload uses.
+///
+/// The key holder is decoded member by member and re-serialized big-endian with `version`'s
+/// rules into `scratch` (cleared first), without building a `T` (non-key members need not
+/// be decodable or defaultable). Malformed payloads yield typed errors. Bytes after the key
+/// holder are ignored, as in [`decode_sample`].
+pub fn key_hash_from_key_payload_with<T: TopicType>(
+    payload: &[u8],
+    version: XcdrVersion,
+    scratch: &mut Vec<u8>,
+) -> Result<Option<KeyHash>, CdrError> {
+    if !T::IS_KEYED {
+        return Ok(None);
+    }
+    let (header, body) = EncapsulationHeader::parse(payload)?;
+    let pad = header.padding();
+    if pad > body.len() {
+        return Err(CdrError::BadPadding {
+            padding: pad,
+            body: body.len(),
+        });
+    }
+    let body = &body[..body.len() - pad];
+    scratch.clear();
+    let mut r = CdrReader::new(body, header.representation.encoding());
+    let encoding = Encoding {
+        version,
+        endianness: Endianness::Big,
+    };
+    T::transcode_key_holder(&mut r, &mut CdrWriter::new(scratch, encoding))?;
+    Ok(Some(hash_key_form::<T>(version, scratch)))
 }

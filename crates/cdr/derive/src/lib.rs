@@ -281,6 +281,145 @@ fn topic_type(input: &DeriveInput) -> syn::Result<TokenStream2> {
     let key_ser2: Vec<_> = key_x2.iter().map(|f| ser_key(f)).collect();
 
     let x2 = quote!(#krate::XcdrVersion::Xcdr2);
+
+    // Key transcoding (see `CdrType::transcode_key`): `tc` moves one key member from reader
+    // `rd` to writer `wr`; `direct` does a list in order; `reorder` reads in one member order
+    // and writes in another (XCDR1 declaration order vs XCDR2 member-id order) by re-reading
+    // from a saved reader position.
+    let tc = |f: &FieldInfo, rd: TokenStream2, wr: TokenStream2| {
+        let ty = &f.ty;
+        match &f.bound {
+            Some(b) => quote! {{
+                let __v = <#ty as #bounded>::deserialize_bounded(#rd, #b)?;
+                <#ty as #bounded>::serialize_bounded(&__v, #b, #wr)?;
+            }},
+            None => quote!(<#ty as #cdr>::transcode_key(#rd, #wr)?;),
+        }
+    };
+    let direct = |list: &[&FieldInfo]| {
+        let steps = list.iter().map(|f| tc(f, quote!(r), quote!(w)));
+        quote!(#(#steps)*)
+    };
+    let skip_all = |list: &[&FieldInfo], rd: TokenStream2| {
+        let steps = list.iter().map(|g| {
+            let t = tc(g, rd.clone(), quote!(&mut __sw));
+            quote! {{
+                __scratch.clear();
+                let mut __sw = #krate::CdrWriter::new(&mut __scratch, w.encoding());
+                #t
+            }}
+        });
+        quote!(#(#steps)*)
+    };
+    let reorder = |read: &[&FieldInfo], write: &[&FieldInfo]| {
+        if read.iter().map(|f| f.id).eq(write.iter().map(|f| f.id)) {
+            return direct(read);
+        }
+        let outs = write.iter().map(|f| {
+            let pos = read.iter().position(|g| g.id == f.id).unwrap_or(0);
+            let before = skip_all(&read[..pos], quote!(&mut __rr));
+            let t = tc(f, quote!(&mut __rr), quote!(w));
+            quote! {{
+                let mut __rr = __start.clone();
+                #before
+                #t
+            }}
+        });
+        let advance = skip_all(read, quote!(r));
+        quote! {
+            let __start = r.clone();
+            let mut __scratch = ::std::vec::Vec::new();
+            #(#outs)*
+            #advance
+        }
+    };
+    let tc_11 = direct(&key_x1);
+    let tc_22 = direct(&key_x2);
+    let tc_12 = reorder(&key_x1, &key_x2);
+    let tc_21 = reorder(&key_x2, &key_x1);
+    let transcode_key = quote! {
+        fn transcode_key(
+            r: &mut #krate::CdrReader<'_>,
+            w: &mut #krate::CdrWriter<'_>,
+        ) -> ::core::result::Result<(), #krate::CdrError> {
+            match (r.version() == #x2, w.version() == #x2) {
+                (false, false) => { #tc_11 }
+                (false, true) => { #tc_12 }
+                (true, false) => { #tc_21 }
+                (true, true) => { #tc_22 }
+            }
+            ::core::result::Result::Ok(())
+        }
+    };
+    // Key holder in, key form out.
+    let transcode_holder = match ext {
+        Ext::Final => quote!(),
+        Ext::Appendable => quote! {
+            fn transcode_key_holder(
+                r: &mut #krate::CdrReader<'_>,
+                w: &mut #krate::CdrWriter<'_>,
+            ) -> ::core::result::Result<(), #krate::CdrError> {
+                if r.version() == #x2 {
+                    let scope = r.begin_dheader()?;
+                    <Self as #cdr>::transcode_key(r, w)?;
+                    r.end_scope(scope);
+                    ::core::result::Result::Ok(())
+                } else {
+                    <Self as #cdr>::transcode_key(r, w)
+                }
+            }
+        },
+        Ext::Mutable => {
+            // Members come by id in any order; an absent one takes its default value.
+            let out = |list: &[&FieldInfo]| {
+                let steps = list.iter().map(|f| {
+                    let id = f.id;
+                    let ty = &f.ty;
+                    let t = tc(f, quote!(&mut __rr), quote!(w));
+                    let dflt = match &f.bound {
+                        Some(b) => quote!(<#ty as #bounded>::serialize_bounded(&__d, #b, w)?;),
+                        None => quote!(<#ty as #cdr>::serialize_key(&__d, w)?;),
+                    };
+                    quote! {{
+                        let mut __rr = __start.clone();
+                        let __ms = __rr.begin_mutable()?;
+                        let mut __found = false;
+                        while let ::core::option::Option::Some(__m) = __rr.next_member()? {
+                            if __m.id() == #id {
+                                #t
+                                __found = true;
+                                __rr.end_member(__m);
+                                break;
+                            }
+                            __rr.end_member(__m);
+                        }
+                        if !__found {
+                            let __d: #ty = ::core::default::Default::default();
+                            #dflt
+                        }
+                    }}
+                });
+                quote!(#(#steps)*)
+            };
+            let out1 = out(&key_x1);
+            let out2 = out(&key_x2);
+            quote! {
+                fn transcode_key_holder(
+                    r: &mut #krate::CdrReader<'_>,
+                    w: &mut #krate::CdrWriter<'_>,
+                ) -> ::core::result::Result<(), #krate::CdrError> {
+                    let __start = r.clone();
+                    if w.version() == #x2 { #out2 } else { #out1 }
+                    let __ms = r.begin_mutable()?;
+                    while let ::core::option::Option::Some(__m) = r.next_member()? {
+                        r.end_member(__m);
+                    }
+                    r.end_mutable(__ms);
+                    ::core::result::Result::Ok(())
+                }
+            }
+        }
+    };
     // Key holder: the key members (or all, if none is a key) with the type's framing.
     let holder = match ext {
         Ext::Final => quote!(#cdr::serialize_key(self, w)),
@@ -448,6 +587,10 @@ fn topic_type(input: &DeriveInput) -> syn::Result<TokenStream2> {
                 }
                 ::core::result::Result::Ok(())
             }
+
+            #transcode_key
+
+            #transcode_holder
         }
 
         #[automatically_derived]
