@@ -114,10 +114,13 @@ pub mod pid {
     pub const BUILTIN_ENDPOINT_QOS: u16 = 0x0077;
     /// Domain tag (string; must-understand bit set).
     pub const DOMAIN_TAG: u16 = 0x4014;
-    /// Extended parameter header (long values).
+    /// Extended parameter header (long values; XTypes 1.3 reserved PID).
     pub const EXTENDED: u16 = 0x3f01;
-    /// Ignore marker.
-    pub const IGNORE: u16 = 0x3f02;
+    /// XTypes `PID_LIST_END` (ends an XCDR1 PL_CDR member list; RTPS lists end with
+    /// [`SENTINEL`]).
+    pub const LIST_END: u16 = 0x3f02;
+    /// XTypes `PID_IGNORE`: a parameter to skip.
+    pub const IGNORE: u16 = 0x3f03;
     /// DDS-Security identity token.
     pub const IDENTITY_TOKEN: u16 = 0x1001;
     /// DDS-Security permissions token.
@@ -575,6 +578,16 @@ mod tests {
         v[..8].copy_from_slice(&LE_LIST[..8]);
         v[8..].copy_from_slice(&LE_LIST[16..32]);
         assert_eq!(out, &v);
+    }
+
+    #[test]
+    fn reserved_xtypes_pids() {
+        // XTypes 1.3 reserved PIDs: PID_EXTENDED 0x3f01, PID_LIST_END 0x3f02, PID_IGNORE 0x3f03
+        // (IGNORE used to be 0x3f02, the list-end marker).
+        assert_eq!(
+            [pid::EXTENDED, pid::LIST_END, pid::IGNORE],
+            [0x3f01, 0x3f02, 0x3f03]
+        );
     }
 
     #[test]
