@@ -40,6 +40,12 @@ pub enum CdrError {
         /// Offset of the string's first character.
         offset: usize,
     },
+    /// A string to encode contains a NUL byte, which CDR strings cannot carry.
+    #[error("string contains a NUL byte at {at}")]
+    InnerNul {
+        /// Byte index of the first NUL.
+        at: usize,
+    },
     /// An encapsulation (representation) identifier this layer does not know.
     #[error("unknown encapsulation identifier {0:#06x}")]
     UnknownEncapsulation(u16),

@@ -176,8 +176,14 @@ impl<'a> CdrWriter<'a> {
     }
 
     /// Writes an unbounded `string`: u32 length including the NUL, the bytes, a NUL.
+    ///
+    /// A string containing a NUL fails with [`CdrError::InnerNul`]: peers reading it as a C
+    /// string would see it cut at the NUL (and compute a different key hash).
     #[inline]
     pub fn write_string(&mut self, s: &str) -> Result<(), CdrError> {
+        if let Some(at) = s.bytes().position(|b| b == 0) {
+            return Err(CdrError::InnerNul { at });
+        }
         self.write_len(s.len().saturating_add(1))?;
         self.buf.reserve(s.len() + 1);
         self.buf.extend_from_slice(s.as_bytes());
@@ -424,6 +430,12 @@ mod tests {
         );
         assert_eq!(w.write_char('é'), Ok(()));
         assert_eq!(w.write_char('€'), Err(CdrError::CharOutOfRange('€')));
+        // An inner NUL would make C readers see "a": refused, nothing written.
+        assert_eq!(w.write_string("a\0b"), Err(CdrError::InnerNul { at: 1 }));
+        assert_eq!(
+            w.write_bounded_string("\0", 4),
+            Err(CdrError::InnerNul { at: 0 })
+        );
         assert_eq!(buf, [0, 0, 0, 3, b'h', b'i', 0, 0xe9]);
     }
 

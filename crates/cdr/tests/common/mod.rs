@@ -83,8 +83,10 @@ pub(crate) fn mode() -> impl Strategy<Value = Mode> {
     prop_oneof![Just(Mode::Off), Just(Mode::On), Just(Mode::Auto)]
 }
 
+/// Strings of up to `max` chars without NUL (CDR strings cannot carry one).
 pub(crate) fn text(max: usize) -> impl Strategy<Value = String> {
-    vec(any::<char>(), 0..max).prop_map(|v| v.into_iter().collect())
+    vec(any::<char>().prop_filter("no NUL", |c| *c != '\0'), 0..max)
+        .prop_map(|v| v.into_iter().collect())
 }
 
 prop_compose! {
