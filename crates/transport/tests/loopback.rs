@@ -371,3 +371,60 @@ fn short_buffer_truncates_without_panicking() {
     let got = rx.recv(&mut small).unwrap().unwrap();
     assert_eq!(&small[..got.len], b"after");
 }
+
+#[test]
+fn simultaneous_start_gets_distinct_participant_ids() {
+    // Eight participants of one domain probing at the same instant (as processes started
+    // together would): the exclusive binds make every id, and so every port, unique.
+    let n = 8;
+    let barrier = Arc::new(std::sync::Barrier::new(n));
+    let handles: Vec<_> = (0..n)
+        .map(|_| {
+            let barrier = Arc::clone(&barrier);
+            thread::spawn(move || {
+                barrier.wait();
+                UdpTransport::new(&lo_config(226)).unwrap()
+            })
+        })
+        .collect();
+    let transports: Vec<UdpTransport> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let mut ids: Vec<u32> = transports.iter().map(|t| t.participant_id()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "duplicate participant ids: {ids:?}");
+    let mut ports: Vec<u16> = transports
+        .iter()
+        .flat_map(|t| [t.ports().spdp_unicast, t.ports().user_unicast])
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    assert_eq!(ports.len(), 2 * n);
+}
+
+#[test]
+fn dropping_the_transport_and_its_receivers_releases_the_ports() {
+    let mut cfg = lo_config(227);
+    cfg.participant_id = Some(3);
+    for round in 0..3 {
+        let t = UdpTransport::new(&cfg).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let threads: Vec<_> = t
+            .receivers()
+            .into_iter()
+            .map(|mut r| {
+                thread::spawn(move || {
+                    let mut buf = [0u8; 64];
+                    // Returns Ok(None) once the transport is gone; the receiver (and its
+                    // socket) is dropped with the thread.
+                    while r.recv(&mut buf).unwrap().is_some() {}
+                })
+            })
+            .collect();
+        drop(t);
+        let start = Instant::now();
+        for th in threads {
+            th.join().unwrap();
+        }
+        assert!(start.elapsed() < Duration::from_secs(1));
+        // All sockets closed: the same explicit id binds again in the next round.
+    }
+}
