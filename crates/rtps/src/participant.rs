@@ -80,6 +80,8 @@ struct LocalWriter {
     flush: bool,
     hbf_count: i32,
     sizes: Sizes,
+    /// When a piggy-backed HEARTBEAT last asked readers to acknowledge.
+    last_ack_request: Option<Timestamp>,
 }
 
 impl LocalWriter {
@@ -104,6 +106,7 @@ impl LocalWriter {
             batch_since: None,
             flush: false,
             hbf_count: 0,
+            last_ack_request: None,
             sizes: Sizes {
                 max_data: 0,
                 frag: 0,
@@ -149,6 +152,22 @@ impl LocalWriter {
 
     fn reliable(&self) -> bool {
         self.qos.reliability.kind == ReliabilityKind::Reliable
+    }
+
+    /// Whether the HEARTBEAT piggy-backed on new data should ask for an
+    /// ACKNACK (not final). Asking on every sample doubles the datagrams of a
+    /// ping-pong; so ask only when a quarter of a bounded history (or 64
+    /// samples) is unacknowledged, when the last request is `min_interval`
+    /// old. Readers answer
+    /// a final HEARTBEAT anyway when it shows them missing data, and the
+    /// periodic HEARTBEAT still asks while a reader lags.
+    fn wants_ack(&self, now: Timestamp, min_interval: core::time::Duration) -> bool {
+        let every = self.max_samples().map_or(64, |m| (m / 4).clamp(1, 64)) as i64;
+        let unacked = self.pushed.saturating_sub(self.ack_bound());
+        unacked >= every
+            || self
+                .last_ack_request
+                .is_none_or(|t| now >= t.saturating_add(min_interval))
     }
 
     /// Highest SN every reliable reader acknowledged and that was pushed.
@@ -2066,13 +2085,17 @@ impl Participant {
                 // NACK samples still queued here.
                 w.hb_count = w.hb_count.wrapping_add(1);
                 let last = w.pushed;
+                let ask = w.wants_ack(now, self.config.heartbeat_period / 20);
+                if ask {
+                    w.last_ack_request = Some(now);
+                }
                 e.heartbeat(
                     reader_id,
                     w.guid.entity_id,
                     w.hb_first().min(last + 1),
                     last,
                     w.hb_count,
-                    false,
+                    !ask,
                 );
                 if let Some((sn, f)) = partial_frag {
                     w.hbf_count = w.hbf_count.wrapping_add(1);
@@ -2370,6 +2393,36 @@ fn emit_fragment(
 mod tests {
     use super::*;
     use crate::ReaderAttributes;
+
+    #[test]
+    fn piggy_backed_heartbeats_ask_for_acks_only_when_needed() {
+        let mut qos = WriterQos {
+            history: History::KeepAll,
+            ..WriterQos::default()
+        };
+        qos.resource_limits.max_samples = 40;
+        let guid = Guid::new(GuidPrefix([7; 12]), EntityId([0, 0, 1, 2]));
+        let mut w = LocalWriter::new(guid, Role::User, "T".into(), "U".into(), qos);
+        let reader = Guid::new(GuidPrefix([8; 12]), EntityId([0, 0, 1, 7]));
+        w.proxies
+            .push(ReaderProxy::new(reader, true, Vec::new(), 0));
+        let ms = core::time::Duration::from_millis(1);
+        let t0 = Timestamp(1_000_000_000);
+        // Nothing asked yet: ask.
+        assert!(w.wants_ack(t0, 5 * ms));
+        w.last_ack_request = Some(t0);
+        // A few unacknowledged samples, soon after the last request: final.
+        w.pushed = 9;
+        assert!(!w.wants_ack(t0.saturating_add(ms), 5 * ms));
+        // A quarter of the bounded history unacknowledged: ask.
+        w.pushed = 10;
+        assert!(w.wants_ack(t0.saturating_add(ms), 5 * ms));
+        // Acknowledged up to 5: 5 unacknowledged, below the quarter.
+        w.proxies[0].acked = 5;
+        assert!(!w.wants_ack(t0.saturating_add(ms), 5 * ms));
+        // The last request is old: ask again.
+        assert!(w.wants_ack(t0.saturating_add(5 * ms), 5 * ms));
+    }
 
     fn cfg(n: u8) -> ParticipantConfig {
         let ip = core::net::Ipv4Addr::new(127, 0, 0, n);
