@@ -85,7 +85,11 @@ pub trait CdrType: Sized {
     /// Reads `n` elements of a sequence. `n` must already have been checked against the
     /// input with [`CdrReader::check_count`] using [`MIN_SIZE`](Self::MIN_SIZE).
     fn deserialize_vec(r: &mut CdrReader<'_>, n: usize) -> Result<Vec<Self>, CdrError> {
-        let mut v = Vec::with_capacity(n);
+        // `n` fits the input at MIN_SIZE bytes per element, but an element can be far larger
+        // in memory than on the wire (a mutable struct is 4 bytes minimum): reserve at most
+        // PREALLOC_MAX_BYTES up front and let the vector grow as elements actually decode.
+        let cap = n.min(PREALLOC_MAX_BYTES / size_of::<Self>().max(1));
+        let mut v = Vec::with_capacity(cap);
         for _ in 0..n {
             v.push(Self::deserialize(r)?);
         }
@@ -114,6 +118,10 @@ pub trait CdrType: Sized {
         Ok(items.map(|o| o.expect("array slot filled when no error was recorded")))
     }
 }
+
+/// Largest up-front reservation (bytes) for a decoded sequence whose count came off the
+/// wire; longer sequences grow as their elements decode.
+const PREALLOC_MAX_BYTES: usize = 1 << 20;
 
 /// A top-level DDS topic type.
 ///
