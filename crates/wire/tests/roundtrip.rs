@@ -364,7 +364,7 @@ fn plan() -> impl Strategy<Value = Plan> {
         data_plan(),
         data_frag_plan(),
         heartbeat().prop_map(Plan::Heartbeat),
-        (entity(), entity(), valid_sn(), any::<u32>(), any::<i32>()).prop_map(
+        (entity(), entity(), valid_sn(), 1..=u32::MAX, any::<i32>()).prop_map(
             |(r, w, sn, l, c)| Plan::HeartbeatFrag(HeartbeatFrag {
                 reader_id: r,
                 writer_id: w,

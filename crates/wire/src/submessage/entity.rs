@@ -162,7 +162,14 @@ impl HeartbeatFrag {
             reader_id: EntityId::read(r)?,
             writer_id: EntityId::read(r)?,
             writer_sn: read_sn_at_least(r, 1)?,
-            last_fragment_num: FragmentNumber::read(r)?,
+            last_fragment_num: {
+                let offset = r.offset();
+                let n = FragmentNumber::read(r)?;
+                if n.0 == 0 {
+                    return Err(WireError::InvalidFragment { offset });
+                }
+                n
+            },
             count: Count::read(r)?,
         })
     }
@@ -523,6 +530,13 @@ mod tests {
         });
         golden(&be, s);
         golden(&le, s);
+        // lastFragmentNum 0 is invalid (§8.3.7.6.3: fragment numbers start at 1).
+        let mut zero = be;
+        zero[20..24].copy_from_slice(&[0; 4]);
+        assert_eq!(
+            parse_one(&zero),
+            Err(WireError::InvalidFragment { offset: 20 })
+        );
     }
 
     fn acknack() -> AckNack {
