@@ -113,6 +113,9 @@ impl ReaderCache {
 
 #[derive(Default)]
 struct ReaderStatus {
+    /// Threads blocked on the condvar (a notify without waiters is a futex syscall,
+    /// which the per-sample path avoids).
+    waiting: u32,
     data_flag: bool,
     changed: StatusMask,
     matched: SubscriptionMatchedStatus,
@@ -343,11 +346,13 @@ impl ReaderShared {
             if now >= deadline {
                 return false;
             }
+            st.waiting += 1;
             st = wait_timeout(
                 &self.cv,
                 st,
                 (deadline - now).min(Duration::from_millis(100)),
             );
+            st.waiting -= 1;
             drop(st);
         }
     }
@@ -393,7 +398,9 @@ impl ReaderShared {
             if now >= deadline {
                 return false;
             }
+            st.waiting += 1;
             st = wait_timeout(&self.cv, st, deadline - now);
+            st.waiting -= 1;
         }
     }
 
@@ -403,12 +410,17 @@ impl ReaderShared {
         match ev {
             Event::DataAvailable { .. } => {
                 drop(self.ingest());
-                {
+                let waiting = {
                     let mut st = lock(&self.status);
                     st.data_flag = true;
                     st.changed = st.changed | StatusMask::DATA_AVAILABLE;
+                    st.waiting > 0
+                };
+                // Read under the status lock: a waiter registers before it releases
+                // that lock in its wait, so it is either counted or sees data_flag.
+                if waiting {
+                    self.cv.notify_all();
                 }
-                self.cv.notify_all();
                 self.waiters.notify();
                 if let Some(l) = listener {
                     call_listener("on_data_available", || l.on_data_available());
