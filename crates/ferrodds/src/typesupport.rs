@@ -5,7 +5,7 @@ use std::any::Any;
 
 use ferrodds_cdr::{
     decode_sample, encode_key, encode_sample, key_hash, key_hash_with, EncapsulationHeader,
-    Encoding, Endianness, Extensibility, TopicType, XcdrVersion,
+    Encoding, Endianness, TopicType, XcdrVersion,
 };
 
 use crate::entity::{DecodeFn, KeyFn};
@@ -59,11 +59,9 @@ pub(crate) fn decoder<T: TopicType + Send + 'static>() -> Box<DecodeFn> {
 /// Key hash from a key-only payload (dispose/unregister without `PID_KEY_HASH`, as Cyclone
 /// sends them).
 ///
-/// The payload is the key-holder serialization (key members only). It is decoded as a
-/// whole sample after zero-extending the body (the non-key members then read as zeros) and
-/// accepted only if re-encoding the decoded value's key holder in the same encoding gives
-/// back exactly the received bytes, which proves the key was read correctly whatever the
-/// byte order or XCDR version. Otherwise a big-endian XCDR1 body is taken as the key
+/// The payload is the key-holder serialization (key members only), decoded member by member
+/// by [`ferrodds_cdr::key_hash_from_key_payload`] in whatever encoding it uses. If it does
+/// not decode as this type's key holder, a big-endian XCDR1 body is taken as the key
 /// serialization itself; anything else yields `None` (the sample then names the nil
 /// instance).
 pub(crate) fn key_decoder<T: TopicType + 'static>() -> Box<KeyFn> {
@@ -71,47 +69,12 @@ pub(crate) fn key_decoder<T: TopicType + 'static>() -> Box<KeyFn> {
         if !T::IS_KEYED {
             return None;
         }
+        if let Ok(hash) = ferrodds_cdr::key_hash_from_key_payload::<T>(payload) {
+            return hash;
+        }
         let (header, body) = EncapsulationHeader::parse(payload).ok()?;
         let body = body.get(..body.len().checked_sub(header.padding())?)?;
         let encoding = header.representation.encoding();
-        // 1. decode with zero-extension, verify by re-encoding the key holder
-        let mut ext = Vec::with_capacity(payload.len() + KEY_EXTENSION);
-        ext.extend_from_slice(&EncapsulationHeader::new(header.representation).to_bytes());
-        ext.extend_from_slice(body);
-        ext.resize(ext.len() + KEY_EXTENSION, 0);
-        if encoding.version == XcdrVersion::Xcdr2 && T::EXTENSIBILITY == Extensibility::Appendable {
-            // the DHEADER must cover the zero extension too
-            let dh = ext.get(4..8)?;
-            let dh = [dh[0], dh[1], dh[2], dh[3]];
-            let len = match encoding.endianness {
-                Endianness::Big => u32::from_be_bytes(dh),
-                Endianness::Little => u32::from_le_bytes(dh),
-            };
-            let len = len.checked_add(KEY_EXTENSION as u32)?;
-            let bytes = match encoding.endianness {
-                Endianness::Big => len.to_be_bytes(),
-                Endianness::Little => len.to_le_bytes(),
-            };
-            ext[4..8].copy_from_slice(&bytes);
-        }
-        if let Ok(v) = decode_sample::<T>(&ext) {
-            let mut again = Vec::with_capacity(payload.len());
-            if encode_key(&v, encoding, &mut again).is_ok() {
-                let (_, again_body) = EncapsulationHeader::parse(&again).ok()?;
-                let pad = again.get(3).map_or(0, |b| usize::from(b & 3));
-                let again_body = again_body.get(..again_body.len().checked_sub(pad)?)?;
-                // Senders differ in whether the options field counts the trailing
-                // padding (Cyclone's XCDR1 does not), so allow up to 3 zero bytes more.
-                let n = again_body.len();
-                if body.len() >= n
-                    && body.len() - n <= 3
-                    && body[..n] == *again_body
-                    && body[n..].iter().all(|b| *b == 0)
-                {
-                    return key_hash(&v).ok().flatten();
-                }
-            }
-        }
         // 2. the body is the big-endian key serialization itself
         if encoding.endianness != Endianness::Big {
             return None;
@@ -130,9 +93,6 @@ pub(crate) fn key_decoder<T: TopicType + 'static>() -> Box<KeyFn> {
         Some(h)
     })
 }
-
-/// Zero bytes appended to a key-only body before decoding it as a full sample.
-const KEY_EXTENSION: usize = 4096;
 
 #[cfg(test)]
 mod tests {
