@@ -10,8 +10,11 @@ use crate::api::ChangeKind;
 use crate::instance::{InstanceState, KeyHasherBuilder};
 use crate::Time;
 
-/// Most recycled payload buffers kept.
-const POOL_MAX: usize = 64;
+/// Most recycled payload buffers kept (a batching writer's history holds
+/// thousands of small samples: recycling only a few made every write allocate).
+const POOL_MAX: usize = 16_384;
+/// Most bytes of capacity kept in recycled payload buffers.
+const POOL_MAX_BYTES: usize = 4 << 20;
 
 /// One change in a writer's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +43,8 @@ pub(crate) struct HistoryCache {
     live: usize,
     instances: HashMap<Option<[u8; 16]>, WriterInstance, KeyHasherBuilder>,
     pool: Vec<Vec<u8>>,
+    /// Capacity of the buffers in `pool`, in bytes.
+    pool_bytes: usize,
 }
 
 impl HistoryCache {
@@ -53,7 +58,14 @@ impl HistoryCache {
     }
 
     pub(crate) fn get(&self, sn: i64) -> Option<&CacheChange> {
-        let i = self.changes.binary_search_by_key(&sn, |c| c.sn).ok()?;
+        // SNs are ascending and usually contiguous (tombstones keep their place):
+        // try the direct index before searching.
+        let first = self.changes.front()?.sn;
+        let direct = usize::try_from(sn.checked_sub(first)?).ok()?;
+        let i = match self.changes.get(direct) {
+            Some(c) if c.sn == sn => direct,
+            _ => self.changes.binary_search_by_key(&sn, |c| c.sn).ok()?,
+        };
         self.changes.get(i).filter(|c| !c.removed)
     }
 
@@ -72,19 +84,31 @@ impl HistoryCache {
         self.instances.get(&key.copied())
     }
 
-    /// Registers `key` (no change written); true if it was new.
+    /// Registers `key` (no change written); true if it was not registered: new, or
+    /// unregistered earlier (it becomes `Alive` again, so it is not forgotten when its
+    /// unregistration leaves the history).
     pub(crate) fn register(&mut self, key: Option<[u8; 16]>) -> bool {
         let mut new = false;
-        self.instances.entry(key).or_insert_with(|| {
+        let inst = self.instances.entry(key).or_insert_with(|| {
             new = true;
             WriterInstance::default()
         });
+        if inst.state.is_unregistered() {
+            inst.state = InstanceState::Alive;
+            new = true;
+        }
         new
     }
 
     /// A payload buffer holding `data`, reusing a recycled one when possible.
     pub(crate) fn make_payload(&mut self, data: &[u8]) -> Vec<u8> {
-        let mut v = self.pool.pop().unwrap_or_default();
+        let mut v = match self.pool.pop() {
+            Some(v) => {
+                self.pool_bytes -= v.capacity();
+                v
+            }
+            None => Vec::new(),
+        };
         v.clear();
         v.extend_from_slice(data);
         v
@@ -100,8 +124,14 @@ impl HistoryCache {
         self.live += 1;
     }
 
-    fn recycle(pool: &mut Vec<Vec<u8>>, payload: Vec<u8>) {
-        if pool.len() < POOL_MAX && payload.capacity() <= 1 << 16 {
+    fn recycle(pool: &mut Vec<Vec<u8>>, pool_bytes: &mut usize, payload: Vec<u8>) {
+        let cap = payload.capacity();
+        if cap > 0
+            && pool.len() < POOL_MAX
+            && cap <= 1 << 16
+            && *pool_bytes + cap <= POOL_MAX_BYTES
+        {
+            *pool_bytes += cap;
             pool.push(payload);
         }
     }
@@ -139,7 +169,7 @@ impl HistoryCache {
                 if !c.removed {
                     self.live -= 1;
                     self.unindex(c.key_hash, c.sn);
-                    Self::recycle(&mut self.pool, c.payload);
+                    Self::recycle(&mut self.pool, &mut self.pool_bytes, c.payload);
                     n += 1;
                 }
             }
@@ -155,7 +185,7 @@ impl HistoryCache {
         self.live -= 1;
         let sn = c.sn;
         self.unindex(c.key_hash, sn);
-        Self::recycle(&mut self.pool, c.payload);
+        Self::recycle(&mut self.pool, &mut self.pool_bytes, c.payload);
         self.tidy();
         Some(sn)
     }
@@ -175,7 +205,7 @@ impl HistoryCache {
         c.removed = true;
         let len = c.payload.len();
         let payload = core::mem::take(&mut c.payload);
-        Self::recycle(&mut self.pool, payload);
+        Self::recycle(&mut self.pool, &mut self.pool_bytes, payload);
         self.live -= 1;
         self.unindex(key.copied(), sn);
         self.tidy();
@@ -259,6 +289,65 @@ mod tests {
         );
         h.remove_up_to(1);
         assert_eq!(h.instance_total(), 0);
+    }
+
+    #[test]
+    fn reregistering_an_unregistered_instance_keeps_it() {
+        let mut h = HistoryCache::default();
+        let mut c = ch(1, 6);
+        c.kind = ChangeKind::NotAliveUnregistered;
+        h.push(c);
+        assert!(h.register(Some([6; 16])), "unregistered: registering again");
+        assert!(!h.register(Some([6; 16])));
+        assert_eq!(
+            h.instance(Some(&[6; 16])).unwrap().state,
+            InstanceState::Alive
+        );
+        // The unregistration leaving the history no longer forgets it.
+        h.remove_up_to(1);
+        assert_eq!(h.instance_total(), 1);
+        assert_eq!(h.instance_count(Some(&[6; 16])), 0);
+    }
+
+    #[test]
+    fn lookup_by_sn_with_tombstones_and_gaps() {
+        let mut h = HistoryCache::default();
+        for sn in 1..=10 {
+            h.push(ch(sn, (sn % 3) as u8));
+        }
+        assert_eq!(h.get(4).map(|c| c.sn), Some(4));
+        // A tombstone keeps its place: found directly, reported absent.
+        assert_eq!(h.remove_oldest_of(Some(&[1; 16])), Some((1, 1)));
+        assert!(h.get(1).is_none());
+        assert_eq!(h.get(7).map(|c| c.sn), Some(7));
+        // Compaction leaves gaps: the search still finds every live SN.
+        h.push(ch(20, 2));
+        assert_eq!(h.get(20).map(|c| c.sn), Some(20));
+        assert!(h.get(15).is_none());
+        assert!(h.get(0).is_none());
+        assert!(h.get(-5).is_none());
+        assert!(h.get(i64::MAX).is_none());
+    }
+
+    #[test]
+    fn payload_pool_is_bounded_in_bytes() {
+        let mut h = HistoryCache::default();
+        for sn in 1..=200 {
+            let payload = h.make_payload(&[0u8; 60_000]);
+            h.push(CacheChange {
+                payload,
+                ..ch(sn, 1)
+            });
+        }
+        h.remove_up_to(200);
+        assert!(h.pool_bytes <= POOL_MAX_BYTES);
+        assert!(h.pool.len() < 200 && !h.pool.is_empty());
+        let total: usize = h.pool.iter().map(Vec::capacity).sum();
+        assert_eq!(total, h.pool_bytes);
+        // Reused buffers leave the count.
+        let _ = h.make_payload(b"x");
+        let total: usize = h.pool.iter().map(Vec::capacity).sum();
+        assert_eq!(total, h.pool_bytes);
     }
 
     #[test]

@@ -150,7 +150,11 @@ impl ReaderCache {
             queue: VecDeque::with_capacity(depth.unwrap_or(1).clamp(1, 4)),
             state: InstanceState::Alive,
         });
-        inst.state = InstanceState::from_kind(s.kind);
+        let next = InstanceState::from_kind(s.kind);
+        // Disposed and then unregistered stays disposed (as the API's reader cache has it).
+        if !(next.is_unregistered() && inst.state == InstanceState::NotAliveDisposed) {
+            inst.state = next;
+        }
         let mut evicted = false;
         if let Some(d) = depth {
             while inst.queue.len() >= d.max(1) {
@@ -229,6 +233,22 @@ mod tests {
         );
         assert_eq!(c.instance_state(Some(&[9; 16])), None);
         assert_eq!(c.instance_count(), 3);
+    }
+
+    #[test]
+    fn unregistering_a_disposed_instance_keeps_it_disposed() {
+        let mut c = ReaderCache::new(5);
+        let state = |c: &ReaderCache, k: u8| c.instance_state(Some(&[k; 16]));
+        c.push(s(1, 1, ChangeKind::Alive), None);
+        c.push(s(1, 2, ChangeKind::NotAliveDisposed), None);
+        c.push(s(1, 3, ChangeKind::NotAliveUnregistered), None);
+        assert_eq!(state(&c, 1), Some(InstanceState::NotAliveDisposed));
+        c.push(s(2, 4, ChangeKind::Alive), None);
+        c.push(s(2, 5, ChangeKind::NotAliveUnregistered), None);
+        assert_eq!(state(&c, 2), Some(InstanceState::NotAliveNoWriters));
+        // Written again: alive, whatever came before.
+        c.push(s(1, 6, ChangeKind::Alive), None);
+        assert_eq!(state(&c, 1), Some(InstanceState::Alive));
     }
 
     #[test]

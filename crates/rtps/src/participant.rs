@@ -762,8 +762,9 @@ impl Participant {
     }
 
     /// Registers an instance (by key hash) with a writer without writing a
-    /// sample; `Ok(true)` if it was not known yet. Instances are forgotten
-    /// once unregistered and their changes left the history.
+    /// sample; `Ok(true)` if it was not registered (unknown, or unregistered:
+    /// it is `Alive` again). Instances are forgotten once unregistered and
+    /// their changes left the history.
     pub fn register_instance(
         &mut self,
         w: WriterId,
