@@ -843,4 +843,55 @@ mod tests {
             assert_eq!(e.len() - 20, Emitter::data_len(k, st, len));
         }
     }
+
+    /// Inline QoS (KEY_HASH, big-endian STATUS_INFO, SENTINEL) of DATA and DATA_FRAG,
+    /// pinned byte for byte.
+    #[test]
+    fn inline_qos_golden() {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let mut buf = [0u8; 256];
+        let mut e = Emitter::new(&mut buf, 256, P).unwrap();
+        // DATA: KEY_HASH + STATUS_INFO 3, payload padded to 4.
+        assert!(e.data(R, W, 5, Some(&[0xab; 16]), 3, &[0, 1, 0, 0, 7], false));
+        // DATA without payload: STATUS_INFO only, no D/K flag.
+        assert!(e.data(R, W, 6, None, 1, &[], true));
+        // DATA_FRAG: KEY_HASH only.
+        assert!(e.data_frag(R, W, 7, Some(&[0xcd; 16]), 0, 2, 4, 9, &[1, 2, 3, 4], false));
+        let n = e.len();
+        let want = [
+            "15073c00000010000000010700000202000000000500000070001000abababab",
+            "abababababababababababab7100040000000003010000000001000007000000",
+            "1503200000001000000001070000020200000000060000007100040000000001",
+            "0100000016033c0000001c000000010700000202000000000700000002000000",
+            "010004000900000070001000cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd01000000",
+            "01020304",
+        ]
+        .concat();
+        assert_eq!(hex(&buf[20..n]), want);
+        let (_, subs) = parse(&buf[..n]).unwrap();
+        let qos: Vec<InlineQos> = subs
+            .map(|s| match s.unwrap() {
+                Sub::Data(d) => parse_inline_qos(d.inline_qos.unwrap(), true).unwrap(),
+                Sub::DataFrag(f) => parse_inline_qos(f.inline_qos.unwrap(), true).unwrap(),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            qos,
+            vec![
+                InlineQos {
+                    key_hash: Some([0xab; 16]),
+                    status_info: 3
+                },
+                InlineQos {
+                    key_hash: None,
+                    status_info: 1
+                },
+                InlineQos {
+                    key_hash: Some([0xcd; 16]),
+                    status_info: 0
+                },
+            ]
+        );
+    }
 }

@@ -643,3 +643,153 @@ mod tests {
         assert!(d <= Duration::from_millis(250) && d > Duration::from_millis(249));
     }
 }
+
+/// Golden bytes of every discovery payload we build, pinned before the parameter
+/// encoding moved onto the wire crate's typed values (the bytes must not change).
+#[cfg(test)]
+mod golden_tests {
+    use super::*;
+
+    pub(crate) fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    fn loc(kind: i32, ip: [u8; 4], port: u32) -> Locator {
+        let mut address = [0u8; 16];
+        address[12..].copy_from_slice(&ip);
+        Locator {
+            kind,
+            port,
+            address,
+        }
+    }
+
+    fn spdp() -> SpdpData {
+        SpdpData {
+            guid_prefix: GuidPrefix([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]),
+            vendor: [0x01, 0xfd],
+            protocol_major: 2,
+            domain_id: Some(7),
+            domain_tag_empty: true,
+            builtin_endpoints: 0x0000_0c3f,
+            metatraffic_unicast: vec![loc(1, [10, 0, 0, 1], 7410)],
+            metatraffic_multicast: vec![loc(1, [239, 255, 0, 1], 7400)],
+            default_unicast: vec![loc(1, [10, 0, 0, 1], 7411)],
+            default_multicast: vec![loc(1, [239, 255, 0, 1], 7401)],
+            lease_duration: Duration::from_millis(20_100),
+            entity_name: Some("golden".into()),
+        }
+    }
+
+    fn endpoint() -> EndpointData {
+        let mut qos = EndpointQos::spec_default(true);
+        qos.reliability.max_blocking_time = Duration::from_millis(100);
+        qos.durability = Durability::TransientLocal;
+        qos.history = History::KeepLast(5);
+        qos.ownership = Ownership::Exclusive;
+        qos.ownership_strength = 9;
+        qos.liveliness = Liveliness {
+            kind: LivelinessKind::ManualByTopic,
+            lease_duration: Duration::from_micros(1_500_001),
+        };
+        qos.deadline.period = DURATION_INFINITE;
+        qos.partition = Partition(vec!["a".into(), "part*".into(), "".into()]);
+        qos.data_representation = DataRepresentation(vec![0, 2, 1]);
+        EndpointData {
+            guid: Guid::new(
+                GuidPrefix([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]),
+                EntityId([0, 0, 1, 2]),
+            ),
+            topic_name: "Square".into(),
+            type_name: "ShapeType".into(),
+            qos,
+            unicast: vec![loc(1, [10, 0, 0, 1], 7411)],
+            multicast: vec![loc(1, [239, 255, 0, 1], 7401)],
+        }
+    }
+
+    /// The expected payload, one 32-byte row per string.
+    fn expect(rows: &[&str]) -> String {
+        rows.concat()
+    }
+
+    #[test]
+    fn spdp_golden() {
+        // PROTOCOL_VERSION 2.5, VENDORID, DOMAIN_ID 7, PARTICIPANT_GUID, BUILTIN_ENDPOINT_SET,
+        // four locators (kind 1, port, address), LEASE_DURATION 20.1 s (fraction rounded
+        // down: 0x19999999), ENTITY_NAME "golden", SENTINEL.
+        let want = expect(&[
+            "0003000015000400020500001600040001fd00000f0004000700000050001000",
+            "0102030405060708090a0b0c000001c1580004003f0c00003200180001000000",
+            "f21c00000000000000000000000000000a0000013300180001000000e81c0000",
+            "000000000000000000000000efff00013100180001000000f31c000000000000",
+            "00000000000000000a0000014800180001000000e91c00000000000000000000",
+            "00000000efff000102000800140000009999991962000c0007000000676f6c64",
+            "656e000001000000",
+        ]);
+        let bytes = spdp().encode();
+        assert_eq!(hex(&bytes), want);
+        // Decoding rounds the fraction down again: 20.1 s comes back 1 ns short.
+        let mut back = SpdpData::decode(&bytes).unwrap();
+        assert_eq!(back.lease_duration, Duration::new(20, 99_999_999));
+        back.lease_duration = spdp().lease_duration;
+        assert_eq!(back, spdp());
+    }
+
+    #[test]
+    fn sedp_writer_golden() {
+        // ENDPOINT_GUID, PARTICIPANT_GUID, TOPIC_NAME, TYPE_NAME, RELIABILITY (RELIABLE,
+        // 100 ms), DURABILITY TRANSIENT_LOCAL, HISTORY KEEP_LAST 5, OWNERSHIP EXCLUSIVE,
+        // OWNERSHIP_STRENGTH 9, LIVELINESS MANUAL_BY_TOPIC 1.500001 s, DEADLINE infinite,
+        // PARTITION ["a", "part*", ""] (each name 4-aligned), DATA_REPRESENTATION [0, 2, 1],
+        // UNICAST_LOCATOR, MULTICAST_LOCATOR, SENTINEL.
+        let want = expect(&[
+            "000300005a0010000102030405060708090a0b0c000001025000100001010101",
+            "0101010101010101000001c105000c0007000000537175617265000007001000",
+            "0a0000005368617065547970650000001a000c00020000000000000099999919",
+            "1d000400010000004000080000000000050000001f0004000100000006000400",
+            "090000001b000c000200000001000000c610008023000800ffffff7fffffffff",
+            "2900200003000000020000006100000006000000706172742a00000001000000",
+            "0000000073000c000300000000000200010000002f00180001000000f31c0000",
+            "0000000000000000000000000a0000013000180001000000e91c000000000000",
+            "0000000000000000efff000101000000",
+        ]);
+        let bytes = endpoint().encode(GuidPrefix([1; 12]));
+        assert_eq!(hex(&bytes), want);
+        let back = EndpointData::decode(&bytes, true).unwrap();
+        assert_eq!(back.guid, endpoint().guid);
+        assert_eq!(back.qos.partition, endpoint().qos.partition);
+        assert_eq!(back.qos.liveliness.kind, LivelinessKind::ManualByTopic);
+        assert_eq!(back.multicast, endpoint().multicast);
+    }
+
+    #[test]
+    fn sedp_reader_golden() {
+        // Reader defaults: BEST_EFFORT, VOLATILE, KEEP_LAST 1, SHARED (no strength),
+        // AUTOMATIC infinite liveliness, infinite deadline, no partition or representation.
+        let mut r = endpoint();
+        r.qos = EndpointQos::spec_default(false);
+        r.multicast.clear();
+        let want = expect(&[
+            "000300005a0010000102030405060708090a0b0c000001025000100001010101",
+            "0101010101010101000001c105000c0007000000537175617265000007001000",
+            "0a0000005368617065547970650000001a000c00010000000000000099999919",
+            "1d000400000000004000080000000000010000001f000400000000001b000c00",
+            "00000000ffffff7fffffffff23000800ffffff7fffffffff2f00180001000000",
+            "f31c00000000000000000000000000000a00000101000000",
+        ]);
+        assert_eq!(hex(&r.encode(GuidPrefix([1; 12]))), want);
+    }
+
+    #[test]
+    fn key_payloads_golden() {
+        assert_eq!(
+            hex(&endpoint_key_payload(endpoint().guid)),
+            expect(&["000300005a0010000102030405060708090a0b0c0000010201000000",])
+        );
+        assert_eq!(
+            hex(&participant_key_payload(GuidPrefix([3; 12]))),
+            expect(&["0003000050001000030303030303030303030303000001c101000000",])
+        );
+    }
+}
