@@ -78,6 +78,8 @@ pub(crate) struct CachedSample {
 pub(crate) struct ReaderCache {
     pub(crate) samples: VecDeque<CachedSample>,
     instances: HashMap<InstanceHandle, InstanceState>,
+    /// The last state recorded (most samples repeat it: no hash-map update then).
+    last_state: Option<(InstanceHandle, InstanceState)>,
     pub(crate) undecodable: u64,
 }
 
@@ -85,6 +87,10 @@ impl ReaderCache {
     /// Records the instance's new state; cached samples of the instance report it too (the
     /// DDS instance state is that of the instance when the sample is read, not received).
     fn set_instance_state(&mut self, handle: InstanceHandle, state: InstanceState) {
+        if self.last_state == Some((handle, state)) {
+            return;
+        }
+        self.last_state = Some((handle, state));
         let old = self.instances.insert(handle, state);
         if old.is_some_and(|o| o != state) {
             for c in self

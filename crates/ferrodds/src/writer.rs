@@ -162,9 +162,11 @@ impl<T: TopicType> DataWriter<T> {
         } else {
             None
         };
-        let deadline = Instant::now() + self.qos.reliability.max_blocking_time;
+        // The clock and the writer's status lock are only needed once the history
+        // is full: `gen` is the resources generation read before the last attempt.
+        let mut deadline = None;
+        let mut gen = None;
         loop {
-            let gen = self.shared.resources_gen();
             let res = self.inner.with_engine(pending, |st, now| {
                 let req = WriteRequest {
                     kind,
@@ -190,12 +192,19 @@ impl<T: TopicType> DataWriter<T> {
                         return Err(DdsError::AlreadyDeleted);
                     }
                     let now = Instant::now();
+                    let deadline =
+                        *deadline.get_or_insert(now + self.qos.reliability.max_blocking_time);
                     if now >= deadline {
                         return Err(DdsError::Timeout);
                     }
-                    // Re-check at least every 10 ms in case a wake-up is missed.
-                    self.shared
-                        .wait_resources(gen, (deadline - now).min(Duration::from_millis(10)));
+                    if let Some(g) = gen {
+                        // Re-check at least every 10 ms in case a wake-up is missed.
+                        self.shared
+                            .wait_resources(g, (deadline - now).min(Duration::from_millis(10)));
+                    }
+                    // First refusal: no wait, read the generation and try again (space
+                    // freed between the attempt and this read is then not missed).
+                    gen = Some(self.shared.resources_gen());
                 }
                 Err(WriteError::UnknownWriter) => return Err(DdsError::AlreadyDeleted),
                 Err(e) => return Err(e.into()),
