@@ -1,19 +1,19 @@
 //! The engine's view of the wire layer: a thin adapter over `ferrodds-wire`
 //! that turns its submessages into the few the engine acts on, an emitter of
-//! little-endian submessages into caller buffers, and small helpers for
-//! parameter-list values. Parsing never panics and never allocates.
+//! little-endian submessages into caller buffers, and the KEY_HASH /
+//! STATUS_INFO inline QoS (typed values of the wire crate). Parsing never
+//! panics and never allocates.
 
 use ferrodds_wire::{
     AckNack, Count, Data, DataFrag, Encode, Endianness, FragmentNumber, FragmentNumberSet, Gap,
-    Header, Heartbeat, HeartbeatFrag, InfoDst, InfoTs, MessageView, MessageWriter, NackFrag,
-    ParameterList, SequenceNumberSet, Submessage, Submessages, VendorId, WireError,
+    Header, Heartbeat, HeartbeatFrag, InfoDst, InfoTs, KeyHash, MessageView, MessageWriter,
+    NackFrag, ParameterList, ParameterListWriter, Parameters, SequenceNumberSet, StatusInfo,
+    Submessage, Submessages, VendorId, WireError,
 };
 
 use crate::sn_set::SnSet;
 use crate::{EntityId, GuidPrefix, SequenceNumber, Time};
 
-pub(crate) const PID_SENTINEL: u16 = 0x0001;
-pub(crate) const PID_PAD: u16 = 0x0000;
 pub(crate) const PID_KEY_HASH: u16 = 0x0070;
 pub(crate) const PID_STATUS_INFO: u16 = 0x0071;
 
@@ -51,55 +51,6 @@ pub(crate) fn parse(buf: &[u8]) -> Result<(MsgHeader, SubIter<'_>), Malformed> {
             inner: view.submessages(),
         },
     ))
-}
-
-/// A little bounds-checked reader.
-#[derive(Debug, Clone)]
-pub(crate) struct Rd<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    le: bool,
-}
-
-impl<'a> Rd<'a> {
-    pub(crate) fn new(buf: &'a [u8], le: bool) -> Self {
-        Self { buf, pos: 0, le }
-    }
-    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let s = self.buf.get(self.pos..end)?;
-        self.pos = end;
-        Some(s)
-    }
-    pub(crate) fn arr<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let s = self.take(N)?;
-        let mut a = [0u8; N];
-        a.copy_from_slice(s);
-        Some(a)
-    }
-    pub(crate) fn u16(&mut self) -> Option<u16> {
-        let a = self.arr::<2>()?;
-        Some(if self.le {
-            u16::from_le_bytes(a)
-        } else {
-            u16::from_be_bytes(a)
-        })
-    }
-    pub(crate) fn u32(&mut self) -> Option<u32> {
-        let a = self.arr::<4>()?;
-        Some(if self.le {
-            u32::from_le_bytes(a)
-        } else {
-            u32::from_be_bytes(a)
-        })
-    }
-    pub(crate) fn i32(&mut self) -> Option<i32> {
-        self.u32().map(|v| v as i32)
-    }
-    pub(crate) fn align(&mut self, a: usize) -> Option<()> {
-        let pad = (a - self.pos % a) % a;
-        self.take(pad).map(|_| ())
-    }
 }
 
 /// A received submessage (only the kinds the engine uses are decoded).
@@ -307,49 +258,6 @@ fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
     })
 }
 
-/// Iterates `(pid, value)` of a parameter list, stopping at the sentinel.
-/// Yields `Err(())` once on a truncated list.
-pub(crate) struct Params<'a> {
-    r: Rd<'a>,
-    done: bool,
-}
-
-impl<'a> Params<'a> {
-    pub(crate) fn new(buf: &'a [u8], le: bool) -> Self {
-        Self {
-            r: Rd::new(buf, le),
-            done: false,
-        }
-    }
-}
-
-impl<'a> Iterator for Params<'a> {
-    type Item = Result<(u16, &'a [u8]), ()>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let item = (|| {
-            let pid = self.r.u16()?;
-            let len = self.r.u16()? as usize;
-            let v = self.r.take(len)?;
-            Some((pid, v))
-        })();
-        match item {
-            None => {
-                self.done = true;
-                Some(Err(()))
-            }
-            Some((PID_SENTINEL, _)) => {
-                self.done = true;
-                None
-            }
-            Some((PID_PAD, _)) => self.next(),
-            Some(p) => Some(Ok(p)),
-        }
-    }
-}
-
 /// Decoded inline QoS of interest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct InlineQos {
@@ -358,54 +266,42 @@ pub(crate) struct InlineQos {
 }
 
 pub(crate) fn parse_inline_qos(buf: &[u8], le: bool) -> Option<InlineQos> {
+    let endian = if le {
+        Endianness::Little
+    } else {
+        Endianness::Big
+    };
     let mut q = InlineQos::default();
-    for p in Params::new(buf, le) {
-        let (pid, v) = p.ok()?;
-        match pid {
-            PID_KEY_HASH => {
-                let mut k = [0u8; 16];
-                k.copy_from_slice(v.get(..16)?);
-                q.key_hash = Some(k);
-            }
-            PID_STATUS_INFO => {
-                let b = v.get(..4)?;
-                // STATUS_INFO is big-endian regardless of the E flag.
-                q.status_info = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-            }
+    for p in Parameters::new(buf, endian) {
+        let p = p.ok()?;
+        match p.pid {
+            PID_KEY_HASH => q.key_hash = Some(p.decode::<KeyHash>(endian).ok()?.0),
+            // STATUS_INFO is big-endian regardless of the list's byte order.
+            PID_STATUS_INFO => q.status_info = p.decode::<StatusInfo>(endian).ok()?.0,
             _ => {}
         }
     }
     Some(q)
 }
 
-/// Builds the KEY_HASH / STATUS_INFO inline QoS list in `qos`.
+/// Builds the KEY_HASH / STATUS_INFO inline QoS list in `qos` (`None` when
+/// there is neither).
 fn inline_qos<'q>(
     qos: &'q mut [u8; 36],
     key_hash: Option<&[u8; 16]>,
     status_info: u32,
 ) -> Result<Option<ParameterList<'q>>, WireError> {
-    let mut n = 0;
-    fn put(qos: &mut [u8; 36], n: &mut usize, b: &[u8]) {
-        qos[*n..*n + b.len()].copy_from_slice(b);
-        *n += b.len();
-    }
-    if let Some(k) = key_hash {
-        put(qos, &mut n, &PID_KEY_HASH.to_le_bytes());
-        put(qos, &mut n, &16u16.to_le_bytes());
-        put(qos, &mut n, k);
-    }
-    if status_info != 0 {
-        put(qos, &mut n, &PID_STATUS_INFO.to_le_bytes());
-        put(qos, &mut n, &4u16.to_le_bytes());
-        // STATUS_INFO is big-endian regardless of the E flag.
-        put(qos, &mut n, &status_info.to_be_bytes());
-    }
-    if n == 0 {
+    if key_hash.is_none() && status_info == 0 {
         return Ok(None);
     }
-    put(qos, &mut n, &PID_SENTINEL.to_le_bytes());
-    put(qos, &mut n, &0u16.to_le_bytes());
-    ParameterList::parse_prefix(&qos[..n], Endianness::Little, 0).map(Some)
+    let mut w = ParameterListWriter::new(qos, Endianness::Little);
+    if let Some(k) = key_hash {
+        w.push(PID_KEY_HASH, &KeyHash(*k))?;
+    }
+    if status_info != 0 {
+        w.push(PID_STATUS_INFO, &StatusInfo(status_info))?;
+    }
+    Ok(Some(ParameterList::new(w.finish()?, Endianness::Little)))
 }
 
 /// Builds one RTPS message (little-endian submessages) into a caller buffer;

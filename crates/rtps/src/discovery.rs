@@ -3,7 +3,13 @@
 
 use core::time::Duration;
 
-use crate::codec::{Params, Rd, PID_KEY_HASH, PID_SENTINEL};
+use ferrodds_wire::qos as wq;
+use ferrodds_wire::{
+    BuiltinEndpointSet, Duration as WireDuration, Endianness, Parameter, ParameterList,
+    ParameterListWriter, ParameterValue, ProtocolVersion, VendorId, WireError,
+};
+
+use crate::codec::PID_KEY_HASH;
 use crate::qos::{
     DataRepresentation, Deadline, Durability, EndpointQos, History, Liveliness, LivelinessKind,
     Ownership, Partition, Reliability, ReliabilityKind, DURATION_INFINITE,
@@ -91,108 +97,94 @@ pub(crate) struct EndpointData {
     pub(crate) multicast: Vec<Locator>,
 }
 
-/// Appends parameters to a PL_CDR_LE payload.
+/// Builds a PL_CDR_LE payload: the encapsulation header, then typed parameters
+/// appended with the wire crate's [`ParameterListWriter`] (4-byte padding), then
+/// the sentinel.
 struct PlWriter {
     buf: Vec<u8>,
+    len: usize,
 }
+
+/// Largest discovery payload built (far above anything real; bounds the growth loop).
+const MAX_PAYLOAD: usize = 1 << 24;
 
 impl PlWriter {
     fn new() -> Self {
-        Self {
-            buf: PL_CDR_LE.to_vec(),
+        let mut buf = vec![0u8; 256];
+        buf[..4].copy_from_slice(&PL_CDR_LE);
+        Self { buf, len: 4 }
+    }
+
+    /// Runs `f` on a list writer over the free tail (it returns the bytes it wrote),
+    /// growing the buffer while that is too small. Any other error (a value longer than a
+    /// parameter can hold, a string with an inner NUL) leaves the parameter out.
+    fn append(&mut self, f: impl Fn(ParameterListWriter<'_>) -> Result<usize, WireError>) {
+        loop {
+            let tail = self.buf.get_mut(self.len..).unwrap_or(&mut []);
+            match f(ParameterListWriter::new(tail, Endianness::Little)) {
+                Ok(n) => {
+                    self.len += n;
+                    return;
+                }
+                Err(WireError::BufferTooSmall { .. }) if self.buf.len() < MAX_PAYLOAD => {
+                    let grown = self.buf.len() * 2;
+                    self.buf.resize(grown, 0);
+                }
+                Err(_) => return,
+            }
         }
     }
-    fn param(&mut self, pid: u16, value: &[u8]) {
-        let padded = value.len().div_ceil(4) * 4;
-        self.buf.extend_from_slice(&pid.to_le_bytes());
-        self.buf
-            .extend_from_slice(&u16::try_from(padded).unwrap_or(u16::MAX).to_le_bytes());
-        self.buf.extend_from_slice(value);
-        self.buf.resize(self.buf.len() + padded - value.len(), 0);
+
+    fn push<'v, V: ParameterValue<'v>>(&mut self, pid: u16, value: &V) {
+        self.append(|mut w| w.push(pid, value).map(|()| w.len()));
     }
-    fn u32(&mut self, pid: u16, v: u32) {
-        self.param(pid, &v.to_le_bytes());
-    }
-    fn string(&mut self, pid: u16, s: &str) {
-        let mut v = Vec::with_capacity(s.len() + 5);
-        put_string(&mut v, s);
-        self.param(pid, &v);
-    }
-    fn locator(&mut self, pid: u16, l: &Locator) {
-        let mut v = [0u8; 24];
-        v[..4].copy_from_slice(&l.kind.to_le_bytes());
-        v[4..8].copy_from_slice(&l.port.to_le_bytes());
-        v[8..].copy_from_slice(&l.address);
-        self.param(pid, &v);
-    }
+
     fn finish(mut self) -> Vec<u8> {
-        self.buf.extend_from_slice(&PID_SENTINEL.to_le_bytes());
-        self.buf.extend_from_slice(&0u16.to_le_bytes());
+        self.append(|w| w.finish().map(<[u8]>::len));
+        self.buf.truncate(self.len);
         self.buf
     }
 }
 
-fn put_string(v: &mut Vec<u8>, s: &str) {
-    let len = u32::try_from(s.len() + 1).unwrap_or(u32::MAX);
-    v.extend_from_slice(&len.to_le_bytes());
-    v.extend_from_slice(s.as_bytes());
-    v.push(0);
-}
-
-fn duration_bytes(d: Duration) -> [u8; 8] {
-    let mut b = [0u8; 8];
-    let (s, f) = if d >= Duration::from_secs(0x7fff_ffff) {
-        (0x7fff_ffffi32, 0xffff_ffffu32)
+/// `Duration_t` of `d`: whole seconds and the fraction rounded down; from
+/// 0x7fffffff s on, DURATION_INFINITE.
+fn wire_duration(d: Duration) -> WireDuration {
+    if d >= Duration::from_secs(0x7fff_ffff) {
+        WireDuration::INFINITE
     } else {
-        let frac = ((u64::from(d.subsec_nanos()) << 32) / 1_000_000_000) as u32;
-        (d.as_secs() as i32, frac)
-    };
-    b[..4].copy_from_slice(&s.to_le_bytes());
-    b[4..].copy_from_slice(&f.to_le_bytes());
-    b
-}
-
-fn read_duration(r: &mut Rd<'_>) -> Option<Duration> {
-    let s = r.i32()?;
-    let f = r.u32()?;
-    if s == 0x7fff_ffff {
-        return Some(DURATION_INFINITE);
+        WireDuration {
+            seconds: d.as_secs() as i32,
+            fraction: ((u64::from(d.subsec_nanos()) << 32) / 1_000_000_000) as u32,
+        }
     }
-    if s < 0 {
-        return Some(Duration::ZERO);
+}
+
+/// A received `Duration_t`: 0x7fffffff s (any fraction) is infinite, negative is zero,
+/// the fraction is rounded down to nanoseconds.
+fn std_duration(d: WireDuration) -> Duration {
+    if d.seconds == 0x7fff_ffff {
+        return DURATION_INFINITE;
     }
-    let nanos = ((u64::from(f) * 1_000_000_000) >> 32) as u32;
-    Some(Duration::new(s as u64, nanos))
-}
-
-fn read_string(r: &mut Rd<'_>) -> Option<String> {
-    let len = r.u32()? as usize;
-    let bytes = r.take(len)?;
-    let (last, body) = bytes.split_last()?;
-    if *last != 0 {
-        return None;
+    if d.seconds < 0 {
+        return Duration::ZERO;
     }
-    core::str::from_utf8(body).ok().map(str::to_owned)
+    let nanos = ((u64::from(d.fraction) * 1_000_000_000) >> 32) as u32;
+    Duration::new(d.seconds as u64, nanos)
 }
 
-fn read_name(r: &mut Rd<'_>) -> Option<String> {
-    read_string(r).filter(|s| s.len() <= MAX_NAME_LEN)
+/// Decodes a parameter's value as `T` in the list's byte order.
+fn val<'a, T: ParameterValue<'a>>(p: &Parameter<'a>, endian: Endianness) -> Option<T> {
+    p.decode(endian).ok()
 }
 
-fn read_locator(v: &[u8], le: bool) -> Option<Locator> {
-    let mut r = Rd::new(v, le);
-    let kind = r.i32()?;
-    let port = r.u32()?;
-    let address = r.arr::<16>()?;
-    Some(Locator {
-        kind,
-        port,
-        address,
-    })
+fn read_name(p: &Parameter<'_>, endian: Endianness) -> Option<String> {
+    val::<&str>(p, endian)
+        .filter(|s| s.len() <= MAX_NAME_LEN)
+        .map(str::to_owned)
 }
 
-fn push_locator(list: &mut Vec<Locator>, v: &[u8], le: bool) {
-    if let Some(l) = read_locator(v, le) {
+fn push_locator(list: &mut Vec<Locator>, p: &Parameter<'_>, endian: Endianness) {
+    if let Some(l) = val::<Locator>(p, endian) {
         // Only UDPv4/UDPv6 are usable; unknown kinds are ignored silently.
         if (l.kind == 1 || l.kind == 2) && list.len() < MAX_LOCATORS && !list.contains(&l) {
             list.push(l);
@@ -200,15 +192,9 @@ fn push_locator(list: &mut Vec<Locator>, v: &[u8], le: bool) {
     }
 }
 
-/// Splits a serialized payload into its parameter list and byte order.
-fn pl_body(payload: &[u8]) -> Option<(&[u8], bool)> {
-    let hdr = payload.get(..4)?;
-    let le = match [hdr[0], hdr[1]] {
-        [0x00, 0x03] => true,
-        [0x00, 0x02] => false,
-        _ => return None,
-    };
-    Some((&payload[4..], le))
+/// The parameter list of a PL_CDR_LE/BE serialized payload.
+fn pl_body(payload: &[u8]) -> Option<ParameterList<'_>> {
+    ParameterList::from_serialized_payload(payload).ok()
 }
 
 fn must_understand(pid: u16) -> bool {
@@ -218,39 +204,46 @@ fn must_understand(pid: u16) -> bool {
 impl SpdpData {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut w = PlWriter::new();
-        w.param(PID_PROTOCOL_VERSION, &[2, 5]);
-        w.param(PID_VENDORID, &self.vendor);
+        w.push(
+            PID_PROTOCOL_VERSION,
+            &ProtocolVersion { major: 2, minor: 5 },
+        );
+        w.push(PID_VENDORID, &VendorId(self.vendor));
         if let Some(d) = self.domain_id {
-            w.u32(PID_DOMAIN_ID, d);
+            w.push(PID_DOMAIN_ID, &d);
         }
         let guid = Guid::new(self.guid_prefix, EntityId::PARTICIPANT);
-        w.param(PID_PARTICIPANT_GUID, &guid.to_bytes());
-        w.u32(PID_BUILTIN_ENDPOINT_SET, self.builtin_endpoints);
+        w.push(PID_PARTICIPANT_GUID, &guid);
+        w.push(
+            PID_BUILTIN_ENDPOINT_SET,
+            &BuiltinEndpointSet(self.builtin_endpoints),
+        );
         for l in &self.metatraffic_unicast {
-            w.locator(PID_METATRAFFIC_UNICAST_LOCATOR, l);
+            w.push(PID_METATRAFFIC_UNICAST_LOCATOR, l);
         }
         for l in &self.metatraffic_multicast {
-            w.locator(PID_METATRAFFIC_MULTICAST_LOCATOR, l);
+            w.push(PID_METATRAFFIC_MULTICAST_LOCATOR, l);
         }
         for l in &self.default_unicast {
-            w.locator(PID_DEFAULT_UNICAST_LOCATOR, l);
+            w.push(PID_DEFAULT_UNICAST_LOCATOR, l);
         }
         for l in &self.default_multicast {
-            w.locator(PID_DEFAULT_MULTICAST_LOCATOR, l);
+            w.push(PID_DEFAULT_MULTICAST_LOCATOR, l);
         }
-        w.param(
+        w.push(
             PID_PARTICIPANT_LEASE_DURATION,
-            &duration_bytes(self.lease_duration),
+            &wire_duration(self.lease_duration),
         );
         if let Some(n) = &self.entity_name {
-            w.string(PID_ENTITY_NAME, n);
+            w.push(PID_ENTITY_NAME, &n.as_str());
         }
         w.finish()
     }
 
     /// Decodes a PL_CDR payload; `None` if malformed or lacking a GUID.
     pub(crate) fn decode(payload: &[u8]) -> Option<Self> {
-        let (body, le) = pl_body(payload)?;
+        let list = pl_body(payload)?;
+        let e = list.endianness();
         let mut d = SpdpData {
             guid_prefix: GuidPrefix([0; 12]),
             vendor: [0, 0],
@@ -266,27 +259,32 @@ impl SpdpData {
             entity_name: None,
         };
         let mut have_guid = false;
-        for p in Params::new(body, le) {
-            let (pid, v) = p.ok()?;
-            let mut r = Rd::new(v, le);
-            match pid {
-                PID_PROTOCOL_VERSION => d.protocol_major = *v.first()?,
-                PID_VENDORID => d.vendor = r.arr::<2>()?,
-                PID_DOMAIN_ID => d.domain_id = Some(r.u32()?),
-                PID_DOMAIN_TAG => d.domain_tag_empty = read_string(&mut r)?.is_empty(),
+        for p in list {
+            let p = p.ok()?;
+            match p.pid {
+                PID_PROTOCOL_VERSION => d.protocol_major = *p.value.first()?,
+                PID_VENDORID => d.vendor = val::<VendorId>(&p, e)?.0,
+                PID_DOMAIN_ID => d.domain_id = Some(val(&p, e)?),
+                PID_DOMAIN_TAG => d.domain_tag_empty = val::<&str>(&p, e)?.is_empty(),
                 PID_PARTICIPANT_GUID => {
-                    d.guid_prefix = Guid::from_bytes(r.arr::<16>()?).prefix;
+                    d.guid_prefix = val::<Guid>(&p, e)?.prefix;
                     have_guid = true;
                 }
-                PID_BUILTIN_ENDPOINT_SET => d.builtin_endpoints = r.u32()?,
-                PID_METATRAFFIC_UNICAST_LOCATOR => push_locator(&mut d.metatraffic_unicast, v, le),
-                PID_METATRAFFIC_MULTICAST_LOCATOR => {
-                    push_locator(&mut d.metatraffic_multicast, v, le)
+                PID_BUILTIN_ENDPOINT_SET => {
+                    d.builtin_endpoints = val::<BuiltinEndpointSet>(&p, e)?.0;
                 }
-                PID_DEFAULT_UNICAST_LOCATOR => push_locator(&mut d.default_unicast, v, le),
-                PID_DEFAULT_MULTICAST_LOCATOR => push_locator(&mut d.default_multicast, v, le),
-                PID_PARTICIPANT_LEASE_DURATION => d.lease_duration = read_duration(&mut r)?,
-                PID_ENTITY_NAME => d.entity_name = read_string(&mut r),
+                PID_METATRAFFIC_UNICAST_LOCATOR => {
+                    push_locator(&mut d.metatraffic_unicast, &p, e);
+                }
+                PID_METATRAFFIC_MULTICAST_LOCATOR => {
+                    push_locator(&mut d.metatraffic_multicast, &p, e);
+                }
+                PID_DEFAULT_UNICAST_LOCATOR => push_locator(&mut d.default_unicast, &p, e),
+                PID_DEFAULT_MULTICAST_LOCATOR => push_locator(&mut d.default_multicast, &p, e),
+                PID_PARTICIPANT_LEASE_DURATION => {
+                    d.lease_duration = std_duration(val(&p, e)?);
+                }
+                PID_ENTITY_NAME => d.entity_name = val::<&str>(&p, e).map(str::to_owned),
                 other if must_understand(other) => return None,
                 _ => {}
             }
@@ -298,81 +296,95 @@ impl SpdpData {
 impl EndpointData {
     pub(crate) fn encode(&self, participant: GuidPrefix) -> Vec<u8> {
         let mut w = PlWriter::new();
-        w.param(PID_ENDPOINT_GUID, &self.guid.to_bytes());
-        w.param(
+        w.push(PID_ENDPOINT_GUID, &self.guid);
+        w.push(
             PID_PARTICIPANT_GUID,
-            &Guid::new(participant, EntityId::PARTICIPANT).to_bytes(),
+            &Guid::new(participant, EntityId::PARTICIPANT),
         );
-        w.string(PID_TOPIC_NAME, &self.topic_name);
-        w.string(PID_TYPE_NAME, &self.type_name);
+        w.push(PID_TOPIC_NAME, &self.topic_name.as_str());
+        w.push(PID_TYPE_NAME, &self.type_name.as_str());
         let q = &self.qos;
-        let mut rel = [0u8; 12];
-        let kind: u32 = match q.reliability.kind {
-            ReliabilityKind::BestEffort => 1,
-            ReliabilityKind::Reliable => 2,
-        };
-        rel[..4].copy_from_slice(&kind.to_le_bytes());
-        rel[4..].copy_from_slice(&duration_bytes(q.reliability.max_blocking_time));
-        w.param(PID_RELIABILITY, &rel);
-        w.u32(
-            PID_DURABILITY,
-            match q.durability {
-                Durability::Volatile => 0,
-                Durability::TransientLocal => 1,
+        w.push(
+            PID_RELIABILITY,
+            &wq::Reliability {
+                kind: match q.reliability.kind {
+                    ReliabilityKind::BestEffort => wq::ReliabilityKind::BestEffort,
+                    ReliabilityKind::Reliable => wq::ReliabilityKind::Reliable,
+                },
+                max_blocking_time: wire_duration(q.reliability.max_blocking_time),
             },
         );
-        let mut hist = [0u8; 8];
-        let (hk, depth): (u32, i32) = match q.history {
-            History::KeepLast(n) => (0, i32::try_from(n).unwrap_or(i32::MAX)),
-            History::KeepAll => (1, -1),
-        };
-        hist[..4].copy_from_slice(&hk.to_le_bytes());
-        hist[4..].copy_from_slice(&depth.to_le_bytes());
-        w.param(PID_HISTORY, &hist);
-        w.u32(
+        w.push(
+            PID_DURABILITY,
+            &wq::Durability {
+                kind: match q.durability {
+                    Durability::Volatile => wq::DurabilityKind::Volatile,
+                    Durability::TransientLocal => wq::DurabilityKind::TransientLocal,
+                },
+            },
+        );
+        w.push(
+            PID_HISTORY,
+            &match q.history {
+                History::KeepLast(n) => wq::History {
+                    kind: wq::HistoryKind::KeepLast,
+                    depth: i32::try_from(n).unwrap_or(i32::MAX),
+                },
+                History::KeepAll => wq::History {
+                    kind: wq::HistoryKind::KeepAll,
+                    depth: -1,
+                },
+            },
+        );
+        w.push(
             PID_OWNERSHIP,
-            match q.ownership {
-                Ownership::Shared => 0,
-                Ownership::Exclusive => 1,
+            &wq::Ownership {
+                kind: match q.ownership {
+                    Ownership::Shared => wq::OwnershipKind::Shared,
+                    Ownership::Exclusive => wq::OwnershipKind::Exclusive,
+                },
             },
         );
         if q.ownership == Ownership::Exclusive {
-            w.u32(PID_OWNERSHIP_STRENGTH, q.ownership_strength as u32);
+            w.push(
+                PID_OWNERSHIP_STRENGTH,
+                &wq::OwnershipStrength {
+                    value: q.ownership_strength,
+                },
+            );
         }
-        let mut live = [0u8; 12];
-        let lk: u32 = match q.liveliness.kind {
-            LivelinessKind::Automatic => 0,
-            LivelinessKind::ManualByParticipant => 1,
-            LivelinessKind::ManualByTopic => 2,
-        };
-        live[..4].copy_from_slice(&lk.to_le_bytes());
-        live[4..].copy_from_slice(&duration_bytes(q.liveliness.lease_duration));
-        w.param(PID_LIVELINESS, &live);
-        w.param(PID_DEADLINE, &duration_bytes(q.deadline.period));
+        w.push(
+            PID_LIVELINESS,
+            &wq::Liveliness {
+                kind: match q.liveliness.kind {
+                    LivelinessKind::Automatic => wq::LivelinessKind::Automatic,
+                    LivelinessKind::ManualByParticipant => wq::LivelinessKind::ManualByParticipant,
+                    LivelinessKind::ManualByTopic => wq::LivelinessKind::ManualByTopic,
+                },
+                lease_duration: wire_duration(q.liveliness.lease_duration),
+            },
+        );
+        w.push(
+            PID_DEADLINE,
+            &wq::Deadline {
+                period: wire_duration(q.deadline.period),
+            },
+        );
         if !q.partition.0.is_empty() {
-            let mut v = Vec::new();
-            v.extend_from_slice(&(q.partition.0.len() as u32).to_le_bytes());
-            for name in &q.partition.0 {
-                while v.len() % 4 != 0 {
-                    v.push(0);
-                }
-                put_string(&mut v, name);
-            }
-            w.param(PID_PARTITION, &v);
+            let names: Vec<&str> = q.partition.0.iter().map(String::as_str).collect();
+            w.push(PID_PARTITION, &wq::Partition::from_names(&names));
         }
         if !q.data_representation.0.is_empty() {
-            let mut v = Vec::new();
-            v.extend_from_slice(&(q.data_representation.0.len() as u32).to_le_bytes());
-            for id in &q.data_representation.0 {
-                v.extend_from_slice(&id.to_le_bytes());
-            }
-            w.param(PID_DATA_REPRESENTATION, &v);
+            w.push(
+                PID_DATA_REPRESENTATION,
+                &wq::DataRepresentation::from_slice(&q.data_representation.0),
+            );
         }
         for l in &self.unicast {
-            w.locator(PID_UNICAST_LOCATOR, l);
+            w.push(PID_UNICAST_LOCATOR, l);
         }
         for l in &self.multicast {
-            w.locator(PID_MULTICAST_LOCATOR, l);
+            w.push(PID_MULTICAST_LOCATOR, l);
         }
         w.finish()
     }
@@ -380,103 +392,103 @@ impl EndpointData {
     /// Decodes a DiscoveredWriterData (`writer`) or DiscoveredReaderData;
     /// absent QoS takes the spec default for that endpoint kind.
     pub(crate) fn decode(payload: &[u8], writer: bool) -> Option<Self> {
-        let (body, le) = pl_body(payload)?;
+        let list = pl_body(payload)?;
+        let e = list.endianness();
         let mut guid = None;
         let mut topic_name = None;
         let mut type_name = None;
         let mut qos = EndpointQos::spec_default(writer);
         let mut unicast = Vec::new();
         let mut multicast = Vec::new();
-        for p in Params::new(body, le) {
-            let (pid, v) = p.ok()?;
-            let mut r = Rd::new(v, le);
-            match pid {
-                PID_ENDPOINT_GUID => guid = Some(Guid::from_bytes(r.arr::<16>()?)),
-                PID_TOPIC_NAME => topic_name = Some(read_name(&mut r)?),
-                PID_TYPE_NAME => type_name = Some(read_name(&mut r)?),
+        for p in list {
+            let p = p.ok()?;
+            match p.pid {
+                PID_ENDPOINT_GUID => guid = Some(val::<Guid>(&p, e)?),
+                PID_TOPIC_NAME => topic_name = Some(read_name(&p, e)?),
+                PID_TYPE_NAME => type_name = Some(read_name(&p, e)?),
                 PID_RELIABILITY => {
-                    let kind = match r.u32()? {
-                        1 => ReliabilityKind::BestEffort,
-                        2 => ReliabilityKind::Reliable,
-                        _ => return None,
+                    // The max_blocking_time may be missing: zero then.
+                    let (kind, max_blocking_time) = match val::<wq::Reliability>(&p, e) {
+                        Some(r) => (r.kind, std_duration(r.max_blocking_time)),
+                        None => (
+                            wq::ReliabilityKind::from_u32(val(&p, e)?).ok()?,
+                            Duration::ZERO,
+                        ),
                     };
-                    let max_blocking_time = read_duration(&mut r).unwrap_or(Duration::ZERO);
                     qos.reliability = Reliability {
-                        kind,
+                        kind: match kind {
+                            wq::ReliabilityKind::BestEffort => ReliabilityKind::BestEffort,
+                            wq::ReliabilityKind::Reliable => ReliabilityKind::Reliable,
+                        },
                         max_blocking_time,
                     };
                 }
                 PID_DURABILITY => {
-                    qos.durability = match r.u32()? {
-                        0 => Durability::Volatile,
+                    qos.durability = match val::<wq::Durability>(&p, e)?.kind {
+                        wq::DurabilityKind::Volatile => Durability::Volatile,
                         // TRANSIENT and PERSISTENT offer at least TRANSIENT_LOCAL.
-                        1..=3 => Durability::TransientLocal,
-                        _ => return None,
+                        wq::DurabilityKind::TransientLocal
+                        | wq::DurabilityKind::Transient
+                        | wq::DurabilityKind::Persistent => Durability::TransientLocal,
                     }
                 }
                 PID_HISTORY => {
-                    let kind = r.u32()?;
-                    let depth = r.i32().unwrap_or(1);
+                    // The depth may be missing: 1 then.
+                    let (kind, depth) = match val::<wq::History>(&p, e) {
+                        Some(h) => (h.kind, h.depth),
+                        None => (wq::HistoryKind::from_u32(val(&p, e)?).ok()?, 1),
+                    };
                     qos.history = match kind {
-                        0 => History::KeepLast(u32::try_from(depth).unwrap_or(1).max(1)),
-                        1 => History::KeepAll,
-                        _ => return None,
+                        wq::HistoryKind::KeepLast => {
+                            History::KeepLast(u32::try_from(depth).unwrap_or(1).max(1))
+                        }
+                        wq::HistoryKind::KeepAll => History::KeepAll,
                     };
                 }
                 PID_OWNERSHIP => {
-                    qos.ownership = match r.u32()? {
-                        0 => Ownership::Shared,
-                        1 => Ownership::Exclusive,
-                        _ => return None,
+                    qos.ownership = match val::<wq::Ownership>(&p, e)?.kind {
+                        wq::OwnershipKind::Shared => Ownership::Shared,
+                        wq::OwnershipKind::Exclusive => Ownership::Exclusive,
                     }
                 }
-                PID_OWNERSHIP_STRENGTH => qos.ownership_strength = r.i32()?,
+                PID_OWNERSHIP_STRENGTH => {
+                    qos.ownership_strength = val::<wq::OwnershipStrength>(&p, e)?.value;
+                }
                 PID_LIVELINESS => {
-                    let kind = match r.u32()? {
-                        0 => LivelinessKind::Automatic,
-                        1 => LivelinessKind::ManualByParticipant,
-                        2 => LivelinessKind::ManualByTopic,
-                        _ => return None,
-                    };
-                    let lease_duration = read_duration(&mut r)?;
+                    let l = val::<wq::Liveliness>(&p, e)?;
                     qos.liveliness = Liveliness {
-                        kind,
-                        lease_duration,
+                        kind: match l.kind {
+                            wq::LivelinessKind::Automatic => LivelinessKind::Automatic,
+                            wq::LivelinessKind::ManualByParticipant => {
+                                LivelinessKind::ManualByParticipant
+                            }
+                            wq::LivelinessKind::ManualByTopic => LivelinessKind::ManualByTopic,
+                        },
+                        lease_duration: std_duration(l.lease_duration),
                     };
                 }
                 PID_DEADLINE => {
                     qos.deadline = Deadline {
-                        period: read_duration(&mut r)?,
+                        period: std_duration(val::<wq::Deadline>(&p, e)?.period),
                     }
                 }
                 PID_PARTITION => {
-                    let n = r.u32()? as usize;
-                    let mut names = Vec::new();
-                    for _ in 0..n {
-                        r.align(4)?;
-                        let s = read_string(&mut r)?;
-                        if names.len() < MAX_PARTITIONS {
-                            names.push(s);
-                        }
-                    }
-                    qos.partition = Partition(names);
+                    let names = val::<wq::Partition<'_>>(&p, e)?;
+                    qos.partition = Partition(
+                        names
+                            .iter()
+                            .take(MAX_PARTITIONS)
+                            .map(str::to_owned)
+                            .collect(),
+                    );
                 }
                 PID_DATA_REPRESENTATION => {
-                    let n = r.u32()? as usize;
-                    let mut ids = Vec::new();
-                    for _ in 0..n {
-                        let id = r.u16()? as i16;
-                        if ids.len() < 16 {
-                            ids.push(id);
-                        }
-                    }
-                    qos.data_representation = DataRepresentation(ids);
+                    let ids = val::<wq::DataRepresentation<'_>>(&p, e)?;
+                    qos.data_representation = DataRepresentation(ids.iter().take(16).collect());
                 }
-                PID_UNICAST_LOCATOR => push_locator(&mut unicast, v, le),
-                PID_MULTICAST_LOCATOR => push_locator(&mut multicast, v, le),
-                PID_KEY_HASH if guid.is_none() => {
-                    guid = Some(Guid::from_bytes(r.arr::<16>()?));
-                }
+                PID_UNICAST_LOCATOR => push_locator(&mut unicast, &p, e),
+                PID_MULTICAST_LOCATOR => push_locator(&mut multicast, &p, e),
+                PID_KEY_HASH if guid.is_none() => guid = Some(val::<Guid>(&p, e)?),
                 other if must_understand(other) => return None,
                 _ => {}
             }
@@ -495,27 +507,30 @@ impl EndpointData {
 /// Key-only payload for an SEDP dispose: PL_CDR_LE { ENDPOINT_GUID }.
 pub(crate) fn endpoint_key_payload(guid: Guid) -> Vec<u8> {
     let mut w = PlWriter::new();
-    w.param(PID_ENDPOINT_GUID, &guid.to_bytes());
+    w.push(PID_ENDPOINT_GUID, &guid);
     w.finish()
 }
 
 /// Key-only payload for an SPDP dispose: PL_CDR_LE { PARTICIPANT_GUID }.
 pub(crate) fn participant_key_payload(prefix: GuidPrefix) -> Vec<u8> {
     let mut w = PlWriter::new();
-    w.param(
+    w.push(
         PID_PARTICIPANT_GUID,
-        &Guid::new(prefix, EntityId::PARTICIPANT).to_bytes(),
+        &Guid::new(prefix, EntityId::PARTICIPANT),
     );
     w.finish()
 }
 
 /// The GUID in a key-only builtin payload (ENDPOINT_GUID, PARTICIPANT_GUID or KEY_HASH).
 pub(crate) fn key_guid(payload: &[u8]) -> Option<Guid> {
-    let (body, le) = pl_body(payload)?;
-    for p in Params::new(body, le) {
-        let (pid, v) = p.ok()?;
-        if matches!(pid, PID_ENDPOINT_GUID | PID_PARTICIPANT_GUID | PID_KEY_HASH) {
-            return Some(Guid::from_bytes(Rd::new(v, le).arr::<16>()?));
+    let list = pl_body(payload)?;
+    for p in list {
+        let p = p.ok()?;
+        if matches!(
+            p.pid,
+            PID_ENDPOINT_GUID | PID_PARTICIPANT_GUID | PID_KEY_HASH
+        ) {
+            return val::<Guid>(&p, list.endianness());
         }
     }
     None
@@ -591,9 +606,9 @@ mod tests {
 
         // Absent reliability: writers default to RELIABLE, readers to BEST_EFFORT.
         let mut w = PlWriter::new();
-        w.param(PID_ENDPOINT_GUID, &d.guid.to_bytes());
-        w.string(PID_TOPIC_NAME, "T");
-        w.string(PID_TYPE_NAME, "U");
+        w.push(PID_ENDPOINT_GUID, &d.guid);
+        w.push(PID_TOPIC_NAME, &"T");
+        w.push(PID_TYPE_NAME, &"U");
         let minimal = w.finish();
         let as_writer = EndpointData::decode(&minimal, true).unwrap();
         let as_reader = EndpointData::decode(&minimal, false).unwrap();
@@ -604,19 +619,19 @@ mod tests {
     #[test]
     fn must_understand_unknown_drops_sample() {
         let mut w = PlWriter::new();
-        w.param(PID_ENDPOINT_GUID, &[1; 16]);
-        w.string(PID_TOPIC_NAME, "T");
-        w.string(PID_TYPE_NAME, "U");
-        w.u32(0x4077, 1);
+        w.push(PID_ENDPOINT_GUID, &Guid::from_bytes([1; 16]));
+        w.push(PID_TOPIC_NAME, &"T");
+        w.push(PID_TYPE_NAME, &"U");
+        w.push(0x4077, &1u32);
         assert!(EndpointData::decode(&w.finish(), true).is_none());
     }
 
     #[test]
     fn overlong_names_drop_the_sample() {
         let mut w = PlWriter::new();
-        w.param(PID_ENDPOINT_GUID, &[1; 16]);
-        w.string(PID_TOPIC_NAME, &"x".repeat(MAX_NAME_LEN + 1));
-        w.string(PID_TYPE_NAME, "U");
+        w.push(PID_ENDPOINT_GUID, &Guid::from_bytes([1; 16]));
+        w.push(PID_TOPIC_NAME, &"x".repeat(MAX_NAME_LEN + 1).as_str());
+        w.push(PID_TYPE_NAME, &"U");
         assert!(EndpointData::decode(&w.finish(), true).is_none());
     }
 
@@ -633,14 +648,26 @@ mod tests {
 
     #[test]
     fn durations() {
-        let mut r_inf = duration_bytes(DURATION_INFINITE);
-        assert_eq!(
-            read_duration(&mut Rd::new(&r_inf, true)),
-            Some(DURATION_INFINITE)
-        );
-        r_inf = duration_bytes(Duration::from_millis(250));
-        let d = read_duration(&mut Rd::new(&r_inf, true)).unwrap();
+        assert_eq!(wire_duration(DURATION_INFINITE), WireDuration::INFINITE);
+        assert_eq!(std_duration(WireDuration::INFINITE), DURATION_INFINITE);
+        // Any fraction with 0x7fffffff seconds is infinite; negative is zero.
+        let almost = WireDuration {
+            seconds: 0x7fff_ffff,
+            fraction: 0,
+        };
+        assert_eq!(std_duration(almost), DURATION_INFINITE);
+        let negative = WireDuration {
+            seconds: -1,
+            fraction: 5,
+        };
+        assert_eq!(std_duration(negative), Duration::ZERO);
+        let d = std_duration(wire_duration(Duration::from_millis(250)));
         assert!(d <= Duration::from_millis(250) && d > Duration::from_millis(249));
+        // The fraction is rounded down (0.1 s = 429496729.6 units of 2^-32 s).
+        assert_eq!(
+            wire_duration(Duration::from_millis(100)).fraction,
+            429_496_729
+        );
     }
 }
 
