@@ -29,7 +29,9 @@ pub(crate) fn serialize_key<T: TopicType>(sample: &T, out: &mut Vec<u8>) -> Resu
     Ok(())
 }
 
-/// The key hash of `sample` (`None` for unkeyed types).
+/// The key hash of `sample` (`None` for unkeyed types). The runtime uses
+/// [`instance_key_with`]; this allocating form checks it in tests.
+#[cfg(test)]
 pub(crate) fn instance_key<T: TopicType>(sample: &T) -> Result<Option<[u8; 16]>, DdsError> {
     Ok(key_hash(sample)?)
 }

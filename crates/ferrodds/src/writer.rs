@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrodds_cdr::TopicType;
-use ferrodds_rtps::{ChangeKind, WriteError, WriteRequest, WriterId};
+use ferrodds_rtps::{
+    ChangeKind, InstanceState as EngineInstanceState, WriteError, WriteRequest, WriterId,
+};
 use ferrodds_rtps::{Guid, Time};
 
 use crate::entity::WriterShared;
@@ -106,12 +108,62 @@ impl<T: TopicType> DataWriter<T> {
         self.inner.query(|st| st.engine.pending_bytes(self.id))
     }
 
-    /// Registers an instance and returns its handle (no traffic is generated).
+    /// Registers the instance of `sample` with the writer (no traffic is generated) and
+    /// returns its handle: the key hash by which the writer's history indexes the instance,
+    /// which is also the `instance_handle` readers report for it. Registering an instance
+    /// again is harmless; registering an unregistered one registers it again. Unkeyed
+    /// types have one instance: [`InstanceHandle::NIL`].
     pub fn register_instance(&self, sample: &T) -> DdsResult<InstanceHandle> {
-        Ok(typesupport::instance_key(sample)?.map_or(InstanceHandle::NIL, InstanceHandle))
+        if self.inner.is_shut_down() {
+            return Err(DdsError::AlreadyDeleted);
+        }
+        if !T::IS_KEYED {
+            return Ok(InstanceHandle::NIL);
+        }
+        // The scratch lock orders this with the writer's other operations.
+        let mut guard = lock(&self.scratch);
+        let Scratch { key, pending, .. } = &mut *guard;
+        let Some(key_hash) = typesupport::instance_key_with(sample, key)? else {
+            return Ok(InstanceHandle::NIL);
+        };
+        self.inner
+            .with_engine(pending, |st, _| {
+                st.engine.register_instance(self.id, key_hash)
+            })
+            .map_err(|_| DdsError::AlreadyDeleted)?;
+        Ok(InstanceHandle(key_hash))
     }
 
-    /// Unregisters the instance of `sample` (readers see `NotAliveNoWriters`).
+    /// The handle of the instance of `sample` if the writer knows it (registered, written,
+    /// or unregistered with the unregistration still in its history), else
+    /// [`InstanceHandle::NIL`] (always for unkeyed types).
+    pub fn lookup_instance(&self, sample: &T) -> DdsResult<InstanceHandle> {
+        if self.inner.is_shut_down() {
+            return Err(DdsError::AlreadyDeleted);
+        }
+        if !T::IS_KEYED {
+            return Ok(InstanceHandle::NIL);
+        }
+        let mut guard = lock(&self.scratch);
+        let Some(key_hash) = typesupport::instance_key_with(sample, &mut guard.key)? else {
+            return Ok(InstanceHandle::NIL);
+        };
+        let known = self.inner.query(|st| {
+            st.engine
+                .writer_instance_state(self.id, &key_hash)
+                .is_some()
+        });
+        Ok(if known {
+            InstanceHandle(key_hash)
+        } else {
+            InstanceHandle::NIL
+        })
+    }
+
+    /// Unregisters the instance of `sample` (readers see `NotAliveNoWriters`, or keep
+    /// `NotAliveDisposed`). Fails with [`DdsError::PreconditionNotMet`], sending nothing,
+    /// when the writer has not registered (or written) the instance or already
+    /// unregistered it.
     pub fn unregister_instance(&self, sample: &T) -> DdsResult<()> {
         self.write_change(
             sample,
@@ -162,6 +214,20 @@ impl<T: TopicType> DataWriter<T> {
         } else {
             None
         };
+        if kind == ChangeKind::NotAliveUnregistered {
+            let registered = key_hash.is_some_and(|k| {
+                self.inner.query(|st| {
+                    st.engine
+                        .writer_instance_state(self.id, &k)
+                        .is_some_and(|s| s != EngineInstanceState::NotAliveNoWriters)
+                })
+            });
+            if !registered {
+                return Err(DdsError::PreconditionNotMet {
+                    what: "unregister_instance: the instance is not registered",
+                });
+            }
+        }
         // The clock and the writer's status lock are only needed once the history
         // is full: `gen` is the resources generation read before the last attempt.
         let mut deadline = None;
@@ -306,5 +372,127 @@ impl<T> std::fmt::Debug for DataWriter<T> {
             .field("guid", &self.guid)
             .field("topic", &self.topic_name)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, DomainParticipant, PublisherQos, TopicQos};
+    use ferrodds_cdr::types::{TestData, TestDataKeyed};
+
+    fn keyed(instance: u32) -> TestDataKeyed {
+        TestDataKeyed {
+            key: instance.to_le_bytes(),
+            ..TestDataKeyed::default()
+        }
+    }
+
+    fn engine_state(
+        w: &DataWriter<TestDataKeyed>,
+        h: InstanceHandle,
+    ) -> Option<EngineInstanceState> {
+        w.inner
+            .query(|st| st.engine.writer_instance_state(w.id, &h.0))
+    }
+
+    fn engine_count(w: &DataWriter<TestDataKeyed>) -> usize {
+        w.inner.query(|st| st.engine.writer_instance_count(w.id))
+    }
+
+    #[test]
+    fn register_dispose_unregister_track_the_engine_instance() {
+        // No peers, nothing matches; TRANSIENT_LOCAL KEEP_ALL keeps every change in the
+        // history (a volatile writer without readers drops them at once, and with them an
+        // unregistered instance).
+        let p = DomainParticipant::with_config(213, Config::loopback().initial_peers(Vec::new()))
+            .unwrap();
+        let t = p
+            .create_topic::<TestDataKeyed>("reg", TopicQos::default())
+            .unwrap();
+        let publ = p.create_publisher(PublisherQos::default()).unwrap();
+        let w = publ
+            .create_datawriter(&t, DataWriterQos::default().keep_all().transient_local())
+            .unwrap();
+
+        assert_eq!(w.lookup_instance(&keyed(1)).unwrap(), InstanceHandle::NIL);
+        let h1 = w.register_instance(&keyed(1)).unwrap();
+        assert_ne!(h1, InstanceHandle::NIL);
+        assert_eq!(
+            h1.0,
+            typesupport::instance_key(&keyed(1)).unwrap().unwrap(),
+            "the handle is the key hash writes use"
+        );
+        assert_eq!(engine_state(&w, h1), Some(EngineInstanceState::Alive));
+        assert_eq!(engine_count(&w), 1);
+        assert_eq!(w.lookup_instance(&keyed(1)).unwrap(), h1);
+        // Registering again changes nothing.
+        assert_eq!(w.register_instance(&keyed(1)).unwrap(), h1);
+        assert_eq!(engine_count(&w), 1);
+
+        // Unregistering an instance never registered fails and leaves no trace.
+        assert!(matches!(
+            w.unregister_instance(&keyed(2)),
+            Err(DdsError::PreconditionNotMet { .. })
+        ));
+        assert_eq!(w.lookup_instance(&keyed(2)).unwrap(), InstanceHandle::NIL);
+        assert_eq!(engine_count(&w), 1);
+
+        // Registered without a write: unregistering works once.
+        w.unregister_instance(&keyed(1)).unwrap();
+        assert_eq!(
+            engine_state(&w, h1),
+            Some(EngineInstanceState::NotAliveNoWriters)
+        );
+        assert!(matches!(
+            w.unregister_instance(&keyed(1)),
+            Err(DdsError::PreconditionNotMet { .. })
+        ));
+        // Registering it again makes it alive (and unregistrable) again.
+        assert_eq!(w.register_instance(&keyed(1)).unwrap(), h1);
+        assert_eq!(engine_state(&w, h1), Some(EngineInstanceState::Alive));
+        w.unregister_instance(&keyed(1)).unwrap();
+        assert_eq!(
+            engine_state(&w, h1),
+            Some(EngineInstanceState::NotAliveNoWriters)
+        );
+
+        // A written instance is registered implicitly; dispose keeps it registered.
+        w.write(&keyed(3)).unwrap();
+        let h3 = w.lookup_instance(&keyed(3)).unwrap();
+        assert_eq!(engine_state(&w, h3), Some(EngineInstanceState::Alive));
+        w.dispose(&keyed(3)).unwrap();
+        assert_eq!(
+            engine_state(&w, h3),
+            Some(EngineInstanceState::NotAliveDisposed)
+        );
+        w.unregister_instance(&keyed(3)).unwrap();
+        assert_eq!(
+            engine_state(&w, h3),
+            Some(EngineInstanceState::NotAliveNoWriters)
+        );
+        assert_eq!(engine_count(&w), 2);
+    }
+
+    #[test]
+    fn unkeyed_instances_are_nil() {
+        let p = DomainParticipant::with_config(214, Config::loopback().initial_peers(Vec::new()))
+            .unwrap();
+        let t = p
+            .create_topic::<TestData>("reg_unkeyed", TopicQos::default())
+            .unwrap();
+        let w = p
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&t, DataWriterQos::default())
+            .unwrap();
+        let s = TestData::default();
+        assert_eq!(w.register_instance(&s).unwrap(), InstanceHandle::NIL);
+        assert_eq!(w.lookup_instance(&s).unwrap(), InstanceHandle::NIL);
+        drop(p);
+        assert!(matches!(
+            w.register_instance(&s),
+            Err(DdsError::AlreadyDeleted)
+        ));
     }
 }
