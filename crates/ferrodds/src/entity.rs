@@ -145,7 +145,12 @@ pub(crate) struct ReaderShared {
     capacity: Option<usize>,
     /// Samples in the inbox and the cache.
     held: AtomicUsize,
+    /// Decoded samples' payload buffers, given back to the engine for reuse.
+    spare: Mutex<Vec<Vec<u8>>>,
 }
+
+/// Most payload buffers a reader keeps for the engine between two fills.
+const SPARE_MAX: usize = 256;
 
 impl ReaderShared {
     pub(crate) fn new(
@@ -161,6 +166,7 @@ impl ReaderShared {
         Self {
             capacity,
             held: AtomicUsize::new(0),
+            spare: Mutex::new(Vec::new()),
             inbox: Mutex::new(VecDeque::new()),
             cache: Mutex::new(ReaderCache::default()),
             status: Mutex::new(ReaderStatus::default()),
@@ -196,6 +202,9 @@ impl ReaderShared {
         engine: &mut ferrodds_rtps::Participant,
         id: ferrodds_rtps::ReaderId,
     ) {
+        for p in lock(&self.spare).drain(..) {
+            engine.recycle_payload(p);
+        }
         let mut room = self.room();
         let mut inbox = lock(&self.inbox);
         while room > 0 {
@@ -295,6 +304,16 @@ impl ReaderShared {
             }
         }
         cache.samples.push_back(CachedSample { data, info });
+        self.give_back(s.payload);
+    }
+
+    /// Keeps a decoded sample's payload buffer for the engine (no allocation per
+    /// received sample in steady state).
+    fn give_back(&self, payload: Vec<u8>) {
+        let mut spare = lock(&self.spare);
+        if spare.len() < SPARE_MAX {
+            spare.push(payload);
+        }
     }
 
     /// Whether the cache (or the inbox) holds samples not yet read.

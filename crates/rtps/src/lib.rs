@@ -76,8 +76,9 @@
 //! best-effort `write` plus [`Participant::poll_transmit_into`] allocates
 //! nothing (also for 100,000 instances, `tests/instances.rs`) (history payload buffers are recycled from a small pool, the
 //! destination list is caller-owned); [`Participant::poll_transmit`] allocates
-//! the `Vec` of its [`Transmit`]; receiving allocates exactly one `Vec` per
-//! delivered sample (its payload). Reliable repair bookkeeping, discovery and
+//! the `Vec` of its [`Transmit`]; receiving allocates one `Vec` per
+//! delivered sample (its payload) unless taken payloads are given back with
+//! [`Participant::recycle_payload`] (then none). Reliable repair bookkeeping, discovery and
 //! entity creation allocate freely.
 //!
 //! # Fragments
@@ -148,7 +149,8 @@
 //! [`Participant::stats`], [`Participant::config`],
 //! [`Participant::discovered_participants`], [`Participant::max_payload_size`],
 //! [`Participant::reassembly_bytes`], [`Participant::pending_bytes`],
-//! [`Participant::flush`], [`Participant::write_flush`], the instance
+//! [`Participant::flush`], [`Participant::write_flush`],
+//! [`Participant::recycle_payload`], the instance
 //! queries, and [`Participant::announce_leave`]; [`Timestamp::saturating_add`]
 //! and [`Timestamp::since`]; the public [`reassembly`] module (also driven by
 //! the `reassembly` fuzz target).

@@ -266,7 +266,13 @@ pub struct Participant {
     events: VecDeque<Event>,
     /// Bytes under reassembly in all readers.
     reasm_budget: ReassemblyBudget,
+    /// Payload buffers given back by [`Participant::recycle_payload`], reused
+    /// by received samples.
+    rx_pool: Vec<Vec<u8>>,
 }
+
+/// Most payload buffers [`Participant::recycle_payload`] keeps.
+const RX_POOL_MAX: usize = 1024;
 
 fn builtin_writer(
     config: &ParticipantConfig,
@@ -370,6 +376,7 @@ impl Participant {
         };
         Self {
             reasm_budget: ReassemblyBudget::new(),
+            rx_pool: Vec::new(),
             spdp_payload: spdp.encode(),
             writers: vec![
                 Some(builtin_writer(
@@ -823,6 +830,17 @@ impl Participant {
     /// Next event.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
+    }
+
+    /// Gives the payload buffer of a taken [`Sample`] back: received samples
+    /// reuse it (up to 1024 buffers of at most 64 KiB are kept), so a reader
+    /// that recycles what it takes receives without allocating per sample.
+    pub fn recycle_payload(&mut self, mut payload: Vec<u8>) {
+        let cap = payload.capacity();
+        if cap > 0 && cap <= 1 << 16 && self.rx_pool.len() < RX_POOL_MAX {
+            payload.clear();
+            self.rx_pool.push(payload);
+        }
     }
 
     /// Next sample for this reader, in delivery order (reliable: per-writer SN
@@ -1311,11 +1329,13 @@ impl Participant {
                 continue;
             };
             matched = true;
+            let mut buf = self.rx_pool.pop().unwrap_or_default();
+            buf.extend_from_slice(payload);
             let change = Change {
                 kind: ChangeKind::from_status_info(iq.status_info),
                 key_hash: iq.key_hash,
                 source_timestamp: ts,
-                payload: payload.to_vec(),
+                payload: buf,
             };
             let mut out = take_scratch(&mut self.scratch);
             p.on_data(d.sn, change, room, &mut out);
