@@ -28,8 +28,9 @@
 //!   [`DataReader::wait_for_data`], [`WaitSet::wait`] and the `wait_for_*` helpers block up
 //!   to their timeout. Nothing else blocks except on the locks below.
 //! * **Locking.** One mutex guards the protocol engine (held while running an engine
-//!   operation and sending the datagrams it produced; never while decoding for a reader or
-//!   calling a listener). Each endpoint has small status and cache mutexes of its own.
+//!   operation; never while decoding for a reader or calling a listener). The datagram a
+//!   write or a received datagram produces is sent after the lock is released (only
+//!   further datagrams of the same operation, e.g. fragments, are sent under it). Each endpoint has small status and cache mutexes of its own.
 //!   Listeners run with no runtime lock held, so they may call any API.
 //! * **Reader cache.** Received samples move from the engine into a per-reader cache that
 //!   applies HISTORY (KEEP_LAST depth per instance). A KEEP_ALL reader with

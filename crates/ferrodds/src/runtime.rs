@@ -104,6 +104,13 @@ pub(crate) struct EngineState {
     tx_destinations: Vec<Locator>,
 }
 
+/// A caller-owned transmit buffer for [`Inner::with_engine_tx`] (sized on first use).
+#[derive(Default)]
+pub(crate) struct TxScratch {
+    buf: Vec<u8>,
+    dests: Vec<Locator>,
+}
+
 /// Work to do after the engine lock is released.
 pub(crate) enum Pending {
     Reader(Arc<ReaderShared>, Event),
@@ -286,6 +293,55 @@ impl Inner {
             self.drain_locked(&mut st, now, pending);
             (r, st.engine.poll_timeout())
         };
+        self.kick_timer(next);
+        self.dispatch(pending);
+        r
+    }
+
+    /// Like [`Inner::with_engine`], but the first datagram the operation produces is
+    /// built in the caller's `tx` buffer and sent after the engine lock is released
+    /// (the hot paths: a write, a received datagram). A sender preempted by the
+    /// receiver it just woke — the rule on a single CPU — then holds no lock the
+    /// receiving side needs. Further datagrams of the same operation (fragments) are
+    /// sent in order under the lock.
+    pub(crate) fn with_engine_tx<R>(
+        &self,
+        pending: &mut Vec<Pending>,
+        tx: &mut TxScratch,
+        f: impl FnOnce(&mut EngineState, Timestamp) -> R,
+    ) -> R {
+        let (r, next, first) = {
+            let mut st = lock(&self.engine);
+            let now = self.now();
+            let r = f(&mut st, now);
+            if tx.buf.len() < st.tx_buf.len() {
+                tx.buf.resize(st.tx_buf.len(), 0);
+            }
+            Self::drain_events(&mut st, pending);
+            let EngineState {
+                engine,
+                tx_buf,
+                tx_destinations,
+                ..
+            } = &mut *st;
+            let mut first = engine
+                .poll_transmit_into(now, &mut tx.buf, &mut tx.dests)
+                .map(|l| l.min(tx.buf.len()));
+            if first.is_some() {
+                while let Some(len) = engine.poll_transmit_into(now, tx_buf, tx_destinations) {
+                    if let Some(l) = first.take() {
+                        self.send_datagram(&tx.buf[..l], &tx.dests);
+                    }
+                    let len = len.min(tx_buf.len());
+                    self.send_datagram(&tx_buf[..len], tx_destinations);
+                }
+            }
+            Self::drain_events(&mut st, pending);
+            (r, st.engine.poll_timeout(), first)
+        };
+        if let Some(len) = first {
+            self.send_datagram(&tx.buf[..len], &tx.dests);
+        }
         self.kick_timer(next);
         self.dispatch(pending);
         r
@@ -487,6 +543,7 @@ impl Inner {
     pub(crate) fn receive_loop(self: &Arc<Self>, mut rx: UdpReceiver) {
         let mut buf = vec![0u8; 65_536];
         let mut pending = Vec::new();
+        let mut tx = TxScratch::default();
         let local_port = rx.local_port();
         loop {
             match rx.recv(&mut buf) {
@@ -505,7 +562,7 @@ impl Inner {
                         c.inbound(r.src, SocketAddrV4::new(dst_ip, local_port), data);
                     }
                     let src = Locator::udpv4(*r.src.ip(), r.src.port());
-                    self.with_engine(&mut pending, |st, now| {
+                    self.with_engine_tx(&mut pending, &mut tx, |st, now| {
                         st.engine.handle_datagram(now, Some(src), data);
                     });
                 }

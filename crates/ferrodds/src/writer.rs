@@ -13,7 +13,7 @@ use ferrodds_rtps::{Guid, Time};
 use crate::entity::WriterShared;
 use crate::error::{DdsError, DdsResult};
 use crate::qos::{DataWriterQos, PublishMode};
-use crate::runtime::{lock, wall_time, Inner, Pending};
+use crate::runtime::{lock, wall_time, Inner, Pending, TxScratch};
 use crate::sample::InstanceHandle;
 use crate::status::{DataWriterListener, OfferedIncompatibleQosStatus, PublicationMatchedStatus};
 use crate::typesupport;
@@ -24,6 +24,7 @@ struct Scratch {
     payload: Vec<u8>,
     key: Vec<u8>,
     pending: Vec<Pending>,
+    tx: TxScratch,
 }
 
 /// A typed DataWriter.
@@ -64,6 +65,7 @@ impl<T: TopicType> DataWriter<T> {
                 payload: Vec::with_capacity(256),
                 key: Vec::new(),
                 pending: Vec::with_capacity(8),
+                tx: TxScratch::default(),
             }),
             qos,
             topic_name,
@@ -203,6 +205,7 @@ impl<T: TopicType> DataWriter<T> {
             payload,
             key,
             pending,
+            tx,
         } = &mut *guard;
         if kind == ChangeKind::Alive {
             typesupport::serialize(sample, payload)?;
@@ -233,7 +236,7 @@ impl<T: TopicType> DataWriter<T> {
         let mut deadline = None;
         let mut gen = None;
         loop {
-            let res = self.inner.with_engine(pending, |st, now| {
+            let res = self.inner.with_engine_tx(pending, tx, |st, now| {
                 let req = WriteRequest {
                     kind,
                     key_hash,
