@@ -80,6 +80,8 @@ pub(crate) struct ReaderCache {
     instances: HashMap<InstanceHandle, InstanceState>,
     /// The last state recorded (most samples repeat it: no hash-map update then).
     last_state: Option<(InstanceHandle, InstanceState)>,
+    /// Samples being moved from the inbox (kept for its capacity).
+    incoming: VecDeque<ferrodds_rtps::Sample>,
     pub(crate) undecodable: u64,
 }
 
@@ -230,12 +232,19 @@ impl ReaderShared {
     /// policy. Returns the cache guard.
     pub(crate) fn ingest(&self) -> std::sync::MutexGuard<'_, ReaderCache> {
         let mut cache = lock(&self.cache);
+        // Swap the whole inbox out under one short lock (both queues keep their
+        // capacity), then decode without holding it.
+        let mut batch = std::mem::take(&mut cache.incoming);
         loop {
-            let Some(s) = lock(&self.inbox).pop_front() else {
+            std::mem::swap(&mut *lock(&self.inbox), &mut batch);
+            if batch.is_empty() {
                 break;
-            };
-            self.ingest_one(&mut cache, s);
+            }
+            while let Some(s) = batch.pop_front() {
+                self.ingest_one(&mut cache, s);
+            }
         }
+        cache.incoming = batch;
         cache
     }
 
