@@ -23,11 +23,16 @@
 //!   [`transport::Transport`] trait. [`transport::raw`] uses plain UDP sockets with the
 //!   RTPS port formula, CDR-encapsulated `TestData_t` samples and application-level
 //!   batching. `transport::dds` (feature `dds`, on by default) uses the FerroDDS public
-//!   API; without the feature, DDS mode fails with a clear error.
+//!   API (batching, large data, asynchronous publishing with flow controllers, keyed
+//!   types) and delivers samples through a listener on FerroDDS's receive thread (a
+//!   ping is echoed from that thread; `-useReadThread` polls from a harness thread
+//!   instead); without the feature, DDS mode fails with a clear error.
 //! * **Hot path.** Samples are serialized into reused buffers; received samples are
 //!   decoded from borrowed views; lengths read off the wire are checked against the
 //!   datagram before use and malformed datagrams are dropped, never panic.
-//! * **Extensions** (not in RTI Perftest): `-pinMemory` (mlockall).
+//! * **Extensions** (not in RTI Perftest): `-pinMemory` (mlockall); `-scan` (removed in
+//!   RTI Perftest 4.2, kept here: one measurement per size with the LENGTH_CHANGED
+//!   hand-shake).
 #![forbid(unsafe_code)]
 
 pub mod error;

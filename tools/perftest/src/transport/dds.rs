@@ -407,25 +407,19 @@ struct DdsReader<T: PerfType> {
 struct Forward<T: PerfType> {
     reader: Weak<DataReader<T>>,
     callback: Mutex<Option<OnMessage>>,
-    /// Set when a call found the callback busy (another thread, or a re-entrant call
-    /// from a write inside the callback): the running call takes again before leaving.
+    /// Samples may be waiting (set by every call; cleared by the caller holding the
+    /// callback before it takes).
     again: AtomicBool,
 }
 
 impl<T: PerfType> Forward<T> {
-    fn deliver(&self, reader: &DataReader<T>, f: &mut OnMessage) {
-        loop {
-            self.again.store(false, Ordering::Relaxed);
-            let Ok(samples) = reader.take() else {
-                return;
-            };
-            for s in &samples {
-                if let Some(d) = s.data() {
-                    f(&d.to_message());
-                }
-            }
-            if samples.is_empty() && !self.again.load(Ordering::Acquire) {
-                return;
+    fn deliver(reader: &DataReader<T>, f: &mut OnMessage) {
+        let Ok(samples) = reader.take() else {
+            return;
+        };
+        for s in &samples {
+            if let Some(d) = s.data() {
+                f(&d.to_message());
             }
         }
     }
@@ -436,12 +430,20 @@ impl<T: PerfType> DataReaderListener for Forward<T> {
         let Some(reader) = self.reader.upgrade() else {
             return;
         };
-        let Ok(mut guard) = self.callback.try_lock() else {
-            self.again.store(true, Ordering::Release);
-            return;
-        };
-        if let Some(f) = guard.as_mut() {
-            self.deliver(&reader, f);
+        // `again` says "samples may be waiting". Whoever holds the callback takes
+        // until it is clear; a call finding the callback busy (another receive
+        // thread, or a write inside the callback) only sets it. The holder checks it
+        // again after unlocking, so no notification is lost.
+        self.again.store(true, Ordering::Release);
+        while self.again.load(Ordering::Acquire) {
+            let Ok(mut guard) = self.callback.try_lock() else {
+                return;
+            };
+            while self.again.swap(false, Ordering::AcqRel) {
+                if let Some(f) = guard.as_mut() {
+                    Self::deliver(&reader, f);
+                }
+            }
         }
     }
 }
