@@ -126,6 +126,8 @@ pub(crate) struct Inner {
     engine: Mutex<EngineState>,
     transport: UdpTransport,
     origin: Instant,
+    /// Wall-clock time at `origin`, nanoseconds since the Unix epoch.
+    wall_origin_ns: i64,
     /// Nanoseconds (from `origin`) the event thread will next wake at; `u64::MAX` = idle.
     timer_wake_at: AtomicU64,
     timer: Mutex<bool>,
@@ -172,6 +174,8 @@ impl Inner {
             }),
             transport,
             origin,
+            wall_origin_ns: time_to_unix_nanos(wall_time())
+                .saturating_sub(i64::try_from(origin.elapsed().as_nanos()).unwrap_or(0)),
             timer_wake_at: AtomicU64::new(0),
             timer: Mutex::new(false),
             timer_cv: Condvar::new(),
@@ -273,6 +277,15 @@ impl Inner {
     /// Monotonic engine time.
     pub(crate) fn now(&self) -> Timestamp {
         Timestamp(u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// The wall-clock time of engine time `now`: the monotonic clock anchored to the
+    /// wall clock at participant creation (one clock read per write instead of two).
+    pub(crate) fn wall_time_at(&self, now: Timestamp) -> Time {
+        time_from_unix_nanos(
+            self.wall_origin_ns
+                .saturating_add(i64::try_from(now.0).unwrap_or(i64::MAX)),
+        )
     }
 
     pub(crate) fn is_shut_down(&self) -> bool {

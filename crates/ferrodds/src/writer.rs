@@ -73,9 +73,10 @@ impl<T: TopicType> DataWriter<T> {
         }
     }
 
-    /// Writes a sample, stamped with the current wall-clock time.
+    /// Writes a sample, stamped with the current wall-clock time (the participant's
+    /// monotonic clock anchored to the wall clock when the participant was created).
     pub fn write(&self, sample: &T) -> DdsResult<()> {
-        self.write_with_timestamp(sample, wall_time())
+        self.write_change(sample, ChangeKind::Alive, None, false)
     }
 
     /// Writes a sample with an explicit source timestamp.
@@ -86,7 +87,7 @@ impl<T: TopicType> DataWriter<T> {
     /// Writes a sample and sends it at once together with anything batching
     /// holds (e.g. a latency ping on a batching writer).
     pub fn write_flush(&self, sample: &T) -> DdsResult<()> {
-        self.write_change(sample, ChangeKind::Alive, Some(wall_time()), true)
+        self.write_change(sample, ChangeKind::Alive, None, true)
     }
 
     /// Sends every sample batching holds now.
@@ -185,6 +186,7 @@ impl<T: TopicType> DataWriter<T> {
         )
     }
 
+    /// `ts`: the source timestamp, `None` = now.
     fn write_change(
         &self,
         sample: &T,
@@ -241,7 +243,7 @@ impl<T: TopicType> DataWriter<T> {
                     kind,
                     key_hash,
                     serialized_payload: payload,
-                    source_timestamp: ts,
+                    source_timestamp: Some(ts.unwrap_or_else(|| self.inner.wall_time_at(now))),
                 };
                 if flush {
                     st.engine.write_flush(self.id, req, now)

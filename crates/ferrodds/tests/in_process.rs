@@ -111,10 +111,20 @@ fn delivery(domain: u32, reliable: bool) {
     }
     let samples = collect(&r, 1000);
     check_in_order(&samples, 1000);
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let mut last = i64::MIN;
     for s in &samples {
         assert_eq!(s.info.publication_handle, w.guid());
         assert_eq!(s.info.instance_state, InstanceState::Alive);
-        assert!(s.info.source_timestamp.is_some());
+        // Wall-clock source timestamps (monotonic clock anchored at participant
+        // creation): recent and never going backwards.
+        let ts = ferrodds::time_to_unix_nanos(s.info.source_timestamp.expect("timestamp"));
+        assert!((now_ns - ts).abs() < 60_000_000_000, "{ts} vs {now_ns}");
+        assert!(ts >= last);
+        last = ts;
     }
 }
 
