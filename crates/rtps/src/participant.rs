@@ -156,13 +156,13 @@ impl LocalWriter {
 
     /// Whether the HEARTBEAT piggy-backed on new data should ask for an
     /// ACKNACK (not final). Asking on every sample doubles the datagrams of a
-    /// ping-pong; so ask only when a quarter of a bounded history (or 64
-    /// samples) is unacknowledged, when the last request is `min_interval`
-    /// old. Readers answer
-    /// a final HEARTBEAT anyway when it shows them missing data, and the
-    /// periodic HEARTBEAT still asks while a reader lags.
+    /// ping-pong; so ask only when a quarter of a bounded history (64 samples
+    /// of an unbounded one) is unacknowledged, or when the last request is
+    /// `min_interval` old. Readers answer a final HEARTBEAT anyway when it
+    /// shows them missing data, and the periodic HEARTBEAT still asks while a
+    /// reader lags.
     fn wants_ack(&self, now: Timestamp, min_interval: core::time::Duration) -> bool {
-        let every = self.max_samples().map_or(64, |m| (m / 4).clamp(1, 64)) as i64;
+        let every = self.max_samples().map_or(64, |m| (m / 4).max(1)) as i64;
         let unacked = self.pushed.saturating_sub(self.ack_bound());
         unacked >= every
             || self
@@ -2443,6 +2443,13 @@ mod tests {
         assert!(!w.wants_ack(t0.saturating_add(ms), 5 * ms));
         // The last request is old: ask again.
         assert!(w.wants_ack(t0.saturating_add(5 * ms), 5 * ms));
+        // A deep history (a batching writer's) asks per quarter, not per 64.
+        w.qos.resource_limits.max_samples = 12_800;
+        w.proxies[0].acked = 0;
+        w.pushed = 3_199;
+        assert!(!w.wants_ack(t0.saturating_add(ms), 5 * ms));
+        w.pushed = 3_200;
+        assert!(w.wants_ack(t0.saturating_add(ms), 5 * ms));
     }
 
     fn cfg(n: u8) -> ParticipantConfig {
