@@ -126,10 +126,7 @@ impl HistoryCache {
 
     fn recycle(pool: &mut Vec<Vec<u8>>, pool_bytes: &mut usize, payload: Vec<u8>) {
         let cap = payload.capacity();
-        if cap > 0
-            && pool.len() < POOL_MAX
-            && cap <= 1 << 16
-            && *pool_bytes + cap <= POOL_MAX_BYTES
+        if cap > 0 && pool.len() < POOL_MAX && cap <= 1 << 16 && *pool_bytes + cap <= POOL_MAX_BYTES
         {
             *pool_bytes += cap;
             pool.push(payload);
