@@ -316,17 +316,22 @@ impl Inner {
     /// (the hot paths: a write, a received datagram). A sender preempted by the
     /// receiver it just woke — the rule on a single CPU — then holds no lock the
     /// receiving side needs. Further datagrams of the same operation (fragments) are
-    /// sent in order under the lock.
+    /// sent in order under the lock. `f` returns its result and whether the operation
+    /// provably produced nothing to send and left the timeout unchanged (a sample queued
+    /// into a batch already started); then draining is skipped.
     pub(crate) fn with_engine_tx<R>(
         &self,
         pending: &mut Vec<Pending>,
         tx: &mut TxScratch,
-        f: impl FnOnce(&mut EngineState, Timestamp) -> R,
+        f: impl FnOnce(&mut EngineState, Timestamp) -> (R, bool),
     ) -> R {
         let (r, next, first) = {
             let mut st = lock(&self.engine);
             let now = self.now();
-            let r = f(&mut st, now);
+            let (r, quiet) = f(&mut st, now);
+            if quiet {
+                return r;
+            }
             if tx.buf.len() < st.tx_buf.len() {
                 tx.buf.resize(st.tx_buf.len(), 0);
             }
@@ -577,6 +582,7 @@ impl Inner {
                     let src = Locator::udpv4(*r.src.ip(), r.src.port());
                     self.with_engine_tx(&mut pending, &mut tx, |st, now| {
                         st.engine.handle_datagram(now, Some(src), data);
+                        ((), false)
                     });
                 }
                 Ok(None) => break,

@@ -246,10 +246,21 @@ impl<T: TopicType> DataWriter<T> {
                     source_timestamp: Some(ts.unwrap_or_else(|| self.inner.wall_time_at(now))),
                 };
                 if flush {
-                    st.engine.write_flush(self.id, req, now)
-                } else {
-                    st.engine.write(self.id, req, now)
+                    return (st.engine.write_flush(self.id, req, now), false);
                 }
+                // A sample added to a batch already started (and not filling it)
+                // sends nothing and moves no timeout: nothing to drain.
+                let batching = &self.qos.batching;
+                let before = if batching.enabled && batching.max_samples == 0 {
+                    st.engine.pending_bytes(self.id)
+                } else {
+                    0
+                };
+                let res = st.engine.write(self.id, req, now);
+                let quiet = before > 0
+                    && res.is_ok()
+                    && st.engine.pending_bytes(self.id) + payload.len() < batching.max_bytes;
+                (res, quiet)
             });
             match res {
                 Ok(_) => {

@@ -237,6 +237,36 @@ fn write_flush_sends_a_batched_sample_at_once() {
 }
 
 #[test]
+fn a_partial_batch_goes_out_after_the_flush_delay() {
+    // Writes after the first of a batch are only queued (the write path skips its
+    // drain); the flush-delay timer must still send the batch.
+    with_timeout(30, || {
+        let b = Batching {
+            max_flush_delay: Duration::from_millis(20),
+            ..Batching::bytes(1 << 20)
+        };
+        let (_a, _b, w, r) = pair::<TestData>(
+            208,
+            "partial",
+            reliable_keep_all_writer().batching(b),
+            DataReaderQos::default().reliable().keep_all(),
+        );
+        for i in 0..5 {
+            w.write(&test_data(i)).unwrap();
+        }
+        assert!(w.pending_bytes() > 0, "held by batching");
+        let got = take_n(&r, 5, Duration::from_secs(2));
+        let seqs: Vec<u32> = got
+            .iter()
+            .filter_map(|s| s.data.as_ref())
+            .map(|d| d.seq_num)
+            .collect();
+        assert_eq!(seqs, vec![0, 1, 2, 3, 4]);
+        assert_eq!(w.pending_bytes(), 0);
+    });
+}
+
+#[test]
 fn hundred_thousand_instances_over_udp() {
     with_timeout(120, || {
         let n = 100_000u32;
