@@ -1,5 +1,7 @@
-//! Steady-state allocations of the write path: a best-effort `DataWriter::write` (serialize,
-//! engine, send from the caller's thread) must not allocate once warmed up.
+//! Steady-state allocations of the write path: a best-effort and a reliable
+//! `DataWriter::write` (serialize, engine, send from the caller's thread; for the reliable
+//! writer also the acknowledgements its receive thread handles) must not allocate once
+//! warmed up.
 //!
 //! Runs without the libtest harness (`harness = false`): the counting allocator is global.
 //! The matched reader is a `shapes` subscriber in another process, so its allocations are
@@ -20,14 +22,28 @@ static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 const WRITES: u32 = 20_000;
 
 fn main() {
-    let mut sub = Command::new(env!("CARGO_BIN_EXE_shapes"))
+    let mut sub = subscriber(&["-b", "-d", "164"]);
+    let result = std::panic::catch_unwind(|| run(164, false));
+    let _ = sub.kill();
+    let _ = sub.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+    let mut sub = subscriber(&["-d", "165"]);
+    let result = std::panic::catch_unwind(|| run(165, true));
+    let _ = sub.kill();
+    let _ = sub.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// A `shapes` subscriber (reliable unless `-b`) in another process.
+fn subscriber(extra: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_shapes"))
+        .args(["-S", "-t", "Square"])
+        .args(extra)
         .args([
-            "-S",
-            "-t",
-            "Square",
-            "-b",
-            "-d",
-            "164",
             "--quiet",
             "--duration",
             "30",
@@ -40,26 +56,28 @@ fn main() {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("spawn shapes subscriber");
-    let result = std::panic::catch_unwind(run);
-    let _ = sub.kill();
-    let _ = sub.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+        .expect("spawn shapes subscriber")
 }
 
-fn run() {
+fn run(domain: u32, reliable: bool) {
     let cfg = Config::loopback().spdp_period(Duration::from_secs(5));
-    let p = DomainParticipant::with_config(164, cfg).expect("participant");
+    let p = DomainParticipant::with_config(domain, cfg).expect("participant");
     let t = p
         .create_topic::<ShapeType>("Square", TopicQos::default())
         .unwrap();
     let w = p
         .create_publisher(PublisherQos::default())
         .unwrap()
-        .create_datawriter(&t, DataWriterQos::default().best_effort())
+        .create_datawriter(
+            &t,
+            if reliable {
+                DataWriterQos::default().reliable()
+            } else {
+                DataWriterQos::default().best_effort()
+            },
+        )
         .unwrap();
+    let kind = if reliable { "reliable" } else { "best-effort" };
     assert!(
         w.wait_for_matched(1, Duration::from_secs(20)),
         "subscriber not matched"
@@ -82,12 +100,12 @@ fn run() {
     let stats = region.change();
     let per_write = stats.allocations as f64 / f64::from(WRITES);
     println!(
-        "alloc: {} allocations, {} reallocations over {WRITES} best-effort writes ({per_write:.4}/write)",
+        "alloc: {} allocations, {} reallocations over {WRITES} {kind} writes ({per_write:.4}/write)",
         stats.allocations, stats.reallocations
     );
     assert!(
         stats.allocations + stats.reallocations < (WRITES / 100) as usize,
-        "the write path allocates: {stats:?}"
+        "the {kind} write path allocates: {stats:?}"
     );
     println!("alloc: ok");
 }
