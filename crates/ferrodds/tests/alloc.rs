@@ -29,8 +29,8 @@ fn main() {
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
-    let mut sub = subscriber(&["-d", "165"]);
-    let result = std::panic::catch_unwind(|| run(165, true));
+    let mut sub = subscriber(&["-d", "166"]);
+    let result = std::panic::catch_unwind(|| run(166, true));
     let _ = sub.kill();
     let _ = sub.wait();
     if let Err(e) = result {
