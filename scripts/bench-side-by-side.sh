@@ -14,6 +14,7 @@
 #
 # Environment: REPS (3), EXEC (seconds per run, 5), SIZES (32,1024,8192,63000),
 # CPU (0), OUT (results directory, default results/side-by-side-<time>),
+# DOMAIN_BASE (100: runs cycle through domains 100-139, away from the test suites'),
 # SKIP_BUILD=1 (use the binaries already built), CARGO_TARGET_DIR (default target).
 set -euo pipefail
 
@@ -23,6 +24,7 @@ reps="${REPS:-3}"
 exec_s="${EXEC:-5}"
 sizes="${SIZES:-32,1024,8192,63000}"
 cpu="${CPU:-0}"
+domain_base="${DOMAIN_BASE:-100}"
 out="${OUT:-results/side-by-side-$(date +%Y%m%d-%H%M%S)}"
 target="${CARGO_TARGET_DIR:-target}"
 
@@ -53,6 +55,7 @@ mkdir -p "$out"
     --repetitions "$reps" \
     --execution-time "$exec_s" \
     --cpu "$cpu" \
+    --domain-base "$domain_base" \
     --out "$out" >&2 || echo "lab exited with status $? (table from what finished)" >&2
 
 {
