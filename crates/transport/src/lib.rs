@@ -11,6 +11,17 @@
 //!   its participant id; with multicast enabled, a metatraffic and a user-data multicast socket
 //!   (`SO_REUSEADDR` + `SO_REUSEPORT`, bound to the group and port, joined on the chosen
 //!   interface's address); and one send socket with `IP_MULTICAST_IF` set to that interface.
+//!   On Linux, datagrams to unicast destinations go instead through a small cache of
+//!   sockets `connect`ed to them (up to [`UdpConfig::connected_send_sockets`], 32 by default,
+//!   created on the first send to a destination, least recently used replaced at most every
+//!   50 ms): the kernel then reuses the route and numbers the IP identification from a
+//!   per-socket counter instead of looking both up for every datagram. They share the send
+//!   socket's port (`SO_REUSEADDR`), so every datagram has the same
+//!   [`UdpTransport::source_port`], and its `SO_SNDBUF`. A connected socket would report an
+//!   ICMP error provoked by an earlier datagram (such as port unreachable from a peer that
+//!   has gone) as the failure of the next send: such a send is retried once, so errors are
+//!   no more visible than with an unconnected socket, and a socket that fails twice is
+//!   dropped and recreated later (no destination becomes unusable).
 //!   Multicast on an interface without the `MULTICAST` flag (such as Linux `lo` by default) is
 //!   refused with [`TransportError::MulticastUnsupported`].
 //! * **Participant id.** `None` probes 0..=119 and takes the first id whose SPDP-unicast and
@@ -55,12 +66,14 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod connected;
 mod error;
 mod interface;
 mod locator;
 mod port;
 mod udp;
 
+pub use connected::DEFAULT_CONNECTED_SEND_SOCKETS;
 pub use error::{LocatorError, PortError, TransportError};
 pub use interface::{list_interfaces, InterfaceSelector, NetworkInterface};
 pub use locator::{UdpLocator, LOCATOR_KIND_UDPV4};

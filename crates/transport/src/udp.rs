@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use crate::connected::{ConnectedSockets, DEFAULT_CONNECTED_SEND_SOCKETS};
 use crate::error::TransportError;
 use crate::interface::{InterfaceSelector, NetworkInterface};
 use crate::locator::UdpLocator;
@@ -56,6 +57,11 @@ pub struct UdpConfig {
     pub port_mapping: PortMapping,
     /// Largest datagram payload `send` accepts, in bytes, 1..=65507. Default 65507.
     pub max_message_size: usize,
+    /// How many unicast destinations get their own connected send socket (created on the
+    /// first send to them, least recently used replaced; see the [crate documentation](crate)).
+    /// 0 sends everything on the one unconnected socket. Default 32. Linux only: elsewhere
+    /// the value is ignored and treated as 0.
+    pub connected_send_sockets: usize,
 }
 
 impl Default for UdpConfig {
@@ -79,6 +85,7 @@ impl UdpConfig {
             multicast_loop: true,
             port_mapping: PortMapping::RTPS_DEFAULT,
             max_message_size: MAX_UDP_PAYLOAD,
+            connected_send_sockets: DEFAULT_CONNECTED_SEND_SOCKETS,
         }
     }
 }
@@ -140,6 +147,8 @@ pub struct UdpTransport {
     ports: ParticipantPorts,
     interface: NetworkInterface,
     send_socket: Socket,
+    /// Connected sockets for unicast destinations; `send_socket` serves the others.
+    connected: ConnectedSockets,
     recv_sockets: Vec<RecvSocket>,
     shutdown: Arc<AtomicBool>,
     max_message_size: usize,
@@ -348,6 +357,25 @@ impl UdpTransport {
             .and_then(|a| a.as_socket_ipv4())
             .map_or(0, |a| a.port());
 
+        // The connected sockets bind to the same port (so every datagram keeps one source
+        // port), which needs SO_REUSEADDR on all of them. Setting it only after the bind above
+        // keeps the ephemeral port choice exclusive: no other socket already holds the port.
+        let connected_send_sockets = if cfg!(target_os = "linux") && source_port != 0 {
+            config.connected_send_sockets
+        } else {
+            0
+        };
+        if connected_send_sockets > 0 {
+            send_socket
+                .set_reuse_address(true)
+                .map_err(TransportError::socket("set SO_REUSEADDR on send socket"))?;
+        }
+        let connected = ConnectedSockets::new(
+            connected_send_sockets,
+            source_port,
+            config.send_buffer_bytes,
+        );
+
         let mut recv_sockets = vec![
             into_recv_socket(
                 meta_uc,
@@ -404,6 +432,7 @@ impl UdpTransport {
             default_unicast: [UdpLocator::new(interface.address, ports.user_unicast)],
             interface,
             send_socket,
+            connected,
             recv_sockets,
             shutdown: Arc::new(AtomicBool::new(false)),
             max_message_size: config.max_message_size,
@@ -487,6 +516,12 @@ impl UdpTransport {
     /// [`io::ErrorKind::InvalidInput`] when the total exceeds
     /// [`max_message_size`](Self::max_message_size) and with [`io::ErrorKind::NotConnected`]
     /// after [`shutdown`](Self::shutdown).
+    ///
+    /// A unicast `dst` is sent on a socket connected to it (created by the first send to it,
+    /// see [`UdpConfig::connected_send_sockets`]); multicast and anything else on the
+    /// unconnected send socket. Either way the datagram leaves from
+    /// [`source_port`](Self::source_port), and ICMP errors provoked by earlier datagrams are
+    /// not reported (as with an unconnected socket).
     pub fn send(&self, dst: SocketAddrV4, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         if total > self.max_message_size {
@@ -494,6 +529,9 @@ impl UdpTransport {
         }
         if self.shutdown.load(Ordering::Relaxed) {
             return Err(io::ErrorKind::NotConnected.into());
+        }
+        if let Some(result) = self.connected.send(dst, bufs) {
+            return result;
         }
         self.send_socket
             .send_to_vectored(bufs, &SockAddr::from(dst))
@@ -618,6 +656,8 @@ impl UdpReceiver {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Instant;
+
     use super::*;
 
     fn lo_config(domain_id: u32) -> UdpConfig {
@@ -724,5 +764,135 @@ mod tests {
             t.send_to(dst, &big[..1]).unwrap_err().kind(),
             io::ErrorKind::NotConnected
         );
+    }
+
+    fn receiver(t: &UdpTransport, kind: TrafficKind) -> UdpReceiver {
+        t.receivers()
+            .into_iter()
+            .find(|r| r.kind() == kind && !r.is_multicast())
+            .unwrap()
+    }
+
+    /// Receives one datagram and checks its bytes and that it came from `from`'s send port.
+    fn expect(rx: &mut UdpReceiver, from: &UdpTransport, bytes: &[u8]) {
+        let mut buf = [0u8; 64];
+        let got = rx.recv(&mut buf).unwrap().expect("not shut down");
+        assert_eq!(&buf[..got.len], bytes);
+        assert_eq!(
+            got.src,
+            SocketAddrV4::new(Ipv4Addr::LOCALHOST, from.source_port())
+        );
+    }
+
+    #[test]
+    fn unicast_sends_use_connected_sockets_on_the_send_port() {
+        let a = UdpTransport::new(&lo_config(204)).unwrap();
+        let b = UdpTransport::new(&lo_config(204)).unwrap();
+        let mut b_user = receiver(&b, TrafficKind::UserData);
+        let mut b_meta = receiver(&b, TrafficKind::Metatraffic);
+        let user = b.default_unicast_locators()[0].socket_addr();
+        let meta = b.metatraffic_unicast_locators()[0].socket_addr();
+        for i in 0..3u8 {
+            assert_eq!(a.send_to(user, &[i]).unwrap(), 1);
+            expect(&mut b_user, &a, &[i]);
+        }
+        a.send_to(meta, b"meta").unwrap();
+        expect(&mut b_meta, &a, b"meta");
+        assert_eq!(a.connected.destinations(), vec![user, meta]);
+
+        // Disabled: the unconnected socket, from its own port as before.
+        let c = UdpTransport::new(&UdpConfig {
+            connected_send_sockets: 0,
+            ..lo_config(204)
+        })
+        .unwrap();
+        c.send_to(user, b"c").unwrap();
+        expect(&mut b_user, &c, b"c");
+        assert!(c.connected.destinations().is_empty());
+    }
+
+    #[test]
+    fn a_full_table_replaces_the_least_recently_used_at_a_bounded_rate() {
+        let a = UdpTransport::new(&UdpConfig {
+            connected_send_sockets: 2,
+            ..lo_config(205)
+        })
+        .unwrap();
+        let b = UdpTransport::new(&lo_config(205)).unwrap();
+        let c = UdpTransport::new(&lo_config(205)).unwrap();
+        let mut x_rx = receiver(&b, TrafficKind::UserData);
+        let mut y_rx = receiver(&b, TrafficKind::Metatraffic);
+        let mut z_rx = receiver(&c, TrafficKind::UserData);
+        let x = b.default_unicast_locators()[0].socket_addr();
+        let y = b.metatraffic_unicast_locators()[0].socket_addr();
+        let z = c.default_unicast_locators()[0].socket_addr();
+        let send = |dst, rx: &mut UdpReceiver| {
+            a.send_to(dst, b"d").unwrap();
+            expect(rx, &a, b"d");
+        };
+        send(x, &mut x_rx);
+        send(y, &mut y_rx);
+        send(x, &mut x_rx);
+        assert_eq!(a.connected.destinations(), vec![x, y]);
+
+        // Full: z replaces y, the least recently used.
+        let replaced_at = Instant::now();
+        send(z, &mut z_rx);
+        assert_eq!(a.connected.destinations(), vec![x, z]);
+        // Within REPLACE_INTERVAL of that, y is sent unconnected (same source port).
+        send(y, &mut y_rx);
+        if replaced_at.elapsed() < crate::connected::REPLACE_INTERVAL {
+            assert_eq!(a.connected.destinations(), vec![x, z]);
+        }
+        // Later y replaces x (z was used after it).
+        std::thread::sleep(crate::connected::REPLACE_INTERVAL + Duration::from_millis(10));
+        send(y, &mut y_rx);
+        assert_eq!(a.connected.destinations(), vec![y, z]);
+        send(x, &mut x_rx);
+        send(z, &mut z_rx);
+    }
+
+    #[test]
+    fn a_peer_that_went_away_and_came_back_stays_reachable() {
+        let a = UdpTransport::new(&lo_config(206)).unwrap();
+        let b = UdpTransport::new(&lo_config(206)).unwrap();
+        let pid = b.participant_id();
+        let dst = b.default_unicast_locators()[0].socket_addr();
+        let mut rx = receiver(&b, TrafficKind::UserData);
+        a.send_to(dst, b"1").unwrap();
+        expect(&mut rx, &a, b"1");
+        drop(rx);
+        drop(b);
+
+        // Premise: a connected socket reports the closed port's ICMP error on a later send.
+        let probe = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+        probe.connect(&SockAddr::from(dst)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            match probe.send(b"probe") {
+                Ok(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+                Ok(_) => panic!("no ECONNREFUSED from the closed port"),
+                Err(e) => {
+                    assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
+                    break;
+                }
+            }
+        }
+
+        // The transport absorbs those errors, like an unconnected socket...
+        for _ in 0..5 {
+            assert_eq!(a.send_to(dst, b"lost").unwrap(), 4);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(a.connected.destinations(), vec![dst]);
+        // ...and reaches the peer again once it is back.
+        let b = UdpTransport::new(&UdpConfig {
+            participant_id: Some(pid),
+            ..lo_config(206)
+        })
+        .unwrap();
+        let mut rx = receiver(&b, TrafficKind::UserData);
+        a.send_to(dst, b"back").unwrap();
+        expect(&mut rx, &a, b"back");
     }
 }
