@@ -53,6 +53,9 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 /// [`crate::UdpConfig::connected_send_sockets`]).
 pub const DEFAULT_CONNECTED_SEND_SOCKETS: usize = 32;
 
+/// Largest accepted [`crate::UdpConfig::connected_send_sockets`]; larger values are clamped.
+pub const MAX_CONNECTED_SEND_SOCKETS: usize = 1024;
+
 /// Shortest time between two replacements of an entry of a full table.
 pub(crate) const REPLACE_INTERVAL: Duration = Duration::from_millis(50);
 
@@ -119,8 +122,10 @@ fn send_on(socket: &Socket, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
 
 impl ConnectedSockets {
     /// A cache of up to `capacity` sockets bound to `0.0.0.0:source_port` with `SO_SNDBUF`
-    /// `send_buffer` (the system default for `None`). `capacity` 0 disables it.
+    /// `send_buffer` (the system default for `None`). `capacity` 0 disables it; it is
+    /// clamped to [`MAX_CONNECTED_SEND_SOCKETS`].
     pub(crate) fn new(capacity: usize, source_port: u16, send_buffer: Option<usize>) -> Self {
+        let capacity = capacity.min(MAX_CONNECTED_SEND_SOCKETS);
         Self {
             entries: RwLock::new(Vec::with_capacity(capacity)),
             capacity,
@@ -331,6 +336,12 @@ mod tests {
         assert!(!c([255, 255, 255, 255], 7400));
         assert!(!c([0, 0, 0, 0], 7400));
         assert!(!c([127, 0, 0, 1], 0));
+    }
+
+    #[test]
+    fn capacity_is_clamped() {
+        let cache = ConnectedSockets::new(usize::MAX, 40000, None);
+        assert_eq!(cache.capacity, MAX_CONNECTED_SEND_SOCKETS);
     }
 
     #[test]

@@ -73,7 +73,7 @@ mod locator;
 mod port;
 mod udp;
 
-pub use connected::DEFAULT_CONNECTED_SEND_SOCKETS;
+pub use connected::{DEFAULT_CONNECTED_SEND_SOCKETS, MAX_CONNECTED_SEND_SOCKETS};
 pub use error::{LocatorError, PortError, TransportError};
 pub use interface::{list_interfaces, InterfaceSelector, NetworkInterface};
 pub use locator::{UdpLocator, LOCATOR_KIND_UDPV4};

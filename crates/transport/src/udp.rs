@@ -59,8 +59,8 @@ pub struct UdpConfig {
     pub max_message_size: usize,
     /// How many unicast destinations get their own connected send socket (created on the
     /// first send to them, least recently used replaced; see the [crate documentation](crate)).
-    /// 0 sends everything on the one unconnected socket. Default 32. Linux only: elsewhere
-    /// the value is ignored and treated as 0.
+    /// 0 sends everything on the one unconnected socket. Default 32, at most 1024 (larger
+    /// values are clamped). Linux only: elsewhere the value is ignored and treated as 0.
     pub connected_send_sockets: usize,
 }
 

@@ -428,3 +428,64 @@ fn dropping_the_transport_and_its_receivers_releases_the_ports() {
         // All sockets closed: the same explicit id binds again in the next round.
     }
 }
+
+#[test]
+fn concurrent_senders_with_more_destinations_than_connected_sockets() {
+    // Two connected sockets for four destinations: threads race on lookups, insertions and
+    // replacements, and on the unconnected fallback; every datagram must still arrive once,
+    // from the transport's source port.
+    let cfg = UdpConfig {
+        connected_send_sockets: 2,
+        ..lo_config(225)
+    };
+    let a = Arc::new(UdpTransport::new(&cfg).unwrap());
+    let b = UdpTransport::new(&lo_config(225)).unwrap();
+    let c = UdpTransport::new(&lo_config(225)).unwrap();
+    let mut rxs = Vec::new();
+    let mut dsts = Vec::new();
+    for t in [&b, &c] {
+        for kind in [TrafficKind::UserData, TrafficKind::Metatraffic] {
+            rxs.push(collector(t, kind, false));
+            dsts.push(match kind {
+                TrafficKind::UserData => t.default_unicast_locators()[0].socket_addr(),
+                TrafficKind::Metatraffic => t.metatraffic_unicast_locators()[0].socket_addr(),
+            });
+        }
+    }
+    const THREADS: u8 = 4;
+    const EACH: u8 = 100;
+    let senders: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let a = Arc::clone(&a);
+            let dsts = dsts.clone();
+            thread::spawn(move || {
+                for i in 0..EACH {
+                    let dst = dsts[usize::from(i.wrapping_add(t)) % dsts.len()];
+                    a.send(dst, &[IoSlice::new(&[t]), IoSlice::new(&[i])])
+                        .unwrap();
+                    // About 100 ms in all: room for a few replacements (one per 50 ms).
+                    if i % 2 == 0 {
+                        thread::sleep(Duration::from_millis(2));
+                    }
+                }
+            })
+        })
+        .collect();
+    for s in senders {
+        s.join().unwrap();
+    }
+    let mut seen = vec![[false; EACH as usize]; THREADS as usize];
+    for (d, rx) in rxs.iter().enumerate() {
+        for _ in 0..u32::from(THREADS) * u32::from(EACH) / 4 {
+            let (got, bytes) = rx.next(WAIT).expect("all datagrams arrive on loopback");
+            assert_eq!(got.src.port(), a.source_port());
+            assert_eq!(bytes.len(), 2);
+            let (t, i) = (bytes[0], bytes[1]);
+            assert_eq!(usize::from(i.wrapping_add(t)) % 4, d, "wrong destination");
+            let slot = &mut seen[usize::from(t)][usize::from(i)];
+            assert!(!*slot, "duplicate {bytes:?}");
+            *slot = true;
+        }
+    }
+    assert!(seen.iter().flatten().all(|s| *s));
+}
