@@ -82,6 +82,9 @@ struct LocalWriter {
     sizes: Sizes,
     /// When a piggy-backed HEARTBEAT last asked readers to acknowledge.
     last_ack_request: Option<Timestamp>,
+    /// Some proxy may have repair work ([`ReaderProxy::has_repair_work`]);
+    /// false guarantees none has (see [`Work`]).
+    repair_work: bool,
 }
 
 impl LocalWriter {
@@ -107,6 +110,7 @@ impl LocalWriter {
             flush: false,
             hbf_count: 0,
             last_ack_request: None,
+            repair_work: false,
             sizes: Sizes {
                 max_data: 0,
                 frag: 0,
@@ -224,6 +228,9 @@ struct LocalReader {
     proxies: Vec<WriterProxy>,
     samples: ReaderCache,
     notify: bool,
+    /// Some proxy may have `ack_pending`; false guarantees none has (see
+    /// [`Work`]).
+    ack_work: bool,
 }
 
 impl LocalReader {
@@ -242,6 +249,62 @@ impl LocalReader {
 struct RemoteParticipant {
     data: SpdpData,
     last_heard: Timestamp,
+}
+
+/// What [`Participant::poll_transmit_into`] and [`Participant::poll_timeout`]
+/// may have to do, maintained where the work is created so that neither has
+/// to visit every endpoint and proxy on every call (a ping-pong calls both
+/// after every operation, and `poll_transmit_into` runs once more than it
+/// produces a datagram).
+///
+/// The flags are conservative: `false` guarantees that there is nothing of
+/// that kind to send, `true` means "maybe" (set wherever such work can
+/// appear; the scan that finds nothing left clears it). Per-endpoint flags
+/// ([`LocalReader::ack_work`], [`LocalWriter::repair_work`]) let a scan skip
+/// the endpoints (builtin SEDP ones included) that have nothing to do.
+#[derive(Debug)]
+struct Work {
+    /// Some reader may have a proxy with `ack_pending`.
+    ack: bool,
+    /// Some writer that is not flow-controlled may have changes not pushed yet.
+    push: bool,
+    /// Some writer may have a proxy with repair work.
+    repair: bool,
+    /// A lower bound of every pending deadline ([`Participant::next_deadline`]):
+    /// lowered whenever a deadline is set or becomes active, recomputed exactly
+    /// by `handle_timeout`. A deadline that moves later or goes away leaves it
+    /// early, which costs at most one `handle_timeout` that finds nothing to do.
+    timeout: Timestamp,
+}
+
+impl Work {
+    fn arm(&mut self, t: Timestamp) {
+        self.timeout = self.timeout.min(t);
+    }
+
+    /// Notes the state of a writer proxy of a reader after it may have
+    /// changed (`reader_flag` is the reader's [`LocalReader::ack_work`]).
+    fn watch_writer_proxy(&mut self, reader_flag: &mut bool, p: &WriterProxy) {
+        if p.ack_pending {
+            *reader_flag = true;
+            self.ack = true;
+            if let Some(d) = p.ack_due {
+                self.arm(d);
+            }
+        }
+    }
+
+    /// Notes the state of a reader proxy of a writer after it may have
+    /// changed (`writer_flag` is the writer's [`LocalWriter::repair_work`]).
+    fn watch_reader_proxy(&mut self, writer_flag: &mut bool, p: &ReaderProxy) {
+        if p.has_repair_work() {
+            *writer_flag = true;
+            self.repair = true;
+            if p.repairs_requested() {
+                self.arm(p.repair_due);
+            }
+        }
+    }
 }
 
 /// A DomainParticipant's protocol state (sans-IO). See the crate docs for
@@ -269,6 +332,14 @@ pub struct Participant {
     /// Payload buffers given back by [`Participant::recycle_payload`], reused
     /// by received samples.
     rx_pool: Vec<Vec<u8>>,
+    /// Pending work hints (transmit and timeout).
+    work: Work,
+    /// The known remote participant the last datagram came from and when: its
+    /// lease renewal is written back to `participants` only when another
+    /// participant is heard or leases are checked, so that a stream of
+    /// datagrams from one peer costs no map lookup (that map is keyed by
+    /// remote-chosen prefixes, so it keeps the DoS-resistant SipHash).
+    heard: Option<(GuidPrefix, Timestamp)>,
 }
 
 /// Most payload buffers [`Participant::recycle_payload`] keeps.
@@ -324,6 +395,7 @@ fn builtin_reader(prefix: GuidPrefix, eid: EntityId, role: Role, topic: &str) ->
         proxies: Vec::new(),
         samples: ReaderCache::new(hash_seed(prefix)),
         notify: false,
+        ack_work: false,
     }
 }
 
@@ -418,6 +490,13 @@ impl Participant {
             scratch: Outcome::default(),
             leave_queue: VecDeque::new(),
             events: VecDeque::new(),
+            work: Work {
+                ack: false,
+                push: false,
+                repair: false,
+                timeout: now,
+            },
+            heard: None,
         }
     }
 
@@ -553,6 +632,7 @@ impl Participant {
             proxies: Vec::new(),
             samples: ReaderCache::new(hash_seed(self.config.guid_prefix)),
             notify: false,
+            ack_work: false,
         }));
         let id = ReaderId(self.readers.len() - 1);
         self.announce_endpoint(IDX_SEDP_SUB, &data, now);
@@ -652,6 +732,7 @@ impl Participant {
         if let Some(w) = self.writers.get_mut(w.0).and_then(Option::as_mut) {
             if w.pushed < w.last_sn {
                 w.flush = true;
+                self.work.push = true;
             }
         }
         Ok(())
@@ -763,7 +844,15 @@ impl Participant {
         w.last_sn = sn;
         w.all_acked_reported = false;
         if w.reliable() && w.next_hb.is_none() && w.proxies.iter().any(|p| p.reliable) {
-            w.next_hb = Some(now.saturating_add(period));
+            let t = now.saturating_add(period);
+            w.next_hb = Some(t);
+            self.work.arm(t);
+        }
+        if !w.qos.flow_controlled {
+            self.work.push = true;
+            if let Some(d) = w.batch_deadline() {
+                self.work.arm(d);
+            }
         }
         Ok(sn)
     }
@@ -857,6 +946,7 @@ impl Participant {
             for p in reader.proxies.iter_mut().filter(|p| p.reliable) {
                 if p.max_seen >= p.next {
                     p.ack_pending = true;
+                    self.work.watch_writer_proxy(&mut reader.ack_work, p);
                 }
             }
         }
@@ -931,12 +1021,9 @@ impl Participant {
                 } else {
                     w.pushed
                 };
-                w.proxies.push(ReaderProxy::new(
-                    reader.guid,
-                    reliable,
-                    locators,
-                    start_after,
-                ));
+                let p = ReaderProxy::new(reader.guid, reliable, locators, start_after);
+                self.work.watch_reader_proxy(&mut w.repair_work, &p);
+                w.proxies.push(p);
                 w.all_acked_reported = false;
                 self.events.push_back(Event::PublicationMatched {
                     writer: WriterId(wi),
@@ -982,13 +1069,15 @@ impl Participant {
                     return;
                 }
                 let reliable = r.qos.reliability.kind == ReliabilityKind::Reliable;
-                r.proxies.push(WriterProxy::new(
+                let p = WriterProxy::new(
                     writer.guid,
                     reliable,
                     locators,
                     self.config.reassembly,
                     self.reasm_budget.clone(),
-                ));
+                );
+                self.work.watch_writer_proxy(&mut r.ack_work, &p);
+                r.proxies.push(p);
                 self.events.push_back(Event::SubscriptionMatched {
                     reader: ReaderId(ri),
                     remote_writer: writer.guid,
@@ -1087,8 +1176,9 @@ impl Participant {
             if let Some(w) = self.writers[wi].as_mut() {
                 let guid = Guid::new(prefix, eid);
                 if !w.proxies.iter().any(|p| p.guid == guid) {
-                    w.proxies
-                        .push(ReaderProxy::new(guid, true, locs.clone(), 0));
+                    let p = ReaderProxy::new(guid, true, locs.clone(), 0);
+                    self.work.watch_reader_proxy(&mut w.repair_work, &p);
+                    w.proxies.push(p);
                 }
             }
         }
@@ -1103,13 +1193,15 @@ impl Participant {
             if let Some(r) = self.readers[ri].as_mut() {
                 let guid = Guid::new(prefix, eid);
                 if !r.proxies.iter().any(|p| p.guid == guid) {
-                    r.proxies.push(WriterProxy::new(
+                    let p = WriterProxy::new(
                         guid,
                         true,
                         locs.clone(),
                         self.config.reassembly,
                         self.reasm_budget.clone(),
-                    ));
+                    );
+                    self.work.watch_writer_proxy(&mut r.ack_work, &p);
+                    r.proxies.push(p);
                 }
             }
         }
@@ -1155,6 +1247,9 @@ impl Participant {
         if self.participants.remove(&prefix).is_none() {
             return;
         }
+        if self.heard.is_some_and(|(p, _)| p == prefix) {
+            self.heard = None;
+        }
         for i in [IDX_SEDP_PUB, IDX_SEDP_SUB] {
             if let Some(w) = self.writers[i].as_mut() {
                 w.proxies.retain(|p| p.guid.prefix != prefix);
@@ -1186,6 +1281,15 @@ impl Participant {
         self.events.push_back(Event::ParticipantLost { prefix });
     }
 
+    /// Writes the lease renewal cached in `heard` back to `participants`.
+    fn flush_heard(&mut self) {
+        if let Some((prefix, t)) = self.heard.take() {
+            if let Some(p) = self.participants.get_mut(&prefix) {
+                p.last_heard = p.last_heard.max(t);
+            }
+        }
+    }
+
     // ------------------------------------------------------------------ receive
 
     /// Processes one received datagram. `src` is the sender's locator, if known
@@ -1198,10 +1302,19 @@ impl Participant {
             return;
         };
         let mut src_prefix = hdr.prefix;
-        if let Some(p) = self.participants.get_mut(&src_prefix) {
-            p.last_heard = now;
-        }
         let ours = self.config.guid_prefix;
+        match &mut self.heard {
+            Some((p, t)) if *p == src_prefix => *t = now,
+            // Our own prefix (local loopback) is never a remote participant.
+            _ if src_prefix == ours => {}
+            _ => {
+                if let Some(p) = self.participants.get_mut(&src_prefix) {
+                    p.last_heard = now;
+                    self.flush_heard();
+                    self.heard = Some((src_prefix, now));
+                }
+            }
+        }
         let mut for_us = true;
         let mut ts: Option<Time> = None;
         for sub in subs {
@@ -1339,6 +1452,7 @@ impl Participant {
             };
             let mut out = take_scratch(&mut self.scratch);
             p.on_data(d.sn, change, room, &mut out);
+            self.work.watch_writer_proxy(&mut r.ack_work, p);
             self.stats.dropped_samples += out.dropped;
             Self::deliver(
                 r,
@@ -1397,7 +1511,9 @@ impl Participant {
                 continue;
             };
             matched = true;
-            let change = match p.on_fragment(&frag, now) {
+            let change = p.on_fragment(&frag, now);
+            self.work.watch_writer_proxy(&mut r.ack_work, p);
+            let change = match change {
                 Ok(Some(c)) => c,
                 Ok(None) => continue,
                 Err(_) => {
@@ -1407,6 +1523,7 @@ impl Participant {
             };
             let mut out = take_scratch(&mut self.scratch);
             p.on_data(f.sn, change, room, &mut out);
+            self.work.watch_writer_proxy(&mut r.ack_work, p);
             self.stats.dropped_samples += out.dropped;
             Self::deliver(
                 r,
@@ -1529,6 +1646,8 @@ impl Participant {
             p.last_heard = now;
             if p.data != data {
                 let set = data.builtin_endpoints;
+                // The lease duration may have shrunk.
+                self.work.arm(now.saturating_add(data.lease_duration));
                 p.data = data;
                 self.match_builtins(prefix, set);
                 self.refresh_locators(prefix);
@@ -1539,6 +1658,7 @@ impl Participant {
             return;
         }
         let set = data.builtin_endpoints;
+        self.work.arm(now.saturating_add(data.lease_duration));
         self.participants.insert(
             prefix,
             RemoteParticipant {
@@ -1573,6 +1693,7 @@ impl Participant {
             matched = true;
             let mut out = take_scratch(&mut self.scratch);
             p.on_heartbeat(first, last, count, final_flag, room, &mut out);
+            self.work.watch_writer_proxy(&mut r.ack_work, p);
             Self::deliver(
                 r,
                 ReaderId(ri),
@@ -1599,6 +1720,7 @@ impl Participant {
             if let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer) {
                 matched = true;
                 p.on_heartbeat_frag(sn, last_frag, count);
+                self.work.watch_writer_proxy(&mut r.ack_work, p);
             }
         }
         if !matched {
@@ -1621,6 +1743,7 @@ impl Participant {
             };
             let mut out = take_scratch(&mut self.scratch);
             p.on_gap(start, list, room, &mut out);
+            self.work.watch_writer_proxy(&mut r.ack_work, p);
             Self::deliver(
                 r,
                 ReaderId(ri),
@@ -1662,6 +1785,7 @@ impl Participant {
             return;
         };
         if p.reliable && p.on_acknack(set, count, final_flag, last, now, suppress, due) {
+            self.work.watch_reader_proxy(&mut w.repair_work, p);
             self.after_ack(wi);
         }
     }
@@ -1694,6 +1818,7 @@ impl Participant {
         };
         if p.reliable {
             p.on_nack_frag(sn, frags.iter().map(|f| f.0), count, due);
+            self.work.watch_reader_proxy(&mut w.repair_work, p);
         }
     }
 
@@ -1753,6 +1878,7 @@ impl Participant {
             };
             self.next_spdp = now.saturating_add(period);
         }
+        self.flush_heard();
         let mut expired: Vec<GuidPrefix> = self
             .participants
             .iter()
@@ -1787,15 +1913,28 @@ impl Participant {
                     let last = w.last_sn;
                     for p in w.proxies.iter_mut().filter(|p| p.lagging(last)) {
                         p.hb_pending = true;
+                        self.work.watch_reader_proxy(&mut w.repair_work, p);
                     }
                     w.next_hb = Some(now.saturating_add(period));
                 }
             }
         }
+        self.work.timeout = self.next_deadline();
     }
 
-    /// When `handle_timeout` should next be called.
+    /// When `handle_timeout` should next be called. This may be earlier than
+    /// needed (a deadline that moved later or went away since the last
+    /// `handle_timeout`); then `handle_timeout` finds nothing to do and the
+    /// value is exact again. It is never later than needed.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
+        Some(self.work.timeout)
+    }
+
+    /// The earliest pending deadline, found by visiting everything: the
+    /// SPDP announcement, leases, held-off ACKNACKs, periodic HEARTBEATs,
+    /// batch flush delays and repair delays. Every place that sets or
+    /// activates one of these also lowers [`Work::timeout`].
+    fn next_deadline(&self) -> Timestamp {
         let mut t = self.next_spdp;
         for p in self.participants.values() {
             t = t.min(p.last_heard.saturating_add(p.data.lease_duration));
@@ -1817,12 +1956,12 @@ impl Participant {
                 t = t.min(d);
             }
             for p in &w.proxies {
-                if !p.requested.is_empty() || !p.frag_requests.is_empty() {
+                if p.repairs_requested() {
                     t = t.min(p.repair_due);
                 }
             }
         }
-        Some(t)
+        t
     }
 
     // ----------------------------------------------------------------- transmit
@@ -1920,9 +2059,17 @@ impl Participant {
         limit: usize,
         out: &mut Vec<Locator>,
     ) -> Option<usize> {
+        if !self.work.ack {
+            return None;
+        }
         let prefix = self.config.guid_prefix;
         let holdoff = self.nack_holdoff();
+        // Whether a reader visited still has (held-off) ACKNACKs pending.
+        let mut remaining = false;
         for r in self.readers.iter_mut().flatten() {
+            if !r.ack_work {
+                continue;
+            }
             let room = r.room();
             let reader_eid = r.guid.entity_id;
             for p in r.proxies.iter_mut().filter(|p| p.ack_pending) {
@@ -1950,6 +2097,7 @@ impl Participant {
                     if now < due {
                         if set.is_empty() {
                             p.ack_due = Some(due);
+                            self.work.arm(due);
                             continue;
                         }
                         n_nf = 0;
@@ -1963,6 +2111,7 @@ impl Participant {
                         let due = t.saturating_add(holdoff);
                         if now < due {
                             p.ack_due = Some(due);
+                            self.work.arm(due);
                             continue;
                         }
                     }
@@ -1976,6 +2125,7 @@ impl Participant {
                 if let Some(due) = deferred {
                     p.ack_pending = true;
                     p.ack_due = Some(due);
+                    self.work.arm(due);
                 }
                 let final_flag = set.is_empty() && p.synced;
                 p.ack_count = p.ack_count.wrapping_add(1);
@@ -2003,7 +2153,10 @@ impl Participant {
                     return Some(e.len());
                 }
             }
+            r.ack_work = r.proxies.iter().any(|p| p.ack_pending);
+            remaining |= r.ack_work;
         }
+        self.work.ack = remaining;
         None
     }
 
@@ -2015,11 +2168,16 @@ impl Participant {
         out: &mut Vec<Locator>,
         only: Option<usize>,
     ) -> Option<usize> {
+        if only.is_none() && !self.work.push {
+            return None;
+        }
         let prefix = self.config.guid_prefix;
         let range = match only {
             Some(i) => i..i + 1,
             None => 0..self.writers.len(),
         };
+        // Whether a writer visited still holds changes (batching).
+        let mut remaining = false;
         for wi in range {
             let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) else {
                 continue;
@@ -2035,6 +2193,7 @@ impl Participant {
                 continue;
             }
             if !w.push_ready(now) {
+                remaining = true;
                 continue;
             }
             // A batch is due: drain everything pending (over as many
@@ -2134,6 +2293,9 @@ impl Participant {
                 return Some(len);
             }
         }
+        if only.is_none() {
+            self.work.push = remaining;
+        }
         None
     }
 
@@ -2144,9 +2306,19 @@ impl Participant {
         limit: usize,
         out: &mut Vec<Locator>,
     ) -> Option<usize> {
+        if !self.work.repair {
+            return None;
+        }
         let prefix = self.config.guid_prefix;
+        // Whether a writer visited still has repair work (not due yet).
+        let mut remaining = false;
         for w in self.writers.iter_mut().flatten() {
+            if !w.repair_work {
+                continue;
+            }
             if !w.reliable() {
+                // (Best-effort writers never repair.)
+                w.repair_work = false;
                 continue;
             }
             let sizes = w.sizes;
@@ -2155,8 +2327,7 @@ impl Participant {
             let first = w.hb_first().min(last + 1);
             let writer_eid = w.guid.entity_id;
             for p in w.proxies.iter_mut() {
-                let repairs_due =
-                    (!p.requested.is_empty() || !p.frag_requests.is_empty()) && now >= p.repair_due;
+                let repairs_due = p.repairs_requested() && now >= p.repair_due;
                 if !p.reliable || !(p.gap_pending || p.hb_pending || repairs_due) {
                     continue;
                 }
@@ -2264,7 +2435,10 @@ impl Participant {
                 fill_dests(out, p.locators.iter());
                 return Some(e.len());
             }
+            w.repair_work = w.proxies.iter().any(ReaderProxy::has_repair_work);
+            remaining |= w.repair_work;
         }
+        self.work.repair = remaining;
         None
     }
 
@@ -2644,6 +2818,126 @@ mod tests {
         .unwrap();
         let out = drain(&mut a, Timestamp(t));
         assert!(out.iter().any(|(_, d)| d == &vec![new_loc]), "{out:?}");
+    }
+
+    /// Forces every work hint on: the next `poll_transmit` then scans
+    /// everything, as it did before the hints existed.
+    fn force_full_scan(p: &mut Participant) {
+        p.work.ack = true;
+        p.work.push = true;
+        p.work.repair = true;
+        for r in p.readers.iter_mut().flatten() {
+            r.ack_work = true;
+        }
+        for w in p.writers.iter_mut().flatten() {
+            w.repair_work = true;
+        }
+    }
+
+    /// Delivers what `from` sends to `to`, dropping every `drop_every`th
+    /// datagram (counted by `n`); then checks that the work hints hid
+    /// nothing: a full scan finds nothing more to send, and `poll_timeout`
+    /// is not later than the earliest deadline.
+    fn pump_checked(
+        from: &mut Participant,
+        to: &mut Participant,
+        now: Timestamp,
+        n: &mut u32,
+        drop_every: u32,
+    ) {
+        let mut buf = vec![0u8; 65536];
+        let mut dests = Vec::new();
+        while let Some(len) = from.poll_transmit_into(now, &mut buf, &mut dests) {
+            *n += 1;
+            if !n.is_multiple_of(drop_every) {
+                to.handle_datagram(now, None, &buf[..len]);
+            }
+        }
+        force_full_scan(from);
+        assert!(
+            from.poll_transmit_into(now, &mut buf, &mut dests).is_none(),
+            "a work hint hid a datagram"
+        );
+        for p in [&*from, &*to] {
+            assert!(p.poll_timeout().unwrap() <= p.next_deadline());
+        }
+    }
+
+    #[test]
+    fn work_hints_never_hide_work() {
+        let mut a = Participant::new(cfg(1), Timestamp(0));
+        let mut b = Participant::new(cfg(2), Timestamp(0));
+        // Reliable KEEP_ALL (a bounded reader: back-pressure), reliable KEEP_LAST
+        // with batching, best effort.
+        let mut w_all = wattrs(false);
+        w_all.topic_name = "All".into();
+        w_all.qos.history = History::KeepAll;
+        let mut r_all = rattrs(false);
+        r_all.topic_name = "All".into();
+        r_all.qos.reliability = Reliability::RELIABLE;
+        r_all.qos.history = History::KeepAll;
+        r_all.qos.resource_limits.max_samples = 4;
+        let mut w_batch = wattrs(true);
+        w_batch.topic_name = "Batch".into();
+        w_batch.qos.batching.enabled = true;
+        w_batch.qos.batching.max_bytes = 64;
+        let mut r_batch = rattrs(true);
+        r_batch.topic_name = "Batch".into();
+        r_batch.qos.reliability = Reliability::RELIABLE;
+        let mut w_be = wattrs(false);
+        w_be.qos.reliability = Reliability::BEST_EFFORT;
+        let writers = [
+            a.create_writer(w_all, Timestamp(0)).unwrap(),
+            a.create_writer(w_batch, Timestamp(0)).unwrap(),
+            a.create_writer(w_be, Timestamp(0)).unwrap(),
+        ];
+        let readers = [
+            b.create_reader(r_all, Timestamp(0)).unwrap(),
+            b.create_reader(r_batch, Timestamp(0)).unwrap(),
+            b.create_reader(rattrs(false), Timestamp(0)).unwrap(),
+        ];
+        let (mut n, mut t, mut taken) = (0u32, 0u64, 0usize);
+        for step in 0..4000u64 {
+            // Irregular time steps around the 10 ms NACK hold-off and the
+            // 1 ms flush delay.
+            t += [50_000, 300_000, 1_000_000, 3_000_000, 20_000_000][(step % 5) as usize]
+                + step % 13;
+            let now = Timestamp(t);
+            for p in [&mut a, &mut b] {
+                if p.poll_timeout().is_some_and(|d| d <= now) {
+                    p.handle_timeout(now);
+                }
+            }
+            if step % 4 != 3 {
+                let w = writers[(step % 3) as usize];
+                let key = [(step % 5) as u8; 16];
+                let _ = a.write(
+                    w,
+                    WriteRequest {
+                        kind: ChangeKind::Alive,
+                        key_hash: Some(key),
+                        serialized_payload: &[0, 1, 0, 0, step as u8],
+                        source_timestamp: None,
+                    },
+                    now,
+                );
+            }
+            pump_checked(&mut a, &mut b, now, &mut n, 7);
+            pump_checked(&mut b, &mut a, now, &mut n, 7);
+            // Take slowly from the bounded reader, everything from the others.
+            if step % 5 == 0 {
+                taken += usize::from(b.take_sample(readers[0]).is_some());
+            }
+            for r in &readers[1..] {
+                while b.take_sample(*r).is_some() {
+                    taken += 1;
+                }
+            }
+            while a.poll_event().is_some() {}
+            while b.poll_event().is_some() {}
+        }
+        assert!(taken > 500, "{taken}");
+        assert!(a.stats().resent_data > 0);
     }
 
     #[test]

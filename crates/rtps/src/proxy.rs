@@ -156,6 +156,18 @@ impl ReaderProxy {
     pub(crate) fn lagging(&self, last_sn: i64) -> bool {
         self.reliable && self.acked < last_sn
     }
+
+    /// Repairs (DATA or GAP) were requested by ACKNACK or NACK_FRAG; they
+    /// are due at `repair_due`.
+    pub(crate) fn repairs_requested(&self) -> bool {
+        !self.requested.is_empty() || !self.frag_requests.is_empty()
+    }
+
+    /// Something is (or will be, once `repair_due` passes) to be sent to
+    /// this reader outside the writer's push: a GAP, a HEARTBEAT or repairs.
+    pub(crate) fn has_repair_work(&self) -> bool {
+        self.reliable && (self.gap_pending || self.hb_pending || self.repairs_requested())
+    }
 }
 
 /// A remote writer as seen by a local reader.
