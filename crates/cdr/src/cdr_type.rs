@@ -41,6 +41,19 @@ pub trait CdrType: Sized {
     /// Reads a value in the reader's encoding.
     fn deserialize(r: &mut CdrReader<'_>) -> Result<Self, CdrError>;
 
+    /// Reads a value into `self`, reusing the storage `self` already owns (sequence and
+    /// string buffers) instead of allocating new storage: a reader decoding sample after
+    /// sample into one value allocates only when a sample outgrows the buffers.
+    ///
+    /// On success `self` equals what [`deserialize`](Self::deserialize) returns for the
+    /// same input; on error it holds a valid but unspecified value. The default replaces
+    /// the whole value; sequences, strings and derived final and appendable structs
+    /// override it.
+    fn deserialize_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), CdrError> {
+        *self = Self::deserialize(r)?;
+        Ok(())
+    }
+
     /// Writes the key form of the value: for structs with `#[key]` members only those
     /// members (XCDR1: declaration order; XCDR2: member-id order) without DHEADERs or member
     /// headers; for everything else the whole value as with [`serialize`](Self::serialize).
@@ -94,6 +107,28 @@ pub trait CdrType: Sized {
             v.push(Self::deserialize(r)?);
         }
         Ok(v)
+    }
+
+    /// Reads `n` elements of a sequence into `v`, replacing its contents (as
+    /// [`deserialize_vec`](Self::deserialize_vec) would) but keeping its capacity where the
+    /// element type allows. `n` must have been checked as for `deserialize_vec`.
+    /// Primitives override this with bulk copies; the default decodes into the elements
+    /// `v` already holds (reusing their storage) and appends the rest.
+    fn deserialize_vec_into(
+        r: &mut CdrReader<'_>,
+        n: usize,
+        v: &mut Vec<Self>,
+    ) -> Result<(), CdrError> {
+        v.truncate(n);
+        for item in v.iter_mut() {
+            item.deserialize_into(r)?;
+        }
+        let more = n - v.len();
+        v.reserve(more.min(PREALLOC_MAX_BYTES / size_of::<Self>().max(1)));
+        for _ in 0..more {
+            v.push(Self::deserialize(r)?);
+        }
+        Ok(())
     }
 
     /// Reads the `N` elements of an array.
@@ -162,6 +197,16 @@ pub trait BoundedCdr: CdrType {
     }
     /// Deserializes, rejecting values longer than `bound` before reading their elements.
     fn deserialize_bounded(r: &mut CdrReader<'_>, bound: usize) -> Result<Self, CdrError>;
+    /// [`deserialize_bounded`](Self::deserialize_bounded) into `self`, reusing its storage
+    /// (see [`CdrType::deserialize_into`]).
+    fn deserialize_bounded_into(
+        &mut self,
+        r: &mut CdrReader<'_>,
+        bound: usize,
+    ) -> Result<(), CdrError> {
+        *self = Self::deserialize_bounded(r, bound)?;
+        Ok(())
+    }
 }
 
 macro_rules! primitive {
@@ -227,6 +272,31 @@ macro_rules! primitive {
                         }
                     })
                     .collect())
+            }
+
+            fn deserialize_vec_into(
+                r: &mut CdrReader<'_>,
+                n: usize,
+                v: &mut Vec<Self>,
+            ) -> Result<(), CdrError> {
+                const N: usize = core::mem::size_of::<$t>();
+                v.clear();
+                if n == 0 {
+                    return Ok(());
+                }
+                r.align(N)?;
+                let bytes = r.read_raw(n.saturating_mul(N))?;
+                let big = r.encoding().endianness == Endianness::Big;
+                v.extend(bytes.chunks_exact(N).map(|c| {
+                    let mut a = [0u8; N];
+                    a.copy_from_slice(c);
+                    if big {
+                        <$t>::from_be_bytes(a)
+                    } else {
+                        <$t>::from_le_bytes(a)
+                    }
+                }));
+                Ok(())
             }
 
             fn deserialize_array<const M: usize>(
@@ -316,6 +386,18 @@ impl CdrType for u8 {
     }
 
     #[inline]
+    fn deserialize_vec_into(
+        r: &mut CdrReader<'_>,
+        n: usize,
+        v: &mut Vec<Self>,
+    ) -> Result<(), CdrError> {
+        let bytes = r.read_raw(n)?;
+        v.clear();
+        v.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    #[inline]
     fn deserialize_array<const N: usize>(r: &mut CdrReader<'_>) -> Result<[Self; N], CdrError> {
         let mut a = [0u8; N];
         a.copy_from_slice(r.read_raw(N)?);
@@ -378,6 +460,14 @@ impl CdrType for String {
     fn deserialize(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
         r.read_string()
     }
+
+    #[inline]
+    fn deserialize_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), CdrError> {
+        let s = r.read_str()?;
+        self.clear();
+        self.push_str(s);
+        Ok(())
+    }
 }
 
 impl BoundedCdr for String {
@@ -393,6 +483,17 @@ impl BoundedCdr for String {
 
     fn deserialize_bounded(r: &mut CdrReader<'_>, bound: usize) -> Result<Self, CdrError> {
         r.read_bounded_str(bound).map(String::from)
+    }
+
+    fn deserialize_bounded_into(
+        &mut self,
+        r: &mut CdrReader<'_>,
+        bound: usize,
+    ) -> Result<(), CdrError> {
+        let s = r.read_bounded_str(bound)?;
+        self.clear();
+        self.push_str(s);
+        Ok(())
     }
 }
 
@@ -412,6 +513,29 @@ fn vec_deserialize<T: CdrType>(r: &mut CdrReader<'_>, bound: usize) -> Result<Ve
         r.end_scope(s);
     }
     Ok(v)
+}
+
+/// [`vec_deserialize`] into `v`, reusing its storage.
+fn vec_deserialize_into<T: CdrType>(
+    r: &mut CdrReader<'_>,
+    bound: usize,
+    v: &mut Vec<T>,
+) -> Result<(), CdrError> {
+    let dheader = if r.version() == XcdrVersion::Xcdr2 && T::XCDR2_ELEMENT_DHEADER {
+        Some(r.begin_dheader()?)
+    } else {
+        None
+    };
+    let n = r.read_len()?;
+    if n > bound {
+        return Err(CdrError::BoundExceeded { len: n, bound });
+    }
+    r.check_count(n, T::MIN_SIZE)?;
+    T::deserialize_vec_into(r, n, v)?;
+    if let Some(s) = dheader {
+        r.end_scope(s);
+    }
+    Ok(())
 }
 
 /// An unbounded IDL `sequence<T>` (`Vec<u8>` is written and read with one copy).
@@ -438,6 +562,11 @@ impl<T: CdrType> CdrType for Vec<T> {
     fn deserialize(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
         vec_deserialize(r, usize::MAX)
     }
+
+    #[inline]
+    fn deserialize_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), CdrError> {
+        vec_deserialize_into(r, usize::MAX, self)
+    }
 }
 
 impl<T: CdrType> BoundedCdr for Vec<T> {
@@ -453,6 +582,14 @@ impl<T: CdrType> BoundedCdr for Vec<T> {
 
     fn deserialize_bounded(r: &mut CdrReader<'_>, bound: usize) -> Result<Self, CdrError> {
         vec_deserialize(r, bound)
+    }
+
+    fn deserialize_bounded_into(
+        &mut self,
+        r: &mut CdrReader<'_>,
+        bound: usize,
+    ) -> Result<(), CdrError> {
+        vec_deserialize_into(r, bound, self)
     }
 }
 

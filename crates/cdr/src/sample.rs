@@ -56,6 +56,25 @@ pub fn decode_sample<T: TopicType>(payload: &[u8]) -> Result<T, CdrError> {
     T::deserialize(&mut r)
 }
 
+/// Decodes a serialized payload like [`decode_sample`], into `out`, reusing the storage
+/// `out` owns (sequence and string buffers; see
+/// [`CdrType::deserialize_into`](crate::CdrType::deserialize_into)): decoding sample after
+/// sample into one value does not allocate once its buffers are large enough. On error
+/// `out` holds a valid but unspecified value.
+pub fn decode_sample_into<T: TopicType>(payload: &[u8], out: &mut T) -> Result<(), CdrError> {
+    let (header, body) = EncapsulationHeader::parse(payload)?;
+    let pad = header.padding();
+    if pad > body.len() {
+        return Err(CdrError::BadPadding {
+            padding: pad,
+            body: body.len(),
+        });
+    }
+    let body = &body[..body.len() - pad];
+    let mut r = CdrReader::new(body, header.representation.encoding());
+    out.deserialize_into(&mut r)
+}
+
 /// Appends a key-only payload (encapsulation header + the key-holder serialization, see
 /// [`CdrType::serialize_key_holder`](crate::CdrType::serialize_key_holder)), as used for
 /// dispose/unregister samples, to `out`. Padding is handled as in [`encode_sample`].

@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use ferrodds_cdr::types::{ShapeType, TestData, TestDataKeyed, TestDataKeyedLarge, TestDataLarge};
 use ferrodds_cdr::{
-    decode_sample, encode_sample, key_hash, CdrReader, CdrType, CdrWriter, EncapsulationHeader,
-    Encoding, Representation, TopicType,
+    decode_sample, decode_sample_into, encode_sample, key_hash, CdrReader, CdrType, CdrWriter,
+    EncapsulationHeader, Encoding, Representation, TopicType,
 };
 use proptest::prelude::*;
 
@@ -24,6 +24,27 @@ fn round_trip<T: TopicType + PartialEq + std::fmt::Debug>(v: &T) -> Result<(), T
         );
         let back = decode_sample::<T>(payload).unwrap();
         prop_assert_eq!(&back, v);
+    }
+    Ok(())
+}
+
+/// `decode_sample_into` a value that held `a` gives `b` in every encoding (and the other
+/// way round): no member of the earlier value survives.
+fn into_round_trip<T: TopicType + PartialEq + Default + std::fmt::Debug>(
+    a: &T,
+    b: &T,
+) -> Result<(), TestCaseError> {
+    for e in ENCODINGS {
+        let (mut pa, mut pb) = (Vec::new(), Vec::new());
+        encode_sample(a, e, &mut pa).unwrap();
+        encode_sample(b, e, &mut pb).unwrap();
+        let mut x = T::default();
+        decode_sample_into(&pa, &mut x).unwrap();
+        prop_assert_eq!(&x, a);
+        decode_sample_into(&pb, &mut x).unwrap();
+        prop_assert_eq!(&x, b);
+        decode_sample_into(&pa, &mut x).unwrap();
+        prop_assert_eq!(&x, a);
     }
     Ok(())
 }
@@ -109,6 +130,20 @@ proptest! {
     }
 
     #[test]
+    fn decode_into_replaces_every_member(
+        a in test_data(), b in test_data(), k1 in test_data_keyed_large(), k2 in test_data_keyed_large(),
+        s1 in shape(), s2 in shape(), c1 in collections(), c2 in collections(),
+        m1 in mut_all(), m2 in mut_all(), p1 in prims(), p2 in prims(),
+    ) {
+        into_round_trip(&a, &b)?;
+        into_round_trip(&k1, &k2)?;
+        into_round_trip(&s1, &s2)?;
+        into_round_trip(&c1, &c2)?;
+        into_round_trip(&m1, &m2)?;
+        into_round_trip(&p1, &p2)?;
+    }
+
+    #[test]
     fn key_hash_depends_only_on_key(a in mut_all(), b in mut_all()) {
         let mut b2 = b.clone();
         b2.id = a.id;
@@ -124,4 +159,33 @@ fn all_encodings_listed() {
     // Guard for the property tests above: they must cover both versions and byte orders.
     let set: std::collections::HashSet<Encoding> = ENCODINGS.into_iter().collect();
     assert_eq!(set.len(), 4);
+}
+
+#[test]
+fn decode_into_reuses_the_payload_buffer() {
+    let big = TestData {
+        bin_data: vec![7; 1000],
+        ..TestData::default()
+    };
+    let small = TestData {
+        seq_num: 9,
+        bin_data: vec![3; 32],
+        ..TestData::default()
+    };
+    let (mut pb, mut ps) = (Vec::new(), Vec::new());
+    encode_sample(&big, Encoding::XCDR1_LE, &mut pb).unwrap();
+    encode_sample(&small, Encoding::XCDR1_LE, &mut ps).unwrap();
+    let mut x = TestData::default();
+    decode_sample_into(&pb, &mut x).unwrap();
+    let ptr = x.bin_data.as_ptr();
+    decode_sample_into(&ps, &mut x).unwrap();
+    assert_eq!(x, small);
+    assert_eq!(x.bin_data.as_ptr(), ptr, "the sequence kept its buffer");
+    decode_sample_into(&pb, &mut x).unwrap();
+    assert_eq!(x, big);
+    assert_eq!(x.bin_data.as_ptr(), ptr);
+    // An undecodable payload is an error, and the value stays usable.
+    assert!(decode_sample_into(&ps[..ps.len() - 8], &mut x).is_err());
+    decode_sample_into(&ps, &mut x).unwrap();
+    assert_eq!(x, small);
 }

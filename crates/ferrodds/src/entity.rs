@@ -34,20 +34,33 @@ impl WaitSetSignal {
 
 /// Wait sets attached to an entity or condition.
 #[derive(Debug, Default)]
-pub(crate) struct Waiters(Mutex<Vec<Weak<WaitSetSignal>>>);
+pub(crate) struct Waiters {
+    list: Mutex<Vec<Weak<WaitSetSignal>>>,
+    /// `list.len()`, readable without the lock: a notification with no wait set attached
+    /// (the common case on the per-sample path) is one atomic load. A wait set checks its
+    /// conditions after attaching, so one attached concurrently misses nothing.
+    attached: AtomicUsize,
+}
 
 impl Waiters {
     pub(crate) fn attach(&self, s: &Arc<WaitSetSignal>) {
-        let mut v = lock(&self.0);
+        let mut v = lock(&self.list);
         v.retain(|w| w.strong_count() > 0);
         v.push(Arc::downgrade(s));
+        self.attached.store(v.len(), Ordering::SeqCst);
     }
     pub(crate) fn detach(&self, s: &Arc<WaitSetSignal>) {
-        lock(&self.0).retain(|w| w.upgrade().is_some_and(|x| !Arc::ptr_eq(&x, s)));
+        let mut v = lock(&self.list);
+        v.retain(|w| w.upgrade().is_some_and(|x| !Arc::ptr_eq(&x, s)));
+        self.attached.store(v.len(), Ordering::SeqCst);
     }
     pub(crate) fn notify(&self) {
-        let v: Vec<Arc<WaitSetSignal>> = lock(&self.0).iter().filter_map(Weak::upgrade).collect();
-        for s in v {
+        if self.attached.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        // Signals are notified under the list lock (lock order: list, then a signal's
+        // generation; nothing takes them the other way round).
+        for s in lock(&self.list).iter().filter_map(Weak::upgrade) {
             s.notify();
         }
     }
@@ -61,9 +74,12 @@ fn call_listener(what: &'static str, f: impl FnOnce()) {
     }
 }
 
-/// Decodes a serialized payload into a boxed `T` plus the key hash of the decoded value.
+/// Decodes a serialized payload into the slot (a boxed `T`; a value already there is
+/// decoded into, reusing its storage) and returns the key hash of the decoded value when
+/// the flag asks for it; `None` if the payload does not decode (the slot then holds an
+/// unspecified value, or nothing).
 pub(crate) type DecodeFn =
-    dyn Fn(&[u8]) -> Option<(Box<dyn Any + Send>, Option<[u8; 16]>)> + Send + Sync;
+    dyn Fn(&[u8], &mut Option<Box<dyn Any + Send>>, bool) -> Option<Option<[u8; 16]>> + Send + Sync;
 /// Computes the key hash from a key-only payload (dispose/unregister).
 pub(crate) type KeyFn = dyn Fn(&[u8]) -> Option<[u8; 16]> + Send + Sync;
 
@@ -71,6 +87,8 @@ pub(crate) type KeyFn = dyn Fn(&[u8]) -> Option<[u8; 16]> + Send + Sync;
 pub(crate) struct CachedSample {
     pub(crate) data: Option<Box<dyn Any + Send>>,
     pub(crate) info: SampleInfo,
+    /// Size of the serialized payload `data` was decoded from.
+    size: usize,
 }
 
 /// The reader's sample cache (what `read` looks at and `take` removes from).
@@ -82,10 +100,60 @@ pub(crate) struct ReaderCache {
     last_state: Option<(InstanceHandle, InstanceState)>,
     /// Samples being moved from the inbox (kept for its capacity).
     incoming: VecDeque<ferrodds_rtps::Sample>,
+    /// Payload buffers of decoded samples, on their way back to the engine (kept for its
+    /// capacity between two ingests).
+    used_payloads: Vec<Vec<u8>>,
+    /// Decoded values no longer needed (taken by `take_each`, pushed out by KEEP_LAST),
+    /// decoded into again by later samples so that those allocate nothing; with the
+    /// serialized size each came from, which bounds the memory kept.
+    spare_values: Vec<(Box<dyn Any + Send>, usize)>,
+    /// Sum of the sizes in `spare_values`.
+    spare_bytes: usize,
+    /// Samples lent to a `take_each` callback (kept for its capacity).
+    pub(crate) lent: Vec<CachedSample>,
     pub(crate) undecodable: u64,
 }
 
+/// Most decoded values a reader keeps for reuse.
+const SPARE_VALUES_MAX: usize = 256;
+/// Most serialized bytes' worth of decoded values a reader keeps for reuse (a value from a
+/// larger sample is dropped instead).
+const SPARE_VALUES_BYTES: usize = 1 << 20;
+
 impl ReaderCache {
+    /// Keeps a decoded value (from a sample of `size` serialized bytes) for reuse, within
+    /// the bounds above.
+    #[inline]
+    fn recycle_value(&mut self, value: Box<dyn Any + Send>, size: usize) {
+        if self.spare_values.len() < SPARE_VALUES_MAX
+            && self.spare_bytes.saturating_add(size) <= SPARE_VALUES_BYTES
+        {
+            self.spare_bytes += size;
+            self.spare_values.push((value, size));
+        }
+    }
+
+    /// A decoded value to decode the next sample into, if one is kept.
+    fn spare_value(&mut self) -> Option<Box<dyn Any + Send>> {
+        let (v, size) = self.spare_values.pop()?;
+        self.spare_bytes -= size;
+        Some(v)
+    }
+
+    /// Takes back the samples lent to a `take_each` callback: their values are kept for
+    /// reuse, the vector for its capacity.
+    pub(crate) fn return_lent(&mut self, mut lent: Vec<CachedSample>) {
+        while let Some(c) = lent.pop() {
+            if let Some(d) = c.data {
+                self.recycle_value(d, c.size);
+            }
+        }
+        // A nested take_each (from a callback) may have left a vector here: keep one.
+        if self.lent.capacity() == 0 {
+            self.lent = lent;
+        }
+    }
+
     /// Records the instance's new state; cached samples of the instance report it too (the
     /// DDS instance state is that of the instance when the sample is read, not received).
     fn set_instance_state(&mut self, handle: InstanceHandle, state: InstanceState) {
@@ -131,9 +199,20 @@ struct ReaderStatus {
     lost: SampleLostStatus,
 }
 
+/// Samples moved out of the engine, not yet decoded into the cache, and payload buffers
+/// going the other way. One lock covers both directions: a fill (under the engine lock)
+/// hands the buffers back to the engine and moves samples in, an ingest swaps the samples
+/// out and returns the buffers of those it decoded.
+#[derive(Default)]
+pub(crate) struct Inbox {
+    pub(crate) samples: VecDeque<ferrodds_rtps::Sample>,
+    /// Decoded samples' payload buffers, given back to the engine for reuse.
+    spare: Vec<Vec<u8>>,
+}
+
 /// Shared state of one reader.
 pub(crate) struct ReaderShared {
-    pub(crate) inbox: Mutex<VecDeque<ferrodds_rtps::Sample>>,
+    pub(crate) inbox: Mutex<Inbox>,
     pub(crate) cache: Mutex<ReaderCache>,
     status: Mutex<ReaderStatus>,
     cv: Condvar,
@@ -147,8 +226,6 @@ pub(crate) struct ReaderShared {
     capacity: Option<usize>,
     /// Samples in the inbox and the cache.
     held: AtomicUsize,
-    /// Decoded samples' payload buffers, given back to the engine for reuse.
-    spare: Mutex<Vec<Vec<u8>>>,
 }
 
 /// Most payload buffers a reader keeps for the engine between two fills.
@@ -168,8 +245,7 @@ impl ReaderShared {
         Self {
             capacity,
             held: AtomicUsize::new(0),
-            spare: Mutex::new(Vec::new()),
-            inbox: Mutex::new(VecDeque::new()),
+            inbox: Mutex::new(Inbox::default()),
             cache: Mutex::new(ReaderCache::default()),
             status: Mutex::new(ReaderStatus::default()),
             cv: Condvar::new(),
@@ -204,18 +280,22 @@ impl ReaderShared {
         engine: &mut ferrodds_rtps::Participant,
         id: ferrodds_rtps::ReaderId,
     ) {
-        for p in lock(&self.spare).drain(..) {
-            engine.recycle_payload(p);
-        }
         let mut room = self.room();
         let mut inbox = lock(&self.inbox);
+        for p in inbox.spare.drain(..) {
+            engine.recycle_payload(p);
+        }
+        let mut n = 0;
         while room > 0 {
             let Some(s) = engine.take_sample(id) else {
                 break;
             };
-            inbox.push_back(s);
-            self.held.fetch_add(1, Ordering::AcqRel);
+            inbox.samples.push_back(s);
+            n += 1;
             room -= 1;
+        }
+        if n > 0 {
+            self.held.fetch_add(n, Ordering::AcqRel);
         }
     }
 
@@ -233,29 +313,51 @@ impl ReaderShared {
     pub(crate) fn ingest(&self) -> std::sync::MutexGuard<'_, ReaderCache> {
         let mut cache = lock(&self.cache);
         // Swap the whole inbox out under one short lock (both queues keep their
-        // capacity), then decode without holding it.
+        // capacity), then decode without holding it. The payload buffers decoded go back
+        // under the next lock (the one that finds the inbox empty, in the common case).
         let mut batch = std::mem::take(&mut cache.incoming);
+        let mut used = std::mem::take(&mut cache.used_payloads);
         loop {
-            std::mem::swap(&mut *lock(&self.inbox), &mut batch);
+            {
+                let mut inbox = lock(&self.inbox);
+                if !used.is_empty() {
+                    let keep = SPARE_MAX.saturating_sub(inbox.spare.len());
+                    inbox.spare.extend(used.drain(..).take(keep));
+                    used.clear();
+                }
+                std::mem::swap(&mut inbox.samples, &mut batch);
+            }
             if batch.is_empty() {
                 break;
             }
             while let Some(s) = batch.pop_front() {
-                self.ingest_one(&mut cache, s);
+                self.ingest_one(&mut cache, s, &mut used);
             }
         }
         cache.incoming = batch;
+        cache.used_payloads = used;
         cache
     }
 
-    fn ingest_one(&self, cache: &mut ReaderCache, s: ferrodds_rtps::Sample) {
+    fn ingest_one(
+        &self,
+        cache: &mut ReaderCache,
+        s: ferrodds_rtps::Sample,
+        used: &mut Vec<Vec<u8>>,
+    ) {
+        let size = s.payload.len();
         let (data, decoded_key) = if s.kind == ChangeKind::Alive {
-            match (self.decode)(&s.payload) {
-                Some((d, k)) => (Some(d), k),
+            let mut slot = cache.spare_value();
+            match (self.decode)(&s.payload, &mut slot, s.key_hash.is_none()) {
+                Some(k) => (slot, k),
                 None => {
+                    if let Some(v) = slot {
+                        cache.recycle_value(v, size);
+                    }
                     cache.undecodable += 1;
                     self.released(1);
                     tracing::debug!(writer = ?s.writer_guid, sn = ?s.sequence_number, "undecodable sample dropped");
+                    used.push(s.payload);
                     return;
                 }
             }
@@ -307,27 +409,30 @@ impl ReaderShared {
                     .iter()
                     .position(|c| c.info.instance_handle == handle)
                 {
-                    cache.samples.remove(pos);
+                    if let Some(old) = cache.samples.remove(pos) {
+                        if let Some(d) = old.data {
+                            cache.recycle_value(d, old.size);
+                        }
+                    }
                     self.released(1);
                 }
             }
         }
-        cache.samples.push_back(CachedSample { data, info });
-        self.give_back(s.payload);
+        cache.samples.push_back(CachedSample { data, info, size });
+        // The payload buffer goes back to the engine (no allocation per received sample
+        // in steady state).
+        used.push(s.payload);
     }
 
-    /// Keeps a decoded sample's payload buffer for the engine (no allocation per
-    /// received sample in steady state).
-    fn give_back(&self, payload: Vec<u8>) {
-        let mut spare = lock(&self.spare);
-        if spare.len() < SPARE_MAX {
-            spare.push(payload);
-        }
+    /// Takes back the samples lent to a `take_each` callback (see
+    /// [`ReaderCache::return_lent`]).
+    pub(crate) fn return_lent(&self, lent: Vec<CachedSample>) {
+        lock(&self.cache).return_lent(lent);
     }
 
     /// Whether the cache (or the inbox) holds samples not yet read.
     pub(crate) fn has_unread(&self) -> bool {
-        if !lock(&self.inbox).is_empty() {
+        if !lock(&self.inbox).samples.is_empty() {
             return true;
         }
         lock(&self.cache)
@@ -347,7 +452,7 @@ impl ReaderShared {
     }
 
     fn has_unread_quick(&self) -> bool {
-        !lock(&self.inbox).is_empty()
+        !lock(&self.inbox).samples.is_empty()
     }
 
     /// Clears DATA_AVAILABLE (after a take/read).
@@ -443,7 +548,11 @@ impl ReaderShared {
         let listener = self.listener();
         match ev {
             Event::DataAvailable { .. } => {
-                drop(self.ingest());
+                // Decode now, unless a listener is about to take (its take decodes them:
+                // one pass over the cache instead of two).
+                if listener.is_none() {
+                    drop(self.ingest());
+                }
                 let waiting = {
                     let mut st = lock(&self.status);
                     st.data_flag = true;
@@ -458,6 +567,11 @@ impl ReaderShared {
                 self.waiters.notify();
                 if let Some(l) = listener {
                     call_listener("on_data_available", || l.on_data_available());
+                    // What the listener left is decoded now (the history applies to it,
+                    // so that the inbox stays bounded whatever the listener does).
+                    if !lock(&self.inbox).samples.is_empty() {
+                        drop(self.ingest());
+                    }
                 }
             }
             Event::SubscriptionMatched {
@@ -724,14 +838,17 @@ mod tests {
         ReaderShared::new(
             history,
             None,
-            Box::new(|p: &[u8]| match p {
-                [k, v] => {
-                    let mut h = [0u8; 16];
-                    h[0] = *k;
-                    Some((Box::new(*v) as Box<dyn Any + Send>, Some(h)))
-                }
-                _ => None,
-            }),
+            Box::new(
+                |p: &[u8], slot: &mut Option<Box<dyn Any + Send>>, _want_key: bool| match p {
+                    [k, v] => {
+                        let mut h = [0u8; 16];
+                        h[0] = *k;
+                        *slot = Some(Box::new(*v));
+                        Some(Some(h))
+                    }
+                    _ => None,
+                },
+            ),
             Box::new(|p: &[u8]| {
                 let mut h = [0u8; 16];
                 h[0] = *p.first()?;
@@ -752,7 +869,7 @@ mod tests {
     }
 
     fn push(r: &ReaderShared, s: ferrodds_rtps::Sample) {
-        lock(&r.inbox).push_back(s);
+        lock(&r.inbox).samples.push_back(s);
         r.held.fetch_add(1, Ordering::AcqRel);
     }
 

@@ -12,7 +12,7 @@ use crate::entity::{CachedSample, ReaderShared};
 use crate::error::{DdsError, DdsResult};
 use crate::qos::DataReaderQos;
 use crate::runtime::{lock, Inner};
-use crate::sample::{Sample, SampleState};
+use crate::sample::{Sample, SampleInfo, SampleState};
 use crate::status::{
     DataReaderListener, RequestedIncompatibleQosStatus, SampleLostStatus, SubscriptionMatchedStatus,
 };
@@ -82,6 +82,59 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
         let out: Vec<Sample<T>> = cache.samples.drain(..n).map(Self::convert).collect();
         let empty = cache.samples.is_empty();
         drop(cache);
+        self.after_take(n, empty);
+        Ok(out)
+    }
+
+    /// Removes at most `max` samples, oldest first, and hands each to `f` (its data, `None`
+    /// when [`SampleInfo::valid_data`] is `false`, and its info); returns how many.
+    ///
+    /// Takes exactly what [`take_max`](Self::take_max) would, but lends the samples instead
+    /// of returning them: no `Vec` is built, and each decoded value is kept after `f`
+    /// returns so that a later sample is decoded into it, reusing its sequence and string
+    /// buffers. A reader taken only this way (a listener that processes samples in place,
+    /// say) receives, decodes and takes without allocating once warmed up.
+    ///
+    /// `f` runs with no lock of the reader held, so it may call the reader (or write) too.
+    ///
+    /// ```no_run
+    /// # use ferrodds::{DataReader, cdr::types::ShapeType};
+    /// # fn f(reader: &DataReader<ShapeType>) -> ferrodds::DdsResult<()> {
+    /// let mut sum = 0i64;
+    /// reader.take_each(usize::MAX, |data, _info| {
+    ///     if let Some(s) = data {
+    ///         sum += i64::from(s.x);
+    ///     }
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn take_each(
+        &self,
+        max: usize,
+        mut f: impl FnMut(Option<&T>, &SampleInfo),
+    ) -> DdsResult<usize> {
+        self.check_alive()?;
+        let mut cache = self.shared.ingest();
+        let n = cache.samples.len().min(max);
+        let mut lent = std::mem::take(&mut cache.lent);
+        lent.reserve(n);
+        for _ in 0..n {
+            if let Some(c) = cache.samples.pop_front() {
+                lent.push(c);
+            }
+        }
+        let empty = cache.samples.is_empty();
+        drop(cache);
+        self.after_take(n, empty);
+        for c in &lent {
+            f(c.data.as_ref().and_then(|b| b.downcast_ref::<T>()), &c.info);
+        }
+        self.shared.return_lent(lent);
+        Ok(n)
+    }
+
+    /// Bookkeeping after `n` samples left the cache (`empty`: none is left).
+    fn after_take(&self, n: usize, empty: bool) {
         self.shared.released(n);
         if self.shared.is_bounded() && n > 0 {
             // Room again: move what the engine held back (it then acknowledges it).
@@ -91,14 +144,13 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
             self.inner.with_engine(&mut pending, |st, _| {
                 shared.fill_inbox(&mut st.engine, id);
             });
-            if !lock(&shared.inbox).is_empty() {
-                return Ok(out);
+            if !lock(&shared.inbox).samples.is_empty() {
+                return;
             }
         }
         if empty {
             self.shared.clear_data_flag();
         }
-        Ok(out)
     }
 
     /// Removes and returns the oldest sample, if any.

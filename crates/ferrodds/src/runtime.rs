@@ -7,6 +7,7 @@
 //! then update statuses, wake waiters and call listeners with no engine lock held.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::IoSlice;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -95,11 +96,47 @@ pub fn time_to_unix_nanos(t: Time) -> i64 {
     i64::from(t.seconds) * 1_000_000_000 + ((u64::from(t.fraction) * 1_000_000_000) >> 32) as i64
 }
 
+/// Hasher for the engine's endpoint handles (small integers, not attacker-chosen): one
+/// multiply (Fx-style) instead of SipHash on every received sample's reader lookup.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl IdHasher {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+
+    fn add(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(Self::K);
+    }
+}
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.add(u64::from(*b));
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+}
+
+/// A map keyed by engine endpoint handles.
+pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
 /// What the engine lock protects.
 pub(crate) struct EngineState {
     pub(crate) engine: Participant,
-    pub(crate) writers: HashMap<WriterId, Arc<WriterShared>>,
-    pub(crate) readers: HashMap<ReaderId, Arc<ReaderShared>>,
+    pub(crate) writers: IdMap<WriterId, Arc<WriterShared>>,
+    pub(crate) readers: IdMap<ReaderId, Arc<ReaderShared>>,
     tx_buf: Vec<u8>,
     tx_destinations: Vec<Locator>,
 }
@@ -167,8 +204,8 @@ impl Inner {
             participant_id,
             engine: Mutex::new(EngineState {
                 engine,
-                writers: HashMap::new(),
-                readers: HashMap::new(),
+                writers: IdMap::default(),
+                readers: IdMap::default(),
                 tx_buf: vec![0; max_message_size.max(1024)],
                 tx_destinations: Vec::with_capacity(8),
             }),

@@ -4,8 +4,8 @@
 use std::any::Any;
 
 use ferrodds_cdr::{
-    decode_sample, encode_key, encode_sample, key_hash, key_hash_with, EncapsulationHeader,
-    Encoding, Endianness, TopicType, XcdrVersion,
+    decode_sample, decode_sample_into, encode_key, encode_sample, key_hash_with,
+    EncapsulationHeader, Encoding, Endianness, TopicType, XcdrVersion,
 };
 
 use crate::entity::{DecodeFn, KeyFn};
@@ -33,7 +33,7 @@ pub(crate) fn serialize_key<T: TopicType>(sample: &T, out: &mut Vec<u8>) -> Resu
 /// [`instance_key_with`]; this allocating form checks it in tests.
 #[cfg(test)]
 pub(crate) fn instance_key<T: TopicType>(sample: &T) -> Result<Option<[u8; 16]>, DdsError> {
-    Ok(key_hash(sample)?)
+    Ok(ferrodds_cdr::key_hash(sample)?)
 }
 
 /// The key hash of `sample`, using `scratch` for the serialized key (no allocation once
@@ -45,17 +45,39 @@ pub(crate) fn instance_key_with<T: TopicType>(
     Ok(key_hash_with(sample, XcdrVersion::Xcdr1, scratch)?)
 }
 
-/// A type-erased decoder for a reader cache.
+thread_local! {
+    /// Serialized-key scratch of the key hashes readers compute (one per receive thread).
+    static KEY_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A type-erased decoder for a reader cache (see [`DecodeFn`]).
+///
+/// A value already in the slot (a `T` from an earlier sample, recycled by the cache) is
+/// decoded into in place, reusing its sequence and string buffers; an empty slot gets a
+/// new box. The key hash is computed only when asked for (samples carrying
+/// `PID_KEY_HASH` do not need it), into a per-thread scratch buffer.
 pub(crate) fn decoder<T: TopicType + Send + 'static>() -> Box<DecodeFn> {
-    Box::new(|payload: &[u8]| {
-        let v: T = decode_sample(payload).ok()?;
-        let k = if T::IS_KEYED {
-            key_hash(&v).ok().flatten()
-        } else {
-            None
-        };
-        Some((Box::new(v) as Box<dyn Any + Send>, k))
-    })
+    Box::new(
+        |payload: &[u8], slot: &mut Option<Box<dyn Any + Send>>, want_key: bool| {
+            let v: &T = match slot.as_mut().and_then(|b| b.downcast_mut::<T>()) {
+                Some(v) => {
+                    decode_sample_into(payload, v).ok()?;
+                    v
+                }
+                None => {
+                    let b = slot.insert(Box::new(decode_sample::<T>(payload).ok()?));
+                    b.downcast_ref::<T>()?
+                }
+            };
+            if !(T::IS_KEYED && want_key) {
+                return Some(None);
+            }
+            Some(KEY_SCRATCH.with(|s| {
+                let mut s = s.borrow_mut();
+                key_hash_with(v, XcdrVersion::Xcdr1, &mut s).ok().flatten()
+            }))
+        },
+    )
 }
 
 /// Key hash from a key-only payload (dispose/unregister without `PID_KEY_HASH`, as Cyclone
@@ -112,13 +134,43 @@ mod tests {
         let mut buf = Vec::new();
         serialize(&s, &mut buf).unwrap();
         assert_eq!(&buf[..2], &[0x00, 0x01], "CDR_LE encapsulation");
-        let (any, key) = decoder::<ShapeType>()(&buf).unwrap();
-        let back = any.downcast::<ShapeType>().unwrap();
+        let decode = decoder::<ShapeType>();
+        let mut slot = None;
+        let key = decode(&buf, &mut slot, true).unwrap();
+        let back = slot.take().unwrap().downcast::<ShapeType>().unwrap();
         assert_eq!(*back, s);
         assert_eq!(key, instance_key(&s).unwrap());
         let mut scratch = Vec::new();
         assert_eq!(key, instance_key_with(&s, &mut scratch).unwrap());
-        assert!(decoder::<ShapeType>()(&buf[..3]).is_none());
+        assert_eq!(
+            decode(&buf, &mut slot, false),
+            Some(None),
+            "key not asked for"
+        );
+        assert!(decode(&buf[..3], &mut None, true).is_none());
+
+        // A recycled value is decoded into in place (same box, same string buffer).
+        let other = ShapeType {
+            color: "RED".into(),
+            x: 1,
+            y: 2,
+            shapesize: 3,
+        };
+        let mut buf2 = Vec::new();
+        serialize(&other, &mut buf2).unwrap();
+        let mut slot = Some(back as Box<dyn Any + Send>);
+        let (addr, color) = {
+            let v = slot.as_ref().unwrap().downcast_ref::<ShapeType>().unwrap();
+            (v as *const ShapeType, v.color.as_ptr())
+        };
+        assert_eq!(
+            decode(&buf2, &mut slot, true).unwrap(),
+            instance_key(&other).unwrap()
+        );
+        let v = slot.as_ref().unwrap().downcast_ref::<ShapeType>().unwrap();
+        assert_eq!(*v, other);
+        assert_eq!(v as *const ShapeType, addr);
+        assert_eq!(v.color.as_ptr(), color);
     }
 
     #[test]

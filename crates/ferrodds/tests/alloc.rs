@@ -1,19 +1,26 @@
 //! Steady-state allocations of the write path: a best-effort and a reliable
 //! `DataWriter::write` (serialize, engine, send from the caller's thread; for the reliable
 //! writer also the acknowledgements its receive thread handles) must not allocate once
-//! warmed up.
+//! warmed up. Then the receive path: a reliable reader whose listener takes with
+//! `take_each` (receive, decode into recycled values, deliver in place) must not either.
 //!
 //! Runs without the libtest harness (`harness = false`): the counting allocator is global.
-//! The matched reader is a `shapes` subscriber in another process, so its allocations are
-//! not counted; the runtime's own background threads still run, so the assertion allows a
-//! little background noise (fewer than one allocation per 100 writes) instead of exactly 0.
+//! The peer is a `shapes` subscriber or publisher in another process, so its allocations
+//! are not counted; the runtime's own background threads still run, so the assertions
+//! allow a little background noise (fewer than one allocation per 100 samples) instead of
+//! exactly 0.
 
 use std::alloc::System;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use ferrodds::cdr::types::ShapeType;
-use ferrodds::{Config, DataWriterQos, DomainParticipant, PublisherQos, TopicQos};
+use ferrodds::{
+    Config, DataReader, DataReaderListener, DataReaderQos, DataWriterQos, DomainParticipant,
+    PublisherQos, SubscriberQos, TopicQos,
+};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
 #[global_allocator]
@@ -36,17 +43,39 @@ fn main() {
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
+    let mut publ = shapes(&[
+        "-P",
+        "-d",
+        "167",
+        "--sequence",
+        "--wait-matched",
+        "--rate",
+        "4000",
+        "--duration",
+        "60",
+    ]);
+    let result = std::panic::catch_unwind(|| receive(167));
+    let _ = publ.kill();
+    let _ = publ.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
 }
 
 /// A `shapes` subscriber (reliable unless `-b`) in another process.
 fn subscriber(extra: &[&str]) -> std::process::Child {
+    let mut args = vec!["-S", "--duration", "30"];
+    args.extend_from_slice(extra);
+    shapes(&args)
+}
+
+/// A `shapes` process on topic Square, loopback only.
+fn shapes(extra: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_shapes"))
-        .args(["-S", "-t", "Square"])
+        .args(["-t", "Square"])
         .args(extra)
         .args([
             "--quiet",
-            "--duration",
-            "30",
             "--interface",
             "127.0.0.1",
             "--peer",
@@ -106,6 +135,93 @@ fn run(domain: u32, reliable: bool) {
     assert!(
         stats.allocations + stats.reallocations < (WRITES / 100) as usize,
         "the {kind} write path allocates: {stats:?}"
+    );
+    println!("alloc: ok");
+}
+
+/// Counts what the listener takes, in place, with `take_each`.
+struct Count {
+    reader: Mutex<Weak<DataReader<ShapeType>>>,
+    samples: AtomicU64,
+    /// The next x expected (the publisher's sequence numbers) and how often another came.
+    order: Mutex<(Option<i32>, u64)>,
+}
+
+impl DataReaderListener for Count {
+    fn on_data_available(&self) {
+        let Some(r) = self.reader.lock().unwrap().upgrade() else {
+            return;
+        };
+        let mut n = 0;
+        let mut order = self.order.lock().unwrap();
+        let _ = r.take_each(usize::MAX, |data, _| {
+            if let Some(s) = data {
+                n += 1;
+                if order.0.is_some_and(|next| next != s.x) {
+                    order.1 += 1;
+                }
+                order.0 = Some(s.x + 1);
+            }
+        });
+        self.samples.fetch_add(n, Ordering::AcqRel);
+    }
+}
+
+/// The receive path: a reliable reader fed by a `shapes` publisher in another process,
+/// taking from its listener with `take_each`.
+fn receive(domain: u32) {
+    const SAMPLES: u64 = 10_000;
+    let cfg = Config::loopback().spdp_period(Duration::from_secs(5));
+    let p = DomainParticipant::with_config(domain, cfg).expect("participant");
+    let t = p
+        .create_topic::<ShapeType>("Square", TopicQos::default())
+        .unwrap();
+    let r = Arc::new(
+        p.create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&t, DataReaderQos::default().reliable().keep_all())
+            .unwrap(),
+    );
+    let count = Arc::new(Count {
+        reader: Mutex::new(Arc::downgrade(&r)),
+        samples: AtomicU64::new(0),
+        order: Mutex::new((None, 0)),
+    });
+    r.set_listener(Some(Arc::clone(&count) as Arc<dyn DataReaderListener>));
+    let wait_for = |n: u64| {
+        let deadline = Instant::now() + Duration::from_secs(40);
+        while count.samples.load(Ordering::Acquire) < n {
+            assert!(
+                Instant::now() < deadline,
+                "only {} samples received",
+                count.samples.load(Ordering::Acquire)
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        count.samples.load(Ordering::Acquire)
+    };
+    // warm up: the reader's recycled values and buffers reach their steady size
+    let start = wait_for(1000);
+    let region = Region::new(GLOBAL);
+    let end = wait_for(start + SAMPLES);
+    let stats = region.change();
+    let n = end - start;
+    println!(
+        "alloc: {} allocations, {} reallocations over {n} reliable samples received ({:.4}/sample)",
+        stats.allocations,
+        stats.reallocations,
+        stats.allocations as f64 / n as f64
+    );
+    assert!(
+        ((stats.allocations + stats.reallocations) as u64) < n / 100,
+        "the receive path allocates: {stats:?}"
+    );
+    r.set_listener(None);
+    // Reliable and in order: each x is the previous one plus one.
+    assert_eq!(
+        count.order.lock().unwrap().1,
+        0,
+        "samples lost or reordered"
     );
     println!("alloc: ok");
 }

@@ -199,6 +199,16 @@ fn topic_type(input: &DeriveInput) -> syn::Result<TokenStream2> {
             None => quote!(<#ty as #cdr>::deserialize(r)?),
         }
     };
+    // Decodes one member into the existing value's member (reusing its storage).
+    let de_into = |f: &FieldInfo| {
+        let (ident, ty) = (&f.ident, &f.ty);
+        match &f.bound {
+            Some(b) => {
+                quote!(<#ty as #bounded>::deserialize_bounded_into(&mut this.#ident, r, #b)?;)
+            }
+            None => quote!(<#ty as #cdr>::deserialize_into(&mut this.#ident, r)?;),
+        }
+    };
     let max = |f: &FieldInfo, x2: bool, key: bool| {
         let ty = &f.ty;
         match (&f.bound, x2) {
@@ -455,6 +465,7 @@ fn topic_type(input: &DeriveInput) -> syn::Result<TokenStream2> {
     let sers: Vec<_> = all.iter().map(|f| ser(f)).collect();
     let idents: Vec<_> = all.iter().map(|f| &f.ident).collect();
     let des: Vec<_> = all.iter().map(|f| de(f)).collect();
+    let des_into: Vec<_> = all.iter().map(|f| de_into(f)).collect();
 
     let (serialize, deserialize) = match ext {
         Ext::Final => (
@@ -532,6 +543,41 @@ fn topic_type(input: &DeriveInput) -> syn::Result<TokenStream2> {
         }
     };
 
+    // `deserialize_into` for final and appendable structs: member by member into the
+    // existing value. Mutable types keep the default (members may be absent or in any
+    // order, so the whole value is rebuilt).
+    let deserialize_into = match ext {
+        Ext::Final => Some(quote!(#(#des_into)* ::core::result::Result::Ok(()))),
+        Ext::Appendable => Some(quote! {
+            if r.version() == #x2 {
+                let scope = r.begin_dheader()?;
+                #(#des_into)*
+                r.end_scope(scope);
+            } else {
+                #(#des_into)*
+            }
+            ::core::result::Result::Ok(())
+        }),
+        Ext::Mutable => None,
+    };
+    let deserialize_into = deserialize_into.map(|body| {
+        quote! {
+            #[inline]
+            fn deserialize_into(
+                &mut self,
+                r: &mut #krate::CdrReader<'_>,
+            ) -> ::core::result::Result<(), #krate::CdrError> {
+                r.enter_nested()?;
+                let res = (|this: &mut Self, r: &mut #krate::CdrReader<'_>|
+                    -> ::core::result::Result<(), #krate::CdrError> {
+                    #body
+                })(self, r);
+                r.leave_nested();
+                res
+            }
+        }
+    });
+
     let ext_tok = match ext {
         Ext::Final => quote!(#krate::Extensibility::Final),
         Ext::Appendable => quote!(#krate::Extensibility::Appendable),
@@ -568,6 +614,8 @@ fn topic_type(input: &DeriveInput) -> syn::Result<TokenStream2> {
                 r.leave_nested();
                 res
             }
+
+            #deserialize_into
 
             fn serialize_key_holder(
                 &self,

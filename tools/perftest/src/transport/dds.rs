@@ -15,8 +15,10 @@
 //! Readers deliver through a `DataReaderListener` called on FerroDDS's receive thread
 //! (RTI Perftest's default "Listeners" mode: a received ping is echoed from the receive
 //! thread, no thread wake-up per sample); with `-useReadThread` they are polled with
-//! `wait_for_data` + `take` from the harness's read threads. Each writer keeps one sample
-//! whose payload buffer is reused, so writing does not allocate in the tool.
+//! `wait_for_data` + `take_each` from the harness's read threads. `take_each` lends the
+//! samples in place and the reader decodes later ones into the same values, so receiving
+//! does not allocate in the tool; each writer keeps one sample whose payload buffer is
+//! reused, so writing does not either.
 
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -413,15 +415,14 @@ struct Forward<T: PerfType> {
 }
 
 impl<T: PerfType> Forward<T> {
+    /// Hands every sample to the callback in place (`take_each`: no per-call vector, and
+    /// the reader decodes the next samples into these values' buffers).
     fn deliver(reader: &DataReader<T>, f: &mut OnMessage) {
-        let Ok(samples) = reader.take() else {
-            return;
-        };
-        for s in &samples {
-            if let Some(d) = s.data() {
+        let _ = reader.take_each(usize::MAX, |data, _| {
+            if let Some(d) = data {
                 f(&d.to_message());
             }
-        }
+        });
     }
 }
 
@@ -485,14 +486,15 @@ impl<T: PerfType> Reader for DdsReader<T> {
         {
             return Ok(0);
         }
-        let samples = self.reader.take().map_err(dds("taking samples"))?;
         let mut n = 0;
-        for s in &samples {
-            if let Some(d) = s.data() {
-                f(&d.to_message());
-                n += 1;
-            }
-        }
+        self.reader
+            .take_each(usize::MAX, |data, _| {
+                if let Some(d) = data {
+                    f(&d.to_message());
+                    n += 1;
+                }
+            })
+            .map_err(dds("taking samples"))?;
         Ok(n)
     }
 
