@@ -633,24 +633,31 @@ impl UdpReceiver {
                     }));
                 }
                 Ok((_, SocketAddr::V6(_))) => continue,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    continue
-                }
                 Err(e) => {
-                    if self.shutdown.load(Ordering::Acquire) {
-                        return Ok(None);
+                    if let Some(result) = self.recv_failed(e) {
+                        return result;
                     }
-                    return Err(e);
                 }
             }
         }
+    }
+
+    /// What [`recv`](Self::recv) does after a failed receive: `None` to receive again (the
+    /// read timeout, or a signal), else its result. Out of line: keeps the datagram path
+    /// short.
+    #[cold]
+    #[inline(never)]
+    fn recv_failed(&self, e: io::Error) -> Option<io::Result<Option<Received>>> {
+        if matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+        ) {
+            return None;
+        }
+        if self.shutdown.load(Ordering::Acquire) {
+            return Some(Ok(None));
+        }
+        Some(Err(e))
     }
 }
 
