@@ -4,11 +4,12 @@
 //! STATUS_INFO inline QoS (typed values of the wire crate). Parsing never
 //! panics and never allocates.
 
+use ferrodds_wire::submessage::id;
 use ferrodds_wire::{
     AckNack, Count, Data, DataFrag, Encode, Endianness, FragmentNumber, FragmentNumberSet, Gap,
     Header, Heartbeat, HeartbeatFrag, InfoDst, InfoTs, KeyHash, MessageView, MessageWriter,
-    NackFrag, ParameterList, ParameterListWriter, Parameters, SequenceNumberSet, StatusInfo,
-    Submessage, Submessages, VendorId, WireError,
+    NackFrag, ParameterList, ParameterListWriter, Parameters, RawSubmessage, RawSubmessages,
+    SequenceNumberSet, StatusInfo, Submessage, VendorId, WireError,
 };
 
 use crate::sn_set::SnSet;
@@ -48,7 +49,8 @@ pub(crate) fn parse(buf: &[u8]) -> Result<(MsgHeader, SubIter<'_>), Malformed> {
             prefix: h.guid_prefix,
         },
         SubIter {
-            inner: view.submessages(),
+            inner: view.raw_submessages(),
+            done: false,
         },
     ))
 }
@@ -147,40 +149,95 @@ fn sn_set(s: &SequenceNumberSet) -> Option<SnSet> {
 }
 
 /// Iterator over the submessages of a datagram. Ends after the first error.
+///
+/// The kinds of the steady-state data path (DATA, HEARTBEAT, ACKNACK,
+/// INFO_TS, INFO_DST) are decoded with the wire crate's per-kind parsers
+/// straight into [`Sub`]; the others go through [`Submessage::parse`]. Both
+/// run the same checks, so what is accepted or rejected is the same.
 pub(crate) struct SubIter<'a> {
-    inner: Submessages<'a>,
+    inner: RawSubmessages<'a>,
+    done: bool,
 }
 
 impl<'a> Iterator for SubIter<'a> {
     type Item = Result<Sub<'a>, Malformed>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
         let sub = match self.inner.next()? {
-            Ok(s) => s,
-            Err(_) => return Some(Err(Malformed::Body)),
+            Ok(raw) => decode(&raw),
+            Err(_) => None,
         };
-        Some(convert(sub).ok_or(Malformed::Body))
+        if sub.is_none() {
+            self.done = true;
+        }
+        Some(sub.ok_or(Malformed::Body))
     }
+}
+
+/// Decodes one submessage; `None` if it is malformed or out of range.
+#[inline]
+fn decode<'a>(raw: &RawSubmessage<'a>) -> Option<Sub<'a>> {
+    let (h, b, o) = (raw.header, raw.body, raw.offset);
+    match h.id {
+        id::DATA => data_sub(Data::parse(h, b, o).ok()?),
+        id::HEARTBEAT => heartbeat_sub(Heartbeat::parse(h, b, o).ok()?),
+        id::ACKNACK => acknack_sub(AckNack::parse(h, b, o).ok()?),
+        id::INFO_TS => Some(Sub::InfoTs(InfoTs::parse(h, b, o).ok()?.timestamp)),
+        id::INFO_DST => Some(Sub::InfoDst(InfoDst::parse(h, b, o).ok()?.guid_prefix)),
+        _ => convert(raw.parse().ok()?),
+    }
+}
+
+#[inline]
+fn data_sub(d: Data<'_>) -> Option<Sub<'_>> {
+    if d.writer_sn.0 < 1 || !sn_ok(d.writer_sn.0) {
+        return None;
+    }
+    Some(Sub::Data(DataSub {
+        reader_id: d.reader_id,
+        writer_id: d.writer_id,
+        sn: d.writer_sn.0,
+        little_endian: d
+            .inline_qos
+            .is_none_or(|q| q.endianness() == Endianness::Little),
+        inline_qos: d.inline_qos.map(|q| q.as_bytes()),
+        payload: d.serialized_payload,
+        key_only: d.key,
+    }))
+}
+
+#[inline]
+fn heartbeat_sub(h: Heartbeat) -> Option<Sub<'static>> {
+    if !sn_ok(h.first_sn.0) || !sn_ok(h.last_sn.0) {
+        return None;
+    }
+    Some(Sub::Heartbeat {
+        reader_id: h.reader_id,
+        writer_id: h.writer_id,
+        first: h.first_sn.0,
+        last: h.last_sn.0,
+        count: h.count.0,
+        final_flag: h.final_flag,
+    })
+}
+
+fn acknack_sub(a: AckNack) -> Option<Sub<'static>> {
+    Some(Sub::AckNack {
+        reader_id: a.reader_id,
+        writer_id: a.writer_id,
+        set: sn_set(&a.reader_sn_state)?,
+        count: a.count.0,
+        final_flag: a.final_flag,
+    })
 }
 
 fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
     Some(match sub {
-        Submessage::Data(d) => {
-            if d.writer_sn.0 < 1 || !sn_ok(d.writer_sn.0) {
-                return None;
-            }
-            Sub::Data(DataSub {
-                reader_id: d.reader_id,
-                writer_id: d.writer_id,
-                sn: d.writer_sn.0,
-                little_endian: d
-                    .inline_qos
-                    .is_none_or(|q| q.endianness() == Endianness::Little),
-                inline_qos: d.inline_qos.map(|q| q.as_bytes()),
-                payload: d.serialized_payload,
-                key_only: d.key,
-            })
-        }
+        Submessage::Data(d) => return data_sub(d),
         Submessage::DataFrag(f) => {
             if f.writer_sn.0 < 1 || !sn_ok(f.writer_sn.0) {
                 return None;
@@ -223,22 +280,8 @@ fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
                 count: h.count.0,
             }
         }
-        Submessage::Heartbeat(h) if !sn_ok(h.first_sn.0) || !sn_ok(h.last_sn.0) => return None,
-        Submessage::Heartbeat(h) => Sub::Heartbeat {
-            reader_id: h.reader_id,
-            writer_id: h.writer_id,
-            first: h.first_sn.0,
-            last: h.last_sn.0,
-            count: h.count.0,
-            final_flag: h.final_flag,
-        },
-        Submessage::AckNack(a) => Sub::AckNack {
-            reader_id: a.reader_id,
-            writer_id: a.writer_id,
-            set: sn_set(&a.reader_sn_state)?,
-            count: a.count.0,
-            final_flag: a.final_flag,
-        },
+        Submessage::Heartbeat(h) => return heartbeat_sub(h),
+        Submessage::AckNack(a) => return acknack_sub(a),
         Submessage::Gap(g) => {
             if g.gap_start.0 < 1 || !sn_ok(g.gap_start.0) {
                 return None;
@@ -286,6 +329,7 @@ pub(crate) fn parse_inline_qos(buf: &[u8], le: bool) -> Option<InlineQos> {
 
 /// Builds the KEY_HASH / STATUS_INFO inline QoS list in `qos` (`None` when
 /// there is neither).
+#[inline]
 fn inline_qos<'q>(
     qos: &'q mut [u8; 36],
     key_hash: Option<&[u8; 16]>,
@@ -336,6 +380,7 @@ impl<'b> Emitter<'b> {
         self.w.remaining()
     }
 
+    #[inline]
     fn push<S: Encode>(&mut self, s: &S) -> bool {
         self.w.push(s, Endianness::Little).is_ok()
     }
@@ -648,6 +693,46 @@ mod tests {
         }
     }
 
+    /// The direct per-kind decoding of the hot kinds agrees with decoding
+    /// through the generic `Submessage` for valid, truncated and corrupted input.
+    #[test]
+    fn direct_decode_matches_generic_decode() {
+        let mut buf = [0u8; 256];
+        let mut e = Emitter::new(&mut buf, 256, P).unwrap();
+        assert!(e.info_dst(P));
+        assert!(e.info_ts(Time {
+            seconds: 1,
+            fraction: 2
+        }));
+        assert!(e.data(R, W, 7, Some(&[3; 16]), 1, &[0, 1, 0, 0, 5, 6], false));
+        assert!(e.heartbeat(EntityId::UNKNOWN, W, 1, 7, 3, false));
+        let mut set = SnSet::new(4);
+        set.insert(6);
+        assert!(e.acknack(R, W, &set, 2, true));
+        let n = e.len();
+        let check = |bytes: &[u8]| {
+            let Ok(view) = MessageView::parse(bytes) else {
+                return;
+            };
+            for raw in view.raw_submessages() {
+                let Ok(raw) = raw else { break };
+                let generic = raw.parse().ok().and_then(convert);
+                assert_eq!(decode(&raw), generic, "{bytes:02x?}");
+            }
+        };
+        check(&buf[..n]);
+        for cut in 0..n {
+            check(&buf[..cut]);
+        }
+        for i in 20..n {
+            for v in [0x00, 0x01, 0x7f, 0xff] {
+                let mut b = buf;
+                b[i] = v;
+                check(&b[..n]);
+            }
+        }
+    }
+
     #[test]
     fn rejects_bad_header_and_version() {
         assert_eq!(parse(b"RTPQ").err(), Some(Malformed::Header));
@@ -789,5 +874,63 @@ mod tests {
                 },
             ]
         );
+    }
+}
+
+/// Instruction-count probe of the ping-pong hot path (not a test: run under
+/// callgrind with `cargo test --release -p ferrodds-rtps --lib probe -- --ignored`).
+#[cfg(test)]
+mod probe {
+    use super::*;
+    use std::hint::black_box;
+
+    const P: GuidPrefix = GuidPrefix([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    const R: EntityId = EntityId([0, 0, 1, 7]);
+    const W: EntityId = EntityId([0, 0, 2, 2]);
+
+    #[inline(never)]
+    fn emit_data(buf: &mut [u8], payload: &[u8], sn: i64) -> usize {
+        let mut e = Emitter::new(buf, 1400, P).unwrap();
+        e.info_dst(P);
+        e.info_ts(Time {
+            seconds: 5,
+            fraction: 7,
+        });
+        e.data(R, W, sn, None, 0, payload, false);
+        e.heartbeat(EntityId::UNKNOWN, W, 1, sn, 4, false);
+        e.len()
+    }
+
+    #[inline(never)]
+    fn emit_ack(buf: &mut [u8], sn: i64) -> usize {
+        let mut e = Emitter::new(buf, 1400, P).unwrap();
+        e.info_dst(P);
+        e.acknack(R, W, &SnSet::new(sn), 9, true);
+        e.len()
+    }
+
+    #[inline(never)]
+    fn parse_all(buf: &[u8]) -> usize {
+        let (_, subs) = parse(buf).unwrap();
+        let mut n = 0;
+        for s in subs {
+            black_box(&s);
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    #[ignore = "instruction-count probe"]
+    fn probe_ping_pong() {
+        let payload = [7u8; 36];
+        let mut a = [0u8; 1400];
+        let mut b = [0u8; 1400];
+        for i in 1..=10_000 {
+            let na = emit_data(black_box(&mut a), black_box(&payload), i);
+            let nb = emit_ack(black_box(&mut b), i + 1);
+            assert_eq!(parse_all(black_box(&a[..na])), 4);
+            assert_eq!(parse_all(black_box(&b[..nb])), 2);
+        }
     }
 }

@@ -33,6 +33,7 @@ impl Header {
     }
 
     /// Parses the first 20 bytes of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<Self> {
         let mut r = Reader::new(bytes, 0, Endianness::Big);
         let magic: [u8; 4] = r.array()?;
@@ -58,7 +59,15 @@ impl Header {
     /// Writes the header into `out`; returns 20.
     pub fn write(&self, out: &mut [u8]) -> Result<usize> {
         check_room(out, Self::SIZE)?;
-        let mut w = Writer::new(out, Endianness::Big);
+        // Into a 20-byte block: the field writes need no further checks.
+        let have = out.len();
+        let block = out
+            .first_chunk_mut::<{ Self::SIZE }>()
+            .ok_or(WireError::BufferTooSmall {
+                needed: Self::SIZE,
+                have,
+            })?;
+        let mut w = Writer::new(block, Endianness::Big);
         w.put(b"RTPS")?;
         self.version.write(&mut w)?;
         self.vendor_id.write(&mut w)?;

@@ -1,7 +1,7 @@
 //! Whole RTPS messages (DDSI-RTPS 2.5 §8.3.3, §9.4.1): a checked view with a
 //! submessage iterator, and [`MessageWriter`] to build datagrams in place.
 
-use crate::codec::{Endianness, Reader};
+use crate::codec::Endianness;
 use crate::error::{Result, WireError};
 use crate::header::Header;
 use crate::submessage::{Encode, Submessage, SubmessageHeader};
@@ -76,6 +76,7 @@ impl<'a> RawSubmessage<'a> {
     }
 
     /// Decodes the body.
+    #[inline]
     pub fn parse(&self) -> Result<Submessage<'a>> {
         Submessage::parse(self.header, self.body, self.offset)
     }
@@ -90,28 +91,39 @@ pub struct RawSubmessages<'a> {
 }
 
 impl<'a> RawSubmessages<'a> {
+    #[inline]
     fn step(&mut self) -> Result<Option<RawSubmessage<'a>>> {
         let offset = self.pos;
         let rest = self.bytes.get(offset..).unwrap_or(&[]);
         if rest.is_empty() {
             return Ok(None);
         }
-        let mut r = Reader::new(rest, offset, Endianness::Big);
-        let id = r.u8()?;
-        let flags = r.u8()?;
-        r.endian = Endianness::from_flags(flags);
-        let octets_to_next_header = r.u16()?;
+        // The 4-byte header in one check; `octetsToNextHeader` is in the byte
+        // order of the E flag.
+        let Some((&[id, flags, l0, l1], after)) = rest.split_first_chunk::<4>() else {
+            return Err(short_header(offset, rest.len()));
+        };
+        let octets_to_next_header = match Endianness::from_flags(flags) {
+            Endianness::Big => u16::from_be_bytes([l0, l1]),
+            Endianness::Little => u16::from_le_bytes([l0, l1]),
+        };
         let header = SubmessageHeader {
             id,
             flags,
             octets_to_next_header,
         };
         let body_len = if octets_to_next_header == 0 && header.zero_means_to_end() {
-            r.remaining()
+            after.len()
         } else {
             usize::from(octets_to_next_header)
         };
-        let body = r.take(body_len)?;
+        let Some(body) = after.get(..body_len) else {
+            return Err(WireError::Truncated {
+                offset: offset + SubmessageHeader::SIZE,
+                needed: body_len,
+                have: after.len(),
+            });
+        };
         let total = SubmessageHeader::SIZE + body_len;
         self.pos = offset + total;
         Ok(Some(RawSubmessage {
@@ -123,9 +135,31 @@ impl<'a> RawSubmessages<'a> {
     }
 }
 
+/// The error for a submessage header cut short (`1..=3` bytes left at
+/// `offset`): the first field that does not fit, as a field-by-field read
+/// reports it.
+#[cold]
+#[inline(never)]
+fn short_header(offset: usize, have: usize) -> WireError {
+    if have < 2 {
+        WireError::Truncated {
+            offset: offset + 1,
+            needed: 1,
+            have: 0,
+        }
+    } else {
+        WireError::Truncated {
+            offset: offset + 2,
+            needed: 2,
+            have: have - 2,
+        }
+    }
+}
+
 impl<'a> Iterator for RawSubmessages<'a> {
     type Item = Result<RawSubmessage<'a>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;
@@ -155,6 +189,7 @@ pub struct Submessages<'a> {
 impl<'a> Iterator for Submessages<'a> {
     type Item = Result<Submessage<'a>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let item = self.raw.next()?.and_then(|raw| raw.parse());
         if item.is_err() {
@@ -183,24 +218,38 @@ impl<'b> MessageWriter<'b> {
 
     /// Appends a submessage in byte order `endian`; returns its size. On error
     /// (`BufferTooSmall`, …) the message is unchanged.
+    #[inline]
     pub fn push<S: Encode + ?Sized>(
         &mut self,
         submessage: &S,
         endian: Endianness,
     ) -> Result<usize> {
-        let have = self.remaining();
-        let needed = submessage.encoded_len();
-        if needed > have {
-            return Err(WireError::BufferTooSmall {
-                needed: self.len + needed,
-                have: self.buf.len(),
-            });
-        }
+        // Every `write` checks its room before writing anything, so the
+        // size is only computed (for the error) when it fails.
         let len = self.len;
         let out = self.buf.get_mut(len..).unwrap_or(&mut []);
-        let n = submessage.write(endian, out)?;
-        self.len += n;
-        Ok(n)
+        match submessage.write(endian, out) {
+            Ok(n) => {
+                self.len += n;
+                Ok(n)
+            }
+            Err(e) => Err(self.push_error(submessage.encoded_len(), e)),
+        }
+    }
+
+    /// The error of a failed push: `BufferTooSmall` for the whole message if
+    /// the submessage (`needed` bytes) does not fit, else the write's error.
+    #[cold]
+    #[inline(never)]
+    fn push_error(&self, needed: usize, e: WireError) -> WireError {
+        if needed > self.remaining() {
+            WireError::BufferTooSmall {
+                needed: self.len + needed,
+                have: self.buf.len(),
+            }
+        } else {
+            e
+        }
     }
 
     /// Appends already-encoded submessage bytes.

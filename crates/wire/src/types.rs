@@ -36,10 +36,12 @@ impl ProtocolVersion {
 }
 
 impl WireType for ProtocolVersion {
+    #[inline]
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         let [major, minor] = r.array()?;
         Ok(Self { major, minor })
     }
+    #[inline(always)]
     fn write(&self, w: &mut Writer<'_>) -> Result<()> {
         w.put(&[self.major, self.minor])
     }
@@ -99,9 +101,11 @@ impl VendorId {
 }
 
 impl WireType for VendorId {
+    #[inline]
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         Ok(Self(r.array()?))
     }
+    #[inline(always)]
     fn write(&self, w: &mut Writer<'_>) -> Result<()> {
         w.put(&self.0)
     }
@@ -117,9 +121,11 @@ impl GuidPrefix {
 }
 
 impl WireType for GuidPrefix {
+    #[inline]
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         Ok(Self(r.array()?))
     }
+    #[inline(always)]
     fn write(&self, w: &mut Writer<'_>) -> Result<()> {
         w.put(&self.0)
     }
@@ -291,9 +297,11 @@ impl EntityId {
 }
 
 impl WireType for EntityId {
+    #[inline]
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         Ok(Self(r.array()?))
     }
+    #[inline(always)]
     fn write(&self, w: &mut Writer<'_>) -> Result<()> {
         w.put(&self.0)
     }
@@ -343,9 +351,11 @@ impl Guid {
 }
 
 impl WireType for Guid {
+    #[inline]
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         Ok(Self::from_bytes(r.array()?))
     }
+    #[inline(always)]
     fn write(&self, w: &mut Writer<'_>) -> Result<()> {
         w.put(&self.to_bytes())
     }
@@ -396,11 +406,13 @@ impl SequenceNumber {
 }
 
 impl WireType for SequenceNumber {
+    #[inline]
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         let high = r.i32()?;
         let low = r.u32()?;
         Ok(Self::from_high_low(high, low))
     }
+    #[inline(always)]
     fn write(&self, w: &mut Writer<'_>) -> Result<()> {
         w.i32(self.high())?;
         w.u32(self.low())
@@ -412,9 +424,11 @@ impl WireType for SequenceNumber {
 pub struct FragmentNumber(pub u32);
 
 impl WireType for FragmentNumber {
+    #[inline]
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         Ok(Self(r.u32()?))
     }
+    #[inline(always)]
     fn write(&self, w: &mut Writer<'_>) -> Result<()> {
         w.u32(self.0)
     }
@@ -425,9 +439,11 @@ impl WireType for FragmentNumber {
 pub struct Count(pub i32);
 
 impl WireType for Count {
+    #[inline]
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         Ok(Self(r.i32()?))
     }
+    #[inline(always)]
     fn write(&self, w: &mut Writer<'_>) -> Result<()> {
         w.i32(self.0)
     }
@@ -495,6 +511,7 @@ impl Bitmap {
         (from..self.num_bits).find(|&i| self.get(i))
     }
 
+    #[inline]
     fn read(r: &mut Reader<'_>, offset: usize) -> Result<Self> {
         let num_bits = r.u32()?;
         if num_bits > MAX_SET_BITS {
@@ -507,6 +524,7 @@ impl Bitmap {
         Ok(Self { num_bits, words })
     }
 
+    #[inline(always)]
     fn write(&self, w: &mut Writer<'_>) -> Result<()> {
         w.u32(self.num_bits)?;
         for &word in self.used_words() {
@@ -846,6 +864,7 @@ impl Locator {
 }
 
 impl WireType for Locator {
+    #[inline]
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         let kind = r.i32()?;
         let port = r.u32()?;
@@ -856,6 +875,7 @@ impl WireType for Locator {
             address,
         })
     }
+    #[inline(always)]
     fn write(&self, w: &mut Writer<'_>) -> Result<()> {
         w.i32(self.kind)?;
         w.u32(self.port)?;
@@ -1035,11 +1055,13 @@ impl Time {
 }
 
 impl WireType for Time {
+    #[inline]
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         let seconds = r.i32()?;
         let fraction = r.u32()?;
         Ok(Self { seconds, fraction })
     }
+    #[inline(always)]
     fn write(&self, w: &mut Writer<'_>) -> Result<()> {
         w.i32(self.seconds)?;
         w.u32(self.fraction)
@@ -1118,11 +1140,13 @@ impl From<core::time::Duration> for Duration {
 }
 
 impl WireType for Duration {
+    #[inline]
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         let seconds = r.i32()?;
         let fraction = r.u32()?;
         Ok(Self { seconds, fraction })
     }
+    #[inline(always)]
     fn write(&self, w: &mut Writer<'_>) -> Result<()> {
         w.i32(self.seconds)?;
         w.u32(self.fraction)

@@ -1,6 +1,6 @@
 //! DATA (§8.3.7.2, §9.4.5.3) and DATA_FRAG (§8.3.7.3, §9.4.5.4).
 
-use super::{check_room, id, octets_for, write_submessage, Encode, SubmessageHeader};
+use super::{check_room, id, octets_for, parse_kind, write_submessage, Encode, SubmessageHeader};
 use crate::codec::{pad4, Endianness, Reader, Writer};
 use crate::error::{Result, WireError};
 use crate::parameter::ParameterList;
@@ -136,25 +136,57 @@ impl<'a> Data<'a> {
         let octets = octets_for(self.body_len())?;
         let n = self.header_len();
         check_room(out, n)?;
-        let mut w = Writer::new(out, endian);
-        w.u8(id::DATA)?;
-        w.u8(self.flags() | endian.flag())?;
-        w.u16(octets)?;
-        self.write_fixed(&mut w)?;
+        let mut w = self.write_head(endian, octets, out)?;
+        self.write_tail(&mut w)?;
         Ok(n)
     }
 
-    fn write_fixed(&self, w: &mut Writer<'_>) -> Result<()> {
-        let otiq = self.octets_to_inline_qos.max(DATA_OCTETS_TO_INLINE_QOS);
+    /// Writes the submessage header and the 20 fixed bytes (`extraFlags` ..
+    /// `writerSN`) as one 24-byte block (the caller checked the room), and
+    /// returns a writer for what follows.
+    #[inline]
+    fn write_head<'o>(
+        &self,
+        endian: Endianness,
+        octets: u16,
+        out: &'o mut [u8],
+    ) -> Result<Writer<'o>> {
+        let have = out.len();
+        let Some((head, rest)) = out.split_first_chunk_mut::<24>() else {
+            return Err(WireError::BufferTooSmall { needed: 24, have });
+        };
+        let mut w = Writer::new(head, endian);
+        w.u8(id::DATA)?;
+        w.u8(self.flags() | endian.flag())?;
+        w.u16(octets)?;
         w.u16(self.extra_flags)?;
-        w.u16(otiq)?;
-        self.reader_id.write(w)?;
-        self.writer_id.write(w)?;
-        self.writer_sn.write(w)?;
-        w.zeros(usize::from(otiq - DATA_OCTETS_TO_INLINE_QOS))?;
+        w.u16(self.octets_to_inline_qos.max(DATA_OCTETS_TO_INLINE_QOS))?;
+        self.reader_id.write(&mut w)?;
+        self.writer_id.write(&mut w)?;
+        self.writer_sn.write(&mut w)?;
+        Ok(Writer::new(rest, endian))
+    }
+
+    /// What follows the fixed fields up to the payload: the extra octets of a
+    /// larger `octetsToInlineQos` (zeros) and the inline QoS.
+    #[inline(always)]
+    fn write_tail(&self, w: &mut Writer<'_>) -> Result<()> {
+        let extra = self.octets_to_inline_qos.max(DATA_OCTETS_TO_INLINE_QOS);
+        w.zeros(usize::from(extra - DATA_OCTETS_TO_INLINE_QOS))?;
         write_inline_qos(w, &self.inline_qos)
     }
 
+    /// Decodes a DATA body: what [`Submessage::parse`](super::Submessage::parse)
+    /// does for the DATA id (same checks, same errors), without the enum, for
+    /// callers that dispatch on `header.id` themselves.
+    #[inline]
+    pub fn parse(header: SubmessageHeader, body: &'a [u8], offset: usize) -> Result<Self> {
+        parse_kind(header, body, offset, |flags, r| {
+            Self::parse_body(flags, r, offset)
+        })
+    }
+
+    #[inline]
     pub(crate) fn parse_body(flags: u8, r: &mut Reader<'a>, offset: usize) -> Result<Self> {
         if flags & DATA_D != 0 && flags & DATA_K != 0 {
             return Err(WireError::InvalidFlags {
@@ -163,15 +195,19 @@ impl<'a> Data<'a> {
                 flags,
             });
         }
-        let extra_flags = r.u16()?;
-        let octets_to_inline_qos = r.u16()?;
+        // extraFlags, octetsToInlineQos, readerId, writerId, writerSN: one
+        // bounds check for the block (a short body fails here or at the
+        // field, both reported as BadSubmessageLength).
+        let mut f = r.block::<20>()?;
+        let extra_flags = f.u16()?;
+        let octets_to_inline_qos = f.u16()?;
         if octets_to_inline_qos < DATA_OCTETS_TO_INLINE_QOS {
-            return Err(truncated_here(r));
+            return Err(truncated_here(&f));
         }
-        let reader_id = EntityId::read(r)?;
-        let writer_id = EntityId::read(r)?;
-        let sn_offset = r.offset();
-        let writer_sn = SequenceNumber::read(r)?;
+        let reader_id = EntityId::read(&mut f)?;
+        let writer_id = EntityId::read(&mut f)?;
+        let sn_offset = f.offset();
+        let writer_sn = SequenceNumber::read(&mut f)?;
         if !writer_sn.is_valid() {
             return Err(WireError::InvalidSequenceNumber { offset: sn_offset });
         }
@@ -184,7 +220,7 @@ impl<'a> Data<'a> {
             None
         };
         let serialized_payload = if flags & (DATA_D | DATA_K) != 0 {
-            Some(r.take(r.remaining())?)
+            Some(r.take_rest())
         } else {
             None
         };
@@ -203,6 +239,8 @@ impl<'a> Data<'a> {
 }
 
 /// A Truncated error at the reader position (mapped to BadSubmessageLength by the caller).
+#[cold]
+#[inline(never)]
 fn truncated_here(r: &Reader<'_>) -> WireError {
     WireError::Truncated {
         offset: r.offset(),
@@ -217,10 +255,17 @@ impl Encode for Data<'_> {
     }
 
     fn write(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
-        write_submessage(id::DATA, self.flags(), self.body_len(), endian, out, |w| {
-            self.write_fixed(w)?;
-            w.put(self.serialized_payload.unwrap_or(&[]))
-        })
+        // As write_submessage does (same checks in the same order), with the
+        // header and fixed fields written as one block.
+        let body_len = self.body_len();
+        let octets = octets_for(body_len)?;
+        let total = SubmessageHeader::SIZE + usize::from(octets);
+        check_room(out, total)?;
+        let mut w = self.write_head(endian, octets, out)?;
+        self.write_tail(&mut w)?;
+        w.put(self.serialized_payload.unwrap_or(&[]))?;
+        w.zeros(total - SubmessageHeader::SIZE - body_len)?;
+        Ok(total)
     }
 }
 
@@ -344,6 +389,15 @@ impl<'a> DataFrag<'a> {
         write_inline_qos(w, &self.inline_qos)
     }
 
+    /// Decodes a DATA_FRAG body: what [`Submessage::parse`](super::Submessage::parse)
+    /// does for the DATA_FRAG id (same checks, same errors).
+    #[inline]
+    pub fn parse(header: SubmessageHeader, body: &'a [u8], offset: usize) -> Result<Self> {
+        parse_kind(header, body, offset, |flags, r| {
+            Self::parse_body(flags, r, offset)
+        })
+    }
+
     pub(crate) fn parse_body(flags: u8, r: &mut Reader<'a>, _offset: usize) -> Result<Self> {
         let extra_flags = r.u16()?;
         let octets_to_inline_qos = r.u16()?;
@@ -385,7 +439,7 @@ impl<'a> DataFrag<'a> {
         // len <= 65535 * 65535 fits usize on every supported target.
         let len = usize::try_from(len).unwrap_or(usize::MAX);
         let serialized_payload = r.take(len)?;
-        r.take(r.remaining())?;
+        r.take_rest();
         Ok(Self {
             extra_flags,
             octets_to_inline_qos,

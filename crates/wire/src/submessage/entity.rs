@@ -1,8 +1,8 @@
 //! Reliability submessages: HEARTBEAT (§9.4.5.7), HEARTBEAT_FRAG (§9.4.5.8),
 //! ACKNACK (§9.4.5.2), NACK_FRAG (§9.4.5.13), GAP (§9.4.5.5).
 
-use super::{id, write_submessage, Encode, SubmessageHeader};
-use crate::codec::{Endianness, Reader};
+use super::{id, parse_kind, write_sized, write_submessage, Encode, SubmessageHeader};
+use crate::codec::{Endianness, Reader, Writer};
 use crate::error::{Result, WireError};
 use crate::types::{
     Count, EntityId, FragmentNumber, FragmentNumberSet, SequenceNumber, SequenceNumberSet, WireType,
@@ -14,6 +14,7 @@ const HB_GROUP: u8 = 0x08;
 const GAP_GROUP: u8 = 0x02;
 const GAP_FILTERED: u8 = 0x04;
 
+#[inline]
 fn read_sn_at_least(r: &mut Reader<'_>, min: i64) -> Result<SequenceNumber> {
     let offset = r.offset();
     let sn = SequenceNumber::read(r)?;
@@ -60,6 +61,13 @@ pub struct Heartbeat {
 }
 
 impl Heartbeat {
+    /// Decodes a HEARTBEAT body: what [`Submessage::parse`](super::Submessage::parse)
+    /// does for the HEARTBEAT id (same checks, same errors), without the enum.
+    #[inline]
+    pub fn parse(header: SubmessageHeader, body: &[u8], offset: usize) -> Result<Self> {
+        parse_kind(header, body, offset, Self::parse_body)
+    }
+
     fn flags(&self) -> u8 {
         (if self.final_flag { FINAL } else { 0 })
             | (if self.liveliness { LIVELINESS } else { 0 })
@@ -74,12 +82,16 @@ impl Heartbeat {
         28 + if self.group_info.is_some() { 32 } else { 0 }
     }
 
+    #[inline]
     pub(crate) fn parse_body(flags: u8, r: &mut Reader<'_>) -> Result<Self> {
-        let reader_id = EntityId::read(r)?;
-        let writer_id = EntityId::read(r)?;
-        let first_sn = read_sn_at_least(r, 1)?;
+        // Blocks end at each validated field, so a short body and an invalid
+        // field are reported as a field-by-field read would.
+        let mut f = r.block::<16>()?;
+        let reader_id = EntityId::read(&mut f)?;
+        let writer_id = EntityId::read(&mut f)?;
+        let first_sn = read_sn_at_least(&mut f, 1)?;
         let last_offset = r.offset();
-        let last_sn = SequenceNumber::read(r)?;
+        let last_sn = SequenceNumber::read(&mut r.block::<8>()?)?;
         if last_sn.0 < 0 || last_sn.0 < first_sn.0 - 1 {
             return Err(WireError::InvalidSequenceNumber {
                 offset: last_offset,
@@ -110,34 +122,38 @@ impl Heartbeat {
     }
 }
 
+impl Heartbeat {
+    #[inline(always)]
+    fn write_fields(&self, w: &mut Writer<'_>) -> Result<()> {
+        self.reader_id.write(w)?;
+        self.writer_id.write(w)?;
+        self.first_sn.write(w)?;
+        self.last_sn.write(w)?;
+        self.count.write(w)?;
+        if let Some(g) = &self.group_info {
+            g.current_gsn.write(w)?;
+            g.first_gsn.write(w)?;
+            g.last_gsn.write(w)?;
+            w.put(&g.writer_set)?;
+            w.put(&g.secure_writer_set)?;
+        }
+        Ok(())
+    }
+}
+
 impl Encode for Heartbeat {
     fn encoded_len(&self) -> usize {
         SubmessageHeader::SIZE + self.body_len()
     }
 
     fn write(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
-        write_submessage(
-            id::HEARTBEAT,
-            self.flags(),
-            self.body_len(),
-            endian,
-            out,
-            |w| {
-                self.reader_id.write(w)?;
-                self.writer_id.write(w)?;
-                self.first_sn.write(w)?;
-                self.last_sn.write(w)?;
-                self.count.write(w)?;
-                if let Some(g) = &self.group_info {
-                    g.current_gsn.write(w)?;
-                    g.first_gsn.write(w)?;
-                    g.last_gsn.write(w)?;
-                    w.put(&g.writer_set)?;
-                    w.put(&g.secure_writer_set)?;
-                }
-                Ok(())
-            },
-        )
+        // Two fixed sizes: without and with group information.
+        let flags = self.flags();
+        if self.group_info.is_none() {
+            write_sized::<32>(id::HEARTBEAT, flags, endian, out, |w| self.write_fields(w))
+        } else {
+            write_sized::<64>(id::HEARTBEAT, flags, endian, out, |w| self.write_fields(w))
+        }
     }
 }
 
@@ -157,6 +173,14 @@ pub struct HeartbeatFrag {
 }
 
 impl HeartbeatFrag {
+    /// Decodes a HEARTBEAT_FRAG body: what [`Submessage::parse`](super::Submessage::parse)
+    /// does for the HEARTBEAT_FRAG id (same checks, same errors), without the enum.
+    #[inline]
+    pub fn parse(header: SubmessageHeader, body: &[u8], offset: usize) -> Result<Self> {
+        parse_kind(header, body, offset, Self::parse_body)
+    }
+
+    #[inline]
     pub(crate) fn parse_body(_flags: u8, r: &mut Reader<'_>) -> Result<Self> {
         Ok(Self {
             reader_id: EntityId::read(r)?,
@@ -181,7 +205,7 @@ impl Encode for HeartbeatFrag {
     }
 
     fn write(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
-        write_submessage(id::HEARTBEAT_FRAG, 0, 24, endian, out, |w| {
+        write_sized::<28>(id::HEARTBEAT_FRAG, 0, endian, out, |w| {
             self.reader_id.write(w)?;
             self.writer_id.write(w)?;
             self.writer_sn.write(w)?;
@@ -208,10 +232,19 @@ pub struct AckNack {
 }
 
 impl AckNack {
+    /// Decodes an ACKNACK body: what [`Submessage::parse`](super::Submessage::parse)
+    /// does for the ACKNACK id (same checks, same errors), without the enum.
+    #[inline]
+    pub fn parse(header: SubmessageHeader, body: &[u8], offset: usize) -> Result<Self> {
+        parse_kind(header, body, offset, Self::parse_body)
+    }
+
+    #[inline]
     pub(crate) fn parse_body(flags: u8, r: &mut Reader<'_>) -> Result<Self> {
+        let mut ids = r.block::<8>()?;
         Ok(Self {
-            reader_id: EntityId::read(r)?,
-            writer_id: EntityId::read(r)?,
+            reader_id: EntityId::read(&mut ids)?,
+            writer_id: EntityId::read(&mut ids)?,
             reader_sn_state: SequenceNumberSet::read(r)?,
             count: Count::read(r)?,
             final_flag: flags & FINAL != 0,
@@ -255,6 +288,14 @@ pub struct NackFrag {
 }
 
 impl NackFrag {
+    /// Decodes a NACK_FRAG body: what [`Submessage::parse`](super::Submessage::parse)
+    /// does for the NACK_FRAG id (same checks, same errors), without the enum.
+    #[inline]
+    pub fn parse(header: SubmessageHeader, body: &[u8], offset: usize) -> Result<Self> {
+        parse_kind(header, body, offset, Self::parse_body)
+    }
+
+    #[inline]
     pub(crate) fn parse_body(_flags: u8, r: &mut Reader<'_>) -> Result<Self> {
         Ok(Self {
             reader_id: EntityId::read(r)?,
@@ -314,6 +355,13 @@ pub struct Gap {
 }
 
 impl Gap {
+    /// Decodes a GAP body: what [`Submessage::parse`](super::Submessage::parse)
+    /// does for the GAP id (same checks, same errors), without the enum.
+    #[inline]
+    pub fn parse(header: SubmessageHeader, body: &[u8], offset: usize) -> Result<Self> {
+        parse_kind(header, body, offset, Self::parse_body)
+    }
+
     fn flags(&self) -> u8 {
         (if self.group_info.is_some() {
             GAP_GROUP
@@ -332,6 +380,7 @@ impl Gap {
             + if self.filtered_count.is_some() { 8 } else { 0 }
     }
 
+    #[inline]
     pub(crate) fn parse_body(flags: u8, r: &mut Reader<'_>) -> Result<Self> {
         let reader_id = EntityId::read(r)?;
         let writer_id = EntityId::read(r)?;

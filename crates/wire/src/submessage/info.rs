@@ -3,7 +3,7 @@
 
 use core::net::Ipv4Addr;
 
-use super::{id, write_submessage, Encode, SubmessageHeader};
+use super::{id, parse_kind, write_sized, write_submessage, Encode, SubmessageHeader};
 use crate::codec::{pad4, Endianness, Reader};
 use crate::error::Result;
 use crate::types::{GuidPrefix, LocatorList, ProtocolVersion, Time, VendorId, WireType};
@@ -19,6 +19,14 @@ pub struct InfoTs {
 }
 
 impl InfoTs {
+    /// Decodes an INFO_TS body: what [`Submessage::parse`](super::Submessage::parse)
+    /// does for the INFO_TS id (same checks, same errors), without the enum.
+    #[inline]
+    pub fn parse(header: SubmessageHeader, body: &[u8], offset: usize) -> Result<Self> {
+        parse_kind(header, body, offset, Self::parse_body)
+    }
+
+    #[inline]
     pub(crate) fn parse_body(flags: u8, r: &mut Reader<'_>) -> Result<Self> {
         Ok(Self {
             timestamp: if flags & INVALIDATE != 0 {
@@ -36,16 +44,10 @@ impl Encode for InfoTs {
     }
 
     fn write(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
-        let (flags, len) = match self.timestamp {
-            Some(_) => (0, 8),
-            None => (INVALIDATE, 0),
-        };
-        write_submessage(id::INFO_TS, flags, len, endian, out, |w| {
-            if let Some(t) = &self.timestamp {
-                t.write(w)?;
-            }
-            Ok(())
-        })
+        match &self.timestamp {
+            Some(t) => write_sized::<12>(id::INFO_TS, 0, endian, out, |w| t.write(w)),
+            None => write_sized::<4>(id::INFO_TS, INVALIDATE, endian, out, |_| Ok(())),
+        }
     }
 }
 
@@ -58,6 +60,14 @@ pub struct InfoDst {
 }
 
 impl InfoDst {
+    /// Decodes an INFO_DST body: what [`Submessage::parse`](super::Submessage::parse)
+    /// does for the INFO_DST id (same checks, same errors), without the enum.
+    #[inline]
+    pub fn parse(header: SubmessageHeader, body: &[u8], offset: usize) -> Result<Self> {
+        parse_kind(header, body, offset, Self::parse_body)
+    }
+
+    #[inline]
     pub(crate) fn parse_body(_flags: u8, r: &mut Reader<'_>) -> Result<Self> {
         Ok(Self {
             guid_prefix: GuidPrefix::read(r)?,
@@ -71,9 +81,7 @@ impl Encode for InfoDst {
     }
 
     fn write(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
-        write_submessage(id::INFO_DST, 0, 12, endian, out, |w| {
-            self.guid_prefix.write(w)
-        })
+        write_sized::<16>(id::INFO_DST, 0, endian, out, |w| self.guid_prefix.write(w))
     }
 }
 
@@ -90,6 +98,14 @@ pub struct InfoSrc {
 }
 
 impl InfoSrc {
+    /// Decodes an INFO_SRC body: what [`Submessage::parse`](super::Submessage::parse)
+    /// does for the INFO_SRC id (same checks, same errors), without the enum.
+    #[inline]
+    pub fn parse(header: SubmessageHeader, body: &[u8], offset: usize) -> Result<Self> {
+        parse_kind(header, body, offset, Self::parse_body)
+    }
+
+    #[inline]
     pub(crate) fn parse_body(_flags: u8, r: &mut Reader<'_>) -> Result<Self> {
         r.u32()?;
         Ok(Self {
@@ -106,7 +122,7 @@ impl Encode for InfoSrc {
     }
 
     fn write(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
-        write_submessage(id::INFO_SRC, 0, 20, endian, out, |w| {
+        write_sized::<24>(id::INFO_SRC, 0, endian, out, |w| {
             w.u32(0)?;
             self.version.write(w)?;
             self.vendor_id.write(w)?;
@@ -125,6 +141,7 @@ pub struct InfoReply<'a> {
 }
 
 impl<'a> InfoReply<'a> {
+    #[inline]
     pub(crate) fn parse_body(flags: u8, r: &mut Reader<'a>) -> Result<Self> {
         let unicast_locators = LocatorList::read(r)?;
         let multicast_locators = if flags & MULTICAST != 0 {
@@ -208,6 +225,7 @@ pub struct InfoReplyIp4 {
 }
 
 impl InfoReplyIp4 {
+    #[inline]
     pub(crate) fn parse_body(flags: u8, r: &mut Reader<'_>) -> Result<Self> {
         let unicast_locator = LocatorUdpv4::read(r)?;
         let multicast_locator = if flags & MULTICAST != 0 {

@@ -83,12 +83,14 @@ impl SubmessageHeader {
 
     /// Byte order of the body, from the E flag.
     #[must_use]
+    #[inline]
     pub const fn endianness(&self) -> Endianness {
         Endianness::from_flags(self.flags)
     }
 
     /// Whether an `octetsToNextHeader` of 0 means "extends to the end of the message".
     #[must_use]
+    #[inline]
     pub const fn zero_means_to_end(&self) -> bool {
         !matches!(self.id, id::PAD | id::INFO_TS)
     }
@@ -104,6 +106,7 @@ pub trait Encode {
 }
 
 /// Computes `octetsToNextHeader` for an unpadded body length.
+#[inline]
 pub(crate) fn octets_for(body_len: usize) -> Result<u16> {
     let padded = pad4(body_len);
     u16::try_from(padded).map_err(|_| WireError::TooLong {
@@ -114,6 +117,7 @@ pub(crate) fn octets_for(body_len: usize) -> Result<u16> {
 
 /// Writes a submessage: header, body via `f`, zero padding. `body_len` is the
 /// unpadded body length that `f` writes.
+#[inline]
 pub(crate) fn write_submessage(
     id: u8,
     flags: u8,
@@ -133,6 +137,59 @@ pub(crate) fn write_submessage(
     debug_assert_eq!(w.pos(), SubmessageHeader::SIZE + body_len);
     w.pad4()?;
     Ok(total)
+}
+
+/// Writes a submessage whose encoded size `N` (header included, a multiple
+/// of 4) is known at compile time: one room check, then the header and the
+/// fields via `f` into an `N`-byte array, where the writer's own checks fold
+/// away. Same output and errors as [`write_submessage`] with body length `N - 4`.
+#[inline]
+pub(crate) fn write_sized<const N: usize>(
+    id: u8,
+    flags: u8,
+    endian: Endianness,
+    out: &mut [u8],
+    f: impl FnOnce(&mut Writer<'_>) -> Result<()>,
+) -> Result<usize> {
+    const { assert!(N >= SubmessageHeader::SIZE && N.is_multiple_of(4) && N - 4 <= 0xfffc) };
+    let have = out.len();
+    let Some(dst) = out.first_chunk_mut::<N>() else {
+        return Err(WireError::BufferTooSmall { needed: N, have });
+    };
+    let mut w = Writer::new(dst, endian);
+    w.u8(id)?;
+    w.u8((flags & !0x01) | endian.flag())?;
+    w.u16((N - SubmessageHeader::SIZE) as u16)?;
+    f(&mut w)?;
+    debug_assert_eq!(w.pos(), N);
+    Ok(N)
+}
+
+/// Runs a kind's body parser over `body` (byte order from the E flag, error
+/// offsets relative to the message) and reports running out of body bytes
+/// as `BadSubmessageLength`: `octetsToNextHeader` was too small.
+#[inline]
+pub(crate) fn parse_kind<'a, T>(
+    header: SubmessageHeader,
+    body: &'a [u8],
+    offset: usize,
+    f: impl FnOnce(u8, &mut Reader<'a>) -> Result<T>,
+) -> Result<T> {
+    let mut r = Reader::new(body, offset + SubmessageHeader::SIZE, header.endianness());
+    f(header.flags, &mut r).map_err(|e| body_error(e, header, offset))
+}
+
+#[cold]
+#[inline(never)]
+fn body_error(e: WireError, header: SubmessageHeader, offset: usize) -> WireError {
+    match e {
+        WireError::Truncated { .. } => WireError::BadSubmessageLength {
+            offset,
+            id: header.id,
+            length: header.octets_to_next_header,
+        },
+        e => e,
+    }
 }
 
 /// A submessage kept as opaque bytes: security submessages (whose bodies are
@@ -203,50 +260,39 @@ impl<'a> Submessage<'a> {
     /// `octetsToNextHeader` already resolved); `offset` is the position of the
     /// submessage header in the message, used in errors.
     pub fn parse(header: SubmessageHeader, body: &'a [u8], offset: usize) -> Result<Self> {
-        let endian = header.endianness();
-        let mut r = Reader::new(body, offset + SubmessageHeader::SIZE, endian);
-        let flags = header.flags;
-        let res = match header.id {
-            id::DATA => Data::parse_body(flags, &mut r, offset).map(Submessage::Data),
-            id::DATA_FRAG => DataFrag::parse_body(flags, &mut r, offset).map(Submessage::DataFrag),
-            id::HEARTBEAT => Heartbeat::parse_body(flags, &mut r).map(Submessage::Heartbeat),
-            id::HEARTBEAT_FRAG => {
-                HeartbeatFrag::parse_body(flags, &mut r).map(Submessage::HeartbeatFrag)
-            }
-            id::ACKNACK => AckNack::parse_body(flags, &mut r).map(Submessage::AckNack),
-            id::NACK_FRAG => NackFrag::parse_body(flags, &mut r).map(Submessage::NackFrag),
-            id::GAP => Gap::parse_body(flags, &mut r).map(Submessage::Gap),
-            id::INFO_TS => InfoTs::parse_body(flags, &mut r).map(Submessage::InfoTs),
-            id::INFO_DST => InfoDst::parse_body(flags, &mut r).map(Submessage::InfoDst),
-            id::INFO_SRC => InfoSrc::parse_body(flags, &mut r).map(Submessage::InfoSrc),
-            id::INFO_REPLY => InfoReply::parse_body(flags, &mut r).map(Submessage::InfoReply),
-            id::INFO_REPLY_IP4 => {
-                InfoReplyIp4::parse_body(flags, &mut r).map(Submessage::InfoReplyIp4)
-            }
-            id::PAD => Ok(Submessage::Pad(Pad {
+        let (h, b, o) = (header, body, offset);
+        Ok(match header.id {
+            id::DATA => Submessage::Data(Data::parse(h, b, o)?),
+            id::DATA_FRAG => Submessage::DataFrag(DataFrag::parse(h, b, o)?),
+            id::HEARTBEAT => Submessage::Heartbeat(Heartbeat::parse(h, b, o)?),
+            id::HEARTBEAT_FRAG => Submessage::HeartbeatFrag(HeartbeatFrag::parse(h, b, o)?),
+            id::ACKNACK => Submessage::AckNack(AckNack::parse(h, b, o)?),
+            id::NACK_FRAG => Submessage::NackFrag(NackFrag::parse(h, b, o)?),
+            id::GAP => Submessage::Gap(Gap::parse(h, b, o)?),
+            id::INFO_TS => Submessage::InfoTs(InfoTs::parse(h, b, o)?),
+            id::INFO_DST => Submessage::InfoDst(InfoDst::parse(h, b, o)?),
+            id::INFO_SRC => Submessage::InfoSrc(InfoSrc::parse(h, b, o)?),
+            id::INFO_REPLY => Submessage::InfoReply(parse_kind(h, b, o, |flags, r| {
+                InfoReply::parse_body(flags, r)
+            })?),
+            id::INFO_REPLY_IP4 => Submessage::InfoReplyIp4(parse_kind(h, b, o, |flags, r| {
+                InfoReplyIp4::parse_body(flags, r)
+            })?),
+            id::PAD => Submessage::Pad(Pad {
                 length: header.octets_to_next_header,
-            })),
+            }),
             other => {
                 let o = Opaque {
                     id: other,
-                    flags,
+                    flags: header.flags,
                     body,
                 };
-                Ok(if id::is_security(other) {
+                if id::is_security(other) {
                     Submessage::Security(o)
                 } else {
                     Submessage::Unknown(o)
-                })
+                }
             }
-        };
-        // Running out of body bytes means octetsToNextHeader was too small.
-        res.map_err(|e| match e {
-            WireError::Truncated { .. } => WireError::BadSubmessageLength {
-                offset,
-                id: header.id,
-                length: header.octets_to_next_header,
-            },
-            e => e,
         })
     }
 
