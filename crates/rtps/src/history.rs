@@ -4,10 +4,10 @@
 //! O(1) per write whatever the number of instances, and a small pool of
 //! recycled payload buffers.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::api::ChangeKind;
-use crate::instance::{InstanceState, KeyHasherBuilder};
+use crate::instance::{InstanceMap, InstanceState};
 use crate::Time;
 
 /// Most recycled payload buffers kept (a batching writer's history holds
@@ -41,7 +41,7 @@ pub(crate) struct WriterInstance {
 pub(crate) struct HistoryCache {
     changes: VecDeque<CacheChange>,
     live: usize,
-    instances: HashMap<Option<[u8; 16]>, WriterInstance, KeyHasherBuilder>,
+    instances: InstanceMap<WriterInstance>,
     pool: Vec<Vec<u8>>,
     /// Capacity of the buffers in `pool`, in bytes.
     pool_bytes: usize,
@@ -81,7 +81,7 @@ impl HistoryCache {
 
     /// The instance entry of `key`, if known.
     pub(crate) fn instance(&self, key: Option<&[u8; 16]>) -> Option<&WriterInstance> {
-        self.instances.get(&key.copied())
+        self.instances.get(key)
     }
 
     /// Registers `key` (no change written); true if it was not registered: new, or
@@ -89,7 +89,7 @@ impl HistoryCache {
     /// unregistration leaves the history).
     pub(crate) fn register(&mut self, key: Option<[u8; 16]>) -> bool {
         let mut new = false;
-        let inst = self.instances.entry(key).or_insert_with(|| {
+        let inst = self.instances.get_or_insert_with(key, || {
             new = true;
             WriterInstance::default()
         });
@@ -117,7 +117,9 @@ impl HistoryCache {
     /// Appends a change; its SN must be above every SN present.
     pub(crate) fn push(&mut self, c: CacheChange) {
         debug_assert!(self.changes.back().is_none_or(|b| b.sn < c.sn));
-        let inst = self.instances.entry(c.key_hash).or_default();
+        let inst = self
+            .instances
+            .get_or_insert_with(c.key_hash, WriterInstance::default);
         inst.sns.push_back(c.sn);
         inst.state = InstanceState::from_kind(c.kind);
         self.changes.push_back(c);
@@ -136,14 +138,14 @@ impl HistoryCache {
     /// Forgets the instance of a removed change if it has no live change left
     /// and was unregistered.
     fn unindex(&mut self, key: Option<[u8; 16]>, sn: i64) {
-        if let Some(inst) = self.instances.get_mut(&key) {
+        if let Some(inst) = self.instances.get_mut(key.as_ref()) {
             if inst.sns.front() == Some(&sn) {
                 inst.sns.pop_front();
             } else if let Some(i) = inst.sns.iter().position(|s| *s == sn) {
                 inst.sns.remove(i);
             }
             if inst.sns.is_empty() && inst.state.is_unregistered() {
-                self.instances.remove(&key);
+                self.instances.remove(key.as_ref());
             }
         }
     }
@@ -190,13 +192,13 @@ impl HistoryCache {
     /// Number of live changes of the instance `key` (`None` = the single
     /// instance of an unkeyed writer, matching changes without key hash).
     pub(crate) fn instance_count(&self, key: Option<&[u8; 16]>) -> usize {
-        self.instances.get(&key.copied()).map_or(0, |i| i.sns.len())
+        self.instances.get(key).map_or(0, |i| i.sns.len())
     }
 
     /// Removes the oldest change of instance `key`; returns its SN and
     /// payload length.
     pub(crate) fn remove_oldest_of(&mut self, key: Option<&[u8; 16]>) -> Option<(i64, usize)> {
-        let sn = *self.instances.get(&key.copied())?.sns.front()?;
+        let sn = *self.instances.get(key)?.sns.front()?;
         let i = self.changes.binary_search_by_key(&sn, |c| c.sn).ok()?;
         let c = self.changes.get_mut(i)?;
         c.removed = true;

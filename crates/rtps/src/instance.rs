@@ -96,6 +96,67 @@ impl BuildHasher for KeyHasherBuilder {
     }
 }
 
+/// Per-instance state by key hash. The single instance of an unkeyed topic
+/// (key `None`) is kept outside the hash map, so unkeyed writers and readers
+/// never hash on their data path.
+#[derive(Debug)]
+pub(crate) struct InstanceMap<V> {
+    unkeyed: Option<V>,
+    keyed: HashMap<[u8; 16], V, KeyHasherBuilder>,
+}
+
+impl<V> Default for InstanceMap<V> {
+    fn default() -> Self {
+        Self::with_hasher(KeyHasherBuilder::default())
+    }
+}
+
+impl<V> InstanceMap<V> {
+    pub(crate) fn with_hasher(hasher: KeyHasherBuilder) -> Self {
+        Self {
+            unkeyed: None,
+            keyed: HashMap::with_hasher(hasher),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.keyed.len() + usize::from(self.unkeyed.is_some())
+    }
+
+    pub(crate) fn get(&self, key: Option<&[u8; 16]>) -> Option<&V> {
+        match key {
+            None => self.unkeyed.as_ref(),
+            Some(k) => self.keyed.get(k),
+        }
+    }
+
+    pub(crate) fn get_mut(&mut self, key: Option<&[u8; 16]>) -> Option<&mut V> {
+        match key {
+            None => self.unkeyed.as_mut(),
+            Some(k) => self.keyed.get_mut(k),
+        }
+    }
+
+    /// The entry of `key`, inserted with `f` if absent.
+    pub(crate) fn get_or_insert_with(
+        &mut self,
+        key: Option<[u8; 16]>,
+        f: impl FnOnce() -> V,
+    ) -> &mut V {
+        match key {
+            None => self.unkeyed.get_or_insert_with(f),
+            Some(k) => self.keyed.entry(k).or_insert_with(f),
+        }
+    }
+
+    pub(crate) fn remove(&mut self, key: Option<&[u8; 16]>) -> Option<V> {
+        match key {
+            None => self.unkeyed.take(),
+            Some(k) => self.keyed.remove(k),
+        }
+    }
+}
+
 /// Per-instance part of a reader's cache.
 #[derive(Debug, Default)]
 struct ReaderInstance {
@@ -111,7 +172,7 @@ struct ReaderInstance {
 #[derive(Debug)]
 pub(crate) struct ReaderCache {
     order: VecDeque<(Option<[u8; 16]>, u64)>,
-    instances: HashMap<Option<[u8; 16]>, ReaderInstance, KeyHasherBuilder>,
+    instances: InstanceMap<ReaderInstance>,
     next_seq: u64,
     live: usize,
 }
@@ -120,7 +181,7 @@ impl ReaderCache {
     pub(crate) fn new(seed: u64) -> Self {
         Self {
             order: VecDeque::new(),
-            instances: HashMap::with_hasher(KeyHasherBuilder::new(seed)),
+            instances: InstanceMap::with_hasher(KeyHasherBuilder::new(seed)),
             next_seq: 0,
             live: 0,
         }
@@ -138,14 +199,14 @@ impl ReaderCache {
 
     /// State of an instance, if known.
     pub(crate) fn instance_state(&self, key: Option<&[u8; 16]>) -> Option<InstanceState> {
-        self.instances.get(&key.copied()).map(|i| i.state)
+        self.instances.get(key).map(|i| i.state)
     }
 
     /// Queues `s`; with `depth`, first drops the instance's oldest queued
     /// sample if it already holds `depth`. Returns true if one was dropped.
     pub(crate) fn push(&mut self, s: Sample, depth: Option<usize>) -> bool {
         let key = s.key_hash;
-        let inst = self.instances.entry(key).or_insert_with(|| ReaderInstance {
+        let inst = self.instances.get_or_insert_with(key, || ReaderInstance {
             // Exactly what KEEP_LAST needs (growth would reserve 4 slots).
             queue: VecDeque::with_capacity(depth.unwrap_or(1).clamp(1, 4)),
             state: InstanceState::Alive,
@@ -172,7 +233,7 @@ impl ReaderCache {
             let instances = &self.instances;
             self.order.retain(|(k, q)| {
                 instances
-                    .get(k)
+                    .get(k.as_ref())
                     .is_some_and(|i| i.queue.iter().any(|(s, _)| s == q))
             });
         }
@@ -182,7 +243,7 @@ impl ReaderCache {
     /// The oldest queued sample.
     pub(crate) fn pop(&mut self) -> Option<Sample> {
         while let Some((key, seq)) = self.order.pop_front() {
-            let Some(inst) = self.instances.get_mut(&key) else {
+            let Some(inst) = self.instances.get_mut(key.as_ref()) else {
                 continue;
             };
             if inst.queue.front().is_some_and(|(s, _)| *s == seq) {
@@ -270,7 +331,7 @@ mod tests {
         for i in 0..10_000u32 {
             let mut k = [0u8; 16];
             k[..4].copy_from_slice(&i.to_be_bytes());
-            seen.insert(b.hash_one(Some(k)) >> 50);
+            seen.insert(b.hash_one(k) >> 50);
         }
         // 14-bit buckets: a good hash fills most of them.
         assert!(seen.len() > 6500, "{}", seen.len());
