@@ -156,7 +156,7 @@ impl<'a> CdrReader<'a> {
     pub fn align(&mut self, n: usize) -> Result<(), CdrError> {
         let n = n.min(self.max_align);
         if n > 1 {
-            let pad = (n - (self.pos - self.origin) % n) % n;
+            let pad = crate::writer::padding(self.pos - self.origin, n);
             if pad > self.remaining() {
                 return Err(self.truncated(pad));
             }

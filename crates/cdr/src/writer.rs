@@ -68,6 +68,17 @@ enum MemberKind {
     EmNextInt,
 }
 
+/// Bytes from `pos` to the next multiple of `n` (a mask for the powers of two CDR
+/// alignments are, a division otherwise).
+#[inline]
+pub(crate) fn padding(pos: usize, n: usize) -> usize {
+    if n.is_power_of_two() {
+        pos.wrapping_neg() & (n - 1)
+    } else {
+        (n - pos % n) % n
+    }
+}
+
 macro_rules! write_prim {
     ($(#[$doc:meta] $name:ident : $t:ty),* $(,)?) => {$(
         #[$doc]
@@ -117,7 +128,7 @@ impl<'a> CdrWriter<'a> {
     pub fn align(&mut self, n: usize) {
         let n = n.min(self.max_align);
         if n > 1 {
-            let pad = (n - self.position() % n) % n;
+            let pad = padding(self.position(), n);
             if pad != 0 {
                 self.buf.resize(self.buf.len() + pad, 0);
             }

@@ -282,7 +282,7 @@ impl ReaderShared {
     ) {
         let mut room = self.room();
         let mut inbox = lock(&self.inbox);
-        for p in inbox.spare.drain(..) {
+        while let Some(p) = inbox.spare.pop() {
             engine.recycle_payload(p);
         }
         let mut n = 0;
@@ -320,10 +320,10 @@ impl ReaderShared {
         loop {
             {
                 let mut inbox = lock(&self.inbox);
-                if !used.is_empty() {
-                    let keep = SPARE_MAX.saturating_sub(inbox.spare.len());
-                    inbox.spare.extend(used.drain(..).take(keep));
-                    used.clear();
+                while let Some(p) = used.pop() {
+                    if inbox.spare.len() < SPARE_MAX {
+                        inbox.spare.push(p);
+                    }
                 }
                 std::mem::swap(&mut inbox.samples, &mut batch);
             }

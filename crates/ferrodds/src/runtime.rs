@@ -466,13 +466,19 @@ impl Inner {
     }
 
     fn dispatch(&self, pending: &mut Vec<Pending>) {
-        for p in pending.drain(..) {
+        if pending.is_empty() {
+            return;
+        }
+        // By reference, then cleared (cheaper than a draining iterator; the scratch
+        // vector is the caller's, and a listener's own engine calls use their own).
+        for p in pending.iter() {
             match p {
-                Pending::Reader(r, ev) => r.on_event(&ev),
-                Pending::Writer(w, ev) => w.on_event(&ev),
-                Pending::Participant(ev) => self.on_participant_event(&ev),
+                Pending::Reader(r, ev) => r.on_event(ev),
+                Pending::Writer(w, ev) => w.on_event(ev),
+                Pending::Participant(ev) => self.on_participant_event(ev),
             }
         }
+        pending.clear();
     }
 
     fn on_participant_event(&self, ev: &Event) {
