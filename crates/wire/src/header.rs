@@ -35,7 +35,18 @@ impl Header {
     /// Parses the first 20 bytes of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<Self> {
-        let mut r = Reader::new(bytes, 0, Endianness::Big);
+        // A complete header is decoded from a 20-byte block, where none of
+        // the reads can fail (the compiler drops their checks); a short
+        // input is read field by field to report where it ends. The checks,
+        // and so the errors, are the same on both paths.
+        match bytes.first_chunk::<{ Self::SIZE }>() {
+            Some(block) => Self::read_fields(Reader::new(block, 0, Endianness::Big)),
+            None => Self::read_fields(Reader::new(bytes, 0, Endianness::Big)),
+        }
+    }
+
+    #[inline(always)]
+    fn read_fields(mut r: Reader<'_>) -> Result<Self> {
         let magic: [u8; 4] = r.array()?;
         if &magic != b"RTPS" && &magic != b"RTPX" {
             return Err(WireError::BadMagic);

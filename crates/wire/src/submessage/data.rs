@@ -254,6 +254,7 @@ impl Encode for Data<'_> {
         SubmessageHeader::SIZE + pad4(self.body_len())
     }
 
+    #[inline]
     fn write(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
         // As write_submessage does (same checks in the same order), with the
         // header and fixed fields written as one block.

@@ -146,6 +146,7 @@ impl Encode for Heartbeat {
         SubmessageHeader::SIZE + self.body_len()
     }
 
+    #[inline]
     fn write(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
         // Two fixed sizes: without and with group information.
         let flags = self.flags();
@@ -261,6 +262,7 @@ impl Encode for AckNack {
         SubmessageHeader::SIZE + self.body_len()
     }
 
+    #[inline]
     fn write(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
         let flags = if self.final_flag { FINAL } else { 0 };
         write_submessage(id::ACKNACK, flags, self.body_len(), endian, out, |w| {

@@ -43,6 +43,7 @@ impl Encode for InfoTs {
         SubmessageHeader::SIZE + if self.timestamp.is_some() { 8 } else { 0 }
     }
 
+    #[inline]
     fn write(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
         match &self.timestamp {
             Some(t) => write_sized::<12>(id::INFO_TS, 0, endian, out, |w| t.write(w)),
@@ -80,6 +81,7 @@ impl Encode for InfoDst {
         SubmessageHeader::SIZE + 12
     }
 
+    #[inline]
     fn write(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
         write_sized::<16>(id::INFO_DST, 0, endian, out, |w| self.guid_prefix.write(w))
     }
