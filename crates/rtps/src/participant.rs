@@ -334,6 +334,8 @@ pub struct Participant {
     rx_pool: Vec<Vec<u8>>,
     /// Pending work hints (transmit and timeout).
     work: Work,
+    /// Some reader has `notify` set (a `DataAvailable` is due).
+    notify: bool,
     /// The known remote participant the last datagram came from and when: its
     /// lease renewal is written back to `participants` only when another
     /// participant is heard or leases are checked, so that a stream of
@@ -399,13 +401,12 @@ fn builtin_reader(prefix: GuidPrefix, eid: EntityId, role: Role, topic: &str) ->
     }
 }
 
-/// Takes the reusable proxy outcome, reset.
-fn take_scratch(scratch: &mut Outcome) -> Outcome {
-    let mut out = core::mem::take(scratch);
-    out.delivered.clear();
-    out.dropped = 0;
-    out.lost = 0;
-    out
+/// The reusable proxy outcome, reset.
+fn reset_scratch(scratch: &mut Outcome) -> &mut Outcome {
+    scratch.delivered.clear();
+    scratch.dropped = 0;
+    scratch.lost = 0;
+    scratch
 }
 
 /// Sets `out` to the distinct locators of `it` (no allocation once `out` has
@@ -497,6 +498,7 @@ impl Participant {
                 timeout: now,
             },
             heard: None,
+            notify: false,
         }
     }
 
@@ -1393,6 +1395,9 @@ impl Participant {
                 } => self.on_gap(Guid::new(src_prefix, writer_id), reader_id, start, &list),
             }
         }
+        if !core::mem::take(&mut self.notify) {
+            return;
+        }
         for (ri, r) in self.readers.iter_mut().enumerate() {
             if let Some(r) = r.as_mut() {
                 if r.notify {
@@ -1450,24 +1455,26 @@ impl Participant {
                 source_timestamp: ts,
                 payload: buf,
             };
-            let mut out = take_scratch(&mut self.scratch);
-            p.on_data(d.sn, change, room, &mut out);
+            let out = reset_scratch(&mut self.scratch);
+            p.on_data(d.sn, change, room, out);
             self.work.watch_writer_proxy(&mut r.ack_work, p);
             self.stats.dropped_samples += out.dropped;
             Self::deliver(
                 r,
                 ReaderId(ri),
                 writer_guid,
-                &mut out,
+                out,
                 &mut builtin,
                 &mut self.events,
+                &mut self.notify,
             );
-            self.scratch = out;
         }
         if !matched {
             self.stats.unmatched_submessages += 1;
         }
-        self.process_builtin(builtin);
+        if !builtin.is_empty() {
+            self.process_builtin(builtin);
+        }
     }
 
     fn on_data_frag(
@@ -1521,26 +1528,30 @@ impl Participant {
                     continue;
                 }
             };
-            let mut out = take_scratch(&mut self.scratch);
-            p.on_data(f.sn, change, room, &mut out);
+            let out = reset_scratch(&mut self.scratch);
+            p.on_data(f.sn, change, room, out);
             self.work.watch_writer_proxy(&mut r.ack_work, p);
             self.stats.dropped_samples += out.dropped;
             Self::deliver(
                 r,
                 ReaderId(ri),
                 writer_guid,
-                &mut out,
+                out,
                 &mut builtin,
                 &mut self.events,
+                &mut self.notify,
             );
-            self.scratch = out;
         }
         if !matched {
             self.stats.unmatched_submessages += 1;
         }
-        self.process_builtin(builtin);
+        if !builtin.is_empty() {
+            self.process_builtin(builtin);
+        }
     }
 
+    /// Hands what a proxy operation delivered to the reader (user readers:
+    /// its cache, setting `notify`; builtin readers: `builtin`).
     fn deliver(
         r: &mut LocalReader,
         id: ReaderId,
@@ -1548,7 +1559,11 @@ impl Participant {
         out: &mut Outcome,
         builtin: &mut Vec<(Role, Change)>,
         events: &mut VecDeque<Event>,
+        notify: &mut bool,
     ) {
+        if out.delivered.is_empty() && out.lost == 0 {
+            return;
+        }
         if r.role != Role::User {
             builtin.extend(out.delivered.drain(..).map(|(_, c)| (r.role, c)));
             return;
@@ -1576,6 +1591,7 @@ impl Participant {
                 depth,
             );
             r.notify = true;
+            *notify = true;
         }
     }
 
@@ -1691,23 +1707,25 @@ impl Participant {
                 continue;
             };
             matched = true;
-            let mut out = take_scratch(&mut self.scratch);
-            p.on_heartbeat(first, last, count, final_flag, room, &mut out);
+            let out = reset_scratch(&mut self.scratch);
+            p.on_heartbeat(first, last, count, final_flag, room, out);
             self.work.watch_writer_proxy(&mut r.ack_work, p);
             Self::deliver(
                 r,
                 ReaderId(ri),
                 writer,
-                &mut out,
+                out,
                 &mut builtin,
                 &mut self.events,
+                &mut self.notify,
             );
-            self.scratch = out;
         }
         if !matched {
             self.stats.unmatched_submessages += 1;
         }
-        self.process_builtin(builtin);
+        if !builtin.is_empty() {
+            self.process_builtin(builtin);
+        }
     }
 
     fn on_heartbeat_frag(&mut self, writer: Guid, reader_id: EntityId, hbf: (i64, u32, i32)) {
@@ -1741,20 +1759,22 @@ impl Participant {
             let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer) else {
                 continue;
             };
-            let mut out = take_scratch(&mut self.scratch);
-            p.on_gap(start, list, room, &mut out);
+            let out = reset_scratch(&mut self.scratch);
+            p.on_gap(start, list, room, out);
             self.work.watch_writer_proxy(&mut r.ack_work, p);
             Self::deliver(
                 r,
                 ReaderId(ri),
                 writer,
-                &mut out,
+                out,
                 &mut builtin,
                 &mut self.events,
+                &mut self.notify,
             );
-            self.scratch = out;
         }
-        self.process_builtin(builtin);
+        if !builtin.is_empty() {
+            self.process_builtin(builtin);
+        }
     }
 
     fn on_acknack(
@@ -1985,11 +2005,25 @@ impl Participant {
     ) -> Option<usize> {
         let limit = self.config.max_message_size.min(buf.len());
         destinations.clear();
+        // (The work hints are also tested here, so that an idle kind costs
+        // no call.)
         let len = self
             .transmit_spdp(buf, limit, destinations)
-            .or_else(|| self.transmit_acknack(now, buf, limit, destinations))
-            .or_else(|| self.transmit_push(now, buf, limit, destinations, None))
-            .or_else(|| self.transmit_repairs(now, buf, limit, destinations))?;
+            .or_else(|| {
+                self.work
+                    .ack
+                    .then(|| self.transmit_acknack(now, buf, limit, destinations))?
+            })
+            .or_else(|| {
+                self.work
+                    .push
+                    .then(|| self.transmit_push(now, buf, limit, destinations, None))?
+            })
+            .or_else(|| {
+                self.work
+                    .repair
+                    .then(|| self.transmit_repairs(now, buf, limit, destinations))?
+            })?;
         self.stats.sent_datagrams += 1;
         debug_assert!(len <= limit);
         Some(len)
@@ -2023,6 +2057,9 @@ impl Participant {
         limit: usize,
         out: &mut Vec<Locator>,
     ) -> Option<usize> {
+        if self.leave_queue.is_empty() && self.spdp_queue.is_empty() {
+            return None;
+        }
         if let Some(dests) = self.leave_queue.pop_front() {
             let mut e = Emitter::new(buf, limit, self.config.guid_prefix)?;
             let key = Guid::new(self.config.guid_prefix, EntityId::PARTICIPANT).to_bytes();
