@@ -85,6 +85,71 @@ struct LocalWriter {
     /// Some proxy may have repair work ([`ReaderProxy::has_repair_work`]);
     /// false guarantees none has (see [`Work`]).
     repair_work: bool,
+    /// How new data is pushed, derived from `proxies`; `None` after they (or
+    /// their locators) changed: every such place calls
+    /// [`LocalWriter::proxies_changed`].
+    plan: Option<PushPlan>,
+}
+
+/// Destinations and header choices of a writer's push, derived from its
+/// proxies (cached: a push then need not gather and sort the locators).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PushPlan {
+    /// Distinct locators of all matched readers.
+    dests: Vec<Locator>,
+    /// The reader's entity id when there is one reader, else UNKNOWN.
+    reader_id: EntityId,
+    /// The GUID prefix shared by all readers (then an INFO_DST leads).
+    prefix: Option<GuidPrefix>,
+    /// A reliable writer with a reliable reader: HEARTBEATs are piggy-backed.
+    with_hb: bool,
+}
+
+impl PushPlan {
+    fn new(proxies: &[ReaderProxy], reliable_writer: bool) -> Self {
+        let mut dests = Vec::new();
+        fill_dests(&mut dests, proxies.iter().flat_map(|p| p.locators.iter()));
+        let reader_id = match proxies {
+            [p] => p.guid.entity_id,
+            _ => EntityId::UNKNOWN,
+        };
+        let prefix = proxies
+            .first()
+            .map(|p| p.guid.prefix)
+            .filter(|first| proxies.iter().all(|p| p.guid.prefix == *first));
+        Self {
+            dests,
+            reader_id,
+            prefix,
+            with_hb: reliable_writer && proxies.iter().any(|p| p.reliable),
+        }
+    }
+
+    /// Whether this plan is what [`PushPlan::new`] would compute now
+    /// (checked in debug builds, without allocating).
+    fn is_current(&self, proxies: &[ReaderProxy], reliable_writer: bool) -> bool {
+        let fresh_dests = self.dests.windows(2).all(|w| w[0] < w[1])
+            && proxies
+                .iter()
+                .flat_map(|p| p.locators.iter())
+                .all(|l| self.dests.binary_search(l).is_ok())
+            && self
+                .dests
+                .iter()
+                .all(|d| proxies.iter().any(|p| p.locators.contains(d)));
+        let reader_id = match proxies {
+            [p] => p.guid.entity_id,
+            _ => EntityId::UNKNOWN,
+        };
+        let prefix = proxies
+            .first()
+            .map(|p| p.guid.prefix)
+            .filter(|first| proxies.iter().all(|p| p.guid.prefix == *first));
+        fresh_dests
+            && self.reader_id == reader_id
+            && self.prefix == prefix
+            && self.with_hb == (reliable_writer && proxies.iter().any(|p| p.reliable))
+    }
 }
 
 impl LocalWriter {
@@ -111,6 +176,7 @@ impl LocalWriter {
             hbf_count: 0,
             last_ack_request: None,
             repair_work: false,
+            plan: None,
             sizes: Sizes {
                 max_data: 0,
                 frag: 0,
@@ -156,6 +222,11 @@ impl LocalWriter {
 
     fn reliable(&self) -> bool {
         self.qos.reliability.kind == ReliabilityKind::Reliable
+    }
+
+    /// Forgets the push plan: call whenever `proxies` or their locators change.
+    fn proxies_changed(&mut self) {
+        self.plan = None;
     }
 
     /// Whether the HEARTBEAT piggy-backed on new data should ask for an
@@ -1012,6 +1083,7 @@ impl Participant {
             Ok(()) => {
                 if let Some(i) = existing {
                     w.proxies[i].locators = locators;
+                    w.proxies_changed();
                     return;
                 }
                 let reliable = reader.qos.reliability.kind == ReliabilityKind::Reliable;
@@ -1026,6 +1098,7 @@ impl Participant {
                 let p = ReaderProxy::new(reader.guid, reliable, locators, start_after);
                 self.work.watch_reader_proxy(&mut w.repair_work, &p);
                 w.proxies.push(p);
+                w.proxies_changed();
                 w.all_acked_reported = false;
                 self.events.push_back(Event::PublicationMatched {
                     writer: WriterId(wi),
@@ -1036,6 +1109,7 @@ impl Participant {
             Err(policy) => {
                 if let Some(i) = existing {
                     w.proxies.remove(i);
+                    w.proxies_changed();
                     self.events.push_back(Event::PublicationUnmatched {
                         writer: WriterId(wi),
                         remote_reader: reader.guid,
@@ -1153,6 +1227,7 @@ impl Participant {
             };
             if let Some(i) = w.proxies.iter().position(|p| p.guid == guid) {
                 w.proxies.remove(i);
+                w.proxies_changed();
                 if w.role == Role::User {
                     self.events.push_back(Event::PublicationUnmatched {
                         writer: WriterId(wi),
@@ -1181,6 +1256,7 @@ impl Participant {
                     let p = ReaderProxy::new(guid, true, locs.clone(), 0);
                     self.work.watch_reader_proxy(&mut w.repair_work, &p);
                     w.proxies.push(p);
+                    w.proxies_changed();
                 }
             }
         }
@@ -1220,7 +1296,9 @@ impl Participant {
             }
         }
         for (i, w) in self.writers.iter_mut().enumerate() {
-            for p in w.iter_mut().flat_map(|w| w.proxies.iter_mut()) {
+            let Some(w) = w.as_mut() else { continue };
+            w.proxies_changed();
+            for p in w.proxies.iter_mut() {
                 if p.guid.prefix != prefix {
                     continue;
                 }
@@ -1255,6 +1333,7 @@ impl Participant {
         for i in [IDX_SEDP_PUB, IDX_SEDP_SUB] {
             if let Some(w) = self.writers[i].as_mut() {
                 w.proxies.retain(|p| p.guid.prefix != prefix);
+                w.proxies_changed();
             }
             if let Some(r) = self.readers[i].as_mut() {
                 r.proxies.retain(|p| p.guid.prefix != prefix);
@@ -2236,7 +2315,13 @@ impl Participant {
             // A batch is due: drain everything pending (over as many
             // datagrams as needed).
             w.flush = true;
-            fill_dests(out, w.proxies.iter().flat_map(|p| p.locators.iter()));
+            let reliable = w.reliable();
+            let plan = w
+                .plan
+                .get_or_insert_with(|| PushPlan::new(&w.proxies, reliable));
+            debug_assert!(plan.is_current(&w.proxies, reliable), "stale push plan");
+            out.clone_from(&plan.dests);
+            let (reader_id, same_prefix, with_hb) = (plan.reader_id, plan.prefix, plan.with_hb);
             if out.is_empty() {
                 w.pushed = w.last_sn;
                 w.push_frag = 1;
@@ -2245,18 +2330,12 @@ impl Participant {
                 continue;
             }
             let sizes = w.sizes;
-            let reader_id = if w.proxies.len() == 1 {
-                w.proxies[0].guid.entity_id
-            } else {
-                EntityId::UNKNOWN
-            };
-            let first_prefix = w.proxies[0].guid.prefix;
-            let same_prefix = w.proxies.iter().all(|p| p.guid.prefix == first_prefix);
-            let with_hb = w.reliable() && w.proxies.iter().any(|p| p.reliable);
             let reserve = if with_hb { HB_LEN + HBF_LEN } else { 0 };
             let mut e = Emitter::new(buf, limit.min(sizes.max_message), prefix)?;
-            if same_prefix && !e.info_dst(first_prefix) {
-                return None;
+            if let Some(first_prefix) = same_prefix {
+                if !e.info_dst(first_prefix) {
+                    return None;
+                }
             }
             let mut sent_any = false;
             // Fragmented sample left unfinished in this datagram: (SN, last fragment sent).
