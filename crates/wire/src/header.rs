@@ -68,6 +68,7 @@ impl Header {
     }
 
     /// Writes the header into `out`; returns 20.
+    #[inline]
     pub fn write(&self, out: &mut [u8]) -> Result<usize> {
         check_room(out, Self::SIZE)?;
         // Into a 20-byte block: the field writes need no further checks.

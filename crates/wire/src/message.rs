@@ -211,6 +211,7 @@ pub struct MessageWriter<'b> {
 
 impl<'b> MessageWriter<'b> {
     /// Writes `header` at the start of `buf`.
+    #[inline]
     pub fn new(buf: &'b mut [u8], header: &Header) -> Result<Self> {
         let len = header.write(buf)?;
         Ok(Self { buf, len })

@@ -19,6 +19,7 @@ pub const DATA_OCTETS_TO_INLINE_QOS: u16 = 16;
 /// Octets from after `octetsToInlineQos` to the inline QoS in a standard DATA_FRAG.
 pub const DATA_FRAG_OCTETS_TO_INLINE_QOS: u16 = 28;
 
+#[inline]
 fn write_inline_qos(w: &mut Writer<'_>, qos: &Option<ParameterList<'_>>) -> Result<()> {
     if let Some(q) = qos {
         if q.endianness() != w.endian {
