@@ -84,7 +84,12 @@ macro_rules! write_prim {
         #[$doc]
         #[inline]
         pub fn $name(&mut self, v: $t) {
-            self.align(core::mem::size_of::<$t>());
+            // The size is 1, 2, 4 or 8 and the cap 4 or 8: a power-of-two alignment.
+            let a = core::mem::size_of::<$t>().min(self.max_align);
+            let pad = self.position().wrapping_neg() & (a - 1);
+            if pad != 0 {
+                self.buf.resize(self.buf.len() + pad, 0);
+            }
             match self.encoding.endianness {
                 Endianness::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
                 Endianness::Little => self.buf.extend_from_slice(&v.to_le_bytes()),

@@ -100,8 +100,8 @@ pub(crate) struct ReaderCache {
     last_state: Option<(InstanceHandle, InstanceState)>,
     /// Samples being moved from the inbox (kept for its capacity).
     incoming: VecDeque<ferrodds_rtps::Sample>,
-    /// Payload buffers of decoded samples, on their way back to the engine (kept for its
-    /// capacity between two ingests).
+    /// Payload buffers of decoded samples, on their way back to the engine (handed over
+    /// at the next ingest).
     used_payloads: Vec<Vec<u8>>,
     /// Decoded values no longer needed (taken by `take_each`, pushed out by KEEP_LAST),
     /// decoded into again by later samples so that those allocate nothing; with the
@@ -202,7 +202,7 @@ struct ReaderStatus {
 /// Samples moved out of the engine, not yet decoded into the cache, and payload buffers
 /// going the other way. One lock covers both directions: a fill (under the engine lock)
 /// hands the buffers back to the engine and moves samples in, an ingest swaps the samples
-/// out and returns the buffers of those it decoded.
+/// out and returns the buffers of those the previous ingest decoded.
 #[derive(Default)]
 pub(crate) struct Inbox {
     pub(crate) samples: VecDeque<ferrodds_rtps::Sample>,
@@ -313,26 +313,23 @@ impl ReaderShared {
     pub(crate) fn ingest(&self) -> std::sync::MutexGuard<'_, ReaderCache> {
         let mut cache = lock(&self.cache);
         // Swap the whole inbox out under one short lock (both queues keep their
-        // capacity), then decode without holding it. The payload buffers decoded go back
-        // under the next lock (the one that finds the inbox empty, in the common case).
+        // capacity), then decode without holding it. Samples that arrive meanwhile are
+        // decoded by the next ingest (their own DataAvailable event runs one; readers,
+        // waiters and conditions look at the inbox too). The payload buffers of the
+        // samples the previous ingest decoded go back to the engine under the same lock.
         let mut batch = std::mem::take(&mut cache.incoming);
         let mut used = std::mem::take(&mut cache.used_payloads);
-        loop {
-            {
-                let mut inbox = lock(&self.inbox);
-                while let Some(p) = used.pop() {
-                    if inbox.spare.len() < SPARE_MAX {
-                        inbox.spare.push(p);
-                    }
+        {
+            let mut inbox = lock(&self.inbox);
+            while let Some(p) = used.pop() {
+                if inbox.spare.len() < SPARE_MAX {
+                    inbox.spare.push(p);
                 }
-                std::mem::swap(&mut inbox.samples, &mut batch);
             }
-            if batch.is_empty() {
-                break;
-            }
-            while let Some(s) = batch.pop_front() {
-                self.ingest_one(&mut cache, s, &mut used);
-            }
+            std::mem::swap(&mut inbox.samples, &mut batch);
+        }
+        while let Some(s) = batch.pop_front() {
+            self.ingest_one(&mut cache, s, &mut used);
         }
         cache.incoming = batch;
         cache.used_payloads = used;

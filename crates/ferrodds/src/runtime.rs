@@ -132,11 +132,49 @@ impl Hasher for IdHasher {
 /// A map keyed by engine endpoint handles.
 pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
+/// The readers by engine handle, with the last one looked up kept aside: consecutive
+/// DataAvailable events nearly always name the same reader, which is then found without
+/// hashing or probing.
+#[derive(Default)]
+pub(crate) struct Readers {
+    map: IdMap<ReaderId, Arc<ReaderShared>>,
+    last: Option<(ReaderId, Arc<ReaderShared>)>,
+}
+
+impl Readers {
+    pub(crate) fn insert(&mut self, id: ReaderId, r: Arc<ReaderShared>) {
+        self.last = None;
+        self.map.insert(id, r);
+    }
+
+    pub(crate) fn remove(&mut self, id: &ReaderId) {
+        self.last = None;
+        self.map.remove(id);
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.last = None;
+        self.map.clear();
+    }
+
+    pub(crate) fn ids(&self) -> impl Iterator<Item = &ReaderId> {
+        self.map.keys()
+    }
+
+    pub(crate) fn get(&mut self, id: &ReaderId) -> Option<&Arc<ReaderShared>> {
+        if self.last.as_ref().is_none_or(|(l, _)| l != id) {
+            let r = self.map.get(id)?;
+            self.last = Some((*id, Arc::clone(r)));
+        }
+        self.last.as_ref().map(|(_, r)| r)
+    }
+}
+
 /// What the engine lock protects.
 pub(crate) struct EngineState {
     pub(crate) engine: Participant,
     pub(crate) writers: IdMap<WriterId, Arc<WriterShared>>,
-    pub(crate) readers: IdMap<ReaderId, Arc<ReaderShared>>,
+    pub(crate) readers: Readers,
     tx_buf: Vec<u8>,
     tx_destinations: Vec<Locator>,
 }
@@ -205,7 +243,7 @@ impl Inner {
             engine: Mutex::new(EngineState {
                 engine,
                 writers: IdMap::default(),
-                readers: IdMap::default(),
+                readers: Readers::default(),
                 tx_buf: vec![0; max_message_size.max(1024)],
                 tx_destinations: Vec::with_capacity(8),
             }),
@@ -670,7 +708,7 @@ impl Inner {
             let mut st = lock(&self.engine);
             let now = self.now();
             let writers: Vec<WriterId> = st.writers.keys().copied().collect();
-            let readers: Vec<ReaderId> = st.readers.keys().copied().collect();
+            let readers: Vec<ReaderId> = st.readers.ids().copied().collect();
             for w in writers {
                 let _ = st.engine.delete_writer(w, now);
             }
