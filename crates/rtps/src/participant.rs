@@ -3056,6 +3056,88 @@ mod tests {
         assert!(a.stats().resent_data > 0);
     }
 
+    /// Any datagram renews its sender's lease, also while the renewal is
+    /// cached for the peer heard last (alone, or alternating with another
+    /// peer), and a silent peer still expires.
+    #[test]
+    fn traffic_renews_leases_and_silence_expires_them() {
+        let ms = core::time::Duration::from_millis(1);
+        let mut a = Participant::new(cfg(1), Timestamp(0));
+        let a_reader = a.create_reader(rattrs(false), Timestamp(0)).unwrap();
+        let mut peers: Vec<Participant> = (2..=3)
+            .map(|n| {
+                let mut c = cfg(n);
+                c.lease_duration = 1000 * ms;
+                c.spdp_period = core::time::Duration::from_secs(100);
+                let mut p = Participant::new(c, Timestamp(0));
+                p.create_writer(wattrs(false), Timestamp(0)).unwrap();
+                p
+            })
+            .collect();
+        let mut t = Timestamp(0);
+        // Runs every participant at `t`; `talking[k]`: peer k writes a sample
+        // and its datagrams reach `a` (otherwise they are lost).
+        let mut step = |a: &mut Participant, t: Timestamp, talking: [bool; 2], write: bool| {
+            for (k, p) in peers.iter_mut().enumerate() {
+                if write && talking[k] {
+                    let payload = [0, 1, 0, 0, k as u8];
+                    let req = WriteRequest {
+                        kind: ChangeKind::Alive,
+                        key_hash: None,
+                        serialized_payload: &payload,
+                        source_timestamp: None,
+                    };
+                    p.write(WriterId(FIRST_USER), req, t).unwrap();
+                }
+                if p.poll_timeout().is_some_and(|d| d <= t) {
+                    p.handle_timeout(t);
+                }
+                for (d, _) in drain(p, t) {
+                    if talking[k] {
+                        a.handle_datagram(t, None, &d);
+                    }
+                }
+            }
+            if a.poll_timeout().is_some_and(|d| d <= t) {
+                a.handle_timeout(t);
+            }
+            for (d, _) in drain(a, t) {
+                for p in peers.iter_mut() {
+                    p.handle_datagram(t, None, &d);
+                }
+            }
+            while a.take_sample(a_reader).is_some() {}
+        };
+        // Discovery (initial SPDP burst, within the 1 s lease).
+        for _ in 0..500 {
+            t = t.saturating_add(ms);
+            step(&mut a, t, [true, true], false);
+        }
+        assert_eq!(a.discovered_participants().len(), 2);
+        // User data only, 200 ms apart, for 5 lease durations: both peers,
+        // then the second alone (the first expires).
+        for _ in 0..25 {
+            t = t.saturating_add(200 * ms);
+            step(&mut a, t, [true, true], true);
+            assert_eq!(a.discovered_participants().len(), 2, "at {t:?}");
+        }
+        for _ in 0..25 {
+            t = t.saturating_add(200 * ms);
+            step(&mut a, t, [false, true], true);
+        }
+        assert_eq!(a.discovered_participants(), vec![cfg(3).guid_prefix]);
+        // Silence: the second expires too.
+        for _ in 0..15 {
+            t = t.saturating_add(100 * ms);
+            step(&mut a, t, [false, false], false);
+        }
+        assert!(a.discovered_participants().is_empty());
+        let lost = core::iter::from_fn(|| a.poll_event())
+            .filter(|e| matches!(e, Event::ParticipantLost { .. }))
+            .count();
+        assert_eq!(lost, 2);
+    }
+
     #[test]
     fn malformed_datagrams_are_counted() {
         let mut p = Participant::new(cfg(1), Timestamp(0));
