@@ -2338,6 +2338,7 @@ impl Participant {
                 }
             }
             let mut sent_any = false;
+            let bound_before = w.ack_bound();
             // Fragmented sample left unfinished in this datagram: (SN, last fragment sent).
             let mut partial_frag = None;
             while w.pushed < w.last_sn {
@@ -2404,7 +2405,14 @@ impl Participant {
                 }
             }
             let len = e.len();
-            self.after_ack(wi);
+            // A push changes nothing after_ack looks at (acknowledgements,
+            // last_sn, proxies) except the acknowledgement bound, which
+            // moves only when readers acknowledged beyond what was pushed
+            // before (or none is reliable): only then can history be
+            // purged or a blocked writer freed.
+            if w.ack_bound() != bound_before {
+                self.after_ack(wi);
+            }
             if sent_any || with_hb {
                 return Some(len);
             }
@@ -2974,6 +2982,20 @@ mod tests {
             from.poll_transmit_into(now, &mut buf, &mut dests).is_none(),
             "a work hint hid a datagram"
         );
+        // Every move of the acknowledgement bound ran after_ack (pushes skip
+        // it when the bound did not move): running it again purges nothing
+        // and frees no blocked writer. (An AllAcknowledged may legitimately
+        // still be due: matching does not run after_ack.)
+        for wi in 0..from.writers.len() {
+            let state = |p: &Participant| {
+                p.writers[wi]
+                    .as_ref()
+                    .map(|w| (w.history.len(), w.history.first_sn(), w.blocked))
+            };
+            let before = state(from);
+            from.after_ack(wi);
+            assert_eq!(before, state(from), "after_ack had work left");
+        }
         for p in [&*from, &*to] {
             assert!(p.poll_timeout().unwrap() <= p.next_deadline());
         }
