@@ -473,6 +473,7 @@ fn builtin_reader(prefix: GuidPrefix, eid: EntityId, role: Role, topic: &str) ->
 }
 
 /// The reusable proxy outcome, reset.
+#[inline]
 fn reset_scratch(scratch: &mut Outcome) -> &mut Outcome {
     scratch.delivered.clear();
     scratch.dropped = 0;
@@ -1631,6 +1632,7 @@ impl Participant {
 
     /// Hands what a proxy operation delivered to the reader (user readers:
     /// its cache, setting `notify`; builtin readers: `builtin`).
+    #[inline]
     fn deliver(
         r: &mut LocalReader,
         id: ReaderId,
@@ -1640,9 +1642,21 @@ impl Participant {
         events: &mut VecDeque<Event>,
         notify: &mut bool,
     ) {
-        if out.delivered.is_empty() && out.lost == 0 {
-            return;
+        // (Most HEARTBEATs deliver nothing: no call.)
+        if !out.delivered.is_empty() || out.lost > 0 {
+            Self::deliver_outcome(r, id, writer_guid, out, builtin, events, notify);
         }
+    }
+
+    fn deliver_outcome(
+        r: &mut LocalReader,
+        id: ReaderId,
+        writer_guid: Guid,
+        out: &mut Outcome,
+        builtin: &mut Vec<(Role, Change)>,
+        events: &mut VecDeque<Event>,
+        notify: &mut bool,
+    ) {
         if r.role != Role::User {
             builtin.extend(out.delivered.drain(..).map(|(_, c)| (r.role, c)));
             return;

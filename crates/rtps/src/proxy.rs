@@ -309,7 +309,16 @@ impl WriterProxy {
             .take(max)
     }
 
+    /// Delivers what the out-of-order buffer holds from `next` on.
+    #[inline]
     fn drain(&mut self, room: &mut usize, out: &mut Outcome) {
+        // (In order delivery, the common case, leaves the buffer empty: no call.)
+        if !self.buffer.is_empty() {
+            self.drain_buffer(room, out);
+        }
+    }
+
+    fn drain_buffer(&mut self, room: &mut usize, out: &mut Outcome) {
         while let Some(entry) = self.buffer.first_entry() {
             if *entry.key() != self.next {
                 if *entry.key() < self.next {
@@ -432,7 +441,9 @@ impl WriterProxy {
         }
         self.synced = true;
         self.drain(&mut room, out);
-        self.reasm.drop_below(self.next);
+        if !self.reasm.is_empty() {
+            self.reasm.drop_below(self.next);
+        }
         self.max_seen = self.max_seen.max(last);
         self.hb_last = self.hb_last.max(last);
         if !final_flag || self.has_missing() {
