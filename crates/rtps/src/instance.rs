@@ -241,6 +241,9 @@ impl ReaderCache {
     }
 
     /// The oldest queued sample.
+    // (Inlined into the engine's take: the sample is then moved once, not
+    // once per call level.)
+    #[inline]
     pub(crate) fn pop(&mut self) -> Option<Sample> {
         while let Some((key, seq)) = self.order.pop_front() {
             let Some(inst) = self.instances.get_mut(key.as_ref()) else {

@@ -236,24 +236,37 @@ impl LocalWriter {
     /// `min_interval` old. Readers answer a final HEARTBEAT anyway when it
     /// shows them missing data, and the periodic HEARTBEAT still asks while a
     /// reader lags.
+    #[cfg(test)]
     fn wants_ack(&self, now: Timestamp, min_interval: core::time::Duration) -> bool {
+        let ns = u64::try_from(min_interval.as_nanos()).unwrap_or(u64::MAX);
+        self.wants_ack_at(now, ns, self.ack_bound())
+    }
+
+    /// [`LocalWriter::wants_ack`] with the interval in nanoseconds and the
+    /// writer's current [`LocalWriter::ack_bound`] given.
+    fn wants_ack_at(&self, now: Timestamp, min_interval_ns: u64, ack_bound: i64) -> bool {
         let every = self.max_samples().map_or(64, |m| (m / 4).max(1)) as i64;
-        let unacked = self.pushed.saturating_sub(self.ack_bound());
+        let unacked = self.pushed.saturating_sub(ack_bound);
         unacked >= every
             || self
                 .last_ack_request
-                .is_none_or(|t| now >= t.saturating_add(min_interval))
+                .is_none_or(|t| now.0 >= t.0.saturating_add(min_interval_ns))
     }
 
     /// Highest SN every reliable reader acknowledged and that was pushed.
     fn ack_bound(&self) -> i64 {
+        self.acked_floor().min(self.pushed)
+    }
+
+    /// Lowest SN acknowledged by every reliable reader (`i64::MAX` if none
+    /// is reliable); unlike [`LocalWriter::ack_bound`] a push does not move it.
+    fn acked_floor(&self) -> i64 {
         self.proxies
             .iter()
             .filter(|p| p.reliable)
             .map(|p| p.acked)
             .min()
             .unwrap_or(i64::MAX)
-            .min(self.pushed)
     }
 
     fn hb_first(&self) -> i64 {
@@ -339,6 +352,11 @@ struct Work {
     ack: bool,
     /// Some writer that is not flow-controlled may have changes not pushed yet.
     push: bool,
+    /// No writer below this index has changes to push (when `push` is set):
+    /// a push scan starts here, so the poll that follows a push (which finds
+    /// nothing more) does not revisit the writers before and including the
+    /// one just drained.
+    push_from: usize,
     /// Some writer may have a proxy with repair work.
     repair: bool,
     /// A lower bound of every pending deadline ([`Participant::next_deadline`]):
@@ -413,6 +431,10 @@ pub struct Participant {
     /// datagrams from one peer costs no map lookup (that map is keyed by
     /// remote-chosen prefixes, so it keeps the DoS-resistant SipHash).
     heard: Option<(GuidPrefix, Timestamp)>,
+    /// `config.heartbeat_period / 20` in nanoseconds: the least time between
+    /// two pushes whose HEARTBEAT asks for an ACKNACK (computed once: a
+    /// `Duration` division costs tens of instructions per push).
+    ack_request_ns: u64,
 }
 
 /// Most payload buffers [`Participant::recycle_payload`] keeps.
@@ -500,6 +522,8 @@ impl Participant {
     /// Creates a participant; the first SPDP announcement is due at `now`.
     pub fn new(config: ParticipantConfig, now: Timestamp) -> Self {
         let prefix = config.guid_prefix;
+        let ack_request_ns =
+            u64::try_from((config.heartbeat_period / 20).as_nanos()).unwrap_or(u64::MAX);
         let spdp = SpdpData {
             guid_prefix: prefix,
             vendor: codec::VENDOR_ID,
@@ -566,10 +590,12 @@ impl Participant {
             work: Work {
                 ack: false,
                 push: false,
+                push_from: 0,
                 repair: false,
                 timeout: now,
             },
             heard: None,
+            ack_request_ns,
             notify: false,
         }
     }
@@ -803,10 +829,12 @@ impl Participant {
         if self.user_writer(w).is_none() {
             return Err(EngineError::UnknownWriter);
         }
-        if let Some(w) = self.writers.get_mut(w.0).and_then(Option::as_mut) {
+        let wi = w.0;
+        if let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) {
             if w.pushed < w.last_sn {
                 w.flush = true;
                 self.work.push = true;
+                self.work.push_from = self.work.push_from.min(wi);
             }
         }
         Ok(())
@@ -924,6 +952,7 @@ impl Participant {
         }
         if !w.qos.flow_controlled {
             self.work.push = true;
+            self.work.push_from = self.work.push_from.min(wi);
             if let Some(d) = w.batch_deadline() {
                 self.work.arm(d);
             }
@@ -2304,10 +2333,10 @@ impl Participant {
         let prefix = self.config.guid_prefix;
         let range = match only {
             Some(i) => i..i + 1,
-            None => 0..self.writers.len(),
+            None => self.work.push_from..self.writers.len(),
         };
-        // Whether a writer visited still holds changes (batching).
-        let mut remaining = false;
+        // The first writer visited that still holds changes (batching).
+        let mut remaining = None;
         for wi in range {
             let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) else {
                 continue;
@@ -2323,7 +2352,7 @@ impl Participant {
                 continue;
             }
             if !w.push_ready(now) {
-                remaining = true;
+                remaining = remaining.or(Some(wi));
                 continue;
             }
             // A batch is due: drain everything pending (over as many
@@ -2352,7 +2381,10 @@ impl Participant {
                 }
             }
             let mut sent_any = false;
-            let bound_before = w.ack_bound();
+            // Acknowledgements do not change during a push: one scan of the
+            // proxies serves the bound before, the HEARTBEAT and the bound after.
+            let acked = w.acked_floor();
+            let bound_before = acked.min(w.pushed);
             // Fragmented sample left unfinished in this datagram: (SN, last fragment sent).
             let mut partial_frag = None;
             while w.pushed < w.last_sn {
@@ -2396,7 +2428,7 @@ impl Participant {
                 // NACK samples still queued here.
                 w.hb_count = w.hb_count.wrapping_add(1);
                 let last = w.pushed;
-                let ask = w.wants_ack(now, self.config.heartbeat_period / 20);
+                let ask = w.wants_ack_at(now, self.ack_request_ns, acked.min(last));
                 if ask {
                     w.last_ack_request = Some(now);
                 }
@@ -2419,20 +2451,28 @@ impl Participant {
                 }
             }
             let len = e.len();
+            let drained = w.pushed >= w.last_sn;
             // A push changes nothing after_ack looks at (acknowledgements,
             // last_sn, proxies) except the acknowledgement bound, which
             // moves only when readers acknowledged beyond what was pushed
             // before (or none is reliable): only then can history be
             // purged or a blocked writer freed.
-            if w.ack_bound() != bound_before {
+            if acked.min(w.pushed) != bound_before {
                 self.after_ack(wi);
             }
             if sent_any || with_hb {
+                if only.is_none() {
+                    // Writers before `wi` were found without pending changes
+                    // (or are in `remaining`); `wi` itself only if drained.
+                    let next = if drained { wi + 1 } else { wi };
+                    self.work.push_from = remaining.unwrap_or(next);
+                }
                 return Some(len);
             }
         }
         if only.is_none() {
-            self.work.push = remaining;
+            self.work.push = remaining.is_some();
+            self.work.push_from = remaining.unwrap_or(self.writers.len());
         }
         None
     }
@@ -2963,6 +3003,7 @@ mod tests {
     fn force_full_scan(p: &mut Participant) {
         p.work.ack = true;
         p.work.push = true;
+        p.work.push_from = 0;
         p.work.repair = true;
         for r in p.readers.iter_mut().flatten() {
             r.ack_work = true;
