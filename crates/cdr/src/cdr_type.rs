@@ -49,6 +49,7 @@ pub trait CdrType: Sized {
     /// same input; on error it holds a valid but unspecified value. The default replaces
     /// the whole value; sequences, strings and derived final and appendable structs
     /// override it.
+    #[inline]
     fn deserialize_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), CdrError> {
         *self = Self::deserialize(r)?;
         Ok(())
@@ -516,6 +517,7 @@ fn vec_deserialize<T: CdrType>(r: &mut CdrReader<'_>, bound: usize) -> Result<Ve
 }
 
 /// [`vec_deserialize`] into `v`, reusing its storage.
+#[inline]
 fn vec_deserialize_into<T: CdrType>(
     r: &mut CdrReader<'_>,
     bound: usize,
@@ -669,6 +671,15 @@ impl<T: CdrType, const N: usize> CdrType for [T; N] {
         } else {
             T::deserialize_array::<N>(r)
         }
+    }
+
+    /// Replaces the elements in place; inlined so that a small array member (perftest's
+    /// `octet key[4]`) is a bounds check and a copy, not a call returning the array
+    /// through a `Result`.
+    #[inline]
+    fn deserialize_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), CdrError> {
+        *self = Self::deserialize(r)?;
+        Ok(())
     }
 }
 

@@ -54,10 +54,17 @@ impl Waiters {
         v.retain(|w| w.upgrade().is_some_and(|x| !Arc::ptr_eq(&x, s)));
         self.attached.store(v.len(), Ordering::SeqCst);
     }
+    /// Wakes the attached wait sets. Inlined: the common case (none attached) is one
+    /// atomic load at the call site.
+    #[inline]
     pub(crate) fn notify(&self) {
-        if self.attached.load(Ordering::SeqCst) == 0 {
-            return;
+        if self.attached.load(Ordering::SeqCst) != 0 {
+            self.notify_attached();
         }
+    }
+
+    #[inline(never)]
+    fn notify_attached(&self) {
         // Signals are notified under the list lock (lock order: list, then a signal's
         // generation; nothing takes them the other way round).
         for s in lock(&self.list).iter().filter_map(Weak::upgrade) {

@@ -134,6 +134,7 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
     }
 
     /// Bookkeeping after `n` samples left the cache (`empty`: none is left).
+    #[inline]
     fn after_take(&self, n: usize, empty: bool) {
         self.shared.released(n);
         if self.shared.is_bounded() && n > 0 {

@@ -161,6 +161,7 @@ impl Readers {
         self.map.keys()
     }
 
+    #[inline]
     pub(crate) fn get(&mut self, id: &ReaderId) -> Option<&Arc<ReaderShared>> {
         if self.last.as_ref().is_none_or(|(l, _)| l != id) {
             let r = self.map.get(id)?;
@@ -351,7 +352,14 @@ impl Inner {
 
     /// Monotonic engine time.
     pub(crate) fn now(&self) -> Timestamp {
-        Timestamp(u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX))
+        // Seconds and nanoseconds combined in u64 (no u128 `as_nanos`); saturates like
+        // before (after ~584 years).
+        let d = self.origin.elapsed();
+        Timestamp(
+            d.as_secs()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(u64::from(d.subsec_nanos())),
+        )
     }
 
     /// The wall-clock time of engine time `now`: the monotonic clock anchored to the
@@ -363,6 +371,7 @@ impl Inner {
         )
     }
 
+    #[inline]
     pub(crate) fn is_shut_down(&self) -> bool {
         self.shutdown.load(Ordering::Acquire)
     }
@@ -464,42 +473,52 @@ impl Inner {
         Self::drain_events(st, pending);
     }
 
+    /// Moves every queued engine event to `pending` (received samples into their reader's
+    /// inbox first). Inlined: most calls find no event, and then cost one queue check
+    /// instead of a call into [`Inner::route_event`]'s large frame.
+    #[inline]
     fn drain_events(st: &mut EngineState, pending: &mut Vec<Pending>) {
+        while let Some(ev) = st.engine.poll_event() {
+            Self::route_event(st, ev, pending);
+        }
+    }
+
+    /// Routes one engine event (see [`Inner::drain_events`]).
+    #[inline(never)]
+    fn route_event(st: &mut EngineState, ev: Event, pending: &mut Vec<Pending>) {
         let EngineState {
             engine,
             writers,
             readers,
             ..
         } = st;
-        while let Some(ev) = engine.poll_event() {
-            match &ev {
-                Event::DataAvailable { reader } => {
-                    if let Some(r) = readers.get(reader) {
-                        r.fill_inbox(engine, *reader);
-                        pending.push(Pending::Reader(Arc::clone(r), ev));
-                    } else {
-                        while engine.take_sample(*reader).is_some() {}
-                    }
+        match &ev {
+            Event::DataAvailable { reader } => {
+                if let Some(r) = readers.get(reader) {
+                    r.fill_inbox(engine, *reader);
+                    pending.push(Pending::Reader(Arc::clone(r), ev));
+                } else {
+                    while engine.take_sample(*reader).is_some() {}
                 }
-                Event::SubscriptionMatched { reader, .. }
-                | Event::SubscriptionUnmatched { reader, .. }
-                | Event::RequestedIncompatibleQos { reader, .. }
-                | Event::SampleLost { reader, .. } => {
-                    if let Some(r) = readers.get(reader) {
-                        pending.push(Pending::Reader(Arc::clone(r), ev));
-                    }
-                }
-                Event::PublicationMatched { writer, .. }
-                | Event::PublicationUnmatched { writer, .. }
-                | Event::OfferedIncompatibleQos { writer, .. }
-                | Event::WriterResourcesAvailable { writer }
-                | Event::AllAcknowledged { writer } => {
-                    if let Some(w) = writers.get(writer) {
-                        pending.push(Pending::Writer(Arc::clone(w), ev));
-                    }
-                }
-                _ => pending.push(Pending::Participant(ev)),
             }
+            Event::SubscriptionMatched { reader, .. }
+            | Event::SubscriptionUnmatched { reader, .. }
+            | Event::RequestedIncompatibleQos { reader, .. }
+            | Event::SampleLost { reader, .. } => {
+                if let Some(r) = readers.get(reader) {
+                    pending.push(Pending::Reader(Arc::clone(r), ev));
+                }
+            }
+            Event::PublicationMatched { writer, .. }
+            | Event::PublicationUnmatched { writer, .. }
+            | Event::OfferedIncompatibleQos { writer, .. }
+            | Event::WriterResourcesAvailable { writer }
+            | Event::AllAcknowledged { writer } => {
+                if let Some(w) = writers.get(writer) {
+                    pending.push(Pending::Writer(Arc::clone(w), ev));
+                }
+            }
+            _ => pending.push(Pending::Participant(ev)),
         }
     }
 
