@@ -204,6 +204,8 @@ impl ReaderCache {
 
     /// Queues `s`; with `depth`, first drops the instance's oldest queued
     /// sample if it already holds `depth`. Returns true if one was dropped.
+    // (Inlined into the engine's delivery: the sample is built in place.)
+    #[inline]
     pub(crate) fn push(&mut self, s: Sample, depth: Option<usize>) -> bool {
         let key = s.key_hash;
         let inst = self.instances.get_or_insert_with(key, || ReaderInstance {

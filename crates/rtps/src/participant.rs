@@ -1037,6 +1037,9 @@ impl Participant {
 
     /// Next sample for this reader, in delivery order (reliable: per-writer SN
     /// order, exactly once).
+    // (Inlinable into the runtime's take: the sample is moved once instead
+    // of through every call level.)
+    #[inline]
     pub fn take_sample(&mut self, r: ReaderId) -> Option<Sample> {
         if r.0 < FIRST_USER {
             return None;
