@@ -43,6 +43,13 @@ pub fn encode_sample<T: TopicType>(
 /// version and byte order. Bytes left after the value (padding, members of a newer type
 /// version) are ignored.
 pub fn decode_sample<T: TopicType>(payload: &[u8]) -> Result<T, CdrError> {
+    T::deserialize(&mut body_reader(payload)?)
+}
+
+/// A reader over the body of a serialized payload: the encapsulation header parsed and
+/// the trailing padding it announces removed.
+#[inline]
+fn body_reader(payload: &[u8]) -> Result<CdrReader<'_>, CdrError> {
     let (header, body) = EncapsulationHeader::parse(payload)?;
     let pad = header.padding();
     if pad > body.len() {
@@ -52,8 +59,7 @@ pub fn decode_sample<T: TopicType>(payload: &[u8]) -> Result<T, CdrError> {
         });
     }
     let body = &body[..body.len() - pad];
-    let mut r = CdrReader::new(body, header.representation.encoding());
-    T::deserialize(&mut r)
+    Ok(CdrReader::new(body, header.representation.encoding()))
 }
 
 /// Decodes a serialized payload like [`decode_sample`], into `out`, reusing the storage
@@ -62,17 +68,7 @@ pub fn decode_sample<T: TopicType>(payload: &[u8]) -> Result<T, CdrError> {
 /// sample into one value does not allocate once its buffers are large enough. On error
 /// `out` holds a valid but unspecified value.
 pub fn decode_sample_into<T: TopicType>(payload: &[u8], out: &mut T) -> Result<(), CdrError> {
-    let (header, body) = EncapsulationHeader::parse(payload)?;
-    let pad = header.padding();
-    if pad > body.len() {
-        return Err(CdrError::BadPadding {
-            padding: pad,
-            body: body.len(),
-        });
-    }
-    let body = &body[..body.len() - pad];
-    let mut r = CdrReader::new(body, header.representation.encoding());
-    out.deserialize_into(&mut r)
+    out.deserialize_into(&mut body_reader(payload)?)
 }
 
 /// Appends a key-only payload (encapsulation header + the key-holder serialization, see
