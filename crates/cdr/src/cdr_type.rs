@@ -2,7 +2,7 @@
 
 use crate::encapsulation::{Endianness, Extensibility, XcdrVersion};
 use crate::error::CdrError;
-use crate::reader::CdrReader;
+use crate::reader::{CdrReader, Scope};
 use crate::writer::CdrWriter;
 
 /// A type that can be written to and read from CDR (XCDR1 and XCDR2, both byte orders).
@@ -498,7 +498,13 @@ impl BoundedCdr for String {
     }
 }
 
-fn vec_deserialize<T: CdrType>(r: &mut CdrReader<'_>, bound: usize) -> Result<Vec<T>, CdrError> {
+/// Reads a sequence's DHEADER (XCDR2 element types that need one) and length, checking
+/// the length against `bound` and the bytes left.
+#[inline]
+fn vec_header<T: CdrType>(
+    r: &mut CdrReader<'_>,
+    bound: usize,
+) -> Result<(Option<Scope>, usize), CdrError> {
     let dheader = if r.version() == XcdrVersion::Xcdr2 && T::XCDR2_ELEMENT_DHEADER {
         Some(r.begin_dheader()?)
     } else {
@@ -509,6 +515,11 @@ fn vec_deserialize<T: CdrType>(r: &mut CdrReader<'_>, bound: usize) -> Result<Ve
         return Err(CdrError::BoundExceeded { len: n, bound });
     }
     r.check_count(n, T::MIN_SIZE)?;
+    Ok((dheader, n))
+}
+
+fn vec_deserialize<T: CdrType>(r: &mut CdrReader<'_>, bound: usize) -> Result<Vec<T>, CdrError> {
+    let (dheader, n) = vec_header::<T>(r, bound)?;
     let v = T::deserialize_vec(r, n)?;
     if let Some(s) = dheader {
         r.end_scope(s);
@@ -523,16 +534,7 @@ fn vec_deserialize_into<T: CdrType>(
     bound: usize,
     v: &mut Vec<T>,
 ) -> Result<(), CdrError> {
-    let dheader = if r.version() == XcdrVersion::Xcdr2 && T::XCDR2_ELEMENT_DHEADER {
-        Some(r.begin_dheader()?)
-    } else {
-        None
-    };
-    let n = r.read_len()?;
-    if n > bound {
-        return Err(CdrError::BoundExceeded { len: n, bound });
-    }
-    r.check_count(n, T::MIN_SIZE)?;
+    let (dheader, n) = vec_header::<T>(r, bound)?;
     T::deserialize_vec_into(r, n, v)?;
     if let Some(s) = dheader {
         r.end_scope(s);

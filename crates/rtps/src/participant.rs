@@ -109,6 +109,18 @@ impl PushPlan {
     fn new(proxies: &[ReaderProxy], reliable_writer: bool) -> Self {
         let mut dests = Vec::new();
         fill_dests(&mut dests, proxies.iter().flat_map(|p| p.locators.iter()));
+        let (reader_id, prefix) = Self::addressing(proxies);
+        Self {
+            dests,
+            reader_id,
+            prefix,
+            with_hb: Self::heartbeats(proxies, reliable_writer),
+        }
+    }
+
+    /// The readerId to address (the one reader's, or UNKNOWN for several) and the
+    /// INFO_DST prefix (when every matched reader is in one participant).
+    fn addressing(proxies: &[ReaderProxy]) -> (EntityId, Option<GuidPrefix>) {
         let reader_id = match proxies {
             [p] => p.guid.entity_id,
             _ => EntityId::UNKNOWN,
@@ -117,12 +129,12 @@ impl PushPlan {
             .first()
             .map(|p| p.guid.prefix)
             .filter(|first| proxies.iter().all(|p| p.guid.prefix == *first));
-        Self {
-            dests,
-            reader_id,
-            prefix,
-            with_hb: reliable_writer && proxies.iter().any(|p| p.reliable),
-        }
+        (reader_id, prefix)
+    }
+
+    /// Whether pushes piggy-back a HEARTBEAT (a reliable writer with a reliable reader).
+    fn heartbeats(proxies: &[ReaderProxy], reliable_writer: bool) -> bool {
+        reliable_writer && proxies.iter().any(|p| p.reliable)
     }
 
     /// Whether this plan is what [`PushPlan::new`] would compute now
@@ -137,18 +149,9 @@ impl PushPlan {
                 .dests
                 .iter()
                 .all(|d| proxies.iter().any(|p| p.locators.contains(d)));
-        let reader_id = match proxies {
-            [p] => p.guid.entity_id,
-            _ => EntityId::UNKNOWN,
-        };
-        let prefix = proxies
-            .first()
-            .map(|p| p.guid.prefix)
-            .filter(|first| proxies.iter().all(|p| p.guid.prefix == *first));
         fresh_dests
-            && self.reader_id == reader_id
-            && self.prefix == prefix
-            && self.with_hb == (reliable_writer && proxies.iter().any(|p| p.reliable))
+            && (self.reader_id, self.prefix) == Self::addressing(proxies)
+            && self.with_hb == Self::heartbeats(proxies, reliable_writer)
     }
 }
 
