@@ -157,24 +157,67 @@ impl<V> InstanceMap<V> {
     }
 }
 
+/// Computes the key hash of a received change whose writer sent no
+/// `PID_KEY_HASH` (Cyclone DDS, for one, does not): from the serialized sample
+/// for alive changes, from the serialized key for dispose/unregister. Given by
+/// the layer that knows the type (the engine is not generic); a pure function
+/// of its input, so the engine stays deterministic. `None`: the change names
+/// the nil instance.
+#[derive(Clone)]
+pub struct KeyExtractor(
+    #[allow(clippy::type_complexity)]
+    pub  std::sync::Arc<dyn Fn(ChangeKind, &[u8]) -> Option<[u8; 16]> + Send + Sync>,
+);
+
+impl core::fmt::Debug for KeyExtractor {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("KeyExtractor")
+    }
+}
+
+/// A sample taken from (or looked at in) a reader's cache, with what the
+/// reader knows of it when it is taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakenSample {
+    /// The sample as received.
+    pub sample: Sample,
+    /// The state of its instance now (not when the sample arrived).
+    pub instance_state: InstanceState,
+    /// Whether it was read (looked at without taking) before.
+    pub read: bool,
+}
+
+/// One queued sample.
+#[derive(Debug)]
+struct Queued {
+    /// Delivery sequence number (position in the reader's arrival order).
+    seq: u64,
+    sample: Sample,
+    read: bool,
+}
+
 /// Per-instance part of a reader's cache.
 #[derive(Debug, Default)]
 struct ReaderInstance {
-    /// Queued samples (delivery sequence number, sample), oldest first.
-    queue: VecDeque<(u64, Sample)>,
+    /// Queued samples, oldest first.
+    queue: VecDeque<Queued>,
     state: InstanceState,
 }
 
-/// A reader's cache of received, not yet taken samples: delivered in arrival
-/// order; with KEEP_LAST n, the oldest queued sample of an instance is
-/// replaced in O(1). Evicted samples leave stale entries in the order queue,
-/// compacted when they dominate.
+/// A reader's history: the received, not yet taken samples and the state of
+/// every instance the reader has seen — the only copy of either (the API
+/// takes from here). Samples are delivered in arrival order; with KEEP_LAST n
+/// the oldest queued sample of an instance is replaced in O(1). Evicted
+/// samples leave stale entries in the order queue, compacted when they
+/// dominate.
 #[derive(Debug)]
 pub(crate) struct ReaderCache {
     order: VecDeque<(Option<[u8; 16]>, u64)>,
     instances: InstanceMap<ReaderInstance>,
     next_seq: u64,
     live: usize,
+    /// Queued samples not read yet.
+    unread: usize,
 }
 
 impl ReaderCache {
@@ -184,12 +227,18 @@ impl ReaderCache {
             instances: InstanceMap::with_hasher(KeyHasherBuilder::new(seed)),
             next_seq: 0,
             live: 0,
+            unread: 0,
         }
     }
 
     /// Samples queued.
     pub(crate) fn len(&self) -> usize {
         self.live
+    }
+
+    /// Whether some queued sample was not read yet.
+    pub(crate) fn has_unread(&self) -> bool {
+        self.unread > 0
     }
 
     /// Instances known to this reader.
@@ -200,6 +249,20 @@ impl ReaderCache {
     /// State of an instance, if known.
     pub(crate) fn instance_state(&self, key: Option<&[u8; 16]>) -> Option<InstanceState> {
         self.instances.get(key).map(|i| i.state)
+    }
+
+    /// No writer is left: every alive instance becomes `NotAliveNoWriters`
+    /// (disposed ones stay disposed).
+    pub(crate) fn no_writers(&mut self) {
+        let mark = |i: &mut ReaderInstance| {
+            if i.state == InstanceState::Alive {
+                i.state = InstanceState::NotAliveNoWriters;
+            }
+        };
+        if let Some(i) = self.instances.unkeyed.as_mut() {
+            mark(i);
+        }
+        self.instances.keyed.values_mut().for_each(mark);
     }
 
     /// Queues `s`; with `depth`, first drops the instance's oldest queued
@@ -214,46 +277,59 @@ impl ReaderCache {
             state: InstanceState::Alive,
         });
         let next = InstanceState::from_kind(s.kind);
-        // Disposed and then unregistered stays disposed (as the API's reader cache has it).
+        // Disposed and then unregistered stays disposed.
         if !(next.is_unregistered() && inst.state == InstanceState::NotAliveDisposed) {
             inst.state = next;
         }
         let mut evicted = false;
         if let Some(d) = depth {
             while inst.queue.len() >= d.max(1) {
-                inst.queue.pop_front();
+                if let Some(old) = inst.queue.pop_front() {
+                    self.unread -= usize::from(!old.read);
+                }
                 self.live -= 1;
                 evicted = true;
             }
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        inst.queue.push_back((seq, s));
+        inst.queue.push_back(Queued {
+            seq,
+            sample: s,
+            read: false,
+        });
         self.order.push_back((key, seq));
         self.live += 1;
+        self.unread += 1;
         if self.order.len() > 2 * self.live + 1024 {
             let instances = &self.instances;
             self.order.retain(|(k, q)| {
                 instances
                     .get(k.as_ref())
-                    .is_some_and(|i| i.queue.iter().any(|(s, _)| s == q))
+                    .is_some_and(|i| i.queue.iter().any(|e| e.seq == *q))
             });
         }
         evicted
     }
 
-    /// The oldest queued sample.
+    /// Takes the oldest queued sample, with its instance's current state.
     // (Inlined into the engine's take: the sample is then moved once, not
     // once per call level.)
     #[inline]
-    pub(crate) fn pop(&mut self) -> Option<Sample> {
+    pub(crate) fn pop(&mut self) -> Option<TakenSample> {
         while let Some((key, seq)) = self.order.pop_front() {
             let Some(inst) = self.instances.get_mut(key.as_ref()) else {
                 continue;
             };
-            if inst.queue.front().is_some_and(|(s, _)| *s == seq) {
+            if inst.queue.front().is_some_and(|e| e.seq == seq) {
                 self.live -= 1;
-                return inst.queue.pop_front().map(|(_, s)| s);
+                let e = inst.queue.pop_front()?;
+                self.unread -= usize::from(!e.read);
+                return Some(TakenSample {
+                    sample: e.sample,
+                    instance_state: inst.state,
+                    read: e.read,
+                });
             }
         }
         if self.order.capacity() > 4096 {
@@ -261,6 +337,38 @@ impl ReaderCache {
             self.order.shrink_to(4096);
         }
         None
+    }
+
+    /// Visits at most `max` queued samples, oldest first, leaving them queued
+    /// and marking them read; `f` gets each sample, its instance's current
+    /// state and whether it had been read before. Returns how many.
+    pub(crate) fn read_each(
+        &mut self,
+        max: usize,
+        mut f: impl FnMut(&Sample, InstanceState, bool),
+    ) -> usize {
+        let mut n = 0;
+        for (key, seq) in &self.order {
+            if n >= max {
+                break;
+            }
+            let Some(inst) = self.instances.get_mut(key.as_ref()) else {
+                continue;
+            };
+            // The queue is in delivery order: a stale entry is not found.
+            let Ok(i) = inst.queue.binary_search_by_key(seq, |e| e.seq) else {
+                continue;
+            };
+            let state = inst.state;
+            let e = &mut inst.queue[i];
+            f(&e.sample, state, e.read);
+            if !e.read {
+                e.read = true;
+                self.unread -= 1;
+            }
+            n += 1;
+        }
+        n
     }
 }
 
@@ -288,7 +396,7 @@ mod tests {
         }
         assert_eq!(c.len(), 4);
         let got: Vec<i64> = core::iter::from_fn(|| c.pop())
-            .map(|s| s.sequence_number.0)
+            .map(|t| t.sample.sequence_number.0)
             .collect();
         assert_eq!(got, vec![2, 3, 4, 5]);
         assert_eq!(c.len(), 0);
@@ -318,6 +426,49 @@ mod tests {
     }
 
     #[test]
+    fn read_marks_samples_and_take_reports_states() {
+        let mut c = ReaderCache::new(3);
+        c.push(s(1, 1, ChangeKind::Alive), Some(1));
+        c.push(s(2, 2, ChangeKind::Alive), None);
+        c.push(s(1, 3, ChangeKind::Alive), Some(1)); // replaces sn 1
+        assert!(c.has_unread());
+        let mut seen = Vec::new();
+        assert_eq!(
+            c.read_each(1, |x, _, was| seen.push((x.sequence_number.0, was))),
+            1
+        );
+        assert_eq!(
+            c.read_each(9, |x, _, was| seen.push((x.sequence_number.0, was))),
+            2
+        );
+        assert_eq!(seen, vec![(2, false), (2, true), (3, false)]);
+        assert!(!c.has_unread());
+        c.push(s(2, 4, ChangeKind::NotAliveDisposed), None);
+        assert!(c.has_unread());
+        // The state reported is the instance's now: sn 2 is of a disposed instance.
+        let t = c.pop().unwrap();
+        assert_eq!(
+            (t.sample.sequence_number.0, t.read, t.instance_state),
+            (2, true, InstanceState::NotAliveDisposed)
+        );
+        c.no_writers();
+        let t = c.pop().unwrap();
+        assert_eq!(
+            (t.sample.sequence_number.0, t.instance_state),
+            (3, InstanceState::NotAliveNoWriters)
+        );
+        let t = c.pop().unwrap();
+        assert_eq!(
+            (t.read, t.instance_state),
+            (false, InstanceState::NotAliveDisposed),
+            "disposed stays disposed when the writers leave"
+        );
+        assert!(c.pop().is_none());
+        assert!(!c.has_unread());
+        assert_eq!(c.len(), 0);
+    }
+
+    #[test]
     fn stale_order_entries_are_compacted() {
         let mut c = ReaderCache::new(1);
         for sn in 0..100_000 {
@@ -325,7 +476,7 @@ mod tests {
         }
         assert_eq!(c.len(), 1);
         assert!(c.order.len() < 2000, "{}", c.order.len());
-        assert_eq!(c.pop().unwrap().sequence_number.0, 99_999);
+        assert_eq!(c.pop().unwrap().sample.sequence_number.0, 99_999);
         assert!(c.pop().is_none());
     }
 

@@ -10,7 +10,7 @@ use crate::discovery::{
     SEDP_SUB_WRITER, SPDP_READER, SPDP_WRITER,
 };
 use crate::history::{CacheChange, HistoryCache};
-use crate::instance::{InstanceState, ReaderCache};
+use crate::instance::{InstanceState, KeyExtractor, ReaderCache, TakenSample};
 use crate::proxy::{Change, Outcome, ReaderProxy, WriterProxy};
 use crate::qos::{
     check_compatible, Durability, EndpointQos, History, ReaderQos, Reliability, ReliabilityKind,
@@ -314,6 +314,8 @@ struct LocalReader {
     qos: ReaderQos,
     proxies: Vec<WriterProxy>,
     samples: ReaderCache,
+    /// Key hashes of changes received without `PID_KEY_HASH` (keyed readers).
+    key_extractor: Option<KeyExtractor>,
     notify: bool,
     /// Some proxy may have `ack_pending`; false guarantees none has (see
     /// [`Work`]).
@@ -492,6 +494,7 @@ fn builtin_reader(prefix: GuidPrefix, eid: EntityId, role: Role, topic: &str) ->
         },
         proxies: Vec::new(),
         samples: ReaderCache::new(hash_seed(prefix)),
+        key_extractor: None,
         notify: false,
         ack_work: false,
     }
@@ -734,6 +737,7 @@ impl Participant {
             qos: attrs.qos,
             proxies: Vec::new(),
             samples: ReaderCache::new(hash_seed(self.config.guid_prefix)),
+            key_extractor: None,
             notify: false,
             ack_work: false,
         }));
@@ -1039,10 +1043,9 @@ impl Participant {
     }
 
     /// Next sample for this reader, in delivery order (reliable: per-writer SN
-    /// order, exactly once).
-    // (Inlinable into the runtime's take: the sample is moved once instead
-    // of through every call level.)
-    #[inline]
+    /// order, exactly once). The reader's cache is its only history: what is
+    /// taken here leaves it. [`Participant::take_samples`] takes several at
+    /// once, with their instance and sample states.
     pub fn take_sample(&mut self, r: ReaderId) -> Option<Sample> {
         if r.0 < FIRST_USER {
             return None;
@@ -1051,15 +1054,100 @@ impl Participant {
         let was_full = reader.room() == 0;
         let s = reader.samples.pop()?;
         if was_full {
-            // Space again: ask for what we refused.
-            for p in reader.proxies.iter_mut().filter(|p| p.reliable) {
-                if p.max_seen >= p.next {
-                    p.ack_pending = true;
-                    self.work.watch_writer_proxy(&mut reader.ack_work, p);
-                }
+            Self::room_again(&mut self.work, reader);
+        }
+        Some(s.sample)
+    }
+
+    /// Moves at most `max` samples of this reader, in delivery order, to the
+    /// end of `out`, after giving the payload buffers in `recycled` back for
+    /// reuse (see [`Participant::recycle_payload`]; `recycled` is left empty).
+    /// Returns whether samples are left in the reader's cache.
+    #[inline]
+    pub fn take_samples(
+        &mut self,
+        r: ReaderId,
+        max: usize,
+        out: &mut Vec<TakenSample>,
+        recycled: &mut Vec<Vec<u8>>,
+    ) -> bool {
+        while let Some(p) = recycled.pop() {
+            self.recycle_payload(p);
+        }
+        if r.0 < FIRST_USER {
+            return false;
+        }
+        let Some(reader) = self.readers.get_mut(r.0).and_then(Option::as_mut) else {
+            return false;
+        };
+        let was_full = reader.room() == 0;
+        let mut n = 0;
+        while n < max {
+            let Some(s) = reader.samples.pop() else {
+                break;
+            };
+            out.push(s);
+            n += 1;
+        }
+        if was_full && n > 0 {
+            Self::room_again(&mut self.work, reader);
+        }
+        reader.samples.len() > 0
+    }
+
+    /// A full KEEP_ALL reader has room again: ask for what it refused.
+    #[inline(never)]
+    fn room_again(work: &mut Work, reader: &mut LocalReader) {
+        for p in reader.proxies.iter_mut().filter(|p| p.reliable) {
+            if p.max_seen >= p.next {
+                p.ack_pending = true;
+                work.watch_writer_proxy(&mut reader.ack_work, p);
             }
         }
-        Some(s)
+    }
+
+    /// Visits at most `max` samples of this reader, in delivery order, leaving
+    /// them in its cache and marking them read: `f` gets each sample, its
+    /// instance's current state and whether it was read before. Returns how
+    /// many were visited.
+    pub fn read_samples(
+        &mut self,
+        r: ReaderId,
+        max: usize,
+        f: impl FnMut(&Sample, InstanceState, bool),
+    ) -> usize {
+        if r.0 < FIRST_USER {
+            return 0;
+        }
+        match self.readers.get_mut(r.0).and_then(Option::as_mut) {
+            Some(reader) => reader.samples.read_each(max, f),
+            None => 0,
+        }
+    }
+
+    /// Samples in a reader's cache (read or not).
+    pub fn reader_sample_count(&self, r: ReaderId) -> usize {
+        self.user_reader(r).map_or(0, |r| r.samples.len())
+    }
+
+    /// Whether a reader's cache holds a sample not read yet.
+    pub fn reader_has_unread(&self, r: ReaderId) -> bool {
+        self.user_reader(r).is_some_and(|r| r.samples.has_unread())
+    }
+
+    /// Sets how a keyed reader computes the key hash of changes received
+    /// without `PID_KEY_HASH` (without one they name the nil instance).
+    pub fn set_key_extractor(&mut self, r: ReaderId, k: KeyExtractor) -> Result<(), EngineError> {
+        if r.0 < FIRST_USER {
+            return Err(EngineError::UnknownReader);
+        }
+        let reader = self
+            .readers
+            .get_mut(r.0)
+            .and_then(Option::as_mut)
+            .ok_or(EngineError::UnknownReader)?;
+        reader.key_extractor = Some(k);
+        Ok(())
     }
 
     // ----------------------------------------------------------------- matching
@@ -1199,6 +1287,9 @@ impl Participant {
             Err(policy) => {
                 if let Some(i) = existing {
                     r.proxies.remove(i);
+                    if r.proxies.is_empty() {
+                        r.samples.no_writers();
+                    }
                     self.events.push_back(Event::SubscriptionUnmatched {
                         reader: ReaderId(ri),
                         remote_writer: writer.guid,
@@ -1245,6 +1336,9 @@ impl Participant {
             if let Some(i) = r.proxies.iter().position(|p| p.guid == guid) {
                 r.proxies.remove(i);
                 if r.role == Role::User {
+                    if r.proxies.is_empty() {
+                        r.samples.no_writers();
+                    }
                     self.events.push_back(Event::SubscriptionUnmatched {
                         reader: ReaderId(ri),
                         remote_writer: guid,
@@ -1710,13 +1804,17 @@ impl Participant {
             History::KeepAll => None,
         };
         for (sn, c) in out.delivered.drain(..) {
+            let key_hash = match (c.key_hash, &r.key_extractor) {
+                (None, Some(k)) if !c.payload.is_empty() => (k.0)(c.kind, &c.payload),
+                (k, _) => k,
+            };
             r.samples.push(
                 Sample {
                     writer_guid,
                     sequence_number: SequenceNumber(sn),
                     source_timestamp: c.source_timestamp,
                     kind: c.kind,
-                    key_hash: c.key_hash,
+                    key_hash,
                     payload: c.payload,
                 },
                 depth,
