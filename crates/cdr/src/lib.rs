@@ -74,7 +74,8 @@ pub use ferrodds_cdr_derive::{CdrEnum, TopicType};
 pub use reader::{CdrReader, MemberHeader, MutableScope, Scope, MAX_NESTING_DEPTH};
 pub use sample::{
     decode_sample, decode_sample_into, encode_key, encode_sample, key_hash,
-    key_hash_from_key_payload, key_hash_from_key_payload_with, key_hash_with, KeyHash,
+    key_hash_from_any_key_payload, key_hash_from_key_payload, key_hash_from_key_payload_with,
+    key_hash_with, KeyHash,
 };
 pub use writer::{
     CdrWriter, DheaderToken, MemberToken, EMHEADER_MUST_UNDERSTAND, MEMBER_ID_MASK, PID_EXTENDED,

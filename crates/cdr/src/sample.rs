@@ -185,3 +185,27 @@ pub fn key_hash_from_key_payload_with<T: TopicType>(
     T::transcode_key_holder(&mut r, &mut CdrWriter::new(scratch, encoding))?;
     Ok(Some(hash_key_form::<T>(version, scratch)))
 }
+
+/// The key hash named by a key-only payload from any sender: the key holder as
+/// [`key_hash_from_key_payload`] decodes it; failing that, a big-endian XCDR1 body
+/// taken as the key serialization itself (what some implementations send with a
+/// dispose or unregister), hashed by the same rule as [`key_hash_with`]. `None` for
+/// unkeyed types and for payloads that are neither.
+pub fn key_hash_from_any_key_payload<T: TopicType>(payload: &[u8]) -> Option<KeyHash> {
+    if !T::IS_KEYED {
+        return None;
+    }
+    if let Ok(hash) = key_hash_from_key_payload::<T>(payload) {
+        return hash;
+    }
+    let (header, body) = EncapsulationHeader::parse(payload).ok()?;
+    let body = body.get(..body.len().checked_sub(header.padding())?)?;
+    if header.representation.encoding().endianness != Endianness::Big {
+        return None;
+    }
+    let key = match T::KEY_MAX_SIZE_XCDR1 {
+        Some(m) if m <= 16 => &body[..body.len().min(m)],
+        _ => body,
+    };
+    Some(hash_key_form::<T>(XcdrVersion::Xcdr1, key))
+}

@@ -20,7 +20,7 @@ use std::time::SystemTime;
 use ferrodds_capture::{CaptureWriter, Direction};
 
 use crate::error::DdsError;
-use crate::runtime::lock;
+use crate::sync::lock;
 
 /// Datagrams queued for the writer thread at most.
 const QUEUE: usize = 8192;

@@ -65,6 +65,7 @@ mod reader;
 mod runtime;
 mod sample;
 mod status;
+mod sync;
 mod typesupport;
 mod waitset;
 mod writer;
@@ -77,7 +78,7 @@ pub use qos::{
     LivelinessKind, Ownership, PublishMode, PublisherQos, QosPolicyId, Reliability,
     ReliabilityKind, ResourceLimits, SubscriberQos, TopicQos,
 };
-pub use reader::DataReader;
+pub use reader::{DataReader, Samples};
 pub use runtime::time_to_unix_nanos;
 pub use sample::{InstanceHandle, InstanceState, Sample, SampleInfo, SampleState};
 pub use status::{

@@ -21,7 +21,8 @@ use crate::entity::{ReaderShared, WriterShared};
 use crate::error::{DdsError, DdsResult};
 use crate::qos::{DataReaderQos, DataWriterQos, PublisherQos, SubscriberQos, TopicQos};
 use crate::reader::DataReader;
-use crate::runtime::{lock, Inner};
+use crate::runtime::Inner;
+use crate::sync::lock;
 use crate::typesupport;
 use crate::writer::DataWriter;
 
@@ -383,15 +384,17 @@ impl Subscriber {
             keyed: T::IS_KEYED,
             qos: qos.to_engine(&self.qos.partition),
         };
-        let shared = Arc::new(ReaderShared::new(
-            qos.history,
-            qos.resource_limits.max_samples,
-            typesupport::decoder::<T>(),
-            typesupport::key_decoder::<T>(),
-        ));
+        let shared = Arc::new(ReaderShared::default());
         let mut pending = Vec::new();
         let (id, guid) = self.inner.with_engine(&mut pending, |st, now| {
             let id = st.engine.create_reader(attrs, now)?;
+            if let Some(k) = typesupport::key_extractor::<T>() {
+                st.engine
+                    .set_key_extractor(id, k)
+                    .map_err(|_| DdsError::Error {
+                        what: "engine lost a new reader",
+                    })?;
+            }
             st.readers.insert(id, Arc::clone(&shared));
             let guid = st.engine.reader_guid(id);
             Ok::<_, DdsError>((id, guid))

@@ -1,34 +1,237 @@
-//! [`DataReader`]: typed reader with a per-reader sample cache (`read` keeps, `take` removes).
+//! [`DataReader`]: a typed reader over the engine's reader cache, and [`Samples`], the
+//! loan that `take` and `read` return.
+//!
+//! The engine's reader cache is the reader's only history (HISTORY and instance states
+//! are applied there, once, as samples arrive). A take moves the samples out of it under
+//! the engine lock in one hand-off (payload buffers of the previous take go back to the
+//! engine under the same lock), then decodes them with no engine lock held, into values
+//! recycled from earlier takes. Nothing is copied between caches.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferrodds_cdr::TopicType;
-use ferrodds_rtps::Guid;
-use ferrodds_rtps::ReaderId;
+use ferrodds_cdr::{decode_sample, decode_sample_into, TopicType};
+use ferrodds_rtps::{ChangeKind, Guid, ReaderId, TakenSample};
 
-use crate::entity::{CachedSample, ReaderShared};
+use crate::entity::ReaderShared;
 use crate::error::{DdsError, DdsResult};
 use crate::qos::DataReaderQos;
-use crate::runtime::{lock, Inner};
-use crate::sample::{Sample, SampleInfo, SampleState};
+use crate::runtime::Inner;
+use crate::sample::{InstanceHandle, InstanceState, Sample, SampleInfo, SampleState};
 use crate::status::{
     DataReaderListener, RequestedIncompatibleQosStatus, SampleLostStatus, SubscriptionMatchedStatus,
 };
+use crate::sync::lock;
 use crate::waitset::{ReadCondition, StatusCondition};
+
+/// Most decoded values a reader keeps for reuse.
+const SPARE_VALUES_MAX: usize = 256;
+/// Most serialized bytes' worth of decoded values a reader keeps for reuse (a value from a
+/// larger sample is dropped instead).
+const SPARE_VALUES_BYTES: usize = 1 << 20;
+/// Most sample vectors a reader keeps for its loans.
+const SPARE_VECS_MAX: usize = 4;
+
+/// What a reader reuses from one take to the next, so that a reader in steady state
+/// takes without allocating: the engine hand-off vector, payload buffers on their way
+/// back to the engine, decoded values to decode later samples into, and the vectors of
+/// returned loans.
+pub(crate) struct Lending<T> {
+    /// Samples moved out of the engine by the current take (kept for its capacity).
+    taken: Vec<TakenSample>,
+    /// Payload buffers of decoded samples, given back to the engine by the next take.
+    used: Vec<Vec<u8>>,
+    /// Decoded values no longer lent, with the serialized size each came from (which
+    /// bounds the memory kept).
+    spare: Vec<(T, usize)>,
+    /// Sum of the sizes in `spare`.
+    spare_bytes: usize,
+    /// Vectors of returned loans: samples and their serialized sizes.
+    vecs: Vec<(Vec<Sample<T>>, Vec<usize>)>,
+}
+
+impl<T> Default for Lending<T> {
+    fn default() -> Self {
+        Self {
+            taken: Vec::new(),
+            used: Vec::new(),
+            spare: Vec::new(),
+            spare_bytes: 0,
+            vecs: Vec::new(),
+        }
+    }
+}
+
+impl<T> Lending<T> {
+    /// Keeps a decoded value (from a sample of `size` serialized bytes) for reuse,
+    /// within the bounds above.
+    #[inline]
+    fn recycle(&mut self, value: T, size: usize) {
+        if self.spare.len() < SPARE_VALUES_MAX
+            && self.spare_bytes.saturating_add(size) <= SPARE_VALUES_BYTES
+        {
+            self.spare_bytes += size;
+            self.spare.push((value, size));
+        }
+    }
+
+    /// Empty vectors for a loan (reused when a returned loan left some).
+    fn loan_vecs(&mut self) -> (Vec<Sample<T>>, Vec<usize>) {
+        self.vecs.pop().unwrap_or_default()
+    }
+
+    /// Takes back a loan's samples (their values are kept for reuse) and its vectors.
+    fn give_back(&mut self, mut items: Vec<Sample<T>>, mut sizes: Vec<usize>) {
+        while let Some(s) = items.pop() {
+            let size = sizes.pop().unwrap_or(usize::MAX);
+            if let Some(v) = s.data {
+                self.recycle(v, size);
+            }
+        }
+        sizes.clear();
+        if self.vecs.len() < SPARE_VECS_MAX && items.capacity() > 0 {
+            self.vecs.push((items, sizes));
+        }
+    }
+}
+
+impl<T: TopicType> Lending<T> {
+    /// Decodes a sample (into a recycled value when one is kept) and returns it with its
+    /// info; the payload buffer is kept for the engine. `None`: an alive sample whose
+    /// payload does not decode (dropped and counted).
+    fn decode(
+        &mut self,
+        s: &ferrodds_rtps::Sample,
+        instance_state: ferrodds_rtps::InstanceState,
+        read: bool,
+        shared: &ReaderShared,
+    ) -> Option<Sample<T>> {
+        let data = if s.kind == ChangeKind::Alive {
+            let decoded = match self.spare.pop() {
+                Some((mut v, size)) => {
+                    self.spare_bytes -= size;
+                    match decode_sample_into(&s.payload, &mut v) {
+                        Ok(()) => Some(v),
+                        Err(_) => {
+                            self.recycle(v, size);
+                            None
+                        }
+                    }
+                }
+                None => decode_sample::<T>(&s.payload).ok(),
+            };
+            if decoded.is_none() {
+                shared.count_undecodable();
+                return None;
+            }
+            decoded
+        } else {
+            None
+        };
+        Some(Sample {
+            info: SampleInfo {
+                sample_state: if read {
+                    SampleState::Read
+                } else {
+                    SampleState::NotRead
+                },
+                instance_state: match instance_state {
+                    ferrodds_rtps::InstanceState::Alive => InstanceState::Alive,
+                    ferrodds_rtps::InstanceState::NotAliveDisposed => {
+                        InstanceState::NotAliveDisposed
+                    }
+                    ferrodds_rtps::InstanceState::NotAliveNoWriters => {
+                        InstanceState::NotAliveNoWriters
+                    }
+                },
+                valid_data: data.is_some(),
+                source_timestamp: s.source_timestamp,
+                instance_handle: InstanceHandle(s.key_hash.unwrap_or([0; 16])),
+                publication_handle: s.writer_guid,
+                sequence_number: s.sequence_number.0,
+            },
+            data,
+        })
+    }
+}
+
+/// Samples lent by [`DataReader::take`] or [`DataReader::read`]: a slice of
+/// [`Sample`]s (through `Deref`), oldest first.
+///
+/// When the loan is dropped its vectors and decoded values go back to the reader, which
+/// decodes later samples into them: a reader in steady state takes without allocating.
+/// [`into_vec`](Self::into_vec) or iterating by value keeps the samples instead.
+pub struct Samples<T> {
+    items: Vec<Sample<T>>,
+    /// Serialized size of each sample (bounds what the reader keeps for reuse).
+    sizes: Vec<usize>,
+    home: Arc<Mutex<Lending<T>>>,
+}
+
+impl<T> Samples<T> {
+    /// The samples, kept (the loan's storage is not reused).
+    pub fn into_vec(mut self) -> Vec<Sample<T>> {
+        std::mem::take(&mut self.items)
+    }
+}
+
+impl<T> Deref for Samples<T> {
+    type Target = [Sample<T>];
+    fn deref(&self) -> &[Sample<T>] {
+        &self.items
+    }
+}
+
+impl<T> DerefMut for Samples<T> {
+    fn deref_mut(&mut self) -> &mut [Sample<T>] {
+        &mut self.items
+    }
+}
+
+impl<T> Drop for Samples<T> {
+    fn drop(&mut self) {
+        let items = std::mem::take(&mut self.items);
+        let sizes = std::mem::take(&mut self.sizes);
+        lock(&self.home).give_back(items, sizes);
+    }
+}
+
+impl<T> IntoIterator for Samples<T> {
+    type Item = Sample<T>;
+    type IntoIter = std::vec::IntoIter<Sample<T>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.into_vec().into_iter()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Samples<T> {
+    type Item = &'a Sample<T>;
+    type IntoIter = std::slice::Iter<'a, Sample<T>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Samples<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.items.iter()).finish()
+    }
+}
 
 /// A typed DataReader.
 ///
-/// Received samples are decoded into a per-reader cache (by the receive thread that got
-/// them, or by the next `take`/`read`), which applies the reader's HISTORY (KEEP_LAST depth
-/// per instance; KEEP_ALL keeps everything). `take*` removes samples from the cache, `read`
-/// returns copies and marks them read. Dropping the reader deletes it.
+/// Received samples stay in the engine's reader cache, which applies the reader's HISTORY
+/// (KEEP_LAST depth per instance; KEEP_ALL keeps everything, up to `max_samples`) and
+/// tracks instance states. `take*` removes samples, `read` leaves them and marks them
+/// read; both decode on the calling thread. Dropping the reader deletes it.
 pub struct DataReader<T> {
     inner: Arc<Inner>,
     id: ReaderId,
     guid: Guid,
     shared: Arc<ReaderShared>,
+    lending: Arc<Mutex<Lending<T>>>,
     qos: DataReaderQos,
     topic_name: String,
     _t: PhantomData<fn() -> T>,
@@ -48,6 +251,7 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
             id,
             guid,
             shared,
+            lending: Arc::new(Mutex::new(Lending::default())),
             qos,
             topic_name,
             _t: PhantomData,
@@ -62,40 +266,58 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
         }
     }
 
-    fn convert(c: CachedSample) -> Sample<T> {
-        Sample {
-            data: c.data.and_then(|b| b.downcast::<T>().ok()).map(|b| *b),
-            info: c.info,
-        }
-    }
-
-    /// Removes and returns every sample in the cache, oldest first.
-    pub fn take(&self) -> DdsResult<Vec<Sample<T>>> {
+    /// Removes and lends every sample in the cache, oldest first.
+    pub fn take(&self) -> DdsResult<Samples<T>> {
         self.take_max(usize::MAX)
     }
 
-    /// Removes and returns at most `max` samples, oldest first.
-    pub fn take_max(&self, max: usize) -> DdsResult<Vec<Sample<T>>> {
+    /// Removes and lends at most `max` samples, oldest first.
+    pub fn take_max(&self, max: usize) -> DdsResult<Samples<T>> {
         self.check_alive()?;
-        let mut cache = self.shared.ingest();
-        let n = cache.samples.len().min(max);
-        let out: Vec<Sample<T>> = cache.samples.drain(..n).map(Self::convert).collect();
-        let empty = cache.samples.is_empty();
-        drop(cache);
-        self.after_take(n, empty);
-        Ok(out)
+        let mut l = lock(&self.lending);
+        let (mut items, mut sizes) = l.loan_vecs();
+        self.take_decoded(&mut l, max, |s, size| {
+            items.push(s);
+            sizes.push(size);
+        });
+        drop(l);
+        Ok(Samples {
+            items,
+            sizes,
+            home: Arc::clone(&self.lending),
+        })
+    }
+
+    /// Moves at most `max` samples out of the engine (one engine lock, which also takes
+    /// back the previous take's payload buffers) and decodes each, handing it to `put`
+    /// with its serialized size. Undecodable samples are dropped (counted).
+    #[inline]
+    fn take_decoded(&self, l: &mut Lending<T>, max: usize, mut put: impl FnMut(Sample<T>, usize)) {
+        let Lending { taken, used, .. } = l;
+        self.inner
+            .take_samples(self.id, max, taken, used, &self.shared);
+        let mut taken = std::mem::take(&mut l.taken);
+        for t in taken.drain(..) {
+            let size = t.sample.payload.len();
+            if let Some(s) = l.decode(&t.sample, t.instance_state, t.read, &self.shared) {
+                put(s, size);
+            }
+            l.used.push(t.sample.payload);
+        }
+        l.taken = taken;
     }
 
     /// Removes at most `max` samples, oldest first, and hands each to `f` (its data, `None`
     /// when [`SampleInfo::valid_data`] is `false`, and its info); returns how many.
     ///
-    /// Takes exactly what [`take_max`](Self::take_max) would, but lends the samples instead
-    /// of returning them: no `Vec` is built, and each decoded value is kept after `f`
-    /// returns so that a later sample is decoded into it, reusing its sequence and string
-    /// buffers. A reader taken only this way (a listener that processes samples in place,
-    /// say) receives, decodes and takes without allocating once warmed up.
+    /// Takes exactly what [`take_max`](Self::take_max) would, but lends the samples to `f`
+    /// instead of returning them; each decoded value is kept after `f` returns so that a
+    /// later sample is decoded into it, reusing its sequence and string buffers. A reader
+    /// taken this way (or with `take` whose loans are dropped) receives, decodes and takes
+    /// without allocating once warmed up.
     ///
-    /// `f` runs with no lock of the reader held, so it may call the reader (or write) too.
+    /// `f` runs with no lock of the reader or the engine held, so it may call the reader
+    /// (or write) too.
     ///
     /// ```no_run
     /// # use ferrodds::{DataReader, cdr::types::ShapeType};
@@ -113,61 +335,59 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
         max: usize,
         mut f: impl FnMut(Option<&T>, &SampleInfo),
     ) -> DdsResult<usize> {
-        self.check_alive()?;
-        let mut cache = self.shared.ingest();
-        let n = cache.samples.len().min(max);
-        let mut lent = std::mem::take(&mut cache.lent);
-        lent.reserve(n);
-        for _ in 0..n {
-            if let Some(c) = cache.samples.pop_front() {
-                lent.push(c);
-            }
+        let samples = self.take_max(max)?;
+        for s in &samples {
+            f(s.data.as_ref(), &s.info);
         }
-        let empty = cache.samples.is_empty();
-        drop(cache);
-        self.after_take(n, empty);
-        for c in &lent {
-            f(c.data.as_ref().and_then(|b| b.downcast_ref::<T>()), &c.info);
-        }
-        self.shared.return_lent(lent);
-        Ok(n)
-    }
-
-    /// Bookkeeping after `n` samples left the cache (`empty`: none is left).
-    #[inline]
-    fn after_take(&self, n: usize, empty: bool) {
-        self.shared.released(n);
-        if self.shared.is_bounded() && n > 0 {
-            // Room again: move what the engine held back (it then acknowledges it).
-            let id = self.id;
-            let shared = &self.shared;
-            let mut pending = Vec::new();
-            self.inner.with_engine(&mut pending, |st, _| {
-                shared.fill_inbox(&mut st.engine, id);
-            });
-            if !lock(&shared.inbox).samples.is_empty() {
-                return;
-            }
-        }
-        if empty {
-            self.shared.clear_data_flag();
-        }
+        Ok(samples.len())
     }
 
     /// Removes and returns the oldest sample, if any.
     pub fn take_next(&self) -> DdsResult<Option<Sample<T>>> {
-        Ok(self.take_max(1)?.pop())
+        Ok(self.take_max(1)?.into_vec().pop())
+    }
+
+    /// Lends every sample in the cache, oldest first, leaving them there and marking them
+    /// read ([`SampleState::Read`] for later reads and takes).
+    pub fn read(&self) -> DdsResult<Samples<T>> {
+        self.check_alive()?;
+        let mut l = lock(&self.lending);
+        let (mut items, mut sizes) = l.loan_vecs();
+        let shared = &self.shared;
+        // Decoded under the engine lock: reading leaves the payloads in the cache, so
+        // they are not moved out (that would be a copy).
+        self.inner
+            .read_samples(self.id, usize::MAX, shared, |s, state, read| {
+                if let Some(d) = l.decode(s, state, read, shared) {
+                    items.push(d);
+                    sizes.push(s.payload.len());
+                }
+            });
+        drop(l);
+        Ok(Samples {
+            items,
+            sizes,
+            home: Arc::clone(&self.lending),
+        })
     }
 
     /// Number of samples received but not yet taken (read or not).
     pub fn cached_len(&self) -> usize {
-        self.shared.ingest().samples.len()
+        self.inner.reader_sample_count(self.id)
+    }
+
+    /// Alive samples dropped because their payload did not decode as `T`.
+    pub fn undecodable_count(&self) -> u64 {
+        self.shared.undecodable()
     }
 
     /// Blocks until a not-yet-read sample is available; `false` on timeout.
     pub fn wait_for_data(&self, timeout: Duration) -> DdsResult<bool> {
         self.check_alive()?;
-        Ok(self.shared.wait_for_data(timeout))
+        let (inner, id) = (&self.inner, self.id);
+        Ok(self
+            .shared
+            .wait_for_data(timeout, || inner.reader_has_unread(id)))
     }
 
     /// Blocks until at least `n` writers are matched; `false` on timeout. (A convenience
@@ -203,7 +423,7 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
 
     /// A condition that triggers while unread samples are available.
     pub fn create_readcondition(&self) -> ReadCondition {
-        ReadCondition::new(Arc::clone(&self.shared))
+        ReadCondition::new(Arc::clone(&self.inner), self.id, Arc::clone(&self.shared))
     }
 
     /// A status condition for [`crate::WaitSet`]s (all statuses enabled).
@@ -224,26 +444,6 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
     /// The topic name.
     pub fn topic_name(&self) -> &str {
         &self.topic_name
-    }
-}
-
-impl<T: TopicType + Clone + Send + 'static> DataReader<T> {
-    /// Returns copies of every cached sample, marking them read (they stay in the cache
-    /// until taken or pushed out by the history depth).
-    pub fn read(&self) -> DdsResult<Vec<Sample<T>>> {
-        self.check_alive()?;
-        let mut cache = self.shared.ingest();
-        let mut out = Vec::with_capacity(cache.samples.len());
-        for c in cache.samples.iter_mut() {
-            out.push(Sample {
-                data: c.data.as_ref().and_then(|b| b.downcast_ref::<T>()).cloned(),
-                info: c.info,
-            });
-            c.info.sample_state = SampleState::Read;
-        }
-        drop(cache);
-        self.shared.clear_data_flag();
-        Ok(out)
     }
 }
 

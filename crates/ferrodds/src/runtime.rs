@@ -3,25 +3,32 @@
 //!
 //! Every interaction with the engine goes through [`Inner::with_engine`]: lock, run the
 //! operation, drain `poll_transmit` (sending each datagram from the calling thread) and
-//! `poll_event` (moving received samples into reader inboxes), read `poll_timeout`, unlock,
-//! then update statuses, wake waiters and call listeners with no engine lock held.
+//! `poll_event` (events as values, routed to their endpoint's shared state), read
+//! `poll_timeout`, unlock, then update statuses, wake waiters and call listeners with no
+//! engine lock held. Received samples stay in the engine's reader cache until a
+//! [`crate::DataReader`] takes them ([`Inner::take_samples`]): the runtime never calls
+//! into the API with the engine lock held, and the API never re-enters the engine from a
+//! runtime callback.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::IoSlice;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ferrodds_rtps::{Event, Participant, ReaderId, Timestamp, WriterId};
+use ferrodds_rtps::{
+    Event, InstanceState, Participant, ReaderId, TakenSample, Timestamp, WriterId,
+};
 use ferrodds_rtps::{GuidPrefix, Locator, Time};
 use ferrodds_transport::{UdpReceiver, UdpTransport};
 
 use crate::capture::CaptureTap;
 use crate::entity::{ReaderShared, WriterShared};
 use crate::qos::FlowController;
+use crate::sync::{lock, wait_timeout};
 
 /// An asynchronous writer and its token bucket (bytes).
 struct AsyncWriter {
@@ -52,24 +59,6 @@ struct Publisher {
     writers: Vec<AsyncWriter>,
     kicked: bool,
     thread: Option<JoinHandle<()>>,
-}
-
-/// Locks a mutex, recovering the data if a thread panicked while holding it (the runtime
-/// never leaves shared state half-updated across a panic point it controls).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Waits on `cv` for at most `d`, recovering from poisoning.
-pub(crate) fn wait_timeout<'a, T>(
-    cv: &Condvar,
-    g: MutexGuard<'a, T>,
-    d: Duration,
-) -> MutexGuard<'a, T> {
-    match cv.wait_timeout(g, d) {
-        Ok((g, _)) => g,
-        Err(e) => e.into_inner().0,
-    }
 }
 
 /// Wall-clock time as an RTPS `Time` (used for source timestamps).
@@ -455,10 +444,68 @@ impl Inner {
         f(&st)
     }
 
+    /// A reader's take: moves at most `max` samples out of the engine's reader cache to
+    /// `out` and gives the payload buffers in `recycled` back, under one engine lock.
+    /// When the cache is left empty the reader's DATA_AVAILABLE flag is cleared under
+    /// that lock (a sample delivered after it sets the flag again). A take that makes
+    /// room in a full KEEP_ALL reader sends the acknowledgements it held back.
+    #[inline]
+    pub(crate) fn take_samples(
+        &self,
+        id: ReaderId,
+        max: usize,
+        out: &mut Vec<TakenSample>,
+        recycled: &mut Vec<Vec<u8>>,
+        shared: &ReaderShared,
+    ) {
+        let mut st = lock(&self.engine);
+        let t = st.engine.take_samples(id, max, out, recycled);
+        if t.left == 0 {
+            shared.clear_data_flag();
+        }
+        if t.transmit_due {
+            self.after_take_locked(st);
+        }
+    }
+
+    /// Sends what a take made due (see [`Inner::take_samples`]), then unlocks.
+    #[inline(never)]
+    fn after_take_locked(&self, mut st: std::sync::MutexGuard<'_, EngineState>) {
+        let mut pending = Vec::new();
+        let now = self.now();
+        self.drain_locked(&mut st, now, &mut pending);
+        let next = st.engine.poll_timeout();
+        drop(st);
+        self.kick_timer(next);
+        self.dispatch(&mut pending);
+    }
+
+    /// A reader's read: visits at most `max` samples of the engine's reader cache,
+    /// leaving them there and marking them read (`f` runs under the engine lock), then
+    /// clears the reader's DATA_AVAILABLE flag.
+    pub(crate) fn read_samples(
+        &self,
+        id: ReaderId,
+        max: usize,
+        shared: &ReaderShared,
+        f: impl FnMut(&ferrodds_rtps::Sample, InstanceState, bool),
+    ) {
+        let mut st = lock(&self.engine);
+        st.engine.read_samples(id, max, f);
+        shared.clear_data_flag();
+    }
+
+    /// Whether a reader's cache holds samples not read yet.
+    pub(crate) fn reader_has_unread(&self, id: ReaderId) -> bool {
+        lock(&self.engine).engine.reader_has_unread(id)
+    }
+
+    /// Samples in a reader's cache.
+    pub(crate) fn reader_sample_count(&self, id: ReaderId) -> usize {
+        lock(&self.engine).engine.reader_sample_count(id)
+    }
+
     fn drain_locked(&self, st: &mut EngineState, now: Timestamp, pending: &mut Vec<Pending>) {
-        // Events first: received samples reach the reader inboxes before the
-        // acknowledgements that this drain may send, so a writer that saw its data
-        // acknowledged finds it takeable at the reader.
         Self::drain_events(st, pending);
         let EngineState {
             engine,
@@ -473,8 +520,7 @@ impl Inner {
         Self::drain_events(st, pending);
     }
 
-    /// Moves every queued engine event to `pending` (received samples into their reader's
-    /// inbox first). Inlined: most calls find no event, and then cost one queue check
+    /// Moves every queued engine event to `pending`, routed to its endpoint. Inlined: most calls find no event, and then cost one queue check
     /// instead of a call into [`Inner::route_event`]'s large frame.
     #[inline]
     fn drain_events(st: &mut EngineState, pending: &mut Vec<Pending>) {
@@ -495,9 +541,9 @@ impl Inner {
         match &ev {
             Event::DataAvailable { reader } => {
                 if let Some(r) = readers.get(reader) {
-                    r.fill_inbox(engine, *reader);
                     pending.push(Pending::Reader(Arc::clone(r), ev));
                 } else {
+                    // A reader being deleted: nobody will take these.
                     while engine.take_sample(*reader).is_some() {}
                 }
             }

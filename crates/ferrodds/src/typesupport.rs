@@ -1,15 +1,17 @@
 //! Glue between [`ferrodds_cdr::TopicType`] and the runtime: serialization into reusable
-//! buffers, key hashes, and the type-erased decoders a reader cache uses.
+//! buffers, key hashes, and the key extractor a keyed reader's engine cache uses. (Key
+//! hashing itself lives in `ferrodds-cdr`.)
 
-use std::any::Any;
+use std::sync::{Arc, Mutex};
 
 use ferrodds_cdr::{
-    decode_sample, decode_sample_into, encode_key, encode_sample, key_hash_with,
-    EncapsulationHeader, Encoding, Endianness, TopicType, XcdrVersion,
+    decode_sample, decode_sample_into, encode_key, encode_sample, key_hash_from_any_key_payload,
+    key_hash_with, Encoding, TopicType, XcdrVersion,
 };
+use ferrodds_rtps::{ChangeKind, KeyExtractor};
 
-use crate::entity::{DecodeFn, KeyFn};
 use crate::error::DdsError;
+use crate::sync::lock;
 
 /// Encoding used for user data: XCDR1 little-endian (Cyclone's default for final types; the
 /// absence of `DATA_REPRESENTATION` in discovery means XCDR1).
@@ -45,77 +47,32 @@ pub(crate) fn instance_key_with<T: TopicType>(
     Ok(key_hash_with(sample, XcdrVersion::Xcdr1, scratch)?)
 }
 
-thread_local! {
-    /// Serialized-key scratch of the key hashes readers compute (one per receive thread).
-    static KEY_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// A type-erased decoder for a reader cache (see [`DecodeFn`]).
-///
-/// A value already in the slot (a `T` from an earlier sample, recycled by the cache) is
-/// decoded into in place, reusing its sequence and string buffers; an empty slot gets a
-/// new box. The key hash is computed only when asked for (samples carrying
-/// `PID_KEY_HASH` do not need it), into a per-thread scratch buffer.
-pub(crate) fn decoder<T: TopicType + Send + 'static>() -> Box<DecodeFn> {
-    Box::new(
-        |payload: &[u8], slot: &mut Option<Box<dyn Any + Send>>, want_key: bool| {
-            let v: &T = match slot.as_mut().and_then(|b| b.downcast_mut::<T>()) {
+/// How a keyed reader's engine cache computes the key hash of changes received without
+/// `PID_KEY_HASH` (Cyclone DDS sends none): alive samples are decoded (into a value kept
+/// for the next one) and their key hashed; dispose/unregister payloads are key holders
+/// ([`ferrodds_cdr::key_hash_from_any_key_payload`]). `None` for unkeyed types.
+pub(crate) fn key_extractor<T: TopicType + Send + 'static>() -> Option<KeyExtractor> {
+    if !T::IS_KEYED {
+        return None;
+    }
+    let scratch: Mutex<(Option<T>, Vec<u8>)> = Mutex::new((None, Vec::new()));
+    Some(KeyExtractor(Arc::new(
+        move |kind: ChangeKind, payload: &[u8]| {
+            if kind != ChangeKind::Alive {
+                return key_hash_from_any_key_payload::<T>(payload);
+            }
+            let mut g = lock(&scratch);
+            let (value, key) = &mut *g;
+            let v: &T = match value {
                 Some(v) => {
                     decode_sample_into(payload, v).ok()?;
                     v
                 }
-                None => {
-                    let b = slot.insert(Box::new(decode_sample::<T>(payload).ok()?));
-                    b.downcast_ref::<T>()?
-                }
+                None => value.insert(decode_sample::<T>(payload).ok()?),
             };
-            if !(T::IS_KEYED && want_key) {
-                return Some(None);
-            }
-            Some(KEY_SCRATCH.with(|s| {
-                let mut s = s.borrow_mut();
-                key_hash_with(v, XcdrVersion::Xcdr1, &mut s).ok().flatten()
-            }))
+            key_hash_with(v, XcdrVersion::Xcdr1, key).ok().flatten()
         },
-    )
-}
-
-/// Key hash from a key-only payload (dispose/unregister without `PID_KEY_HASH`, as Cyclone
-/// sends them).
-///
-/// The payload is the key-holder serialization (key members only), decoded member by member
-/// by [`ferrodds_cdr::key_hash_from_key_payload`] in whatever encoding it uses. If it does
-/// not decode as this type's key holder, a big-endian XCDR1 body is taken as the key
-/// serialization itself; anything else yields `None` (the sample then names the nil
-/// instance).
-pub(crate) fn key_decoder<T: TopicType + 'static>() -> Box<KeyFn> {
-    Box::new(|payload: &[u8]| {
-        if !T::IS_KEYED {
-            return None;
-        }
-        if let Ok(hash) = ferrodds_cdr::key_hash_from_key_payload::<T>(payload) {
-            return hash;
-        }
-        let (header, body) = EncapsulationHeader::parse(payload).ok()?;
-        let body = body.get(..body.len().checked_sub(header.padding())?)?;
-        let encoding = header.representation.encoding();
-        // 2. the body is the big-endian key serialization itself
-        if encoding.endianness != Endianness::Big {
-            return None;
-        }
-        let mut h = [0u8; 16];
-        match T::KEY_MAX_SIZE {
-            Some(m) if m <= 16 => {
-                let n = body.len().min(m).min(16);
-                h[..n].copy_from_slice(&body[..n]);
-            }
-            _ => {
-                use md5::Digest;
-                h.copy_from_slice(&md5::Md5::digest(body));
-            }
-        }
-        Some(h)
-    })
+    )))
 }
 
 #[cfg(test)]
@@ -123,54 +80,34 @@ mod tests {
     use super::*;
     use ferrodds_cdr::types::{ShapeType, TestDataKeyed};
 
-    #[test]
-    fn shape_round_trip_through_decoder() {
-        let s = ShapeType {
-            color: "BLUE".into(),
-            x: 10,
-            y: 20,
-            shapesize: 30,
-        };
-        let mut buf = Vec::new();
-        serialize(&s, &mut buf).unwrap();
-        assert_eq!(&buf[..2], &[0x00, 0x01], "CDR_LE encapsulation");
-        let decode = decoder::<ShapeType>();
-        let mut slot = None;
-        let key = decode(&buf, &mut slot, true).unwrap();
-        let back = slot.take().unwrap().downcast::<ShapeType>().unwrap();
-        assert_eq!(*back, s);
-        assert_eq!(key, instance_key(&s).unwrap());
-        let mut scratch = Vec::new();
-        assert_eq!(key, instance_key_with(&s, &mut scratch).unwrap());
-        assert_eq!(
-            decode(&buf, &mut slot, false),
-            Some(None),
-            "key not asked for"
-        );
-        assert!(decode(&buf[..3], &mut None, true).is_none());
+    fn extract(k: &KeyExtractor, kind: ChangeKind, payload: &[u8]) -> Option<[u8; 16]> {
+        (k.0)(kind, payload)
+    }
 
-        // A recycled value is decoded into in place (same box, same string buffer).
-        let other = ShapeType {
-            color: "RED".into(),
-            x: 1,
-            y: 2,
-            shapesize: 3,
-        };
-        let mut buf2 = Vec::new();
-        serialize(&other, &mut buf2).unwrap();
-        let mut slot = Some(back as Box<dyn Any + Send>);
-        let (addr, color) = {
-            let v = slot.as_ref().unwrap().downcast_ref::<ShapeType>().unwrap();
-            (v as *const ShapeType, v.color.as_ptr())
-        };
-        assert_eq!(
-            decode(&buf2, &mut slot, true).unwrap(),
-            instance_key(&other).unwrap()
+    #[test]
+    fn key_extractor_hashes_alive_samples_and_reuses_its_value() {
+        assert!(
+            key_extractor::<ferrodds_cdr::types::TestData>().is_none(),
+            "unkeyed"
         );
-        let v = slot.as_ref().unwrap().downcast_ref::<ShapeType>().unwrap();
-        assert_eq!(*v, other);
-        assert_eq!(v as *const ShapeType, addr);
-        assert_eq!(v.color.as_ptr(), color);
+        let k = key_extractor::<ShapeType>().unwrap();
+        let mut scratch = Vec::new();
+        for (color, x) in [("BLUE", 10), ("RED", 1), ("A LONGER COLOR NAME", 7)] {
+            let s = ShapeType {
+                color: color.into(),
+                x,
+                y: 20,
+                shapesize: 30,
+            };
+            let mut buf = Vec::new();
+            serialize(&s, &mut buf).unwrap();
+            assert_eq!(&buf[..2], &[0x00, 0x01], "CDR_LE encapsulation");
+            let want = instance_key(&s).unwrap();
+            assert!(want.is_some());
+            assert_eq!(extract(&k, ChangeKind::Alive, &buf), want);
+            assert_eq!(want, instance_key_with(&s, &mut scratch).unwrap());
+            assert_eq!(extract(&k, ChangeKind::Alive, &buf[..3]), None, "truncated");
+        }
     }
 
     #[test]
@@ -181,9 +118,10 @@ mod tests {
         };
         let mut buf = Vec::new();
         serialize_key(&s, &mut buf).unwrap();
-        let h = key_decoder::<TestDataKeyed>()(&buf).unwrap();
+        let k = key_extractor::<TestDataKeyed>().unwrap();
+        let h = extract(&k, ChangeKind::NotAliveDisposed, &buf).unwrap();
         assert_eq!(Some(h), instance_key(&s).unwrap());
-        assert_eq!(key_decoder::<TestDataKeyed>()(&[0, 1]), None);
+        assert_eq!(extract(&k, ChangeKind::NotAliveDisposed, &[0, 1]), None);
     }
 
     #[test]
@@ -204,7 +142,15 @@ mod tests {
         ] {
             let mut buf = Vec::new();
             encode_key(&s, enc, &mut buf).unwrap();
-            assert_eq!(key_decoder::<ShapeType>()(&buf), want, "{enc:?}");
+            assert_eq!(
+                extract(
+                    &key_extractor::<ShapeType>().unwrap(),
+                    ChangeKind::NotAliveUnregistered,
+                    &buf
+                ),
+                want,
+                "{enc:?}"
+            );
         }
         // a sender that does not count its trailing padding in the options field
         let c0 = ShapeType {
@@ -216,13 +162,21 @@ mod tests {
         assert_eq!(buf[3], 1, "one padding byte counted");
         buf[3] = 0;
         assert_eq!(
-            key_decoder::<ShapeType>()(&buf),
+            extract(
+                &key_extractor::<ShapeType>().unwrap(),
+                ChangeKind::NotAliveUnregistered,
+                &buf
+            ),
             instance_key(&c0).unwrap(),
             "uncounted padding"
         );
         // garbage is not a key
         assert_eq!(
-            key_decoder::<ShapeType>()(&[0, 1, 0, 0, 0xff, 0xff, 0xff, 0x7f]),
+            extract(
+                &key_extractor::<ShapeType>().unwrap(),
+                ChangeKind::NotAliveUnregistered,
+                &[0, 1, 0, 0, 0xff, 0xff, 0xff, 0x7f]
+            ),
             None
         );
     }

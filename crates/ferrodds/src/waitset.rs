@@ -4,25 +4,31 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ferrodds_rtps::ReaderId;
+
 use crate::entity::{ReaderShared, WaitSetSignal, Waiters, WriterShared};
 use crate::error::{DdsError, DdsResult};
-use crate::runtime::{lock, wait_timeout};
+use crate::runtime::Inner;
 use crate::status::StatusMask;
+use crate::sync::{lock, wait_timeout};
 
 /// Triggers while its reader has samples that were not read yet.
 #[derive(Clone)]
 pub struct ReadCondition {
+    inner: Arc<Inner>,
+    id: ReaderId,
     reader: Arc<ReaderShared>,
 }
 
 impl ReadCondition {
-    pub(crate) fn new(reader: Arc<ReaderShared>) -> Self {
-        Self { reader }
+    pub(crate) fn new(inner: Arc<Inner>, id: ReaderId, reader: Arc<ReaderShared>) -> Self {
+        Self { inner, id, reader }
     }
 
-    /// Whether the condition is triggered now.
+    /// Whether the condition is triggered now (the reader's cache, in the engine, holds a
+    /// sample not read yet).
     pub fn trigger_value(&self) -> bool {
-        self.reader.has_unread()
+        self.inner.reader_has_unread(self.id)
     }
 }
 

@@ -13,9 +13,10 @@ use ferrodds_rtps::{Guid, Time};
 use crate::entity::WriterShared;
 use crate::error::{DdsError, DdsResult};
 use crate::qos::{DataWriterQos, PublishMode};
-use crate::runtime::{lock, wall_time, Inner, Pending, TxScratch};
+use crate::runtime::{wall_time, Inner, Pending, TxScratch};
 use crate::sample::InstanceHandle;
 use crate::status::{DataWriterListener, OfferedIncompatibleQosStatus, PublicationMatchedStatus};
+use crate::sync::lock;
 use crate::typesupport;
 use crate::waitset::StatusCondition;
 

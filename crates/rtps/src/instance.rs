@@ -187,6 +187,17 @@ pub struct TakenSample {
     pub read: bool,
 }
 
+/// What [`crate::Participant::take_samples`] did besides moving samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub struct TakeOutcome {
+    /// Samples left in the reader's cache.
+    pub left: usize,
+    /// The take made room in a full KEEP_ALL reader: acknowledgements it held back are
+    /// now due (drain `poll_transmit`).
+    pub transmit_due: bool,
+}
+
 /// One queued sample.
 #[derive(Debug)]
 struct Queued {

@@ -174,7 +174,7 @@ pub use api::{
     ChangeKind, EngineError, Event, ParticipantConfig, ReaderAttributes, ReaderId, Sample, Stats,
     Timestamp, Transmit, WriteError, WriteRequest, WriterAttributes, WriterId,
 };
-pub use instance::{InstanceState, KeyExtractor, TakenSample};
+pub use instance::{InstanceState, KeyExtractor, TakeOutcome, TakenSample};
 pub use participant::Participant;
 pub use qos::{
     Batching, DataRepresentation, Deadline, Durability, History, Liveliness, LivelinessKind,

@@ -10,7 +10,7 @@ use crate::discovery::{
     SEDP_SUB_WRITER, SPDP_READER, SPDP_WRITER,
 };
 use crate::history::{CacheChange, HistoryCache};
-use crate::instance::{InstanceState, KeyExtractor, ReaderCache, TakenSample};
+use crate::instance::{InstanceState, KeyExtractor, ReaderCache, TakeOutcome, TakenSample};
 use crate::proxy::{Change, Outcome, ReaderProxy, WriterProxy};
 use crate::qos::{
     check_compatible, Durability, EndpointQos, History, ReaderQos, Reliability, ReliabilityKind,
@@ -1062,7 +1062,6 @@ impl Participant {
     /// Moves at most `max` samples of this reader, in delivery order, to the
     /// end of `out`, after giving the payload buffers in `recycled` back for
     /// reuse (see [`Participant::recycle_payload`]; `recycled` is left empty).
-    /// Returns whether samples are left in the reader's cache.
     #[inline]
     pub fn take_samples(
         &mut self,
@@ -1070,15 +1069,19 @@ impl Participant {
         max: usize,
         out: &mut Vec<TakenSample>,
         recycled: &mut Vec<Vec<u8>>,
-    ) -> bool {
+    ) -> TakeOutcome {
         while let Some(p) = recycled.pop() {
             self.recycle_payload(p);
         }
+        let none = TakeOutcome {
+            left: 0,
+            transmit_due: false,
+        };
         if r.0 < FIRST_USER {
-            return false;
+            return none;
         }
         let Some(reader) = self.readers.get_mut(r.0).and_then(Option::as_mut) else {
-            return false;
+            return none;
         };
         let was_full = reader.room() == 0;
         let mut n = 0;
@@ -1089,10 +1092,14 @@ impl Participant {
             out.push(s);
             n += 1;
         }
-        if was_full && n > 0 {
+        let transmit_due = was_full && n > 0;
+        if transmit_due {
             Self::room_again(&mut self.work, reader);
         }
-        reader.samples.len() > 0
+        TakeOutcome {
+            left: reader.samples.len(),
+            transmit_due,
+        }
     }
 
     /// A full KEEP_ALL reader has room again: ask for what it refused.
