@@ -2,7 +2,9 @@
 //! `DataWriter::write` (serialize, engine, send from the caller's thread; for the reliable
 //! writer also the acknowledgements its receive thread handles) must not allocate once
 //! warmed up. Then the receive path: a reliable reader whose listener takes with
-//! `take_each` (receive, decode into recycled values, deliver in place) must not either.
+//! `take_each` (receive, decode into recycled values, deliver in place) must not either,
+//! nor one whose listener takes with plain `take` (the loan's vectors and values go back
+//! to the reader when it is dropped).
 //!
 //! Runs without the libtest harness (`harness = false`): the counting allocator is global.
 //! The peer is a `shapes` subscriber or publisher in another process, so its allocations
@@ -54,12 +56,38 @@ fn main() {
         "--duration",
         "60",
     ]);
-    let result = std::panic::catch_unwind(|| receive(167));
+    let result = std::panic::catch_unwind(|| receive(167, Take::Each));
     let _ = publ.kill();
     let _ = publ.wait();
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
+    let mut publ = shapes(&[
+        "-P",
+        "-d",
+        "168",
+        "--sequence",
+        "--wait-matched",
+        "--rate",
+        "4000",
+        "--duration",
+        "60",
+    ]);
+    let result = std::panic::catch_unwind(|| receive(168, Take::Loan));
+    let _ = publ.kill();
+    let _ = publ.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// How the listener takes.
+#[derive(Clone, Copy, Debug)]
+enum Take {
+    /// `take_each`: samples lent to a closure.
+    Each,
+    /// `take`: a `Samples` loan, dropped after use.
+    Loan,
 }
 
 /// A `shapes` subscriber (reliable unless `-b`) in another process.
@@ -139,8 +167,9 @@ fn run(domain: u32, reliable: bool) {
     println!("alloc: ok");
 }
 
-/// Counts what the listener takes, in place, with `take_each`.
+/// Counts what the listener takes, in place.
 struct Count {
+    how: Take,
     reader: Mutex<Weak<DataReader<ShapeType>>>,
     samples: AtomicU64,
     /// The next x expected (the publisher's sequence numbers) and how often another came.
@@ -154,7 +183,7 @@ impl DataReaderListener for Count {
         };
         let mut n = 0;
         let mut order = self.order.lock().unwrap();
-        let _ = r.take_each(usize::MAX, |data, _| {
+        let mut each = |data: Option<&ShapeType>| {
             if let Some(s) = data {
                 n += 1;
                 if order.0.is_some_and(|next| next != s.x) {
@@ -162,14 +191,26 @@ impl DataReaderListener for Count {
                 }
                 order.0 = Some(s.x + 1);
             }
-        });
+        };
+        match self.how {
+            Take::Each => {
+                let _ = r.take_each(usize::MAX, |data, _| each(data));
+            }
+            Take::Loan => {
+                if let Ok(samples) = r.take() {
+                    for s in &samples {
+                        each(s.data.as_ref());
+                    }
+                }
+            }
+        }
         self.samples.fetch_add(n, Ordering::AcqRel);
     }
 }
 
 /// The receive path: a reliable reader fed by a `shapes` publisher in another process,
-/// taking from its listener with `take_each`.
-fn receive(domain: u32) {
+/// taking from its listener as `how` says.
+fn receive(domain: u32, how: Take) {
     const SAMPLES: u64 = 10_000;
     let cfg = Config::loopback().spdp_period(Duration::from_secs(5));
     let p = DomainParticipant::with_config(domain, cfg).expect("participant");
@@ -183,6 +224,7 @@ fn receive(domain: u32) {
             .unwrap(),
     );
     let count = Arc::new(Count {
+        how,
         reader: Mutex::new(Arc::downgrade(&r)),
         samples: AtomicU64::new(0),
         order: Mutex::new((None, 0)),
@@ -207,7 +249,7 @@ fn receive(domain: u32) {
     let stats = region.change();
     let n = end - start;
     println!(
-        "alloc: {} allocations, {} reallocations over {n} reliable samples received ({:.4}/sample)",
+        "alloc: {} allocations, {} reallocations over {n} reliable samples received, {how:?} ({:.4}/sample)",
         stats.allocations,
         stats.reallocations,
         stats.allocations as f64 / n as f64
