@@ -4,7 +4,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hasher};
 
-use crate::api::{ChangeKind, Sample};
+use crate::api::Sample;
+use crate::types::ChangeKind;
 
 /// DDS instance state as seen by a writer (last change written) or a reader
 /// (last change received).

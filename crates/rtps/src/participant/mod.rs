@@ -35,6 +35,7 @@ use crate::qos::{
 };
 use crate::reassembly::{FragmentRef, ReassemblyBudget};
 use crate::sn_set::SnSet;
+use crate::types::{ChangeKind, Timestamp};
 use crate::{EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time};
 
 mod commands;
