@@ -248,7 +248,8 @@ impl Participant {
     /// `prefix` (after its SPDP data changed).
     pub(super) fn refresh_locators(&mut self, prefix: GuidPrefix) {
         let builtin = self.locators_for(prefix, &[], true);
-        let mut user: HashMap<Guid, Vec<Locator>> = HashMap::new();
+        let mut user: SeededMap<Guid, Vec<Locator>> =
+            HashMap::with_hasher(map_hasher(self.config.guid_prefix));
         for (g, d) in self.remote_writers.iter().chain(self.remote_readers.iter()) {
             if g.prefix == prefix {
                 user.insert(*g, self.locators_for(prefix, &d.unicast, false));

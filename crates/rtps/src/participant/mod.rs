@@ -27,7 +27,7 @@ use crate::discovery::{
     SEDP_SUB_WRITER, SPDP_READER, SPDP_WRITER,
 };
 use crate::history::{CacheChange, HistoryCache};
-use crate::instance::{InstanceState, ReaderCache};
+use crate::instance::{InstanceState, KeyHasherBuilder, ReaderCache};
 use crate::proxy::{Change, Outcome, ReaderProxy, WriterProxy};
 use crate::qos::{
     check_compatible, Durability, EndpointQos, History, ReaderQos, Reliability, ReliabilityKind,
@@ -99,9 +99,9 @@ pub struct Participant {
     writers: Vec<Option<LocalWriter>>,
     readers: Vec<Option<LocalReader>>,
     next_entity_key: u32,
-    participants: HashMap<GuidPrefix, RemoteParticipant>,
-    remote_writers: HashMap<Guid, EndpointData>,
-    remote_readers: HashMap<Guid, EndpointData>,
+    participants: SeededMap<GuidPrefix, RemoteParticipant>,
+    remote_writers: SeededMap<Guid, EndpointData>,
+    remote_readers: SeededMap<Guid, EndpointData>,
     spdp_payload: Vec<u8>,
     next_spdp: Timestamp,
     spdp_sent: u32,
@@ -123,7 +123,7 @@ pub struct Participant {
     /// lease renewal is written back to `participants` only when another
     /// participant is heard or leases are checked, so that a stream of
     /// datagrams from one peer costs no map lookup (that map is keyed by
-    /// remote-chosen prefixes, so it keeps the DoS-resistant SipHash).
+    /// remote-chosen prefixes, so its hasher is seeded with our own prefix).
     heard: Option<(GuidPrefix, Timestamp)>,
     /// `config.heartbeat_period / 20` in nanoseconds: the least time between
     /// two pushes whose HEARTBEAT asks for an ACKNACK (computed once: a
@@ -164,6 +164,16 @@ fn hash_seed(prefix: GuidPrefix) -> u64 {
             prefix.0[2],
             prefix.0[3],
         ]))
+}
+
+/// A hash map of the engine: deterministic (no OS randomness in a sans-IO
+/// engine) and, since its keys may be chosen by remote peers, seeded with
+/// this participant's own (random) GUID prefix ([`map_hasher`]).
+type SeededMap<K, V> = HashMap<K, V, KeyHasherBuilder>;
+
+/// The hasher of this participant's [`SeededMap`]s.
+fn map_hasher(prefix: GuidPrefix) -> KeyHasherBuilder {
+    KeyHasherBuilder::new(hash_seed(prefix))
 }
 
 /// The reusable proxy outcome, reset.
@@ -250,9 +260,9 @@ impl Participant {
             config,
             stats: Stats::default(),
             next_entity_key: 1,
-            participants: HashMap::new(),
-            remote_writers: HashMap::new(),
-            remote_readers: HashMap::new(),
+            participants: HashMap::with_hasher(map_hasher(prefix)),
+            remote_writers: HashMap::with_hasher(map_hasher(prefix)),
+            remote_readers: HashMap::with_hasher(map_hasher(prefix)),
             next_spdp: now,
             spdp_sent: 0,
             spdp_queue: VecDeque::new(),
