@@ -2,6 +2,7 @@
 //! DATA_FRAG handlers.
 
 use super::*;
+use ferrodds_wire::ReceiverState;
 
 impl Participant {
     /// Processes one received datagram. `src` is the sender's locator, if known
@@ -13,7 +14,7 @@ impl Participant {
             self.stats.malformed_datagrams += 1;
             return;
         };
-        let mut src_prefix = hdr.prefix;
+        let src_prefix = hdr.prefix;
         let ours = self.config.guid_prefix;
         match &mut self.heard {
             Some((p, t)) if *p == src_prefix => *t = now,
@@ -27,8 +28,11 @@ impl Participant {
                 }
             }
         }
+        // The receiver state (source, destination, timestamp, reply
+        // locators) as the wire crate interprets the INFO_* submessages;
+        // `for_us` caches its `is_for(ours)`.
+        let mut rx = ReceiverState::new(&hdr.header, ours);
         let mut for_us = true;
-        let mut ts: Option<Time> = None;
         for sub in subs {
             let sub = match sub {
                 Ok(s) => s,
@@ -38,14 +42,15 @@ impl Participant {
                 }
             };
             match sub {
-                Sub::InfoTs(t) => ts = t,
-                Sub::InfoSrc(p) => src_prefix = p,
-                Sub::InfoDst(p) => for_us = p == GuidPrefix([0; 12]) || p == ours,
+                Sub::Info(info) => {
+                    rx.apply(&info, ours);
+                    for_us = rx.is_for(ours);
+                }
                 Sub::Other(_) => self.stats.unknown_submessages += 1,
                 Sub::Pad => {}
                 _ if !for_us => {}
-                Sub::Data(d) => self.on_data(src_prefix, &d, ts, now),
-                Sub::DataFrag(f) => self.on_data_frag(src_prefix, &f, ts, now),
+                Sub::Data(d) => self.on_data(rx.source_guid_prefix, &d, rx.timestamp, now),
+                Sub::DataFrag(f) => self.on_data_frag(rx.source_guid_prefix, &f, rx.timestamp, now),
                 Sub::HeartbeatFrag {
                     reader_id,
                     writer_id,
@@ -53,7 +58,7 @@ impl Participant {
                     last_frag,
                     count,
                 } => self.on_heartbeat_frag(
-                    Guid::new(src_prefix, writer_id),
+                    Guid::new(rx.source_guid_prefix, writer_id),
                     reader_id,
                     (sn, last_frag, count),
                 ),
@@ -65,7 +70,7 @@ impl Participant {
                     count,
                     final_flag,
                 } => self.on_heartbeat(
-                    Guid::new(src_prefix, writer_id),
+                    Guid::new(rx.source_guid_prefix, writer_id),
                     reader_id,
                     (first, last, count, final_flag),
                 ),
@@ -76,7 +81,7 @@ impl Participant {
                     count,
                     final_flag,
                 } => self.on_acknack(
-                    Guid::new(src_prefix, reader_id),
+                    Guid::new(rx.source_guid_prefix, reader_id),
                     writer_id,
                     &set,
                     count,
@@ -90,7 +95,7 @@ impl Participant {
                     frags,
                     count,
                 } => self.on_nack_frag(
-                    Guid::new(src_prefix, reader_id),
+                    Guid::new(rx.source_guid_prefix, reader_id),
                     writer_id,
                     sn,
                     &frags,
@@ -102,7 +107,12 @@ impl Participant {
                     writer_id,
                     start,
                     list,
-                } => self.on_gap(Guid::new(src_prefix, writer_id), reader_id, start, &list),
+                } => self.on_gap(
+                    Guid::new(rx.source_guid_prefix, writer_id),
+                    reader_id,
+                    start,
+                    &list,
+                ),
             }
         }
         if !core::mem::take(&mut self.notify) {
