@@ -622,7 +622,7 @@ impl Inner {
 
     fn send_datagram(&self, bytes: &[u8], destinations: &[Locator]) {
         for d in destinations {
-            let Some(dst) = udp_destination(d) else {
+            let Some(dst) = d.udpv4_destination() else {
                 continue;
             };
             if dst.ip().is_multicast() && !self.multicast {
@@ -814,40 +814,9 @@ impl Inner {
     }
 }
 
-/// The UDPv4 socket address of a locator, if it is one.
-pub(crate) fn udp_destination(l: &Locator) -> Option<SocketAddrV4> {
-    if l.kind != Locator::KIND_UDPV4 {
-        return None;
-    }
-    let port = u16::try_from(l.port).ok().filter(|p| *p != 0)?;
-    let a = l.address;
-    Some(SocketAddrV4::new(
-        Ipv4Addr::new(a[12], a[13], a[14], a[15]),
-        port,
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn udp_destination_filters_kinds_and_ports() {
-        let l = Locator::udpv4(Ipv4Addr::new(127, 0, 0, 1), 7410);
-        assert_eq!(
-            udp_destination(&l),
-            Some(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7410))
-        );
-        let mut v6 = l;
-        v6.kind = 2; // UDPv6
-        assert_eq!(udp_destination(&v6), None);
-        let mut big = l;
-        big.port = 70_000;
-        assert_eq!(udp_destination(&big), None);
-        let mut zero = l;
-        zero.port = 0;
-        assert_eq!(udp_destination(&zero), None);
-    }
 
     #[test]
     fn time_conversions_round_trip() {

@@ -34,6 +34,8 @@ pub(crate) enum Malformed {
 pub(crate) struct MsgHeader {
     pub(crate) vendor: [u8; 2],
     pub(crate) prefix: GuidPrefix,
+    /// The whole header (the initial receiver state derives from it).
+    pub(crate) header: Header,
 }
 
 /// Checks the RTPS header and returns it with an iterator over the submessages.
@@ -47,6 +49,7 @@ pub(crate) fn parse(buf: &[u8]) -> Result<(MsgHeader, SubIter<'_>), Malformed> {
         MsgHeader {
             vendor: h.vendor_id.0,
             prefix: h.guid_prefix,
+            header: *h,
         },
         SubIter {
             inner: view.raw_submessages(),
@@ -80,9 +83,10 @@ pub(crate) enum Sub<'a> {
         start: i64,
         list: SnSet,
     },
-    InfoTs(Option<Time>),
-    InfoSrc(GuidPrefix),
-    InfoDst(GuidPrefix),
+    /// A submessage that changes the receiver state (INFO_TS, INFO_SRC,
+    /// INFO_DST, INFO_REPLY, INFO_REPLY_IP4): see
+    /// [`ferrodds_wire::ReceiverState::apply`].
+    Info(Submessage<'a>),
     DataFrag(DataFragSub<'a>),
     NackFrag {
         reader_id: EntityId,
@@ -186,8 +190,10 @@ fn decode<'a>(raw: &RawSubmessage<'a>) -> Option<Sub<'a>> {
         id::DATA => data_sub(Data::parse(h, b, o).ok()?),
         id::HEARTBEAT => heartbeat_sub(Heartbeat::parse(h, b, o).ok()?),
         id::ACKNACK => acknack_sub(AckNack::parse(h, b, o).ok()?),
-        id::INFO_TS => Some(Sub::InfoTs(InfoTs::parse(h, b, o).ok()?.timestamp)),
-        id::INFO_DST => Some(Sub::InfoDst(InfoDst::parse(h, b, o).ok()?.guid_prefix)),
+        id::INFO_TS => Some(Sub::Info(Submessage::InfoTs(InfoTs::parse(h, b, o).ok()?))),
+        id::INFO_DST => Some(Sub::Info(Submessage::InfoDst(
+            InfoDst::parse(h, b, o).ok()?,
+        ))),
         _ => convert(raw.parse().ok()?),
     }
 }
@@ -293,9 +299,11 @@ fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
                 list: sn_set(&g.gap_list)?,
             }
         }
-        Submessage::InfoTs(t) => Sub::InfoTs(t.timestamp),
-        Submessage::InfoSrc(s) => Sub::InfoSrc(s.guid_prefix),
-        Submessage::InfoDst(d) => Sub::InfoDst(d.guid_prefix),
+        info @ (Submessage::InfoTs(_)
+        | Submessage::InfoSrc(_)
+        | Submessage::InfoDst(_)
+        | Submessage::InfoReply(_)
+        | Submessage::InfoReplyIp4(_)) => Sub::Info(info),
         Submessage::Pad(_) => Sub::Pad,
         other => Sub::Other(other.id()),
     })
@@ -626,12 +634,17 @@ mod tests {
         assert_eq!(h.vendor, VENDOR_ID);
         let subs: Vec<_> = subs.collect::<Result<_, _>>().unwrap();
         assert_eq!(subs.len(), 6);
-        assert_eq!(subs[0], Sub::InfoDst(P));
+        assert_eq!(
+            subs[0],
+            Sub::Info(Submessage::InfoDst(InfoDst { guid_prefix: P }))
+        );
         assert_eq!(
             subs[1],
-            Sub::InfoTs(Some(Time {
-                seconds: 5,
-                fraction: 7
+            Sub::Info(Submessage::InfoTs(InfoTs {
+                timestamp: Some(Time {
+                    seconds: 5,
+                    fraction: 7
+                })
             }))
         );
         match &subs[2] {

@@ -6,8 +6,8 @@
 
 use std::collections::VecDeque;
 
-use crate::api::ChangeKind;
 use crate::instance::{InstanceMap, InstanceState};
+use crate::types::ChangeKind;
 use crate::Time;
 
 /// Most recycled payload buffers kept (a batching writer's history holds

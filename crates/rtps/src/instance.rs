@@ -4,7 +4,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hasher};
 
-use crate::api::{ChangeKind, Sample};
+use crate::api::Sample;
+use crate::types::ChangeKind;
 
 /// DDS instance state as seen by a writer (last change written) or a reader
 /// (last change received).
@@ -494,7 +495,7 @@ mod tests {
     #[test]
     fn hasher_spreads_padded_small_keys() {
         let b = KeyHasherBuilder::new(3);
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = std::collections::BTreeSet::new();
         for i in 0..10_000u32 {
             let mut k = [0u8; 16];
             k[..4].copy_from_slice(&i.to_be_bytes());

@@ -171,8 +171,8 @@ mod sn_set;
 mod types;
 
 pub use api::{
-    ChangeKind, EngineError, Event, ParticipantConfig, ReaderAttributes, ReaderId, Sample, Stats,
-    Timestamp, Transmit, WriteError, WriteRequest, WriterAttributes, WriterId,
+    EngineError, Event, ParticipantConfig, ReaderAttributes, ReaderId, Sample, Stats, Transmit,
+    WriteError, WriteRequest, WriterAttributes, WriterId,
 };
 pub use instance::{InstanceState, KeyExtractor, TakeOutcome, TakenSample};
 pub use participant::Participant;
@@ -182,4 +182,4 @@ pub use qos::{
     WriterQos,
 };
 pub use reassembly::{ReassemblyBudget, ReassemblyLimits};
-pub use types::{EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time};
+pub use types::{ChangeKind, EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time, Timestamp};

@@ -3,9 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::api::{ChangeKind, Timestamp};
 use crate::reassembly::{FragmentRef, Reassembler, ReassemblyBudget, ReassemblyLimits, Rejected};
 use crate::sn_set::SnSet;
+use crate::types::{ChangeKind, Timestamp};
 use crate::{Guid, Locator, Time};
 
 /// Most out-of-order changes buffered per writer proxy.

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::api::{ChangeKind, Timestamp};
+use crate::types::{ChangeKind, Timestamp};
 use crate::Time;
 
 /// Allocation granule of reassembly buffers (rounded to whole fragments).

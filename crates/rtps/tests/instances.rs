@@ -100,6 +100,8 @@ fn main() {
     let base = live_bytes();
     settle(&mut a, &mut b, Timestamp(t), &mut buf);
     let reader_with_samples = live_bytes() - base;
+    // (Test harness, not the engine: OS-seeded hashing is fine here.)
+    #[allow(clippy::disallowed_methods)]
     let mut keys = HashSet::new();
     let mut taken = 0;
     while let Some(s) = b.take_sample(r) {

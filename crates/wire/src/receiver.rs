@@ -3,6 +3,7 @@
 //! that follow them in one message.
 
 use crate::error::Result;
+use crate::header::Header;
 use crate::message::{MessageView, Submessages};
 use crate::submessage::{InfoReply, InfoReplyIp4, Submessage};
 use crate::types::{GuidPrefix, ProtocolVersion, Time, VendorId};
@@ -36,8 +37,51 @@ pub struct ReceiverState<'a> {
     pub reply_to: ReplyTo<'a>,
 }
 
-impl ReceiverState<'_> {
+impl<'a> ReceiverState<'a> {
+    /// The initial state for a message with header `h` received by the
+    /// participant `own`.
+    #[inline]
+    #[must_use]
+    pub fn new(h: &Header, own: GuidPrefix) -> Self {
+        ReceiverState {
+            source_version: h.version,
+            source_vendor_id: h.vendor_id,
+            source_guid_prefix: h.guid_prefix,
+            dest_guid_prefix: own,
+            timestamp: None,
+            reply_to: ReplyTo::Source,
+        }
+    }
+
+    /// Applies the effect of submessage `s` (INFO_SRC, INFO_DST, INFO_TS,
+    /// INFO_REPLY, INFO_REPLY_IP4; others change nothing) for the receiving
+    /// participant `own`.
+    #[inline]
+    pub fn apply(&mut self, s: &Submessage<'a>, own: GuidPrefix) {
+        match *s {
+            Submessage::InfoSrc(i) => {
+                self.source_version = i.version;
+                self.source_vendor_id = i.vendor_id;
+                self.source_guid_prefix = i.guid_prefix;
+                self.reply_to = ReplyTo::Source;
+                self.timestamp = None;
+            }
+            Submessage::InfoDst(i) => {
+                self.dest_guid_prefix = if i.guid_prefix == GuidPrefix::UNKNOWN {
+                    own
+                } else {
+                    i.guid_prefix
+                };
+            }
+            Submessage::InfoTs(i) => self.timestamp = i.timestamp,
+            Submessage::InfoReply(r) => self.reply_to = ReplyTo::Locators(r),
+            Submessage::InfoReplyIp4(r) => self.reply_to = ReplyTo::Ipv4(r),
+            _ => {}
+        }
+    }
+
     /// Whether the submessage is addressed to the participant `own`.
+    #[inline]
     #[must_use]
     pub fn is_for(&self, own: GuidPrefix) -> bool {
         self.dest_guid_prefix == own || self.dest_guid_prefix == GuidPrefix::UNKNOWN
@@ -62,28 +106,8 @@ impl<'a> Iterator for Interpreter<'a> {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
         };
-        let st = &mut self.state;
-        match s {
-            Submessage::InfoSrc(i) => {
-                st.source_version = i.version;
-                st.source_vendor_id = i.vendor_id;
-                st.source_guid_prefix = i.guid_prefix;
-                st.reply_to = ReplyTo::Source;
-                st.timestamp = None;
-            }
-            Submessage::InfoDst(i) => {
-                st.dest_guid_prefix = if i.guid_prefix == GuidPrefix::UNKNOWN {
-                    self.own
-                } else {
-                    i.guid_prefix
-                };
-            }
-            Submessage::InfoTs(i) => st.timestamp = i.timestamp,
-            Submessage::InfoReply(r) => st.reply_to = ReplyTo::Locators(r),
-            Submessage::InfoReplyIp4(r) => st.reply_to = ReplyTo::Ipv4(r),
-            _ => {}
-        }
-        Some(Ok((*st, s)))
+        self.state.apply(&s, self.own);
+        Some(Ok((self.state, s)))
     }
 }
 
@@ -95,17 +119,9 @@ impl<'a> MessageView<'a> {
     /// reply locators in effect for it.
     #[must_use]
     pub fn interpret(&self, own: GuidPrefix) -> Interpreter<'a> {
-        let h = self.header();
         Interpreter {
             subs: self.submessages(),
-            state: ReceiverState {
-                source_version: h.version,
-                source_vendor_id: h.vendor_id,
-                source_guid_prefix: h.guid_prefix,
-                dest_guid_prefix: own,
-                timestamp: None,
-                reply_to: ReplyTo::Source,
-            },
+            state: ReceiverState::new(self.header(), own),
             own,
         }
     }
@@ -115,7 +131,6 @@ impl<'a> MessageView<'a> {
 mod tests {
     use super::*;
     use crate::codec::Endianness;
-    use crate::header::Header;
     use crate::message::MessageWriter;
     use crate::submessage::{InfoDst, InfoSrc, InfoTs, LocatorUdpv4, Pad};
 

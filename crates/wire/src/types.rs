@@ -1,6 +1,6 @@
 //! Common RTPS wire types (DDSI-RTPS 2.5 §8.2, §9.3, §9.4.2).
 
-use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 
 use crate::codec::{Reader, Writer};
 use crate::error::{Result, WireError};
@@ -853,6 +853,17 @@ impl Locator {
         Some(SocketAddr::new(ip, port))
     }
 
+    /// The destination socket address of a UDPv4 locator: `None` for other
+    /// kinds and for ports that are invalid (0) or do not fit 16 bits.
+    #[must_use]
+    pub fn udpv4_destination(&self) -> Option<SocketAddrV4> {
+        if self.kind != Self::KIND_UDPV4 {
+            return None;
+        }
+        let port = u16::try_from(self.port).ok().filter(|p| *p != 0)?;
+        Some(SocketAddrV4::new(self.ipv4()?, port))
+    }
+
     /// A UDP locator for a socket address.
     #[must_use]
     pub fn from_udp_socket_addr(addr: SocketAddr) -> Self {
@@ -1157,6 +1168,27 @@ impl WireType for Duration {
 mod tests {
     use super::*;
     use crate::Endianness;
+
+    #[test]
+    fn udpv4_destination_filters_kinds_and_ports() {
+        let l = Locator::udpv4(Ipv4Addr::new(127, 0, 0, 1), 7410);
+        assert_eq!(
+            l.udpv4_destination(),
+            Some(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7410))
+        );
+        let mut v6 = l;
+        v6.kind = Locator::KIND_UDPV6;
+        assert_eq!(v6.udpv4_destination(), None);
+        let mut tcp = l;
+        tcp.kind = Locator::KIND_TCPV4;
+        assert_eq!(tcp.udpv4_destination(), None);
+        let mut big = l;
+        big.port = 70_000;
+        assert_eq!(big.udpv4_destination(), None);
+        let mut zero = l;
+        zero.port = Locator::PORT_INVALID;
+        assert_eq!(zero.udpv4_destination(), None);
+    }
 
     #[test]
     fn sequence_number_words() {

@@ -1,0 +1,310 @@
+//! The public commands and queries of [`Participant`]: writers (create,
+//! delete, write, flush, instances) and counts/state queries.
+
+use super::*;
+
+impl Participant {
+    /// Creates a user writer, announces it through SEDP and matches it with
+    /// known readers (including this participant's own).
+    pub fn create_writer(
+        &mut self,
+        attrs: WriterAttributes,
+        now: Timestamp,
+    ) -> Result<WriterId, EngineError> {
+        Self::check_history(attrs.qos.history)?;
+        let eid = self.alloc_entity(if attrs.keyed { 0x02 } else { 0x03 })?;
+        let guid = Guid::new(self.config.guid_prefix, eid);
+        let data = EndpointData {
+            guid,
+            topic_name: attrs.topic_name.clone(),
+            type_name: attrs.type_name.clone(),
+            qos: EndpointQos::from(&attrs.qos),
+            unicast: Vec::new(),
+            multicast: Vec::new(),
+        };
+        let mut w = LocalWriter::new(
+            guid,
+            Role::User,
+            attrs.topic_name,
+            attrs.type_name,
+            attrs.qos,
+        );
+        w.sizes = Sizes::new(&self.config, &w.qos);
+        self.writers.push(Some(w));
+        let id = WriterId(self.writers.len() - 1);
+        self.announce_endpoint(IDX_SEDP_PUB, &data, now);
+        let readers: Vec<EndpointData> = self.remote_readers.values().cloned().collect();
+        for r in &readers {
+            self.match_writer_reader(id.0, r);
+        }
+        // Local loopback: our own readers see this writer like a remote one.
+        self.on_remote_writer(data);
+        Ok(id)
+    }
+
+    pub(super) fn announce_endpoint(&mut self, sedp: usize, data: &EndpointData, now: Timestamp) {
+        let payload = data.encode(self.config.guid_prefix);
+        let key = data.guid.to_bytes();
+        let _ = self.add_change(sedp, ChangeKind::Alive, Some(key), &payload, None, now);
+    }
+
+    pub(super) fn announce_dispose(&mut self, sedp: usize, guid: Guid, now: Timestamp) {
+        let payload = discovery::endpoint_key_payload(guid);
+        let _ = self.add_change(
+            sedp,
+            ChangeKind::NotAliveDisposedUnregistered,
+            Some(guid.to_bytes()),
+            &payload,
+            None,
+            now,
+        );
+    }
+
+    /// Deletes a writer (announces a dispose through SEDP).
+    pub fn delete_writer(&mut self, w: WriterId, now: Timestamp) -> Result<(), EngineError> {
+        let guid = self.user_writer(w).ok_or(EngineError::UnknownWriter)?.guid;
+        self.writers[w.0] = None;
+        self.announce_dispose(IDX_SEDP_PUB, guid, now);
+        self.remove_remote_writer(guid);
+        Ok(())
+    }
+
+    /// GUID of a live writer.
+    pub fn writer_guid(&self, w: WriterId) -> Option<Guid> {
+        self.user_writer(w).map(|w| w.guid)
+    }
+
+    /// GUID of a live reader.
+    pub fn reader_guid(&self, r: ReaderId) -> Option<Guid> {
+        self.user_reader(r).map(|r| r.guid)
+    }
+
+    /// Largest payload `write` accepts
+    /// ([`crate::ReassemblyLimits::max_sample_size`] of the configuration).
+    pub fn max_payload_size(&self) -> usize {
+        self.config.reassembly.max_sample_size as usize
+    }
+
+    /// Bytes currently held for reassembly of fragmented samples by all
+    /// readers of this participant (bounded by
+    /// [`crate::ReassemblyLimits::max_bytes_total`]).
+    pub fn reassembly_bytes(&self) -> usize {
+        self.reasm_budget.used()
+    }
+
+    /// The fragment size this writer uses for samples too large for one
+    /// datagram, and the largest payload it sends as one DATA.
+    pub fn writer_fragment_size(&self, w: WriterId) -> Option<(usize, usize)> {
+        self.user_writer(w)
+            .map(|w| (w.sizes.frag, w.sizes.max_data))
+    }
+
+    /// Payload bytes written to `w` but not sent yet (held by batching, or
+    /// not yet drained through `poll_transmit`): what a flow controller or
+    /// an asynchronous publisher needs to know.
+    pub fn pending_bytes(&self, w: WriterId) -> usize {
+        self.user_writer(w).map_or(0, |w| {
+            if w.pushed >= w.last_sn {
+                0
+            } else {
+                w.unsent_bytes.max(1)
+            }
+        })
+    }
+
+    /// Sends everything `w` holds (batching) on the next `poll_transmit`.
+    pub fn flush(&mut self, w: WriterId, now: Timestamp) -> Result<(), EngineError> {
+        let _ = now;
+        if self.user_writer(w).is_none() {
+            return Err(EngineError::UnknownWriter);
+        }
+        let wi = w.0;
+        if let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) {
+            if w.pushed < w.last_sn {
+                w.flush = true;
+                self.work.push = true;
+                self.work.push_from = self.work.push_from.min(wi);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Participant::write`] followed by [`Participant::flush`]: the sample
+    /// (and anything batched before it) goes out on the next
+    /// `poll_transmit`, e.g. a latency ping.
+    pub fn write_flush(
+        &mut self,
+        w: WriterId,
+        change: WriteRequest<'_>,
+        now: Timestamp,
+    ) -> Result<SequenceNumber, WriteError> {
+        let sn = self.write(w, change, now)?;
+        let _ = self.flush(w, now);
+        Ok(sn)
+    }
+
+    /// Adds a change to the writer's history and queues its transmission
+    /// (`poll_transmit` yields it at once).
+    pub fn write(
+        &mut self,
+        w: WriterId,
+        change: WriteRequest<'_>,
+        now: Timestamp,
+    ) -> Result<SequenceNumber, WriteError> {
+        if self.user_writer(w).is_none() {
+            return Err(WriteError::UnknownWriter);
+        }
+        let max = self.max_payload_size();
+        if change.serialized_payload.len() > max {
+            return Err(WriteError::PayloadTooLarge {
+                size: change.serialized_payload.len(),
+                max,
+            });
+        }
+        self.add_change(
+            w.0,
+            change.kind,
+            change.key_hash,
+            change.serialized_payload,
+            change.source_timestamp,
+            now,
+        )
+        .map(SequenceNumber)
+    }
+
+    fn add_change(
+        &mut self,
+        wi: usize,
+        kind: ChangeKind,
+        key_hash: Option<[u8; 16]>,
+        payload: &[u8],
+        source_timestamp: Option<Time>,
+        now: Timestamp,
+    ) -> Result<i64, WriteError> {
+        let period = self.config.heartbeat_period;
+        let w = self
+            .writers
+            .get_mut(wi)
+            .and_then(Option::as_mut)
+            .ok_or(WriteError::UnknownWriter)?;
+        match w.qos.history {
+            History::KeepLast(depth) => {
+                let depth = depth.max(1) as usize;
+                while w.history.instance_count(key_hash.as_ref()) >= depth {
+                    let Some((old, len)) = w.history.remove_oldest_of(key_hash.as_ref()) else {
+                        break;
+                    };
+                    if old > w.pushed {
+                        // Replaced before it was sent.
+                        w.pushed_one(len);
+                    }
+                }
+            }
+            History::KeepAll => {
+                if let Some(max) = w.max_samples() {
+                    if w.history.len() >= max {
+                        if w.history.first_sn().is_some_and(|f| f <= w.ack_bound()) {
+                            w.history.remove_oldest();
+                        } else {
+                            w.blocked = true;
+                            return Err(WriteError::HistoryFull);
+                        }
+                    }
+                }
+            }
+        }
+        let sn = w.last_sn + 1;
+        if payload.len() > w.sizes.max_data {
+            // Large samples are never held back by batching.
+            w.flush = true;
+        }
+        if w.pushed >= w.last_sn {
+            w.batch_since = Some(now);
+        }
+        w.unsent_bytes += payload.len();
+        w.unsent_samples += 1;
+        let payload = w.history.make_payload(payload);
+        w.history.push(CacheChange {
+            sn,
+            kind,
+            key_hash,
+            source_timestamp,
+            payload,
+            removed: false,
+        });
+        w.last_sn = sn;
+        w.all_acked_reported = false;
+        if w.reliable() && w.next_hb.is_none() && w.proxies.iter().any(|p| p.reliable) {
+            let t = now.saturating_add(period);
+            w.next_hb = Some(t);
+            self.work.arm(t);
+        }
+        if !w.qos.flow_controlled {
+            self.work.push = true;
+            self.work.push_from = self.work.push_from.min(wi);
+            if let Some(d) = w.batch_deadline() {
+                self.work.arm(d);
+            }
+        }
+        Ok(sn)
+    }
+
+    /// Registers an instance (by key hash) with a writer without writing a
+    /// sample; `Ok(true)` if it was not registered (unknown, or unregistered:
+    /// it is `Alive` again). Instances are forgotten once unregistered and
+    /// their changes left the history.
+    pub fn register_instance(
+        &mut self,
+        w: WriterId,
+        key_hash: [u8; 16],
+    ) -> Result<bool, EngineError> {
+        if self.user_writer(w).is_none() {
+            return Err(EngineError::UnknownWriter);
+        }
+        Ok(self
+            .writers
+            .get_mut(w.0)
+            .and_then(Option::as_mut)
+            .is_some_and(|w| w.history.register(Some(key_hash))))
+    }
+
+    /// State of a writer's instance (`None`: unknown to the writer).
+    pub fn writer_instance_state(&self, w: WriterId, key_hash: &[u8; 16]) -> Option<InstanceState> {
+        self.user_writer(w)?
+            .history
+            .instance(Some(key_hash))
+            .map(|i| i.state)
+    }
+
+    /// Number of instances a writer knows (registered or with changes in its history).
+    pub fn writer_instance_count(&self, w: WriterId) -> usize {
+        self.user_writer(w)
+            .map_or(0, |w| w.history.instance_total())
+    }
+
+    /// Number of instances a reader has seen.
+    pub fn reader_instance_count(&self, r: ReaderId) -> usize {
+        self.user_reader(r)
+            .map_or(0, |r| r.samples.instance_count())
+    }
+
+    /// True when every matched reliable reader acknowledged everything written so far.
+    pub fn is_acknowledged_by_all(&self, w: WriterId) -> bool {
+        self.user_writer(w).is_none_or(LocalWriter::all_acked)
+    }
+
+    /// Number of readers matched with this writer.
+    pub fn matched_reader_count(&self, w: WriterId) -> usize {
+        self.user_writer(w).map_or(0, |w| w.proxies.len())
+    }
+
+    /// Number of writers matched with this reader.
+    pub fn matched_writer_count(&self, r: ReaderId) -> usize {
+        self.user_reader(r).map_or(0, |r| r.proxies.len())
+    }
+
+    /// Next event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+}

@@ -1,0 +1,108 @@
+//! Building DATA / DATA_FRAG submessages of a cache change into a datagram.
+
+use super::*;
+
+/// What [`emit_change`] managed to put into a datagram.
+pub(super) enum Emitted {
+    /// The whole change (or its remaining fragments).
+    All,
+    /// Fragments up to (excluding) this 1-based fragment number.
+    Upto(u32),
+    /// Nothing fitted.
+    Nothing,
+}
+
+/// Emits a change as DATA, or as DATA_FRAGs from fragment `from` on when it is
+/// larger than `sizes.max_data`, keeping `reserve` bytes free.
+pub(super) fn emit_change(
+    e: &mut Emitter<'_>,
+    ids: (EntityId, EntityId),
+    c: &CacheChange,
+    sizes: Sizes,
+    from: u32,
+    reserve: usize,
+    stats: &mut Stats,
+) -> Emitted {
+    let (reader_id, writer_id) = ids;
+    let key_only = c.kind != ChangeKind::Alive;
+    if c.payload.len() <= sizes.max_data {
+        let need = Emitter::data_len(c.key_hash.is_some(), key_only, c.payload.len())
+            + if c.source_timestamp.is_some() { 12 } else { 0 };
+        if need + reserve > e.room() {
+            return Emitted::Nothing;
+        }
+        if let Some(t) = c.source_timestamp {
+            e.info_ts(t);
+        }
+        e.data(
+            reader_id,
+            writer_id,
+            c.sn,
+            c.key_hash.as_ref(),
+            c.kind.status_info(),
+            &c.payload,
+            key_only,
+        );
+        stats.sent_data += 1;
+        return Emitted::All;
+    }
+    let total = c.payload.len().div_ceil(sizes.frag) as u32;
+    let mut f = from.max(1);
+    let mut first_in_datagram = true;
+    while f <= total {
+        if !emit_fragment(e, ids, c, sizes.frag, f, first_in_datagram, reserve) {
+            break;
+        }
+        first_in_datagram = false;
+        stats.sent_data += 1;
+        f += 1;
+    }
+    if f > total {
+        Emitted::All
+    } else if f > from.max(1) {
+        Emitted::Upto(f)
+    } else {
+        Emitted::Nothing
+    }
+}
+
+/// Emits fragment `f` (1-based) of `c` as one DATA_FRAG (preceded by INFO_TS
+/// when `with_ts` and the change has a source timestamp); false if it does not
+/// fit with `reserve` bytes left over.
+pub(super) fn emit_fragment(
+    e: &mut Emitter<'_>,
+    ids: (EntityId, EntityId),
+    c: &CacheChange,
+    frag: usize,
+    f: u32,
+    with_ts: bool,
+    reserve: usize,
+) -> bool {
+    let start = (f as usize - 1).saturating_mul(frag);
+    let Some(bytes) = c.payload.get(start..c.payload.len().min(start + frag)) else {
+        return true; // Beyond the sample: nothing to send.
+    };
+    let key_only = c.kind != ChangeKind::Alive;
+    let qos = f == 1;
+    let ts = with_ts && c.source_timestamp.is_some();
+    let need = Emitter::data_frag_len(qos && c.key_hash.is_some(), qos && key_only, bytes.len())
+        + if ts { 12 } else { 0 };
+    if need + reserve > e.room() {
+        return false;
+    }
+    if let (true, Some(t)) = (ts, c.source_timestamp) {
+        e.info_ts(t);
+    }
+    e.data_frag(
+        ids.0,
+        ids.1,
+        c.sn,
+        if qos { c.key_hash.as_ref() } else { None },
+        if qos { c.kind.status_info() } else { 0 },
+        f,
+        frag as u16,
+        c.payload.len() as u32,
+        bytes,
+        key_only,
+    )
+}

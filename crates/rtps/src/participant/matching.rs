@@ -1,0 +1,318 @@
+//! Endpoint matching: destination locators, local/remote writer–reader
+//! matching, builtin (SEDP) endpoint matching and SEDP-driven changes.
+
+use super::*;
+
+impl Participant {
+    pub(super) fn locators_for(
+        &self,
+        prefix: GuidPrefix,
+        endpoint: &[Locator],
+        builtin: bool,
+    ) -> Vec<Locator> {
+        if !endpoint.is_empty() {
+            return endpoint.to_vec();
+        }
+        let (meta_u, meta_m, def_u, def_m) = if prefix == self.config.guid_prefix {
+            (
+                &self.config.metatraffic_unicast_locators,
+                &self.config.metatraffic_multicast_locators,
+                &self.config.default_unicast_locators,
+                &self.config.default_multicast_locators,
+            )
+        } else if let Some(p) = self.participants.get(&prefix) {
+            (
+                &p.data.metatraffic_unicast,
+                &p.data.metatraffic_multicast,
+                &p.data.default_unicast,
+                &p.data.default_multicast,
+            )
+        } else {
+            return Vec::new();
+        };
+        let order: [&Vec<Locator>; 4] = if builtin {
+            [meta_u, def_u, meta_m, def_m]
+        } else {
+            [def_u, meta_u, def_m, meta_m]
+        };
+        order
+            .into_iter()
+            .find(|l| !l.is_empty())
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Matches local user writer `wi` with a (remote or local) reader.
+    pub(super) fn match_writer_reader(&mut self, wi: usize, reader: &EndpointData) {
+        let locators = self.locators_for(reader.guid.prefix, &reader.unicast, false);
+        let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) else {
+            return;
+        };
+        if w.role != Role::User
+            || w.topic_name != reader.topic_name
+            || w.type_name != reader.type_name
+        {
+            return;
+        }
+        let existing = w.proxies.iter().position(|p| p.guid == reader.guid);
+        match check_compatible(&EndpointQos::from(&w.qos), &reader.qos) {
+            Ok(()) => {
+                if let Some(i) = existing {
+                    w.proxies[i].locators = locators;
+                    w.proxies_changed();
+                    return;
+                }
+                let reliable = reader.qos.reliability.kind == ReliabilityKind::Reliable;
+                // History only for TRANSIENT_LOCAL writer *and* reader.
+                let start_after = if w.qos.durability == Durability::TransientLocal
+                    && reader.qos.durability == Durability::TransientLocal
+                {
+                    0
+                } else {
+                    w.pushed
+                };
+                let p = ReaderProxy::new(reader.guid, reliable, locators, start_after);
+                self.work.watch_reader_proxy(&mut w.repair_work, &p);
+                w.proxies.push(p);
+                w.proxies_changed();
+                w.all_acked_reported = false;
+                self.events.push_back(Event::PublicationMatched {
+                    writer: WriterId(wi),
+                    remote_reader: reader.guid,
+                    current_count: w.proxies.len(),
+                });
+            }
+            Err(policy) => {
+                if let Some(i) = existing {
+                    w.proxies.remove(i);
+                    w.proxies_changed();
+                    self.events.push_back(Event::PublicationUnmatched {
+                        writer: WriterId(wi),
+                        remote_reader: reader.guid,
+                        current_count: w.proxies.len(),
+                    });
+                }
+                self.events.push_back(Event::OfferedIncompatibleQos {
+                    writer: WriterId(wi),
+                    remote_reader: reader.guid,
+                    policy,
+                });
+            }
+        }
+    }
+
+    /// Matches local user reader `ri` with a (remote or local) writer.
+    pub(super) fn match_reader_writer(&mut self, ri: usize, writer: &EndpointData) {
+        let locators = self.locators_for(writer.guid.prefix, &writer.unicast, false);
+        let Some(r) = self.readers.get_mut(ri).and_then(Option::as_mut) else {
+            return;
+        };
+        if r.role != Role::User
+            || r.topic_name != writer.topic_name
+            || r.type_name != writer.type_name
+        {
+            return;
+        }
+        let existing = r.proxies.iter().position(|p| p.guid == writer.guid);
+        match check_compatible(&writer.qos, &EndpointQos::from(&r.qos)) {
+            Ok(()) => {
+                if let Some(i) = existing {
+                    r.proxies[i].locators = locators;
+                    return;
+                }
+                let reliable = r.qos.reliability.kind == ReliabilityKind::Reliable;
+                let p = WriterProxy::new(
+                    writer.guid,
+                    reliable,
+                    locators,
+                    self.config.reassembly,
+                    self.reasm_budget.clone(),
+                );
+                self.work.watch_writer_proxy(&mut r.ack_work, &p);
+                r.proxies.push(p);
+                self.events.push_back(Event::SubscriptionMatched {
+                    reader: ReaderId(ri),
+                    remote_writer: writer.guid,
+                    current_count: r.proxies.len(),
+                });
+            }
+            Err(policy) => {
+                if let Some(i) = existing {
+                    r.proxies.remove(i);
+                    if r.proxies.is_empty() {
+                        r.samples.no_writers();
+                    }
+                    self.events.push_back(Event::SubscriptionUnmatched {
+                        reader: ReaderId(ri),
+                        remote_writer: writer.guid,
+                        current_count: r.proxies.len(),
+                    });
+                }
+                self.events.push_back(Event::RequestedIncompatibleQos {
+                    reader: ReaderId(ri),
+                    remote_writer: writer.guid,
+                    policy,
+                });
+            }
+        }
+    }
+
+    pub(super) fn on_remote_writer(&mut self, data: EndpointData) {
+        if !self.remote_writers.contains_key(&data.guid)
+            && self.remote_writers.len() >= MAX_REMOTE_ENDPOINTS
+        {
+            return;
+        }
+        for ri in FIRST_USER..self.readers.len() {
+            self.match_reader_writer(ri, &data);
+        }
+        self.remote_writers.insert(data.guid, data);
+    }
+
+    pub(super) fn on_remote_reader(&mut self, data: EndpointData) {
+        if !self.remote_readers.contains_key(&data.guid)
+            && self.remote_readers.len() >= MAX_REMOTE_ENDPOINTS
+        {
+            return;
+        }
+        for wi in FIRST_USER..self.writers.len() {
+            self.match_writer_reader(wi, &data);
+        }
+        self.remote_readers.insert(data.guid, data);
+    }
+
+    pub(super) fn remove_remote_reader(&mut self, guid: Guid) {
+        self.remote_readers.remove(&guid);
+        for wi in 0..self.writers.len() {
+            let Some(w) = self.writers[wi].as_mut() else {
+                continue;
+            };
+            if let Some(i) = w.proxies.iter().position(|p| p.guid == guid) {
+                w.proxies.remove(i);
+                w.proxies_changed();
+                if w.role == Role::User {
+                    self.events.push_back(Event::PublicationUnmatched {
+                        writer: WriterId(wi),
+                        remote_reader: guid,
+                        current_count: w.proxies.len(),
+                    });
+                }
+                self.after_ack(wi);
+            }
+        }
+    }
+
+    pub(super) fn match_builtins(&mut self, prefix: GuidPrefix, set: u32) {
+        let locs = self.locators_for(prefix, &[], true);
+        let pairs = [
+            (bes::PUBLICATIONS_DETECTOR, IDX_SEDP_PUB, SEDP_PUB_READER),
+            (bes::SUBSCRIPTIONS_DETECTOR, IDX_SEDP_SUB, SEDP_SUB_READER),
+        ];
+        for (bit, wi, eid) in pairs {
+            if set & bit == 0 {
+                continue;
+            }
+            if let Some(w) = self.writers[wi].as_mut() {
+                let guid = Guid::new(prefix, eid);
+                if !w.proxies.iter().any(|p| p.guid == guid) {
+                    let p = ReaderProxy::new(guid, true, locs.clone(), 0);
+                    self.work.watch_reader_proxy(&mut w.repair_work, &p);
+                    w.proxies.push(p);
+                    w.proxies_changed();
+                }
+            }
+        }
+        let pairs = [
+            (bes::PUBLICATIONS_ANNOUNCER, IDX_SEDP_PUB, SEDP_PUB_WRITER),
+            (bes::SUBSCRIPTIONS_ANNOUNCER, IDX_SEDP_SUB, SEDP_SUB_WRITER),
+        ];
+        for (bit, ri, eid) in pairs {
+            if set & bit == 0 {
+                continue;
+            }
+            if let Some(r) = self.readers[ri].as_mut() {
+                let guid = Guid::new(prefix, eid);
+                if !r.proxies.iter().any(|p| p.guid == guid) {
+                    let p = WriterProxy::new(
+                        guid,
+                        true,
+                        locs.clone(),
+                        self.config.reassembly,
+                        self.reasm_budget.clone(),
+                    );
+                    self.work.watch_writer_proxy(&mut r.ack_work, &p);
+                    r.proxies.push(p);
+                }
+            }
+        }
+    }
+
+    /// Re-resolves the destination locators of every proxy of participant
+    /// `prefix` (after its SPDP data changed).
+    pub(super) fn refresh_locators(&mut self, prefix: GuidPrefix) {
+        let builtin = self.locators_for(prefix, &[], true);
+        let mut user: SeededMap<Guid, Vec<Locator>> =
+            HashMap::with_hasher(map_hasher(self.config.guid_prefix));
+        for (g, d) in self.remote_writers.iter().chain(self.remote_readers.iter()) {
+            if g.prefix == prefix {
+                user.insert(*g, self.locators_for(prefix, &d.unicast, false));
+            }
+        }
+        for (i, w) in self.writers.iter_mut().enumerate() {
+            let Some(w) = w.as_mut() else { continue };
+            w.proxies_changed();
+            for p in w.proxies.iter_mut() {
+                if p.guid.prefix != prefix {
+                    continue;
+                }
+                if i < FIRST_USER {
+                    p.locators.clone_from(&builtin);
+                } else if let Some(l) = user.get(&p.guid) {
+                    p.locators.clone_from(l);
+                }
+            }
+        }
+        for (i, r) in self.readers.iter_mut().enumerate() {
+            for p in r.iter_mut().flat_map(|r| r.proxies.iter_mut()) {
+                if p.guid.prefix != prefix {
+                    continue;
+                }
+                if i < FIRST_USER {
+                    p.locators.clone_from(&builtin);
+                } else if let Some(l) = user.get(&p.guid) {
+                    p.locators.clone_from(l);
+                }
+            }
+        }
+    }
+
+    pub(super) fn process_builtin(&mut self, changes: Vec<(Role, Change)>) {
+        for (role, c) in changes {
+            let writer_side = role == Role::SedpPub;
+            if c.kind == ChangeKind::Alive {
+                if let Some(data) = EndpointData::decode(&c.payload, writer_side) {
+                    if data.guid.prefix == self.config.guid_prefix {
+                        continue;
+                    }
+                    if writer_side {
+                        self.on_remote_writer(data);
+                    } else {
+                        self.on_remote_reader(data);
+                    }
+                }
+            } else {
+                let guid = c
+                    .key_hash
+                    .map(Guid::from_bytes)
+                    .or_else(|| discovery::key_guid(&c.payload));
+                if let Some(g) = guid.filter(|g| g.prefix != self.config.guid_prefix) {
+                    if writer_side {
+                        self.remove_remote_writer(g);
+                    } else {
+                        self.remove_remote_reader(g);
+                    }
+                }
+            }
+        }
+    }
+}

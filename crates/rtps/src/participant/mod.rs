@@ -1,0 +1,331 @@
+//! The participant: entity tables, discovery (SPDP/SEDP), matching, the
+//! stateful writer/reader machines and datagram building.
+//!
+//! [`Participant`] is one struct; its `impl` is spread over these modules:
+//!
+//! - `mod.rs`: the [`Participant`] struct, construction and shared helpers.
+//! - [`commands`]: public commands and queries (writers, writes, counts).
+//! - [`reader`]: [`LocalReader`], creating/deleting readers, `take_sample`,
+//!   `recycle_payload`, delivery into the reader cache, unmatching writers.
+//! - [`writer`]: [`LocalWriter`], its [`PushPlan`] and [`Sizes`].
+//! - [`matching`]: destination locators, writer–reader matching, builtin
+//!   (SEDP) endpoints and SEDP-driven discovery of remote endpoints.
+//! - [`spdp`]: participant discovery, leases, leaving.
+//! - [`receive`]: `handle_datagram` and the DATA/DATA_FRAG handlers.
+//! - [`reliability`]: HEARTBEAT/HEARTBEAT_FRAG/GAP (reader side),
+//!   ACKNACK/NACK_FRAG (writer side), bookkeeping after acknowledgements.
+//! - [`transmit`]: `poll_transmit*`: SPDP, ACKNACKs, pushes and repairs.
+//! - [`emit`]: building DATA/DATA_FRAG submessages of a change.
+//! - [`work`]: work hints ([`Work`]), timers, `handle_timeout`/`poll_timeout`.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::api::*;
+use crate::codec::{self, Emitter, Sub};
+use crate::discovery::{
+    self, bes, EndpointData, SpdpData, SEDP_PUB_READER, SEDP_PUB_WRITER, SEDP_SUB_READER,
+    SEDP_SUB_WRITER, SPDP_READER, SPDP_WRITER,
+};
+use crate::history::{CacheChange, HistoryCache};
+use crate::instance::{
+    InstanceState, KeyExtractor, KeyHasherBuilder, ReaderCache, TakeOutcome, TakenSample,
+};
+use crate::proxy::{Change, Outcome, ReaderProxy, WriterProxy};
+use crate::qos::{
+    check_compatible, Durability, EndpointQos, History, ReaderQos, Reliability, ReliabilityKind,
+    WriterQos,
+};
+use crate::reassembly::{FragmentRef, ReassemblyBudget};
+use crate::sn_set::SnSet;
+use crate::types::{ChangeKind, Timestamp};
+use crate::{EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time};
+
+mod commands;
+mod emit;
+mod matching;
+mod reader;
+mod receive;
+mod reliability;
+mod spdp;
+#[cfg(test)]
+mod tests;
+mod transmit;
+mod work;
+mod writer;
+
+use emit::{emit_change, emit_fragment, Emitted};
+use reader::{builtin_reader, LocalReader};
+use spdp::RemoteParticipant;
+use work::Work;
+use writer::{LocalWriter, PushPlan, Sizes};
+
+/// Bytes of a datagram not available to a user payload: header, INFO_DST,
+/// INFO_TS, DATA header, inline QoS (key hash + status info), a HEARTBEAT and
+/// a HEARTBEAT_FRAG.
+const DATA_OVERHEAD: usize = 20 + 16 + 12 + 24 + 32 + 32 + 28;
+/// HEARTBEAT submessage size.
+const HB_LEN: usize = 32;
+/// HEARTBEAT_FRAG submessage size.
+const HBF_LEN: usize = 28;
+/// Most NACK_FRAGs in one ACKNACK datagram.
+const MAX_NACK_FRAGS: usize = 8;
+/// Smallest configurable fragment size.
+const MIN_FRAGMENT: usize = 64;
+/// Most remote participants tracked.
+const MAX_PARTICIPANTS: usize = 4096;
+/// Most remote endpoints tracked (per kind).
+const MAX_REMOTE_ENDPOINTS: usize = 1 << 14;
+
+/// Number of quick SPDP announcements after start.
+const INITIAL_ANNOUNCEMENTS: u32 = 5;
+/// Their period.
+const INITIAL_ANNOUNCEMENT_PERIOD: core::time::Duration = core::time::Duration::from_millis(100);
+
+const IDX_SEDP_PUB: usize = 0;
+const IDX_SEDP_SUB: usize = 1;
+const FIRST_USER: usize = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    User,
+    SedpPub,
+    SedpSub,
+}
+
+/// A DomainParticipant's protocol state (sans-IO). See the crate docs for
+/// the call contract.
+#[derive(Debug)]
+pub struct Participant {
+    config: ParticipantConfig,
+    stats: Stats,
+    writers: Vec<Option<LocalWriter>>,
+    readers: Vec<Option<LocalReader>>,
+    next_entity_key: u32,
+    participants: SeededMap<GuidPrefix, RemoteParticipant>,
+    remote_writers: SeededMap<Guid, EndpointData>,
+    remote_readers: SeededMap<Guid, EndpointData>,
+    spdp_payload: Vec<u8>,
+    next_spdp: Timestamp,
+    spdp_sent: u32,
+    spdp_queue: VecDeque<Vec<Locator>>,
+    /// Reused proxy outcome (keeps its capacity: no allocation per sample).
+    scratch: Outcome,
+    leave_queue: VecDeque<Vec<Locator>>,
+    events: VecDeque<Event>,
+    /// Bytes under reassembly in all readers.
+    reasm_budget: ReassemblyBudget,
+    /// Payload buffers given back by [`Participant::recycle_payload`], reused
+    /// by received samples.
+    rx_pool: Vec<Vec<u8>>,
+    /// Pending work hints (transmit and timeout).
+    work: Work,
+    /// Some reader has `notify` set (a `DataAvailable` is due).
+    notify: bool,
+    /// The known remote participant the last datagram came from and when: its
+    /// lease renewal is written back to `participants` only when another
+    /// participant is heard or leases are checked, so that a stream of
+    /// datagrams from one peer costs no map lookup (that map is keyed by
+    /// remote-chosen prefixes, so its hasher is seeded with our own prefix).
+    heard: Option<(GuidPrefix, Timestamp)>,
+    /// `config.heartbeat_period / 20` in nanoseconds: the least time between
+    /// two pushes whose HEARTBEAT asks for an ACKNACK (computed once: a
+    /// `Duration` division costs tens of instructions per push).
+    ack_request_ns: u64,
+}
+
+fn builtin_writer(
+    config: &ParticipantConfig,
+    eid: EntityId,
+    role: Role,
+    topic: &str,
+) -> LocalWriter {
+    let mut w = LocalWriter::new(
+        Guid::new(config.guid_prefix, eid),
+        role,
+        topic.into(),
+        String::new(),
+        WriterQos {
+            reliability: Reliability::RELIABLE,
+            durability: Durability::TransientLocal,
+            history: History::KeepLast(1),
+            ..WriterQos::default()
+        },
+    );
+    w.sizes = Sizes::new(config, &w.qos);
+    w
+}
+
+/// Seed of the instance hashers of readers (the GUID prefix is random).
+fn hash_seed(prefix: GuidPrefix) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&prefix.0[4..12]);
+    u64::from_le_bytes(a)
+        ^ u64::from(u32::from_le_bytes([
+            prefix.0[0],
+            prefix.0[1],
+            prefix.0[2],
+            prefix.0[3],
+        ]))
+}
+
+/// A hash map of the engine: deterministic (no OS randomness in a sans-IO
+/// engine) and, since its keys may be chosen by remote peers, seeded with
+/// this participant's own (random) GUID prefix ([`map_hasher`]).
+type SeededMap<K, V> = HashMap<K, V, KeyHasherBuilder>;
+
+/// The hasher of this participant's [`SeededMap`]s.
+fn map_hasher(prefix: GuidPrefix) -> KeyHasherBuilder {
+    KeyHasherBuilder::new(hash_seed(prefix))
+}
+
+/// The reusable proxy outcome, reset.
+#[inline]
+fn reset_scratch(scratch: &mut Outcome) -> &mut Outcome {
+    scratch.delivered.clear();
+    scratch.dropped = 0;
+    scratch.lost = 0;
+    scratch
+}
+
+/// Sets `out` to the distinct locators of `it` (no allocation once `out` has
+/// grown to size).
+fn fill_dests<'l>(out: &mut Vec<Locator>, it: impl Iterator<Item = &'l Locator>) {
+    out.clear();
+    out.extend(it.copied());
+    out.sort_unstable();
+    out.dedup();
+}
+
+fn dedup(mut v: Vec<Locator>) -> Vec<Locator> {
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+impl Participant {
+    /// Creates a participant; the first SPDP announcement is due at `now`.
+    pub fn new(config: ParticipantConfig, now: Timestamp) -> Self {
+        let prefix = config.guid_prefix;
+        let ack_request_ns =
+            u64::try_from((config.heartbeat_period / 20).as_nanos()).unwrap_or(u64::MAX);
+        let spdp = SpdpData {
+            guid_prefix: prefix,
+            vendor: codec::VENDOR_ID,
+            protocol_major: 2,
+            domain_id: Some(config.domain_id),
+            domain_tag_empty: true,
+            builtin_endpoints: bes::PARTICIPANT_ANNOUNCER
+                | bes::PARTICIPANT_DETECTOR
+                | bes::PUBLICATIONS_ANNOUNCER
+                | bes::PUBLICATIONS_DETECTOR
+                | bes::SUBSCRIPTIONS_ANNOUNCER
+                | bes::SUBSCRIPTIONS_DETECTOR,
+            metatraffic_unicast: config.metatraffic_unicast_locators.clone(),
+            metatraffic_multicast: config.metatraffic_multicast_locators.clone(),
+            default_unicast: config.default_unicast_locators.clone(),
+            default_multicast: config.default_multicast_locators.clone(),
+            lease_duration: config.lease_duration,
+            entity_name: config.entity_name.clone(),
+        };
+        Self {
+            reasm_budget: ReassemblyBudget::new(),
+            rx_pool: Vec::new(),
+            spdp_payload: spdp.encode(),
+            writers: vec![
+                Some(builtin_writer(
+                    &config,
+                    SEDP_PUB_WRITER,
+                    Role::SedpPub,
+                    "DCPSPublication",
+                )),
+                Some(builtin_writer(
+                    &config,
+                    SEDP_SUB_WRITER,
+                    Role::SedpSub,
+                    "DCPSSubscription",
+                )),
+            ],
+            readers: vec![
+                Some(builtin_reader(
+                    prefix,
+                    SEDP_PUB_READER,
+                    Role::SedpPub,
+                    "DCPSPublication",
+                )),
+                Some(builtin_reader(
+                    prefix,
+                    SEDP_SUB_READER,
+                    Role::SedpSub,
+                    "DCPSSubscription",
+                )),
+            ],
+            config,
+            stats: Stats::default(),
+            next_entity_key: 1,
+            participants: HashMap::with_hasher(map_hasher(prefix)),
+            remote_writers: HashMap::with_hasher(map_hasher(prefix)),
+            remote_readers: HashMap::with_hasher(map_hasher(prefix)),
+            next_spdp: now,
+            spdp_sent: 0,
+            spdp_queue: VecDeque::new(),
+            scratch: Outcome::default(),
+            leave_queue: VecDeque::new(),
+            events: VecDeque::new(),
+            work: Work {
+                ack: false,
+                push: false,
+                push_from: 0,
+                repair: false,
+                timeout: now,
+            },
+            heard: None,
+            ack_request_ns,
+            notify: false,
+        }
+    }
+
+    /// Our GUID prefix.
+    pub fn guid_prefix(&self) -> GuidPrefix {
+        self.config.guid_prefix
+    }
+
+    /// The configuration this participant was created with.
+    pub fn config(&self) -> &ParticipantConfig {
+        &self.config
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    fn alloc_entity(&mut self, kind: u8) -> Result<EntityId, EngineError> {
+        let k = self.next_entity_key;
+        if k >= 1 << 24 {
+            return Err(EngineError::TooManyEntities);
+        }
+        self.next_entity_key += 1;
+        Ok(EntityId([(k >> 16) as u8, (k >> 8) as u8, k as u8, kind]))
+    }
+
+    fn user_writer(&self, w: WriterId) -> Option<&LocalWriter> {
+        if w.0 < FIRST_USER {
+            return None;
+        }
+        self.writers.get(w.0)?.as_ref()
+    }
+
+    fn user_reader(&self, r: ReaderId) -> Option<&LocalReader> {
+        if r.0 < FIRST_USER {
+            return None;
+        }
+        self.readers.get(r.0)?.as_ref()
+    }
+
+    fn check_history(h: History) -> Result<(), EngineError> {
+        if h == History::KeepLast(0) {
+            return Err(EngineError::InconsistentQos("KEEP_LAST depth 0"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,330 @@
+//! Local readers and their sample cache: [`LocalReader`], creating and
+//! deleting readers, taking samples, recycling payload buffers, delivering
+//! what proxies release ([`Participant::deliver`]), and unmatching a
+//! removed writer from the readers.
+
+use super::*;
+
+#[derive(Debug)]
+pub(super) struct LocalReader {
+    pub(super) guid: Guid,
+    pub(super) role: Role,
+    pub(super) topic_name: String,
+    pub(super) type_name: String,
+    pub(super) qos: ReaderQos,
+    pub(super) proxies: Vec<WriterProxy>,
+    pub(super) samples: ReaderCache,
+    /// Key hashes of changes received without `PID_KEY_HASH` (keyed readers).
+    pub(super) key_extractor: Option<KeyExtractor>,
+    pub(super) notify: bool,
+    /// Some proxy may have `ack_pending`; false guarantees none has (see
+    /// [`Work`]).
+    pub(super) ack_work: bool,
+}
+
+impl LocalReader {
+    pub(super) fn room(&self) -> usize {
+        match (self.role, self.qos.history) {
+            (Role::User, History::KeepAll) => match self.qos.resource_limits.max_samples_bound() {
+                Some(max) => max.saturating_sub(self.samples.len()),
+                None => usize::MAX,
+            },
+            _ => usize::MAX,
+        }
+    }
+}
+
+/// Most payload buffers [`Participant::recycle_payload`] keeps.
+const RX_POOL_MAX: usize = 1024;
+
+pub(super) fn builtin_reader(
+    prefix: GuidPrefix,
+    eid: EntityId,
+    role: Role,
+    topic: &str,
+) -> LocalReader {
+    LocalReader {
+        guid: Guid::new(prefix, eid),
+        role,
+        topic_name: topic.into(),
+        type_name: String::new(),
+        qos: ReaderQos {
+            reliability: Reliability::RELIABLE,
+            durability: Durability::TransientLocal,
+            history: History::KeepAll,
+            ..ReaderQos::default()
+        },
+        proxies: Vec::new(),
+        samples: ReaderCache::new(hash_seed(prefix)),
+        key_extractor: None,
+        notify: false,
+        ack_work: false,
+    }
+}
+
+impl Participant {
+    /// Creates a user reader, announces it through SEDP and matches it with
+    /// known writers (including this participant's own).
+    pub fn create_reader(
+        &mut self,
+        attrs: ReaderAttributes,
+        now: Timestamp,
+    ) -> Result<ReaderId, EngineError> {
+        Self::check_history(attrs.qos.history)?;
+        let eid = self.alloc_entity(if attrs.keyed { 0x07 } else { 0x04 })?;
+        let guid = Guid::new(self.config.guid_prefix, eid);
+        let data = EndpointData {
+            guid,
+            topic_name: attrs.topic_name.clone(),
+            type_name: attrs.type_name.clone(),
+            qos: EndpointQos::from(&attrs.qos),
+            unicast: Vec::new(),
+            multicast: Vec::new(),
+        };
+        self.readers.push(Some(LocalReader {
+            guid,
+            role: Role::User,
+            topic_name: attrs.topic_name,
+            type_name: attrs.type_name,
+            qos: attrs.qos,
+            proxies: Vec::new(),
+            samples: ReaderCache::new(hash_seed(self.config.guid_prefix)),
+            key_extractor: None,
+            notify: false,
+            ack_work: false,
+        }));
+        let id = ReaderId(self.readers.len() - 1);
+        self.announce_endpoint(IDX_SEDP_SUB, &data, now);
+        let writers: Vec<EndpointData> = self.remote_writers.values().cloned().collect();
+        for w in &writers {
+            self.match_reader_writer(id.0, w);
+        }
+        self.on_remote_reader(data);
+        Ok(id)
+    }
+
+    /// Deletes a reader (announces a dispose through SEDP).
+    pub fn delete_reader(&mut self, r: ReaderId, now: Timestamp) -> Result<(), EngineError> {
+        let guid = self.user_reader(r).ok_or(EngineError::UnknownReader)?.guid;
+        self.readers[r.0] = None;
+        self.announce_dispose(IDX_SEDP_SUB, guid, now);
+        self.remove_remote_reader(guid);
+        Ok(())
+    }
+
+    /// State of an instance as last received by a reader (`None`: never seen).
+    pub fn reader_instance_state(&self, r: ReaderId, key_hash: &[u8; 16]) -> Option<InstanceState> {
+        self.user_reader(r)?.samples.instance_state(Some(key_hash))
+    }
+
+    /// Gives the payload buffer of a taken [`Sample`] back: received samples
+    /// reuse it (up to 1024 buffers of at most 64 KiB are kept), so a reader
+    /// that recycles what it takes receives without allocating per sample.
+    pub fn recycle_payload(&mut self, mut payload: Vec<u8>) {
+        let cap = payload.capacity();
+        if cap > 0 && cap <= 1 << 16 && self.rx_pool.len() < RX_POOL_MAX {
+            payload.clear();
+            self.rx_pool.push(payload);
+        }
+    }
+
+    /// Next sample for this reader, in delivery order (reliable: per-writer SN
+    /// order, exactly once). The reader's cache is its only history: what is
+    /// taken here leaves it. [`Participant::take_samples`] takes several at
+    /// once, with their instance and sample states.
+    pub fn take_sample(&mut self, r: ReaderId) -> Option<Sample> {
+        if r.0 < FIRST_USER {
+            return None;
+        }
+        let reader = self.readers.get_mut(r.0)?.as_mut()?;
+        let was_full = reader.room() == 0;
+        let s = reader.samples.pop()?;
+        if was_full {
+            Self::room_again(&mut self.work, reader);
+        }
+        Some(s.sample)
+    }
+
+    /// Moves at most `max` samples of this reader, in delivery order, to the
+    /// end of `out`, after giving the payload buffers in `recycled` back for
+    /// reuse (see [`Participant::recycle_payload`]; `recycled` is left empty).
+    #[inline]
+    pub fn take_samples(
+        &mut self,
+        r: ReaderId,
+        max: usize,
+        out: &mut Vec<TakenSample>,
+        recycled: &mut Vec<Vec<u8>>,
+    ) -> TakeOutcome {
+        while let Some(p) = recycled.pop() {
+            self.recycle_payload(p);
+        }
+        let none = TakeOutcome {
+            left: 0,
+            transmit_due: false,
+        };
+        if r.0 < FIRST_USER {
+            return none;
+        }
+        let Some(reader) = self.readers.get_mut(r.0).and_then(Option::as_mut) else {
+            return none;
+        };
+        let was_full = reader.room() == 0;
+        let mut n = 0;
+        while n < max {
+            let Some(s) = reader.samples.pop() else {
+                break;
+            };
+            out.push(s);
+            n += 1;
+        }
+        let transmit_due = was_full && n > 0;
+        if transmit_due {
+            Self::room_again(&mut self.work, reader);
+        }
+        TakeOutcome {
+            left: reader.samples.len(),
+            transmit_due,
+        }
+    }
+
+    /// A full KEEP_ALL reader has room again: ask for what it refused.
+    #[inline(never)]
+    fn room_again(work: &mut Work, reader: &mut LocalReader) {
+        for p in reader.proxies.iter_mut().filter(|p| p.reliable) {
+            if p.max_seen >= p.next {
+                p.ack_pending = true;
+                work.watch_writer_proxy(&mut reader.ack_work, p);
+            }
+        }
+    }
+
+    /// Visits at most `max` samples of this reader, in delivery order, leaving
+    /// them in its cache and marking them read: `f` gets each sample, its
+    /// instance's current state and whether it was read before. Returns how
+    /// many were visited.
+    pub fn read_samples(
+        &mut self,
+        r: ReaderId,
+        max: usize,
+        f: impl FnMut(&Sample, InstanceState, bool),
+    ) -> usize {
+        if r.0 < FIRST_USER {
+            return 0;
+        }
+        match self.readers.get_mut(r.0).and_then(Option::as_mut) {
+            Some(reader) => reader.samples.read_each(max, f),
+            None => 0,
+        }
+    }
+
+    /// Samples in a reader's cache (read or not).
+    pub fn reader_sample_count(&self, r: ReaderId) -> usize {
+        self.user_reader(r).map_or(0, |r| r.samples.len())
+    }
+
+    /// Whether a reader's cache holds a sample not read yet.
+    pub fn reader_has_unread(&self, r: ReaderId) -> bool {
+        self.user_reader(r).is_some_and(|r| r.samples.has_unread())
+    }
+
+    /// Sets how a keyed reader computes the key hash of changes received
+    /// without `PID_KEY_HASH` (without one they name the nil instance).
+    pub fn set_key_extractor(&mut self, r: ReaderId, k: KeyExtractor) -> Result<(), EngineError> {
+        if r.0 < FIRST_USER {
+            return Err(EngineError::UnknownReader);
+        }
+        let reader = self
+            .readers
+            .get_mut(r.0)
+            .and_then(Option::as_mut)
+            .ok_or(EngineError::UnknownReader)?;
+        reader.key_extractor = Some(k);
+        Ok(())
+    }
+
+    pub(super) fn remove_remote_writer(&mut self, guid: Guid) {
+        self.remote_writers.remove(&guid);
+        for (ri, r) in self.readers.iter_mut().enumerate() {
+            let Some(r) = r.as_mut() else { continue };
+            if let Some(i) = r.proxies.iter().position(|p| p.guid == guid) {
+                r.proxies.remove(i);
+                if r.role == Role::User {
+                    if r.proxies.is_empty() {
+                        r.samples.no_writers();
+                    }
+                    self.events.push_back(Event::SubscriptionUnmatched {
+                        reader: ReaderId(ri),
+                        remote_writer: guid,
+                        current_count: r.proxies.len(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Hands what a proxy operation delivered to the reader (user readers:
+    /// its cache, setting `notify`; builtin readers: `builtin`).
+    // (Forced inline, with the work out of line: left to itself the compiler
+    // merged both into one call made for every HEARTBEAT too.)
+    #[inline(always)]
+    pub(super) fn deliver(
+        r: &mut LocalReader,
+        id: ReaderId,
+        writer_guid: Guid,
+        out: &mut Outcome,
+        builtin: &mut Vec<(Role, Change)>,
+        events: &mut VecDeque<Event>,
+        notify: &mut bool,
+    ) {
+        // (Most HEARTBEATs deliver nothing: no call.)
+        if !out.delivered.is_empty() || out.lost > 0 {
+            Self::deliver_outcome(r, id, writer_guid, out, builtin, events, notify);
+        }
+    }
+
+    #[inline(never)]
+    fn deliver_outcome(
+        r: &mut LocalReader,
+        id: ReaderId,
+        writer_guid: Guid,
+        out: &mut Outcome,
+        builtin: &mut Vec<(Role, Change)>,
+        events: &mut VecDeque<Event>,
+        notify: &mut bool,
+    ) {
+        if r.role != Role::User {
+            builtin.extend(out.delivered.drain(..).map(|(_, c)| (r.role, c)));
+            return;
+        }
+        if out.lost > 0 {
+            events.push_back(Event::SampleLost {
+                reader: id,
+                count: u32::try_from(out.lost).unwrap_or(u32::MAX),
+            });
+        }
+        let depth = match r.qos.history {
+            History::KeepLast(depth) => Some(depth.max(1) as usize),
+            History::KeepAll => None,
+        };
+        for (sn, c) in out.delivered.drain(..) {
+            let key_hash = match (c.key_hash, &r.key_extractor) {
+                (None, Some(k)) if !c.payload.is_empty() => (k.0)(c.kind, &c.payload),
+                (k, _) => k,
+            };
+            r.samples.push(
+                Sample {
+                    writer_guid,
+                    sequence_number: SequenceNumber(sn),
+                    source_timestamp: c.source_timestamp,
+                    kind: c.kind,
+                    key_hash,
+                    payload: c.payload,
+                },
+                depth,
+            );
+            r.notify = true;
+            *notify = true;
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The receive path: [`Participant::handle_datagram`] and the DATA /
+//! DATA_FRAG handlers.
+
+use super::*;
+use ferrodds_wire::ReceiverState;
+
+impl Participant {
+    /// Processes one received datagram. `src` is the sender's locator, if known
+    /// (unused for now). Malformed input is counted in [`Stats`] and dropped.
+    pub fn handle_datagram(&mut self, now: Timestamp, src: Option<Locator>, datagram: &[u8]) {
+        let _ = src;
+        self.stats.received_datagrams += 1;
+        let Ok((hdr, subs)) = codec::parse(datagram) else {
+            self.stats.malformed_datagrams += 1;
+            return;
+        };
+        let src_prefix = hdr.prefix;
+        let ours = self.config.guid_prefix;
+        match &mut self.heard {
+            Some((p, t)) if *p == src_prefix => *t = now,
+            // Our own prefix (local loopback) is never a remote participant.
+            _ if src_prefix == ours => {}
+            _ => {
+                if let Some(p) = self.participants.get_mut(&src_prefix) {
+                    p.last_heard = now;
+                    self.flush_heard();
+                    self.heard = Some((src_prefix, now));
+                }
+            }
+        }
+        // The receiver state (source, destination, timestamp, reply
+        // locators) as the wire crate interprets the INFO_* submessages;
+        // `for_us` caches its `is_for(ours)`.
+        let mut rx = ReceiverState::new(&hdr.header, ours);
+        let mut for_us = true;
+        for sub in subs {
+            let sub = match sub {
+                Ok(s) => s,
+                Err(_) => {
+                    self.stats.malformed_datagrams += 1;
+                    break;
+                }
+            };
+            match sub {
+                Sub::Info(info) => {
+                    rx.apply(&info, ours);
+                    for_us = rx.is_for(ours);
+                }
+                Sub::Other(_) => self.stats.unknown_submessages += 1,
+                Sub::Pad => {}
+                _ if !for_us => {}
+                Sub::Data(d) => self.on_data(rx.source_guid_prefix, &d, rx.timestamp, now),
+                Sub::DataFrag(f) => self.on_data_frag(rx.source_guid_prefix, &f, rx.timestamp, now),
+                Sub::HeartbeatFrag {
+                    reader_id,
+                    writer_id,
+                    sn,
+                    last_frag,
+                    count,
+                } => self.on_heartbeat_frag(
+                    Guid::new(rx.source_guid_prefix, writer_id),
+                    reader_id,
+                    (sn, last_frag, count),
+                ),
+                Sub::Heartbeat {
+                    reader_id,
+                    writer_id,
+                    first,
+                    last,
+                    count,
+                    final_flag,
+                } => self.on_heartbeat(
+                    Guid::new(rx.source_guid_prefix, writer_id),
+                    reader_id,
+                    (first, last, count, final_flag),
+                ),
+                Sub::AckNack {
+                    reader_id,
+                    writer_id,
+                    set,
+                    count,
+                    final_flag,
+                } => self.on_acknack(
+                    Guid::new(rx.source_guid_prefix, reader_id),
+                    writer_id,
+                    &set,
+                    count,
+                    final_flag,
+                    now,
+                ),
+                Sub::NackFrag {
+                    reader_id,
+                    writer_id,
+                    sn,
+                    frags,
+                    count,
+                } => self.on_nack_frag(
+                    Guid::new(rx.source_guid_prefix, reader_id),
+                    writer_id,
+                    sn,
+                    &frags,
+                    count,
+                    now,
+                ),
+                Sub::Gap {
+                    reader_id,
+                    writer_id,
+                    start,
+                    list,
+                } => self.on_gap(
+                    Guid::new(rx.source_guid_prefix, writer_id),
+                    reader_id,
+                    start,
+                    &list,
+                ),
+            }
+        }
+        if !core::mem::take(&mut self.notify) {
+            return;
+        }
+        for (ri, r) in self.readers.iter_mut().enumerate() {
+            if let Some(r) = r.as_mut() {
+                if r.notify {
+                    r.notify = false;
+                    self.events.push_back(Event::DataAvailable {
+                        reader: ReaderId(ri),
+                    });
+                }
+            }
+        }
+    }
+
+    fn on_data(
+        &mut self,
+        src: GuidPrefix,
+        d: &codec::DataSub<'_>,
+        ts: Option<Time>,
+        now: Timestamp,
+    ) {
+        let iq = match d.inline_qos {
+            Some(q) => match codec::parse_inline_qos(q, d.little_endian) {
+                Some(iq) => iq,
+                None => {
+                    self.stats.malformed_datagrams += 1;
+                    return;
+                }
+            },
+            None => codec::InlineQos::default(),
+        };
+        if d.writer_id == SPDP_WRITER {
+            self.on_spdp(src, d, iq, now);
+            return;
+        }
+        let writer_guid = Guid::new(src, d.writer_id);
+        let payload = d.payload.unwrap_or(&[]);
+        let mut matched = false;
+        let mut builtin: Vec<(Role, Change)> = Vec::new();
+        for ri in 0..self.readers.len() {
+            let Some(r) = self.readers[ri].as_mut() else {
+                continue;
+            };
+            if d.reader_id != EntityId::UNKNOWN && d.reader_id != r.guid.entity_id {
+                continue;
+            }
+            let room = r.room();
+            let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer_guid) else {
+                continue;
+            };
+            matched = true;
+            let mut buf = self.rx_pool.pop().unwrap_or_default();
+            buf.extend_from_slice(payload);
+            let change = Change {
+                kind: ChangeKind::from_status_info(iq.status_info),
+                key_hash: iq.key_hash,
+                source_timestamp: ts,
+                payload: buf,
+            };
+            let out = reset_scratch(&mut self.scratch);
+            p.on_data(d.sn, change, room, out);
+            self.work.watch_writer_proxy(&mut r.ack_work, p);
+            self.stats.dropped_samples += out.dropped;
+            Self::deliver(
+                r,
+                ReaderId(ri),
+                writer_guid,
+                out,
+                &mut builtin,
+                &mut self.events,
+                &mut self.notify,
+            );
+        }
+        if !matched {
+            self.stats.unmatched_submessages += 1;
+        }
+        if !builtin.is_empty() {
+            self.process_builtin(builtin);
+        }
+    }
+
+    fn on_data_frag(
+        &mut self,
+        src: GuidPrefix,
+        f: &codec::DataFragSub<'_>,
+        ts: Option<Time>,
+        now: Timestamp,
+    ) {
+        let meta = match f.inline_qos {
+            Some(q) => match codec::parse_inline_qos(q, f.little_endian) {
+                Some(iq) => Some((ChangeKind::from_status_info(iq.status_info), iq.key_hash)),
+                None => {
+                    self.stats.malformed_datagrams += 1;
+                    return;
+                }
+            },
+            None => None,
+        };
+        let writer_guid = Guid::new(src, f.writer_id);
+        let frag = FragmentRef {
+            sn: f.sn,
+            offset: f.offset,
+            data: f.data,
+            sample_size: f.sample_size,
+            fragment_size: f.fragment_size,
+            meta,
+            source_timestamp: ts,
+        };
+        let mut matched = false;
+        let mut builtin: Vec<(Role, Change)> = Vec::new();
+        for ri in 0..self.readers.len() {
+            let Some(r) = self.readers[ri].as_mut() else {
+                continue;
+            };
+            if f.reader_id != EntityId::UNKNOWN && f.reader_id != r.guid.entity_id {
+                continue;
+            }
+            let room = r.room();
+            let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer_guid) else {
+                continue;
+            };
+            matched = true;
+            let change = p.on_fragment(&frag, now);
+            self.work.watch_writer_proxy(&mut r.ack_work, p);
+            let change = match change {
+                Ok(Some(c)) => c,
+                Ok(None) => continue,
+                Err(_) => {
+                    self.stats.rejected_fragments += 1;
+                    continue;
+                }
+            };
+            let out = reset_scratch(&mut self.scratch);
+            p.on_data(f.sn, change, room, out);
+            self.work.watch_writer_proxy(&mut r.ack_work, p);
+            self.stats.dropped_samples += out.dropped;
+            Self::deliver(
+                r,
+                ReaderId(ri),
+                writer_guid,
+                out,
+                &mut builtin,
+                &mut self.events,
+                &mut self.notify,
+            );
+        }
+        if !matched {
+            self.stats.unmatched_submessages += 1;
+        }
+        if !builtin.is_empty() {
+            self.process_builtin(builtin);
+        }
+    }
+}

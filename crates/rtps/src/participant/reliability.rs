@@ -1,0 +1,204 @@
+//! Reliability submessages: HEARTBEAT, HEARTBEAT_FRAG and GAP (reader
+//! side), ACKNACK and NACK_FRAG (writer side), and writer bookkeeping after
+//! acknowledgements.
+
+use super::*;
+
+impl Participant {
+    pub(super) fn on_heartbeat(
+        &mut self,
+        writer: Guid,
+        reader_id: EntityId,
+        hb: (i64, i64, i32, bool),
+    ) {
+        let (first, last, count, final_flag) = hb;
+        let mut builtin = Vec::new();
+        let mut matched = false;
+        for ri in 0..self.readers.len() {
+            let Some(r) = self.readers[ri].as_mut() else {
+                continue;
+            };
+            if reader_id != EntityId::UNKNOWN && reader_id != r.guid.entity_id {
+                continue;
+            }
+            let room = r.room();
+            let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer) else {
+                continue;
+            };
+            matched = true;
+            let out = reset_scratch(&mut self.scratch);
+            p.on_heartbeat(first, last, count, final_flag, room, out);
+            self.work.watch_writer_proxy(&mut r.ack_work, p);
+            Self::deliver(
+                r,
+                ReaderId(ri),
+                writer,
+                out,
+                &mut builtin,
+                &mut self.events,
+                &mut self.notify,
+            );
+        }
+        if !matched {
+            self.stats.unmatched_submessages += 1;
+        }
+        if !builtin.is_empty() {
+            self.process_builtin(builtin);
+        }
+    }
+
+    pub(super) fn on_heartbeat_frag(
+        &mut self,
+        writer: Guid,
+        reader_id: EntityId,
+        hbf: (i64, u32, i32),
+    ) {
+        let (sn, last_frag, count) = hbf;
+        let mut matched = false;
+        for r in self.readers.iter_mut().flatten() {
+            if reader_id != EntityId::UNKNOWN && reader_id != r.guid.entity_id {
+                continue;
+            }
+            if let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer) {
+                matched = true;
+                p.on_heartbeat_frag(sn, last_frag, count);
+                self.work.watch_writer_proxy(&mut r.ack_work, p);
+            }
+        }
+        if !matched {
+            self.stats.unmatched_submessages += 1;
+        }
+    }
+
+    pub(super) fn on_gap(&mut self, writer: Guid, reader_id: EntityId, start: i64, list: &SnSet) {
+        let mut builtin = Vec::new();
+        for ri in 0..self.readers.len() {
+            let Some(r) = self.readers[ri].as_mut() else {
+                continue;
+            };
+            if reader_id != EntityId::UNKNOWN && reader_id != r.guid.entity_id {
+                continue;
+            }
+            let room = r.room();
+            let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer) else {
+                continue;
+            };
+            let out = reset_scratch(&mut self.scratch);
+            p.on_gap(start, list, room, out);
+            self.work.watch_writer_proxy(&mut r.ack_work, p);
+            Self::deliver(
+                r,
+                ReaderId(ri),
+                writer,
+                out,
+                &mut builtin,
+                &mut self.events,
+                &mut self.notify,
+            );
+        }
+        if !builtin.is_empty() {
+            self.process_builtin(builtin);
+        }
+    }
+
+    pub(super) fn on_acknack(
+        &mut self,
+        reader: Guid,
+        writer_id: EntityId,
+        set: &SnSet,
+        count: i32,
+        final_flag: bool,
+        now: Timestamp,
+    ) {
+        let due = now.saturating_add(self.config.nack_response_delay);
+        let suppress = self.config.heartbeat_period / 20;
+        let Some(wi) = self
+            .writers
+            .iter()
+            .position(|w| w.as_ref().is_some_and(|w| w.guid.entity_id == writer_id))
+        else {
+            self.stats.unmatched_submessages += 1;
+            return;
+        };
+        let Some(w) = self.writers[wi].as_mut() else {
+            return;
+        };
+        let last = w.last_sn;
+        let Some(p) = w.proxies.iter_mut().find(|p| p.guid == reader) else {
+            self.stats.unmatched_submessages += 1;
+            return;
+        };
+        if p.reliable && p.on_acknack(set, count, final_flag, last, now, suppress, due) {
+            self.work.watch_reader_proxy(&mut w.repair_work, p);
+            self.after_ack(wi);
+        }
+    }
+
+    pub(super) fn on_nack_frag(
+        &mut self,
+        reader: Guid,
+        writer_id: EntityId,
+        sn: i64,
+        frags: &ferrodds_wire::FragmentNumberSet,
+        count: i32,
+        now: Timestamp,
+    ) {
+        let due = now.saturating_add(self.config.nack_response_delay);
+        let Some(w) = self
+            .writers
+            .iter_mut()
+            .flatten()
+            .find(|w| w.guid.entity_id == writer_id)
+        else {
+            self.stats.unmatched_submessages += 1;
+            return;
+        };
+        if sn > w.last_sn {
+            return;
+        }
+        let Some(p) = w.proxies.iter_mut().find(|p| p.guid == reader) else {
+            self.stats.unmatched_submessages += 1;
+            return;
+        };
+        if p.reliable {
+            p.on_nack_frag(sn, frags.iter().map(|f| f.0), count, due);
+            self.work.watch_reader_proxy(&mut w.repair_work, p);
+        }
+    }
+
+    /// Purges acknowledged history and raises resource/acknowledgement events.
+    pub(super) fn after_ack(&mut self, wi: usize) {
+        let Some(w) = self.writers[wi].as_mut() else {
+            return;
+        };
+        if w.qos.durability == Durability::Volatile {
+            let bound = w.ack_bound();
+            w.history.remove_up_to(bound);
+        }
+        let user = w.role == Role::User;
+        if w.blocked && w.has_room() {
+            w.blocked = false;
+            if user {
+                self.events.push_back(Event::WriterResourcesAvailable {
+                    writer: WriterId(wi),
+                });
+            }
+        }
+        if w.reliable()
+            && w.last_sn > 0
+            && !w.all_acked_reported
+            && w.proxies.iter().any(|p| p.reliable)
+            && w.all_acked()
+        {
+            w.all_acked_reported = true;
+            if user {
+                self.events.push_back(Event::AllAcknowledged {
+                    writer: WriterId(wi),
+                });
+            }
+        }
+        if !w.lagging() {
+            w.next_hb = None;
+        }
+    }
+}

@@ -1,0 +1,469 @@
+//! Unit tests of the participant.
+
+use super::*;
+use crate::ReaderAttributes;
+
+#[test]
+fn piggy_backed_heartbeats_ask_for_acks_only_when_needed() {
+    let mut qos = WriterQos {
+        history: History::KeepAll,
+        ..WriterQos::default()
+    };
+    qos.resource_limits.max_samples = 40;
+    let guid = Guid::new(GuidPrefix([7; 12]), EntityId([0, 0, 1, 2]));
+    let mut w = LocalWriter::new(guid, Role::User, "T".into(), "U".into(), qos);
+    let reader = Guid::new(GuidPrefix([8; 12]), EntityId([0, 0, 1, 7]));
+    w.proxies
+        .push(ReaderProxy::new(reader, true, Vec::new(), 0));
+    let ms = core::time::Duration::from_millis(1);
+    let t0 = Timestamp(1_000_000_000);
+    // Nothing asked yet: ask.
+    assert!(w.wants_ack(t0, 5 * ms));
+    w.last_ack_request = Some(t0);
+    // A few unacknowledged samples, soon after the last request: final.
+    w.pushed = 9;
+    assert!(!w.wants_ack(t0.saturating_add(ms), 5 * ms));
+    // A quarter of the bounded history unacknowledged: ask.
+    w.pushed = 10;
+    assert!(w.wants_ack(t0.saturating_add(ms), 5 * ms));
+    // Acknowledged up to 5: 5 unacknowledged, below the quarter.
+    w.proxies[0].acked = 5;
+    assert!(!w.wants_ack(t0.saturating_add(ms), 5 * ms));
+    // The last request is old: ask again.
+    assert!(w.wants_ack(t0.saturating_add(5 * ms), 5 * ms));
+    // A deep history (a batching writer's) asks per quarter, not per 64.
+    w.qos.resource_limits.max_samples = 12_800;
+    w.proxies[0].acked = 0;
+    w.pushed = 3_199;
+    assert!(!w.wants_ack(t0.saturating_add(ms), 5 * ms));
+    w.pushed = 3_200;
+    assert!(w.wants_ack(t0.saturating_add(ms), 5 * ms));
+}
+
+fn cfg(n: u8) -> ParticipantConfig {
+    let ip = core::net::Ipv4Addr::new(127, 0, 0, n);
+    ParticipantConfig {
+        guid_prefix: GuidPrefix([1, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, n]),
+        metatraffic_unicast_locators: vec![Locator::udpv4(ip, 7410)],
+        default_unicast_locators: vec![Locator::udpv4(ip, 7411)],
+        spdp_destinations: vec![Locator::udpv4(
+            core::net::Ipv4Addr::new(239, 255, 0, 1),
+            7400,
+        )],
+        ..ParticipantConfig::default()
+    }
+}
+
+fn drain(p: &mut Participant, now: Timestamp) -> Vec<(Vec<u8>, Vec<Locator>)> {
+    let mut buf = vec![0u8; 65536];
+    let mut out = Vec::new();
+    while let Some(t) = p.poll_transmit(now, &mut buf) {
+        out.push((buf[..t.len].to_vec(), t.destinations));
+    }
+    out
+}
+
+fn wattrs(keyed: bool) -> WriterAttributes {
+    WriterAttributes {
+        topic_name: "T".into(),
+        type_name: "U".into(),
+        keyed,
+        qos: WriterQos::default(),
+    }
+}
+
+fn rattrs(keyed: bool) -> ReaderAttributes {
+    ReaderAttributes {
+        topic_name: "T".into(),
+        type_name: "U".into(),
+        keyed,
+        qos: ReaderQos::default(),
+    }
+}
+
+#[test]
+fn first_timeout_announces_spdp_to_the_destinations() {
+    let mut p = Participant::new(cfg(1), Timestamp(0));
+    assert_eq!(p.poll_timeout(), Some(Timestamp(0)));
+    p.handle_timeout(Timestamp(0));
+    let out = drain(&mut p, Timestamp(0));
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].1, cfg(1).spdp_destinations);
+    let (h, subs) = codec::parse(&out[0].0).unwrap();
+    assert_eq!(h.prefix, cfg(1).guid_prefix);
+    let Some(Ok(Sub::Data(d))) = subs.into_iter().next() else {
+        panic!("no DATA");
+    };
+    assert_eq!(d.writer_id, SPDP_WRITER);
+    let spdp = SpdpData::decode(d.payload.unwrap()).unwrap();
+    assert_eq!(spdp.guid_prefix, cfg(1).guid_prefix);
+    assert_eq!(spdp.default_unicast, cfg(1).default_unicast_locators);
+    assert_eq!(spdp.builtin_endpoints & 0x3f, 0x3f);
+    // Next announcement 100 ms later (quick initial phase).
+    assert_eq!(
+        p.poll_timeout(),
+        Some(Timestamp(0).saturating_add(INITIAL_ANNOUNCEMENT_PERIOD))
+    );
+}
+
+#[test]
+fn own_and_foreign_domain_announcements_are_ignored() {
+    let mut a = Participant::new(cfg(1), Timestamp(0));
+    a.handle_timeout(Timestamp(0));
+    let own = drain(&mut a, Timestamp(0));
+    a.handle_datagram(Timestamp(1), None, &own[0].0);
+    assert!(a.discovered_participants().is_empty());
+
+    let mut other = cfg(2);
+    other.domain_id = 5;
+    let mut b = Participant::new(other, Timestamp(0));
+    b.handle_timeout(Timestamp(0));
+    let foreign = drain(&mut b, Timestamp(0));
+    a.handle_datagram(Timestamp(1), None, &foreign[0].0);
+    assert!(a.discovered_participants().is_empty());
+
+    let mut c = Participant::new(cfg(3), Timestamp(0));
+    c.handle_timeout(Timestamp(0));
+    let same = drain(&mut c, Timestamp(0));
+    a.handle_datagram(Timestamp(1), None, &same[0].0);
+    assert_eq!(a.discovered_participants(), vec![cfg(3).guid_prefix]);
+    assert_eq!(
+        a.poll_event(),
+        Some(Event::ParticipantDiscovered {
+            prefix: cfg(3).guid_prefix
+        })
+    );
+    // The newcomer gets a unicast announcement at once, then SEDP traffic.
+    let replies = drain(&mut a, Timestamp(1));
+    assert_eq!(replies[0].1, cfg(3).metatraffic_unicast_locators);
+}
+
+#[test]
+fn entity_kinds_follow_keyed_and_handles_are_checked() {
+    let mut p = Participant::new(cfg(1), Timestamp(0));
+    let wk = p.create_writer(wattrs(true), Timestamp(0)).unwrap();
+    let wn = p.create_writer(wattrs(false), Timestamp(0)).unwrap();
+    let rk = p.create_reader(rattrs(true), Timestamp(0)).unwrap();
+    let rn = p.create_reader(rattrs(false), Timestamp(0)).unwrap();
+    assert_eq!(p.writer_guid(wk).unwrap().entity_id.0[3], 0x02);
+    assert_eq!(p.writer_guid(wn).unwrap().entity_id.0[3], 0x03);
+    assert_eq!(p.reader_guid(rk).unwrap().entity_id.0[3], 0x07);
+    assert_eq!(p.reader_guid(rn).unwrap().entity_id.0[3], 0x04);
+    // Local writers and readers of a topic match each other.
+    assert_eq!(p.matched_reader_count(wk), 2);
+    assert_eq!(p.matched_writer_count(rn), 2);
+    p.delete_writer(wk, Timestamp(1)).unwrap();
+    assert_eq!(p.writer_guid(wk), None);
+    assert_eq!(p.matched_writer_count(rn), 1);
+    assert_eq!(
+        p.delete_writer(wk, Timestamp(1)),
+        Err(EngineError::UnknownWriter)
+    );
+    assert_eq!(
+        p.write(
+            wk,
+            WriteRequest {
+                kind: ChangeKind::Alive,
+                key_hash: None,
+                serialized_payload: &[],
+                source_timestamp: None
+            },
+            Timestamp(1)
+        ),
+        Err(WriteError::UnknownWriter)
+    );
+    assert!(
+        p.take_sample(ReaderId(0)).is_none(),
+        "builtin readers are hidden"
+    );
+    let mut bad = wattrs(false);
+    bad.qos.history = History::KeepLast(0);
+    assert!(matches!(
+        p.create_writer(bad, Timestamp(1)),
+        Err(EngineError::InconsistentQos(_))
+    ));
+}
+
+#[test]
+fn changed_spdp_locators_are_followed() {
+    let mut a = Participant::new(cfg(1), Timestamp(0));
+    let w = a.create_writer(wattrs(false), Timestamp(0)).unwrap();
+    let mut b = Participant::new(cfg(2), Timestamp(0));
+    b.create_reader(rattrs(false), Timestamp(0)).unwrap();
+    b.handle_timeout(Timestamp(0));
+    for (d, _) in drain(&mut b, Timestamp(0)) {
+        a.handle_datagram(Timestamp(1), None, &d);
+    }
+    // Hand b's SEDP subscription to a.
+    for (d, _) in drain(&mut b, Timestamp(1)) {
+        a.handle_datagram(Timestamp(1), None, &d);
+    }
+    let mut t = 2;
+    while a.matched_reader_count(w) == 0 && t < 50 {
+        for (d, _) in drain(&mut a, Timestamp(t)) {
+            b.handle_datagram(Timestamp(t), None, &d);
+        }
+        for (d, _) in drain(&mut b, Timestamp(t)) {
+            a.handle_datagram(Timestamp(t), None, &d);
+        }
+        t += 1;
+    }
+    assert_eq!(a.matched_reader_count(w), 1);
+    // b comes back with another user locator.
+    let mut moved = cfg(2);
+    let new_loc = Locator::udpv4(core::net::Ipv4Addr::new(127, 0, 0, 9), 9999);
+    moved.default_unicast_locators = vec![new_loc];
+    let mut b2 = Participant::new(moved, Timestamp(0));
+    b2.handle_timeout(Timestamp(0));
+    for (d, _) in drain(&mut b2, Timestamp(0)) {
+        a.handle_datagram(Timestamp(t), None, &d);
+    }
+    drain(&mut a, Timestamp(t));
+    a.write(
+        w,
+        WriteRequest {
+            kind: ChangeKind::Alive,
+            key_hash: None,
+            serialized_payload: &[0, 1, 0, 0],
+            source_timestamp: None,
+        },
+        Timestamp(t),
+    )
+    .unwrap();
+    let out = drain(&mut a, Timestamp(t));
+    assert!(out.iter().any(|(_, d)| d == &vec![new_loc]), "{out:?}");
+}
+
+/// Forces every work hint on: the next `poll_transmit` then scans
+/// everything, as it did before the hints existed.
+fn force_full_scan(p: &mut Participant) {
+    p.work.ack = true;
+    p.work.push = true;
+    p.work.push_from = 0;
+    p.work.repair = true;
+    for r in p.readers.iter_mut().flatten() {
+        r.ack_work = true;
+    }
+    for w in p.writers.iter_mut().flatten() {
+        w.repair_work = true;
+    }
+}
+
+/// Delivers what `from` sends to `to`, dropping every `drop_every`th
+/// datagram (counted by `n`); then checks that the work hints hid
+/// nothing: a full scan finds nothing more to send, and `poll_timeout`
+/// is not later than the earliest deadline.
+fn pump_checked(
+    from: &mut Participant,
+    to: &mut Participant,
+    now: Timestamp,
+    n: &mut u32,
+    drop_every: u32,
+) {
+    let mut buf = vec![0u8; 65536];
+    let mut dests = Vec::new();
+    while let Some(len) = from.poll_transmit_into(now, &mut buf, &mut dests) {
+        *n += 1;
+        if !n.is_multiple_of(drop_every) {
+            to.handle_datagram(now, None, &buf[..len]);
+        }
+    }
+    force_full_scan(from);
+    assert!(
+        from.poll_transmit_into(now, &mut buf, &mut dests).is_none(),
+        "a work hint hid a datagram"
+    );
+    // Every move of the acknowledgement bound ran after_ack (pushes skip
+    // it when the bound did not move): running it again purges nothing
+    // and frees no blocked writer. (An AllAcknowledged may legitimately
+    // still be due: matching does not run after_ack.)
+    for wi in 0..from.writers.len() {
+        let state = |p: &Participant| {
+            p.writers[wi]
+                .as_ref()
+                .map(|w| (w.history.len(), w.history.first_sn(), w.blocked))
+        };
+        let before = state(from);
+        from.after_ack(wi);
+        assert_eq!(before, state(from), "after_ack had work left");
+    }
+    for p in [&*from, &*to] {
+        assert!(p.poll_timeout().unwrap() <= p.next_deadline());
+    }
+}
+
+#[test]
+fn work_hints_never_hide_work() {
+    let mut a = Participant::new(cfg(1), Timestamp(0));
+    let mut b = Participant::new(cfg(2), Timestamp(0));
+    // Reliable KEEP_ALL (a bounded reader: back-pressure), reliable KEEP_LAST
+    // with batching, best effort.
+    let mut w_all = wattrs(false);
+    w_all.topic_name = "All".into();
+    w_all.qos.history = History::KeepAll;
+    let mut r_all = rattrs(false);
+    r_all.topic_name = "All".into();
+    r_all.qos.reliability = Reliability::RELIABLE;
+    r_all.qos.history = History::KeepAll;
+    r_all.qos.resource_limits.max_samples = 4;
+    let mut w_batch = wattrs(true);
+    w_batch.topic_name = "Batch".into();
+    w_batch.qos.batching.enabled = true;
+    w_batch.qos.batching.max_bytes = 64;
+    let mut r_batch = rattrs(true);
+    r_batch.topic_name = "Batch".into();
+    r_batch.qos.reliability = Reliability::RELIABLE;
+    let mut w_be = wattrs(false);
+    w_be.qos.reliability = Reliability::BEST_EFFORT;
+    let writers = [
+        a.create_writer(w_all, Timestamp(0)).unwrap(),
+        a.create_writer(w_batch, Timestamp(0)).unwrap(),
+        a.create_writer(w_be, Timestamp(0)).unwrap(),
+    ];
+    let readers = [
+        b.create_reader(r_all, Timestamp(0)).unwrap(),
+        b.create_reader(r_batch, Timestamp(0)).unwrap(),
+        b.create_reader(rattrs(false), Timestamp(0)).unwrap(),
+    ];
+    let (mut n, mut t, mut taken) = (0u32, 0u64, 0usize);
+    for step in 0..4000u64 {
+        // Irregular time steps around the 10 ms NACK hold-off and the
+        // 1 ms flush delay.
+        t += [50_000, 300_000, 1_000_000, 3_000_000, 20_000_000][(step % 5) as usize] + step % 13;
+        let now = Timestamp(t);
+        for p in [&mut a, &mut b] {
+            if p.poll_timeout().is_some_and(|d| d <= now) {
+                p.handle_timeout(now);
+            }
+        }
+        if step % 4 != 3 {
+            let w = writers[(step % 3) as usize];
+            let key = [(step % 5) as u8; 16];
+            let _ = a.write(
+                w,
+                WriteRequest {
+                    kind: ChangeKind::Alive,
+                    key_hash: Some(key),
+                    serialized_payload: &[0, 1, 0, 0, step as u8],
+                    source_timestamp: None,
+                },
+                now,
+            );
+        }
+        pump_checked(&mut a, &mut b, now, &mut n, 7);
+        pump_checked(&mut b, &mut a, now, &mut n, 7);
+        // Take slowly from the bounded reader, everything from the others.
+        if step % 5 == 0 {
+            taken += usize::from(b.take_sample(readers[0]).is_some());
+        }
+        for r in &readers[1..] {
+            while b.take_sample(*r).is_some() {
+                taken += 1;
+            }
+        }
+        while a.poll_event().is_some() {}
+        while b.poll_event().is_some() {}
+    }
+    assert!(taken > 500, "{taken}");
+    assert!(a.stats().resent_data > 0);
+}
+
+/// Any datagram renews its sender's lease, also while the renewal is
+/// cached for the peer heard last (alone, or alternating with another
+/// peer), and a silent peer still expires.
+#[test]
+fn traffic_renews_leases_and_silence_expires_them() {
+    let ms = core::time::Duration::from_millis(1);
+    let mut a = Participant::new(cfg(1), Timestamp(0));
+    let a_reader = a.create_reader(rattrs(false), Timestamp(0)).unwrap();
+    let mut peers: Vec<Participant> = (2..=3)
+        .map(|n| {
+            let mut c = cfg(n);
+            c.lease_duration = 1000 * ms;
+            c.spdp_period = core::time::Duration::from_secs(100);
+            let mut p = Participant::new(c, Timestamp(0));
+            p.create_writer(wattrs(false), Timestamp(0)).unwrap();
+            p
+        })
+        .collect();
+    let mut t = Timestamp(0);
+    // Runs every participant at `t`; `talking[k]`: peer k writes a sample
+    // and its datagrams reach `a` (otherwise they are lost).
+    let mut step = |a: &mut Participant, t: Timestamp, talking: [bool; 2], write: bool| {
+        for (k, p) in peers.iter_mut().enumerate() {
+            if write && talking[k] {
+                let payload = [0, 1, 0, 0, k as u8];
+                let req = WriteRequest {
+                    kind: ChangeKind::Alive,
+                    key_hash: None,
+                    serialized_payload: &payload,
+                    source_timestamp: None,
+                };
+                p.write(WriterId(FIRST_USER), req, t).unwrap();
+            }
+            if p.poll_timeout().is_some_and(|d| d <= t) {
+                p.handle_timeout(t);
+            }
+            for (d, _) in drain(p, t) {
+                if talking[k] {
+                    a.handle_datagram(t, None, &d);
+                }
+            }
+        }
+        if a.poll_timeout().is_some_and(|d| d <= t) {
+            a.handle_timeout(t);
+        }
+        for (d, _) in drain(a, t) {
+            for p in peers.iter_mut() {
+                p.handle_datagram(t, None, &d);
+            }
+        }
+        while a.take_sample(a_reader).is_some() {}
+    };
+    // Discovery (initial SPDP burst, within the 1 s lease).
+    for _ in 0..500 {
+        t = t.saturating_add(ms);
+        step(&mut a, t, [true, true], false);
+    }
+    assert_eq!(a.discovered_participants().len(), 2);
+    // User data only, 200 ms apart, for 5 lease durations: both peers,
+    // then the second alone (the first expires).
+    for _ in 0..25 {
+        t = t.saturating_add(200 * ms);
+        step(&mut a, t, [true, true], true);
+        assert_eq!(a.discovered_participants().len(), 2, "at {t:?}");
+    }
+    for _ in 0..25 {
+        t = t.saturating_add(200 * ms);
+        step(&mut a, t, [false, true], true);
+    }
+    assert_eq!(a.discovered_participants(), vec![cfg(3).guid_prefix]);
+    // Silence: the second expires too.
+    for _ in 0..15 {
+        t = t.saturating_add(100 * ms);
+        step(&mut a, t, [false, false], false);
+    }
+    assert!(a.discovered_participants().is_empty());
+    let lost = core::iter::from_fn(|| a.poll_event())
+        .filter(|e| matches!(e, Event::ParticipantLost { .. }))
+        .count();
+    assert_eq!(lost, 2);
+}
+
+#[test]
+fn malformed_datagrams_are_counted() {
+    let mut p = Participant::new(cfg(1), Timestamp(0));
+    p.handle_datagram(Timestamp(0), None, b"hello");
+    p.handle_datagram(Timestamp(0), None, &[0u8; 3]);
+    let mut m = b"RTPS\x02\x05\x01\xfd".to_vec();
+    m.extend_from_slice(&[9; 12]);
+    m.extend_from_slice(&[0x15, 0x01, 0xff, 0x00]); // DATA claiming 255 bytes
+    p.handle_datagram(Timestamp(0), None, &m);
+    m.truncate(20);
+    m.extend_from_slice(&[0x80, 0x01, 0x00, 0x00]); // vendor submessage, empty
+    p.handle_datagram(Timestamp(0), None, &m);
+    let s = p.stats();
+    assert_eq!(s.received_datagrams, 4);
+    assert_eq!(s.malformed_datagrams, 3);
+    assert_eq!(s.unknown_submessages, 1);
+}

@@ -1,0 +1,523 @@
+//! Sending: [`Participant::poll_transmit`] and friends, choosing what goes
+//! next (SPDP, ACKNACKs, pushes of new data, repairs).
+
+use super::*;
+
+impl Participant {
+    /// Writes the next datagram into `buf` (len >= max_message_size) and says
+    /// where to send it. Call until it returns `None`.
+    pub fn poll_transmit(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<Transmit> {
+        let mut destinations = Vec::new();
+        let len = self.poll_transmit_into(now, buf, &mut destinations)?;
+        Some(Transmit { len, destinations })
+    }
+
+    /// Like [`Participant::poll_transmit`], but writes the (distinct)
+    /// destinations into a caller-owned vector, so that steady-state sending
+    /// does not allocate. Returns the datagram length.
+    pub fn poll_transmit_into(
+        &mut self,
+        now: Timestamp,
+        buf: &mut [u8],
+        destinations: &mut Vec<Locator>,
+    ) -> Option<usize> {
+        let limit = self.config.max_message_size.min(buf.len());
+        destinations.clear();
+        // (The work hints are also tested here, so that an idle kind costs
+        // no call.)
+        let len = self
+            .transmit_spdp(buf, limit, destinations)
+            .or_else(|| {
+                self.work
+                    .ack
+                    .then(|| self.transmit_acknack(now, buf, limit, destinations))?
+            })
+            .or_else(|| {
+                self.work
+                    .push
+                    .then(|| self.transmit_push(now, buf, limit, destinations, None))?
+            })
+            .or_else(|| {
+                self.work
+                    .repair
+                    .then(|| self.transmit_repairs(now, buf, limit, destinations))?
+            })?;
+        self.stats.sent_datagrams += 1;
+        debug_assert!(len <= limit);
+        Some(len)
+    }
+
+    /// Flow-controlled sending of one writer's new data: builds the next
+    /// datagram of `w` (a writer with [`WriterQos::flow_controlled`]) if one
+    /// fits in `budget` bytes, and returns its length. Such writers' new data
+    /// is only sent through this call (repairs, HEARTBEATs and everything
+    /// else still go through [`Participant::poll_transmit`]); an asynchronous
+    /// publisher calls it with what its token bucket allows.
+    pub fn poll_transmit_writer(
+        &mut self,
+        now: Timestamp,
+        w: WriterId,
+        budget: usize,
+        buf: &mut [u8],
+        destinations: &mut Vec<Locator>,
+    ) -> Option<usize> {
+        self.user_writer(w)?;
+        let limit = self.config.max_message_size.min(buf.len()).min(budget);
+        destinations.clear();
+        let len = self.transmit_push(now, buf, limit, destinations, Some(w.0))?;
+        self.stats.sent_datagrams += 1;
+        Some(len)
+    }
+
+    fn transmit_spdp(
+        &mut self,
+        buf: &mut [u8],
+        limit: usize,
+        out: &mut Vec<Locator>,
+    ) -> Option<usize> {
+        if self.leave_queue.is_empty() && self.spdp_queue.is_empty() {
+            return None;
+        }
+        if let Some(dests) = self.leave_queue.pop_front() {
+            let mut e = Emitter::new(buf, limit, self.config.guid_prefix)?;
+            let key = Guid::new(self.config.guid_prefix, EntityId::PARTICIPANT).to_bytes();
+            let payload = discovery::participant_key_payload(self.config.guid_prefix);
+            if e.data(SPDP_READER, SPDP_WRITER, 2, Some(&key), 3, &payload, true) {
+                fill_dests(out, dests.iter());
+                return Some(e.len());
+            }
+        }
+        while let Some(dests) = self.spdp_queue.pop_front() {
+            let mut e = Emitter::new(buf, limit, self.config.guid_prefix)?;
+            let key = Guid::new(self.config.guid_prefix, EntityId::PARTICIPANT).to_bytes();
+            if e.data(
+                SPDP_READER,
+                SPDP_WRITER,
+                1,
+                Some(&key),
+                0,
+                &self.spdp_payload,
+                false,
+            ) {
+                self.stats.sent_data += 1;
+                fill_dests(out, dests.iter());
+                return Some(e.len());
+            }
+        }
+        None
+    }
+
+    fn transmit_acknack(
+        &mut self,
+        now: Timestamp,
+        buf: &mut [u8],
+        limit: usize,
+        out: &mut Vec<Locator>,
+    ) -> Option<usize> {
+        if !self.work.ack {
+            return None;
+        }
+        let prefix = self.config.guid_prefix;
+        let holdoff = self.nack_holdoff();
+        // Whether a reader visited still has (held-off) ACKNACKs pending.
+        let mut remaining = false;
+        for r in self.readers.iter_mut().flatten() {
+            if !r.ack_work {
+                continue;
+            }
+            let room = r.room();
+            let reader_eid = r.guid.entity_id;
+            for p in r.proxies.iter_mut().filter(|p| p.ack_pending) {
+                if p.locators.is_empty() {
+                    p.ack_pending = false;
+                    continue;
+                }
+                let set = p.ack_set(room);
+                let mut nfs = [(0i64, 0u32, [0u32; 8], 0u32); MAX_NACK_FRAGS];
+                let mut n_nf = 0;
+                if room > 0 {
+                    for (slot, nf) in nfs.iter_mut().zip(p.nack_frags(MAX_NACK_FRAGS)) {
+                        *slot = nf;
+                        n_nf += 1;
+                    }
+                }
+                // NACK_FRAGs deferred to this time (sent with a later ACKNACK).
+                let mut deferred = None;
+                if n_nf > 0 {
+                    // NackDelay: fragments of a sample still being pushed may
+                    // merely be reordered; ask only once they had time to arrive.
+                    let due = *p
+                        .nack_frag_due
+                        .get_or_insert_with(|| now.saturating_add(holdoff));
+                    if now < due {
+                        if set.is_empty() {
+                            p.ack_due = Some(due);
+                            self.work.arm(due);
+                            continue;
+                        }
+                        n_nf = 0;
+                        deferred = Some(due);
+                    }
+                }
+                if !set.is_empty() || n_nf > 0 {
+                    // Aggregate NACKs: repeat one at most every `holdoff`, so a
+                    // burst of HEARTBEATs does not trigger a burst of repairs.
+                    if let Some(t) = p.last_nack_at {
+                        let due = t.saturating_add(holdoff);
+                        if now < due {
+                            p.ack_due = Some(due);
+                            self.work.arm(due);
+                            continue;
+                        }
+                    }
+                    p.last_nack_at = Some(now);
+                }
+                p.ack_pending = false;
+                p.ack_due = None;
+                if n_nf > 0 {
+                    p.nack_frag_due = None;
+                }
+                if let Some(due) = deferred {
+                    p.ack_pending = true;
+                    p.ack_due = Some(due);
+                    self.work.arm(due);
+                }
+                let final_flag = set.is_empty() && p.synced;
+                p.ack_count = p.ack_count.wrapping_add(1);
+                let mut e = Emitter::new(buf, limit, prefix)?;
+                if e.info_dst(p.guid.prefix)
+                    && e.acknack(reader_eid, p.guid.entity_id, &set, p.ack_count, final_flag)
+                {
+                    // Partly received samples: ask for exactly the missing fragments.
+                    for &(sn, base, bits, num_bits) in &nfs[..n_nf] {
+                        p.nack_frag_count = p.nack_frag_count.wrapping_add(1);
+                        if !e.nack_frag(
+                            reader_eid,
+                            p.guid.entity_id,
+                            sn,
+                            base,
+                            bits,
+                            num_bits,
+                            p.nack_frag_count,
+                        ) {
+                            break;
+                        }
+                        self.stats.sent_nack_frags += 1;
+                    }
+                    fill_dests(out, p.locators.iter());
+                    return Some(e.len());
+                }
+            }
+            r.ack_work = r.proxies.iter().any(|p| p.ack_pending);
+            remaining |= r.ack_work;
+        }
+        self.work.ack = remaining;
+        None
+    }
+
+    fn transmit_push(
+        &mut self,
+        now: Timestamp,
+        buf: &mut [u8],
+        limit: usize,
+        out: &mut Vec<Locator>,
+        only: Option<usize>,
+    ) -> Option<usize> {
+        if only.is_none() && !self.work.push {
+            return None;
+        }
+        let prefix = self.config.guid_prefix;
+        let range = match only {
+            Some(i) => i..i + 1,
+            None => self.work.push_from..self.writers.len(),
+        };
+        // The first writer visited that still holds changes (batching).
+        let mut remaining = None;
+        for wi in range {
+            let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) else {
+                continue;
+            };
+            if w.pushed >= w.last_sn || (only.is_none() && w.qos.flow_controlled) {
+                continue;
+            }
+            if w.proxies.is_empty() {
+                w.pushed = w.last_sn;
+                w.push_frag = 1;
+                w.push_done();
+                self.after_ack(wi);
+                continue;
+            }
+            if !w.push_ready(now) {
+                remaining = remaining.or(Some(wi));
+                continue;
+            }
+            // A batch is due: drain everything pending (over as many
+            // datagrams as needed).
+            w.flush = true;
+            let reliable = w.reliable();
+            let plan = w
+                .plan
+                .get_or_insert_with(|| PushPlan::new(&w.proxies, reliable));
+            debug_assert!(plan.is_current(&w.proxies, reliable), "stale push plan");
+            out.clone_from(&plan.dests);
+            let (reader_id, same_prefix, with_hb) = (plan.reader_id, plan.prefix, plan.with_hb);
+            if out.is_empty() {
+                w.pushed = w.last_sn;
+                w.push_frag = 1;
+                w.push_done();
+                self.after_ack(wi);
+                continue;
+            }
+            let sizes = w.sizes;
+            let reserve = if with_hb { HB_LEN + HBF_LEN } else { 0 };
+            let mut e = Emitter::new(buf, limit.min(sizes.max_message), prefix)?;
+            if let Some(first_prefix) = same_prefix {
+                if !e.info_dst(first_prefix) {
+                    return None;
+                }
+            }
+            let mut sent_any = false;
+            // Acknowledgements do not change during a push: one scan of the
+            // proxies serves the bound before, the HEARTBEAT and the bound after.
+            let acked = w.acked_floor();
+            let bound_before = acked.min(w.pushed);
+            // Fragmented sample left unfinished in this datagram: (SN, last fragment sent).
+            let mut partial_frag = None;
+            while w.pushed < w.last_sn {
+                let sn = w.pushed + 1;
+                let Some(c) = w.history.get(sn) else {
+                    // Replaced before it was sent (KEEP_LAST): readers get a GAP on request.
+                    w.pushed = sn;
+                    w.push_frag = 1;
+                    continue;
+                };
+                let ids = (reader_id, w.guid.entity_id);
+                let len = c.payload.len();
+                match emit_change(&mut e, ids, c, sizes, w.push_frag, reserve, &mut self.stats) {
+                    Emitted::All => {
+                        sent_any = true;
+                        w.pushed = sn;
+                        w.push_frag = 1;
+                        w.pushed_one(len);
+                    }
+                    Emitted::Upto(f) => {
+                        sent_any = true;
+                        w.push_frag = f;
+                        partial_frag = Some((sn, f - 1));
+                        break;
+                    }
+                    Emitted::Nothing if sent_any => break,
+                    // Flow control: the budget is smaller than the next
+                    // datagram; try again with more budget.
+                    Emitted::Nothing if only.is_some() => return None,
+                    Emitted::Nothing => {
+                        // Cannot fit even alone (buffer smaller than configured): drop it.
+                        w.pushed = sn;
+                        w.push_frag = 1;
+                        w.pushed_one(len);
+                    }
+                }
+            }
+            w.push_done();
+            if with_hb {
+                // Announce only what was actually sent, so readers do not
+                // NACK samples still queued here.
+                w.hb_count = w.hb_count.wrapping_add(1);
+                let last = w.pushed;
+                let ask = w.wants_ack_at(now, self.ack_request_ns, acked.min(last));
+                if ask {
+                    w.last_ack_request = Some(now);
+                }
+                e.heartbeat(
+                    reader_id,
+                    w.guid.entity_id,
+                    w.hb_first().min(last + 1),
+                    last,
+                    w.hb_count,
+                    !ask,
+                );
+                if let Some((sn, f)) = partial_frag {
+                    w.hbf_count = w.hbf_count.wrapping_add(1);
+                    if e.heartbeat_frag(reader_id, w.guid.entity_id, sn, f, w.hbf_count) {
+                        self.stats.sent_heartbeat_frags += 1;
+                    }
+                }
+                for p in &mut w.proxies {
+                    p.hb_pending = false;
+                }
+            }
+            let len = e.len();
+            let drained = w.pushed >= w.last_sn;
+            // A push changes nothing after_ack looks at (acknowledgements,
+            // last_sn, proxies) except the acknowledgement bound, which
+            // moves only when readers acknowledged beyond what was pushed
+            // before (or none is reliable): only then can history be
+            // purged or a blocked writer freed.
+            if acked.min(w.pushed) != bound_before {
+                self.after_ack(wi);
+            }
+            if sent_any || with_hb {
+                if only.is_none() {
+                    // Writers before `wi` were found without pending changes
+                    // (or are in `remaining`); `wi` itself only if drained.
+                    let next = if drained { wi + 1 } else { wi };
+                    self.work.push_from = remaining.unwrap_or(next);
+                }
+                return Some(len);
+            }
+        }
+        if only.is_none() {
+            self.work.push = remaining.is_some();
+            self.work.push_from = remaining.unwrap_or(self.writers.len());
+        }
+        None
+    }
+
+    fn transmit_repairs(
+        &mut self,
+        now: Timestamp,
+        buf: &mut [u8],
+        limit: usize,
+        out: &mut Vec<Locator>,
+    ) -> Option<usize> {
+        if !self.work.repair {
+            return None;
+        }
+        let prefix = self.config.guid_prefix;
+        // Whether a writer visited still has repair work (not due yet).
+        let mut remaining = false;
+        for w in self.writers.iter_mut().flatten() {
+            if !w.repair_work {
+                continue;
+            }
+            if !w.reliable() {
+                // (Best-effort writers never repair.)
+                w.repair_work = false;
+                continue;
+            }
+            let sizes = w.sizes;
+            // Announce only what was pushed (batched samples may still wait).
+            let last = w.pushed;
+            let first = w.hb_first().min(last + 1);
+            let writer_eid = w.guid.entity_id;
+            for p in w.proxies.iter_mut() {
+                let repairs_due = p.repairs_requested() && now >= p.repair_due;
+                if !p.reliable || !(p.gap_pending || p.hb_pending || repairs_due) {
+                    continue;
+                }
+                if p.locators.is_empty() {
+                    p.gap_pending = false;
+                    p.hb_pending = false;
+                    p.requested.clear();
+                    p.frag_requests.clear();
+                    continue;
+                }
+                let reader_eid = p.guid.entity_id;
+                let ids = (reader_eid, writer_eid);
+                let mut e = Emitter::new(buf, limit.min(sizes.max_message), prefix)?;
+                if !e.info_dst(p.guid.prefix) {
+                    return None;
+                }
+                if p.gap_pending && p.first_relevant > 1 {
+                    e.gap(reader_eid, writer_eid, 1, &SnSet::new(p.first_relevant));
+                }
+                p.gap_pending = false;
+                let before = e.len();
+                if repairs_due {
+                    // Fragments asked for by NACK_FRAG.
+                    'frags: while let Some(mut entry) = p.frag_requests.first_entry() {
+                        let sn = *entry.key();
+                        let available = if sn >= p.first_relevant {
+                            w.history.get(sn)
+                        } else {
+                            None
+                        };
+                        let Some(c) = available.filter(|c| c.payload.len() > sizes.max_data) else {
+                            // Gone (or not fragmented): GAP or resend it whole.
+                            entry.remove();
+                            if p.requested.len() < 4096 {
+                                p.requested.insert(sn);
+                            }
+                            continue;
+                        };
+                        while let Some(f) = entry.get_mut().pop_first() {
+                            if !emit_fragment(&mut e, ids, c, sizes.frag, f, true, HB_LEN) {
+                                entry.get_mut().insert(f);
+                                break 'frags;
+                            }
+                            self.stats.resent_data += 1;
+                            self.stats.resent_fragments += 1;
+                        }
+                        entry.remove();
+                    }
+                    while let Some(&sn) = p.requested.first() {
+                        let change = if sn >= p.first_relevant {
+                            w.history.get(sn)
+                        } else {
+                            None
+                        };
+                        match change {
+                            Some(c) => {
+                                let from = if p.repair_frag.0 == sn {
+                                    p.repair_frag.1
+                                } else {
+                                    1
+                                };
+                                match emit_change(
+                                    &mut e,
+                                    ids,
+                                    c,
+                                    sizes,
+                                    from,
+                                    HB_LEN,
+                                    &mut self.stats,
+                                ) {
+                                    Emitted::All => {
+                                        self.stats.resent_data += 1;
+                                        p.requested.remove(&sn);
+                                        p.note_resent(sn, now);
+                                        p.repair_frag = (0, 1);
+                                    }
+                                    Emitted::Upto(f) => {
+                                        p.repair_frag = (sn, f);
+                                        break;
+                                    }
+                                    Emitted::Nothing => break,
+                                }
+                            }
+                            None => {
+                                // Coalesce a run of unavailable SNs into one GAP.
+                                let mut end = sn;
+                                while p.requested.contains(&(end + 1))
+                                    && (end + 1 < p.first_relevant
+                                        || w.history.get(end + 1).is_none())
+                                {
+                                    end += 1;
+                                }
+                                if !e.gap(reader_eid, writer_eid, sn, &SnSet::new(end + 1)) {
+                                    break;
+                                }
+                                p.requested = p.requested.split_off(&(end + 1));
+                            }
+                        }
+                    }
+                }
+                self.stats.resent_bytes += (e.len() - before) as u64;
+                w.hb_count = w.hb_count.wrapping_add(1);
+                e.heartbeat(reader_eid, writer_eid, first, last, w.hb_count, false);
+                p.hb_pending = false;
+                fill_dests(out, p.locators.iter());
+                return Some(e.len());
+            }
+            w.repair_work = w.proxies.iter().any(ReaderProxy::has_repair_work);
+            remaining |= w.repair_work;
+        }
+        self.work.repair = remaining;
+        None
+    }
+
+    /// Least time between two ACKNACKs of a reader that request data.
+    fn nack_holdoff(&self) -> core::time::Duration {
+        self.config.heartbeat_period / 10
+    }
+}

@@ -1,0 +1,171 @@
+//! Work hints and timers: [`Work`], [`Participant::handle_timeout`] and
+//! [`Participant::poll_timeout`].
+
+use super::*;
+
+/// What [`Participant::poll_transmit_into`] and [`Participant::poll_timeout`]
+/// may have to do, maintained where the work is created so that neither has
+/// to visit every endpoint and proxy on every call (a ping-pong calls both
+/// after every operation, and `poll_transmit_into` runs once more than it
+/// produces a datagram).
+///
+/// The flags are conservative: `false` guarantees that there is nothing of
+/// that kind to send, `true` means "maybe" (set wherever such work can
+/// appear; the scan that finds nothing left clears it). Per-endpoint flags
+/// ([`LocalReader::ack_work`], [`LocalWriter::repair_work`]) let a scan skip
+/// the endpoints (builtin SEDP ones included) that have nothing to do.
+#[derive(Debug)]
+pub(super) struct Work {
+    /// Some reader may have a proxy with `ack_pending`.
+    pub(super) ack: bool,
+    /// Some writer that is not flow-controlled may have changes not pushed yet.
+    pub(super) push: bool,
+    /// No writer below this index has changes to push (when `push` is set):
+    /// a push scan starts here, so the poll that follows a push (which finds
+    /// nothing more) does not revisit the writers before and including the
+    /// one just drained.
+    pub(super) push_from: usize,
+    /// Some writer may have a proxy with repair work.
+    pub(super) repair: bool,
+    /// A lower bound of every pending deadline ([`Participant::next_deadline`]):
+    /// lowered whenever a deadline is set or becomes active, recomputed exactly
+    /// by `handle_timeout`. A deadline that moves later or goes away leaves it
+    /// early, which costs at most one `handle_timeout` that finds nothing to do.
+    pub(super) timeout: Timestamp,
+}
+
+impl Work {
+    pub(super) fn arm(&mut self, t: Timestamp) {
+        self.timeout = self.timeout.min(t);
+    }
+
+    /// Notes the state of a writer proxy of a reader after it may have
+    /// changed (`reader_flag` is the reader's [`LocalReader::ack_work`]).
+    pub(super) fn watch_writer_proxy(&mut self, reader_flag: &mut bool, p: &WriterProxy) {
+        if p.ack_pending {
+            *reader_flag = true;
+            self.ack = true;
+            if let Some(d) = p.ack_due {
+                self.arm(d);
+            }
+        }
+    }
+
+    /// Notes the state of a reader proxy of a writer after it may have
+    /// changed (`writer_flag` is the writer's [`LocalWriter::repair_work`]).
+    pub(super) fn watch_reader_proxy(&mut self, writer_flag: &mut bool, p: &ReaderProxy) {
+        if p.has_repair_work() {
+            *writer_flag = true;
+            self.repair = true;
+            if p.repairs_requested() {
+                self.arm(p.repair_due);
+            }
+        }
+    }
+}
+
+impl Participant {
+    /// Runs timers that are due at `now` (SPDP announcements, leases,
+    /// periodic HEARTBEATs).
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        if now >= self.next_spdp {
+            if !self.config.spdp_destinations.is_empty() {
+                self.spdp_queue
+                    .push_back(dedup(self.config.spdp_destinations.clone()));
+            }
+            // A few quick initial announcements (like Fast DDS) so a lost
+            // first datagram does not delay discovery by a whole period.
+            self.spdp_sent = self.spdp_sent.saturating_add(1);
+            let period = if self.spdp_sent < INITIAL_ANNOUNCEMENTS {
+                self.config.spdp_period.min(INITIAL_ANNOUNCEMENT_PERIOD)
+            } else {
+                self.config.spdp_period
+            };
+            self.next_spdp = now.saturating_add(period);
+        }
+        self.flush_heard();
+        let mut expired: Vec<GuidPrefix> = self
+            .participants
+            .iter()
+            .filter(|(_, p)| now >= p.last_heard.saturating_add(p.data.lease_duration))
+            .map(|(k, _)| *k)
+            .collect();
+        expired.sort_unstable();
+        for prefix in expired {
+            self.remove_participant(prefix);
+        }
+        // Best effort: incomplete fragmented samples expire.
+        let timeout = self.config.reassembly.best_effort_timeout;
+        if let Some(deadline) = now.0.checked_sub(timeout.as_nanos() as u64) {
+            for r in self.readers.iter_mut().flatten() {
+                for p in r.proxies.iter_mut().filter(|p| !p.reliable) {
+                    if !p.reasm.is_empty() {
+                        p.reasm.drop_started_before(Timestamp(deadline));
+                    }
+                }
+            }
+        }
+        let period = self.config.heartbeat_period;
+        for w in self.writers.iter_mut().flatten() {
+            if !w.lagging() {
+                w.next_hb = None;
+                continue;
+            }
+            match w.next_hb {
+                Some(t) if now < t => {}
+                None => w.next_hb = Some(now.saturating_add(period)),
+                Some(_) => {
+                    let last = w.last_sn;
+                    for p in w.proxies.iter_mut().filter(|p| p.lagging(last)) {
+                        p.hb_pending = true;
+                        self.work.watch_reader_proxy(&mut w.repair_work, p);
+                    }
+                    w.next_hb = Some(now.saturating_add(period));
+                }
+            }
+        }
+        self.work.timeout = self.next_deadline();
+    }
+
+    /// When `handle_timeout` should next be called. This may be earlier than
+    /// needed (a deadline that moved later or went away since the last
+    /// `handle_timeout`); then `handle_timeout` finds nothing to do and the
+    /// value is exact again. It is never later than needed.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        Some(self.work.timeout)
+    }
+
+    /// The earliest pending deadline, found by visiting everything: the
+    /// SPDP announcement, leases, held-off ACKNACKs, periodic HEARTBEATs,
+    /// batch flush delays and repair delays. Every place that sets or
+    /// activates one of these also lowers [`Work::timeout`].
+    pub(super) fn next_deadline(&self) -> Timestamp {
+        let mut t = self.next_spdp;
+        for p in self.participants.values() {
+            t = t.min(p.last_heard.saturating_add(p.data.lease_duration));
+        }
+        for r in self.readers.iter().flatten() {
+            for p in r.proxies.iter().filter(|p| p.ack_pending) {
+                if let Some(d) = p.ack_due {
+                    t = t.min(d);
+                }
+            }
+        }
+        for w in self.writers.iter().flatten() {
+            if let Some(h) = w.next_hb {
+                t = t.min(h);
+            }
+            // (Flow-controlled writers are paced by their publisher, which
+            // polls on its own period.)
+            if let Some(d) = w.batch_deadline().filter(|_| !w.qos.flow_controlled) {
+                t = t.min(d);
+            }
+            for p in &w.proxies {
+                if p.repairs_requested() {
+                    t = t.min(p.repair_due);
+                }
+            }
+        }
+        t
+    }
+}

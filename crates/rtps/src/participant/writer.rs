@@ -1,0 +1,298 @@
+//! Local writers: [`LocalWriter`] (history, push state, matched reader
+//! proxies), its cached [`PushPlan`] and payload limits ([`Sizes`]).
+
+use super::*;
+
+#[derive(Debug)]
+pub(super) struct LocalWriter {
+    pub(super) guid: Guid,
+    pub(super) role: Role,
+    pub(super) topic_name: String,
+    pub(super) type_name: String,
+    pub(super) qos: WriterQos,
+    pub(super) history: HistoryCache,
+    pub(super) last_sn: i64,
+    pub(super) pushed: i64,
+    /// Next fragment of SN `pushed + 1` to push (1-based).
+    pub(super) push_frag: u32,
+    pub(super) proxies: Vec<ReaderProxy>,
+    pub(super) hb_count: i32,
+    pub(super) next_hb: Option<Timestamp>,
+    pub(super) blocked: bool,
+    pub(super) all_acked_reported: bool,
+    /// Payload bytes written but not pushed yet (batching).
+    pub(super) unsent_bytes: usize,
+    /// Samples written but not pushed yet (batching).
+    pub(super) unsent_samples: usize,
+    /// When the oldest unpushed sample was written (batching).
+    pub(super) batch_since: Option<Timestamp>,
+    /// Push everything pending now (explicit flush, large sample).
+    pub(super) flush: bool,
+    pub(super) hbf_count: i32,
+    pub(super) sizes: Sizes,
+    /// When a piggy-backed HEARTBEAT last asked readers to acknowledge.
+    pub(super) last_ack_request: Option<Timestamp>,
+    /// Some proxy may have repair work ([`ReaderProxy::has_repair_work`]);
+    /// false guarantees none has (see [`Work`]).
+    pub(super) repair_work: bool,
+    /// How new data is pushed, derived from `proxies`; `None` after they (or
+    /// their locators) changed: every such place calls
+    /// [`LocalWriter::proxies_changed`].
+    pub(super) plan: Option<PushPlan>,
+}
+
+/// Destinations and header choices of a writer's push, derived from its
+/// proxies (cached: a push then need not gather and sort the locators).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PushPlan {
+    /// Distinct locators of all matched readers.
+    pub(super) dests: Vec<Locator>,
+    /// The reader's entity id when there is one reader, else UNKNOWN.
+    pub(super) reader_id: EntityId,
+    /// The GUID prefix shared by all readers (then an INFO_DST leads).
+    pub(super) prefix: Option<GuidPrefix>,
+    /// A reliable writer with a reliable reader: HEARTBEATs are piggy-backed.
+    pub(super) with_hb: bool,
+}
+
+impl PushPlan {
+    pub(super) fn new(proxies: &[ReaderProxy], reliable_writer: bool) -> Self {
+        let mut dests = Vec::new();
+        fill_dests(&mut dests, proxies.iter().flat_map(|p| p.locators.iter()));
+        let (reader_id, prefix) = Self::addressing(proxies);
+        Self {
+            dests,
+            reader_id,
+            prefix,
+            with_hb: Self::heartbeats(proxies, reliable_writer),
+        }
+    }
+
+    /// The readerId to address (the one reader's, or UNKNOWN for several) and the
+    /// INFO_DST prefix (when every matched reader is in one participant).
+    fn addressing(proxies: &[ReaderProxy]) -> (EntityId, Option<GuidPrefix>) {
+        let reader_id = match proxies {
+            [p] => p.guid.entity_id,
+            _ => EntityId::UNKNOWN,
+        };
+        let prefix = proxies
+            .first()
+            .map(|p| p.guid.prefix)
+            .filter(|first| proxies.iter().all(|p| p.guid.prefix == *first));
+        (reader_id, prefix)
+    }
+
+    /// Whether pushes piggy-back a HEARTBEAT (a reliable writer with a reliable reader).
+    fn heartbeats(proxies: &[ReaderProxy], reliable_writer: bool) -> bool {
+        reliable_writer && proxies.iter().any(|p| p.reliable)
+    }
+
+    /// Whether this plan is what [`PushPlan::new`] would compute now
+    /// (checked in debug builds, without allocating).
+    pub(super) fn is_current(&self, proxies: &[ReaderProxy], reliable_writer: bool) -> bool {
+        let fresh_dests = self.dests.windows(2).all(|w| w[0] < w[1])
+            && proxies
+                .iter()
+                .flat_map(|p| p.locators.iter())
+                .all(|l| self.dests.binary_search(l).is_ok())
+            && self
+                .dests
+                .iter()
+                .all(|d| proxies.iter().any(|p| p.locators.contains(d)));
+        fresh_dests
+            && (self.reader_id, self.prefix) == Self::addressing(proxies)
+            && self.with_hb == Self::heartbeats(proxies, reliable_writer)
+    }
+}
+
+impl LocalWriter {
+    pub(super) fn new(
+        guid: Guid,
+        role: Role,
+        topic_name: String,
+        type_name: String,
+        qos: WriterQos,
+    ) -> Self {
+        Self {
+            guid,
+            role,
+            topic_name,
+            type_name,
+            qos,
+            history: HistoryCache::default(),
+            last_sn: 0,
+            pushed: 0,
+            push_frag: 1,
+            proxies: Vec::new(),
+            hb_count: 0,
+            next_hb: None,
+            blocked: false,
+            all_acked_reported: false,
+            unsent_bytes: 0,
+            unsent_samples: 0,
+            batch_since: None,
+            flush: false,
+            hbf_count: 0,
+            last_ack_request: None,
+            repair_work: false,
+            plan: None,
+            sizes: Sizes {
+                max_data: 0,
+                frag: 0,
+                max_message: 0,
+            },
+        }
+    }
+
+    /// When held samples must go out at the latest (batching).
+    pub(super) fn batch_deadline(&self) -> Option<Timestamp> {
+        if !self.qos.batching.enabled || self.pushed >= self.last_sn {
+            return None;
+        }
+        self.batch_since
+            .map(|t| t.saturating_add(self.qos.batching.max_flush_delay))
+    }
+
+    /// Whether pending samples may be pushed now.
+    pub(super) fn push_ready(&self, now: Timestamp) -> bool {
+        let b = &self.qos.batching;
+        !b.enabled
+            || self.flush
+            || self.push_frag > 1
+            || self.unsent_bytes >= b.max_bytes
+            || (b.max_samples > 0 && self.unsent_samples >= b.max_samples)
+            || self.batch_deadline().is_some_and(|d| now >= d)
+    }
+
+    /// Bookkeeping once SN `pushed` went out whole.
+    pub(super) fn pushed_one(&mut self, len: usize) {
+        self.unsent_bytes = self.unsent_bytes.saturating_sub(len);
+        self.unsent_samples = self.unsent_samples.saturating_sub(1);
+    }
+
+    pub(super) fn push_done(&mut self) {
+        if self.pushed >= self.last_sn {
+            self.unsent_bytes = 0;
+            self.unsent_samples = 0;
+            self.batch_since = None;
+            self.flush = false;
+        }
+    }
+
+    pub(super) fn reliable(&self) -> bool {
+        self.qos.reliability.kind == ReliabilityKind::Reliable
+    }
+
+    /// Forgets the push plan: call whenever `proxies` or their locators change.
+    pub(super) fn proxies_changed(&mut self) {
+        self.plan = None;
+    }
+
+    /// Whether the HEARTBEAT piggy-backed on new data should ask for an
+    /// ACKNACK (not final). Asking on every sample doubles the datagrams of a
+    /// ping-pong; so ask only when a quarter of a bounded history (64 samples
+    /// of an unbounded one) is unacknowledged, or when the last request is
+    /// `min_interval` old. Readers answer a final HEARTBEAT anyway when it
+    /// shows them missing data, and the periodic HEARTBEAT still asks while a
+    /// reader lags.
+    #[cfg(test)]
+    pub(super) fn wants_ack(&self, now: Timestamp, min_interval: core::time::Duration) -> bool {
+        let ns = u64::try_from(min_interval.as_nanos()).unwrap_or(u64::MAX);
+        self.wants_ack_at(now, ns, self.ack_bound())
+    }
+
+    /// [`LocalWriter::wants_ack`] with the interval in nanoseconds and the
+    /// writer's current [`LocalWriter::ack_bound`] given.
+    pub(super) fn wants_ack_at(
+        &self,
+        now: Timestamp,
+        min_interval_ns: u64,
+        ack_bound: i64,
+    ) -> bool {
+        let every = self.max_samples().map_or(64, |m| (m / 4).max(1)) as i64;
+        let unacked = self.pushed.saturating_sub(ack_bound);
+        unacked >= every
+            || self
+                .last_ack_request
+                .is_none_or(|t| now.0 >= t.0.saturating_add(min_interval_ns))
+    }
+
+    /// Highest SN every reliable reader acknowledged and that was pushed.
+    pub(super) fn ack_bound(&self) -> i64 {
+        self.acked_floor().min(self.pushed)
+    }
+
+    /// Lowest SN acknowledged by every reliable reader (`i64::MAX` if none
+    /// is reliable); unlike [`LocalWriter::ack_bound`] a push does not move it.
+    pub(super) fn acked_floor(&self) -> i64 {
+        self.proxies
+            .iter()
+            .filter(|p| p.reliable)
+            .map(|p| p.acked)
+            .min()
+            .unwrap_or(i64::MAX)
+    }
+
+    pub(super) fn hb_first(&self) -> i64 {
+        self.history.first_sn().unwrap_or(self.last_sn + 1)
+    }
+
+    pub(super) fn lagging(&self) -> bool {
+        self.reliable() && self.proxies.iter().any(|p| p.lagging(self.last_sn))
+    }
+
+    pub(super) fn all_acked(&self) -> bool {
+        !self.proxies.iter().any(|p| p.lagging(self.last_sn))
+    }
+
+    pub(super) fn max_samples(&self) -> Option<usize> {
+        match self.qos.history {
+            History::KeepAll => self.qos.resource_limits.max_samples_bound(),
+            History::KeepLast(_) => None,
+        }
+    }
+
+    pub(super) fn has_room(&self) -> bool {
+        match self.max_samples() {
+            None => true,
+            Some(max) => {
+                self.history.len() < max
+                    || self
+                        .history
+                        .first_sn()
+                        .is_some_and(|f| f <= self.ack_bound())
+            }
+        }
+    }
+}
+
+/// Writer payload limits: the largest payload sent as one DATA, the
+/// fragment size used above it, and the writer's datagram size.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Sizes {
+    pub(super) max_data: usize,
+    pub(super) frag: usize,
+    pub(super) max_message: usize,
+}
+
+impl Sizes {
+    pub(super) fn new(config: &ParticipantConfig, qos: &WriterQos) -> Self {
+        let max_message = qos
+            .max_message_size
+            .map_or(config.max_message_size, |m| m.min(config.max_message_size))
+            .max(DATA_OVERHEAD + MIN_FRAGMENT + 16);
+        let max_data = max_message - DATA_OVERHEAD;
+        // Leave room for the DATA_FRAG header and inline QoS; a fragment
+        // must also fit the 16-bit fragmentSize field.
+        let auto = (max_data.saturating_sub(16) & !3).clamp(MIN_FRAGMENT, 0xff00);
+        let frag = match qos.fragment_size.unwrap_or(config.fragment_size) {
+            0 => auto,
+            f => f.clamp(MIN_FRAGMENT, auto),
+        };
+        Self {
+            max_data,
+            frag,
+            max_message,
+        }
+    }
+}
