@@ -20,18 +20,6 @@ pub struct PortError {
     pub port: u64,
 }
 
-/// A raw locator that cannot be turned into a [`crate::UdpLocator`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LocatorError {
-    /// The locator kind is not `LOCATOR_KIND_UDPv4` (1).
-    #[error("locator kind {0} is not UDPv4 (1)")]
-    NotUdpV4(i32),
-    /// The port is 0 (`LOCATOR_PORT_INVALID`) or above 65535.
-    #[error("locator port {0} is not a valid UDP port")]
-    InvalidPort(u32),
-}
-
 /// Errors raised while selecting an interface or building a [`crate::UdpTransport`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -1,8 +1,8 @@
 //! UDPv4 transport for FerroDDS (DDSI-RTPS 2.5 §9.6).
 //!
 //! This crate moves datagrams; it knows nothing about RTPS messages beyond the well-known port
-//! formula ([`PortMapping`]) and UDPv4 locators ([`UdpLocator`], convertible to and from the
-//! raw `(kind, port, address[16])` form of the wire crate).
+//! formula ([`PortMapping`]) and UDPv4 locators ([`UdpLocator`]; their raw RTPS form is the
+//! wire crate's `Locator`, converted only there: `Locator::udpv4`, `Locator::udpv4_destination`).
 //!
 //! # Contract
 //!
@@ -74,9 +74,9 @@ mod port;
 mod udp;
 
 pub use connected::{DEFAULT_CONNECTED_SEND_SOCKETS, MAX_CONNECTED_SEND_SOCKETS};
-pub use error::{LocatorError, PortError, TransportError};
+pub use error::{PortError, TransportError};
 pub use interface::{list_interfaces, InterfaceSelector, NetworkInterface};
-pub use locator::{UdpLocator, LOCATOR_KIND_UDPV4};
+pub use locator::UdpLocator;
 pub use port::{ParticipantPorts, PortMapping, MAX_PARTICIPANT_ID};
 pub use udp::{
     BufferSizes, Received, TrafficKind, UdpConfig, UdpReceiver, UdpTransport,
