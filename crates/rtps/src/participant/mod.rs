@@ -5,8 +5,9 @@
 //!
 //! - `mod.rs`: the [`Participant`] struct, construction and shared helpers.
 //! - [`commands`]: public commands and queries (writers, writes, counts).
-//! - [`reader`]: [`LocalReader`], creating/deleting readers, `take_sample`,
-//!   `recycle_payload`, delivery into the reader cache, unmatching writers.
+//! - [`reader`]: [`LocalReader`], creating/deleting readers, delivery into the
+//!   reader cache (the reader's only history), `take_samples`/`take_sample`,
+//!   `read_samples`, `recycle_payload`, unmatching writers.
 //! - [`writer`]: [`LocalWriter`], its [`PushPlan`] and [`Sizes`].
 //! - [`matching`]: destination locators, writer–reader matching, builtin
 //!   (SEDP) endpoints and SEDP-driven discovery of remote endpoints.
