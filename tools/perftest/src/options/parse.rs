@@ -12,10 +12,31 @@ use super::model::{
 use super::table::Arity::{Flag, Optional, Value};
 use super::table::Side::{Pub, Sub};
 use super::table::{lookup, OptionSpec};
+use crate::transport::{Backend, Capabilities, Support};
+
 use super::values::{num, num32, parse_affinity, parse_priorities, parse_rate_method, parse_scan};
 
 pub(super) fn unsupported(option: &'static str, reason: &'static str) -> OptionError {
     OptionError::Unsupported { option, reason }
+}
+
+/// Why the tool refuses an option the backend does not have, or that the tool does not
+/// implement.
+const NOT_IN_TOOL: &str = "not implemented in FerroDDS perftest";
+
+/// Refuses `option` with the backend's reason (or [`NOT_IN_TOOL`] when the backend has
+/// the feature but the tool does not use it).
+fn refuse(option: &'static str, support: Support) -> OptionError {
+    unsupported(option, support.reason().unwrap_or(NOT_IN_TOOL))
+}
+
+/// Refuses a `-transport` kind: with the backend's reason when it lacks the kind.
+fn refuse_transport(option: &'static str, kind: &str, caps: &Capabilities) -> OptionError {
+    if caps.transports.contains(&kind) {
+        unsupported(option, NOT_IN_TOOL)
+    } else {
+        unsupported(option, caps.transport_limit)
+    }
 }
 
 impl Options {
@@ -25,6 +46,17 @@ impl Options {
         let mut explicit_pub = false;
         let mut explicit_sub = false;
         let mut used: Vec<&'static OptionSpec> = Vec::new();
+        // Every argument starting with `-` is an option (values never do), so the backend
+        // is known before the options are applied in order.
+        let backend = if args
+            .iter()
+            .any(|a| lookup(a.as_ref()).is_some_and(|s| s.name == "-rawTransport"))
+        {
+            Backend::Raw
+        } else {
+            Backend::Dds
+        };
+        let caps = backend.capabilities();
         let mut i = 0;
         while i < args.len() {
             let arg = args[i].as_ref();
@@ -53,7 +85,7 @@ impl Options {
                 _ => {}
             }
             used.push(spec);
-            opts.apply(spec.name, value.unwrap_or(""))?;
+            opts.apply(spec.name, value.unwrap_or(""), caps)?;
         }
         if opts.help {
             return Ok(opts);
@@ -81,12 +113,16 @@ impl Options {
                 _ => {}
             }
         }
-        opts.validate()?;
+        opts.validate(caps)?;
         Ok(opts)
     }
 
-    fn apply(&mut self, name: &'static str, v: &str) -> Result<(), OptionError> {
-        const DDS_ONLY: &str = "this QoS feature is not available in FerroDDS yet";
+    fn apply(
+        &mut self,
+        name: &'static str,
+        v: &str,
+        caps: &Capabilities,
+    ) -> Result<(), OptionError> {
         match name {
             "-help" | "-h" => self.help = true,
             "-pub" => self.role = Role::Publisher,
@@ -100,11 +136,8 @@ impl Options {
             "-noXmlQos" => self.no_xml_qos = true,
             "-durability" => {
                 let d = num32(name, v, 0, 3)?;
-                if d > 1 {
-                    return Err(unsupported(
-                        name,
-                        "only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available",
-                    ));
+                if d > caps.max_durability {
+                    return Err(unsupported(name, caps.durability_limit));
                 }
                 self.durability = Some(d);
             }
@@ -160,9 +193,10 @@ impl Options {
             "-bestEffort" => self.best_effort = true,
             "-transport" => {
                 match v {
-                    "UDPv4" => {}
-                    "UDPv6" | "SHMEM" | "TCP" | "TLS" | "DTLS" | "WAN" | "UDPv4_WAN" => {
-                        return Err(unsupported(name, "only UDPv4 is available"))
+                    // The tool drives UDPv4 only.
+                    "UDPv4" if caps.transports.contains(&v) => {}
+                    "UDPv4" | "UDPv6" | "SHMEM" | "TCP" | "TLS" | "DTLS" | "WAN" | "UDPv4_WAN" => {
+                        return Err(refuse_transport(name, v, caps))
                     }
                     _ => {
                         return Err(OptionError::BadValue {
@@ -235,45 +269,28 @@ impl Options {
                 }
             }
             "-scan" => self.scan = Some(parse_scan(v)?),
-            "-qosFile" | "-qosLibrary" | "-qosProfile" => {
-                return Err(unsupported(
-                    name,
-                    "QoS XML files are not supported, the QoS is compiled in",
-                ))
-            }
+            "-qosFile" | "-qosLibrary" | "-qosProfile" => return Err(refuse(name, caps.xml_qos)),
             "-networkCapture" | "-doNotDropNetworkCapture" => {
-                return Err(unsupported(name, "network capture is not wired up yet"))
+                return Err(refuse(name, caps.network_capture))
             }
             "-cft" => {
-                return Err(unsupported(name, "FerroDDS has no content filters yet"));
+                return Err(refuse(name, caps.content_filters));
             }
-            "-multicastAddr" => {
-                return Err(unsupported(
-                    name,
-                    "custom multicast addresses are not available",
-                ))
-            }
-            "-enableSharedMemory" | "-enableTCP" | "-enableUDPv6" => {
-                return Err(unsupported(name, "only UDPv4 is available"))
-            }
+            "-multicastAddr" => return Err(refuse(name, caps.multicast_address)),
+            "-enableSharedMemory" => return Err(refuse_transport(name, "SHMEM", caps)),
+            "-enableTCP" => return Err(refuse_transport(name, "TCP", caps)),
+            "-enableUDPv6" => return Err(refuse_transport(name, "UDPv6", caps)),
             n if n.starts_with("-secure") || n == "-lightWeightSecurity" => {
-                return Err(unsupported(
-                    n,
-                    "DDS Security is not available in FerroDDS yet",
-                ))
+                return Err(refuse(n, caps.security))
             }
-            n if n.starts_with("-transport") => {
-                return Err(unsupported(n, "only the UDPv4 transport is available"))
-            }
+            n if n.starts_with("-transport") => return Err(refuse(n, caps.transport_settings)),
             "-lowResolutionClock"
             | "-showSerializationTime"
             | "-loadDataFromFile"
             | "-maximumAllocableBufferSize"
             | "-writerStats"
             | "-cacheStats"
-            | "-showResourceLimits" => {
-                return Err(unsupported(name, "not implemented in FerroDDS perftest"))
-            }
+            | "-showResourceLimits" => return Err(unsupported(name, NOT_IN_TOOL)),
             "-waitsetDelayUsec" | "-waitsetEventCount" => {
                 return Err(unsupported(
                     name,
@@ -281,9 +298,9 @@ impl Options {
                 ))
             }
             "-instanceHashBuckets" | "-messageSizeMax" | "-preallocateFragmentedSamples" => {
-                return Err(unsupported(name, DDS_ONLY))
+                return Err(unsupported(name, caps.missing_qos))
             }
-            _ => return Err(unsupported(name, DDS_ONLY)),
+            _ => return Err(unsupported(name, caps.missing_qos)),
         }
         Ok(())
     }

@@ -1,6 +1,8 @@
 //! The run plan: policy derived from the options (effective defaults, sizes, batching
 //! decision, samples per batch, initial burst).
 
+use crate::transport::Backend;
+
 use super::model::{Options, Role, DEFAULT_BATCH_SIZE, MAX_BOUNDED_SEQ_SIZE, OVERHEAD_BYTES};
 
 /// Why batching is off although batching could be on.
@@ -17,6 +19,15 @@ pub enum BatchingState {
 }
 
 impl Options {
+    /// The backend selected by the options (`-rawTransport` or DDS).
+    pub fn backend(&self) -> Backend {
+        if self.raw {
+            Backend::Raw
+        } else {
+            Backend::Dds
+        }
+    }
+
     /// The sizes of the run: the `-scan` list, or just `-dataLen`.
     pub fn sizes(&self) -> Vec<u64> {
         self.scan.clone().unwrap_or_else(|| vec![self.data_len])

@@ -233,3 +233,33 @@ fn batching_rules() {
     let o = parse("-pub -raw").unwrap();
     assert_eq!(o.initial_burst(BatchingState::Off), 1);
 }
+
+#[test]
+fn capability_refusals_name_the_reason() {
+    let cases = [
+        ("-transport TCP", "'-transport' is not supported by FerroDDS perftest: only UDPv4 is available."),
+        ("-raw -transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4 is available."),
+        ("-enableTCP", "'-enableTCP' is not supported by FerroDDS perftest: only UDPv4 is available."),
+        ("-transportVerbosity 1", "'-transportVerbosity' is not supported by FerroDDS perftest: only the UDPv4 transport is available."),
+        ("-durability 2", "'-durability' is not supported by FerroDDS perftest: only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available."),
+        ("-raw -durability 3", "'-durability' is not supported by FerroDDS perftest: only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available."),
+        ("-raw -durability 1", "'-durability' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
+        ("-secureGovernanceFile x", "'-secureGovernanceFile' is not supported by FerroDDS perftest: DDS Security is not available in FerroDDS yet."),
+        ("-qosFile x", "'-qosFile' is not supported by FerroDDS perftest: QoS XML files are not supported, the QoS is compiled in."),
+        ("-networkCapture", "'-networkCapture' is not supported by FerroDDS perftest: network capture is not wired up yet."),
+        ("-cft 1", "'-cft' is not supported by FerroDDS perftest: FerroDDS has no content filters yet."),
+        ("-multicastAddr 239.1.1.1", "'-multicastAddr' is not supported by FerroDDS perftest: custom multicast addresses are not available."),
+        ("-zeroCopy", "'-zeroCopy' is not supported by FerroDDS perftest: this QoS feature is not available in FerroDDS yet."),
+        ("-writerStats -pub", "'-writerStats' is not supported by FerroDDS perftest: not implemented in FerroDDS perftest."),
+        ("-raw -keyed", "'-keyed' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
+        ("-raw -dataLen 65501", "'-dataLen' 65501 is out of range: 28..=65500 for the raw UDP transport (one sample per datagram)."),
+        ("-raw -multicast", "'-multicast' is not supported by FerroDDS perftest: multicast is not implemented for the raw transport yet."),
+        ("-raw -multicast -peer 10.0.0.1", "'-multicast' cannot be combined with '-peer' in raw mode."),
+        ("-noBlockingSockets", "'-noBlockingSockets' is not supported by FerroDDS perftest: only meaningful with -rawTransport."),
+    ];
+    for (args, want) in cases {
+        assert_eq!(parse(args).unwrap_err().to_string(), want, "{args}");
+    }
+    assert!(parse("-multicast").is_ok());
+    assert!(parse("-raw -noBlockingSockets").is_ok());
+}

@@ -1,24 +1,23 @@
-//! Cross-option validation after parsing: mode (raw or DDS), role and size rules.
+//! Cross-option validation after parsing: the selected backend's capabilities, address
+//! syntax, role and size rules.
 
 use crate::error::OptionError;
+use crate::transport::{Capabilities, Support};
 
 use super::model::{
-    Options, PubRate, Role, DEFAULT_SCAN_SECONDS, MAX_BOUNDED_SEQ_SIZE, MAX_RAW_DATA_LEN,
-    OVERHEAD_BYTES,
+    Options, PubRate, Role, DEFAULT_SCAN_SECONDS, MAX_BOUNDED_SEQ_SIZE, OVERHEAD_BYTES,
 };
 use super::parse::unsupported;
 use super::values::{parse_raw_pub_peer, parse_raw_sub_peer};
 
 impl Options {
-    pub(super) fn validate(&mut self) -> Result<(), OptionError> {
+    pub(super) fn validate(&mut self, caps: &Capabilities) -> Result<(), OptionError> {
         let is_pub = self.role == Role::Publisher;
-        if self.raw {
+        // What the selected backend cannot do.
+        if let Support::No(reason) = caps.dds_entities {
             let reject = |set: bool, option: &'static str| {
                 if set {
-                    Err(OptionError::Unsupported {
-                        option,
-                        reason: "not available with -rawTransport (no DDS)",
-                    })
+                    Err(OptionError::Unsupported { option, reason })
                 } else {
                     Ok(())
                 }
@@ -35,25 +34,28 @@ impl Options {
             reject(self.unbounded.is_some(), "-unbounded")?;
             reject(self.num_publishers > 1, "-numPublishers")?;
             reject(self.pid > 0, "-pidMultiPubTest")?;
-            if self.data_len > MAX_RAW_DATA_LEN {
-                return Err(OptionError::DataLenRange {
-                    data_len: self.data_len,
-                    min: OVERHEAD_BYTES,
-                    max: MAX_RAW_DATA_LEN,
-                    mode: "the raw UDP transport (one sample per datagram)",
-                });
-            }
-            if self.multicast && !self.peers.is_empty() {
-                return Err(OptionError::Conflict(
-                    "'-multicast' cannot be combined with '-peer' in raw mode.",
-                ));
-            }
-            if self.multicast {
-                return Err(unsupported(
-                    "-multicast",
-                    "multicast is not implemented for the raw transport yet",
-                ));
-            }
+        }
+        if self.data_len > caps.max_data_len {
+            return Err(OptionError::DataLenRange {
+                data_len: self.data_len,
+                min: OVERHEAD_BYTES,
+                max: caps.max_data_len,
+                mode: caps.data_len_mode,
+            });
+        }
+        if self.raw && self.multicast && !self.peers.is_empty() {
+            return Err(OptionError::Conflict(
+                "'-multicast' cannot be combined with '-peer' in raw mode.",
+            ));
+        }
+        if let (true, Support::No(reason)) = (self.multicast, caps.multicast) {
+            return Err(unsupported("-multicast", reason));
+        }
+        if let (true, Support::No(reason)) = (self.no_blocking_sockets, caps.non_blocking_sockets) {
+            return Err(unsupported("-noBlockingSockets", reason));
+        }
+        // The address syntax of the backend.
+        if self.raw {
             if let Some(nic) = &self.nic {
                 if nic.parse::<std::net::Ipv4Addr>().is_err() {
                     return Err(OptionError::BadValue {
@@ -71,12 +73,6 @@ impl Options {
                 }
             }
         } else {
-            if self.no_blocking_sockets {
-                return Err(unsupported(
-                    "-noBlockingSockets",
-                    "only meaningful with -rawTransport",
-                ));
-            }
             for p in &self.peers {
                 if p.parse::<std::net::Ipv4Addr>().is_err() {
                     return Err(OptionError::BadValue {
