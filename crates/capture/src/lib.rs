@@ -35,9 +35,10 @@
 //!   and `rtps` exported-PDU link types, reassembles complete IPv4 fragment sets, reports frames it
 //!   cannot use in [`CaptureContents::skipped`], and never panics on
 //!   malformed input.
-//! * [`testing`] runs `tshark` over a capture and reports per-packet
-//!   protocol, RTPS submessage, malformed and expert information; it is
-//!   test support, not part of the capture path.
+//! * `testing` (feature `testing`, off by default) runs `tshark` over a
+//!   capture and reports per-packet protocol, RTPS submessage, malformed and
+//!   expert information; it is test support, not part of the capture path
+//!   or of the production API.
 //!
 //! # Example
 //!
@@ -66,6 +67,7 @@ mod pcap;
 mod pcapng;
 mod reader;
 mod synth;
+#[cfg(feature = "testing")]
 pub mod testing;
 mod time;
 

@@ -167,7 +167,48 @@ impl DataWriterQos {
     }
 }
 
-pub use ferrodds_rtps::Batching;
+/// Writer-side batching (a FerroDDS writer QoS, not announced in discovery):
+/// several DATA submessages (with INFO_TS and a trailing HEARTBEAT) share
+/// one datagram, which any RTPS reader accepts.
+///
+/// With `enabled`, written samples are held until `max_bytes` of payload or
+/// `max_samples` samples are pending, until [`crate::DataWriter::flush`] (or
+/// [`crate::DataWriter::write_flush`]), or until the oldest pending sample
+/// waited `max_flush_delay`. Samples that need fragmenting are never held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Batching {
+    /// Off by default (every write is sent at once).
+    pub enabled: bool,
+    /// Payload bytes that trigger a flush (default 8192, RTI Perftest's default).
+    pub max_bytes: usize,
+    /// Samples that trigger a flush (default 0: no limit).
+    pub max_samples: usize,
+    /// Longest a sample is held (default 1 ms).
+    pub max_flush_delay: Duration,
+}
+
+impl Default for Batching {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            max_bytes: 8192,
+            max_samples: 0,
+            max_flush_delay: Duration::from_millis(1),
+        }
+    }
+}
+
+impl Batching {
+    /// Batching on with `max_bytes` and the other defaults.
+    #[must_use]
+    pub fn bytes(max_bytes: usize) -> Self {
+        Self {
+            enabled: true,
+            max_bytes,
+            ..Self::default()
+        }
+    }
+}
 
 /// PUBLISH_MODE: who sends a writer's new data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -388,6 +429,15 @@ impl SubscriberQos {
 
 pub use ferrodds_rtps::QosPolicyId;
 
+fn engine_batching(b: Batching) -> ferrodds_rtps::Batching {
+    ferrodds_rtps::Batching {
+        enabled: b.enabled,
+        max_bytes: b.max_bytes,
+        max_samples: b.max_samples,
+        max_flush_delay: b.max_flush_delay,
+    }
+}
+
 fn engine_reliability(r: Reliability) -> ferrodds_rtps::Reliability {
     ferrodds_rtps::Reliability {
         kind: match r.kind {
@@ -463,7 +513,7 @@ impl DataWriterQos {
             ownership: engine_ownership(self.ownership),
             deadline: engine_deadline(self.deadline),
             partition: ferrodds_rtps::Partition(partition.to_vec()),
-            batching: self.batching,
+            batching: engine_batching(self.batching),
             flow_controlled: matches!(self.publish_mode, PublishMode::Asynchronous(_)),
             ..ferrodds_rtps::WriterQos::default()
         }
@@ -496,6 +546,32 @@ impl DataReaderQos {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batching_maps_onto_the_engine() {
+        assert_eq!(
+            engine_batching(Batching::default()),
+            ferrodds_rtps::Batching::default()
+        );
+        assert_eq!(
+            engine_batching(Batching::bytes(1000)),
+            ferrodds_rtps::Batching::bytes(1000)
+        );
+        let b = Batching {
+            max_samples: 7,
+            max_flush_delay: Duration::from_millis(5),
+            ..Batching::bytes(1 << 20)
+        };
+        assert_eq!(
+            engine_batching(b),
+            ferrodds_rtps::Batching {
+                enabled: true,
+                max_bytes: 1 << 20,
+                max_samples: 7,
+                max_flush_delay: Duration::from_millis(5),
+            }
+        );
+    }
 
     #[test]
     fn defaults_follow_the_spec() {

@@ -11,7 +11,7 @@ use crate::options::{help_text, BatchingState, Options, RateMethod, Role};
 use crate::output::{Printer, PrinterConfig};
 use crate::system;
 use crate::transport::raw::RawTransport;
-use crate::transport::Transport;
+use crate::transport::{Support, Transport};
 
 /// Version line printed first on stderr.
 pub fn version_line(raw: bool) -> String {
@@ -208,9 +208,6 @@ fn dds_transport(
     ))
 }
 
-/// Whether the DDS backend can batch.
-const DDS_BATCHING: bool = cfg!(feature = "dds");
-
 /// Runs perftest with `args` (without the program name); returns the exit code.
 pub fn run(args: &[String]) -> i32 {
     let opts = match Options::parse(args) {
@@ -253,13 +250,17 @@ fn run_opts(opts: Options) -> Result<(), PerftestError> {
     if let Some(p) = opts.thread_priorities {
         system::set_current_thread_priority(p.main)?;
     }
-    let batching = opts.batching(opts.raw || DDS_BATCHING);
-    if batching == BatchingState::Unavailable && opts.batch_size.is_some_and(|b| b > 0) {
+    let caps = opts.backend().capabilities();
+    let batching = opts.batching(caps.batching == Support::Yes);
+    if let (BatchingState::Unavailable, true, Support::No(reason)) = (
+        batching,
+        opts.batch_size.is_some_and(|b| b > 0),
+        caps.batching,
+    ) {
         return Err(PerftestError::Option(
             crate::error::OptionError::Unsupported {
                 option: "-batchSize",
-                reason:
-                    "FerroDDS has no writer-side batching yet (use -batchSize 0, or -rawTransport)",
+                reason,
             },
         ));
     }

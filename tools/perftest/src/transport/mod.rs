@@ -13,9 +13,91 @@ use std::time::Duration;
 use crate::error::PerftestError;
 use crate::message::TestMessage;
 
-#[cfg(feature = "dds")]
 pub mod dds;
 pub mod raw;
+
+/// Whether a backend has a feature; when not, the reason printed after the option name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Available.
+    Yes,
+    /// Not available, with the reason.
+    No(&'static str),
+}
+
+impl Support {
+    /// The reason when not available.
+    pub const fn reason(self) -> Option<&'static str> {
+        match self {
+            Support::Yes => None,
+            Support::No(r) => Some(r),
+        }
+    }
+}
+
+/// What a backend can do. Option parsing and validation check the options against the
+/// selected backend's capabilities ([`Backend::capabilities`]) and refuse what it cannot
+/// do with the reasons given here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// `-transport` kinds offered (RTI names).
+    pub transports: &'static [&'static str],
+    /// Why the other `-transport` kinds (and `-enableSharedMemory`, `-enableTCP`,
+    /// `-enableUDPv6`) are refused.
+    pub transport_limit: &'static str,
+    /// Transport settings (`-transport*` options other than `-transport`).
+    pub transport_settings: Support,
+    /// Highest `-durability` kind (0 VOLATILE, 1 TRANSIENT_LOCAL, 2 TRANSIENT, 3 PERSISTENT).
+    pub max_durability: u32,
+    /// Why the durability kinds above `max_durability` are refused.
+    pub durability_limit: &'static str,
+    /// QoS from XML files (`-qosFile`, `-qosLibrary`, `-qosProfile`).
+    pub xml_qos: Support,
+    /// Network capture (`-networkCapture`, `-doNotDropNetworkCapture`).
+    pub network_capture: Support,
+    /// Content-filtered topics (`-cft`).
+    pub content_filters: Support,
+    /// Custom multicast addresses (`-multicastAddr`).
+    pub multicast_address: Support,
+    /// DDS Security (`-secure*`, `-lightWeightSecurity`).
+    pub security: Support,
+    /// Why the RTI QoS options without a FerroDDS policy are refused (`-zeroCopy`,
+    /// `-instanceHashBuckets`, `-messageSizeMax`, ...).
+    pub missing_qos: &'static str,
+    /// DDS entities and QoS: `-bestEffort`, `-keyed`, `-instances`, `-writeInstance`,
+    /// `-durability`, `-useReadThread`, `-asynchronous`, `-scan`, `-threadCPUAffinity`,
+    /// `-unbounded`, `-numPublishers` above 1, `-pidMultiPubTest`.
+    pub dds_entities: Support,
+    /// Largest `-dataLen`.
+    pub max_data_len: u64,
+    /// The mode named when `-dataLen` is above `max_data_len`.
+    pub data_len_mode: &'static str,
+    /// `-multicast`.
+    pub multicast: Support,
+    /// `-noBlockingSockets`.
+    pub non_blocking_sockets: Support,
+    /// Writer-side batching (`-batchSize`).
+    pub batching: Support,
+}
+
+/// The backend a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// [`raw`] (`-rawTransport`).
+    Raw,
+    /// `dds` (the default).
+    Dds,
+}
+
+impl Backend {
+    /// What the backend can do.
+    pub const fn capabilities(self) -> &'static Capabilities {
+        match self {
+            Backend::Raw => &raw::CAPABILITIES,
+            Backend::Dds => &dds::CAPABILITIES,
+        }
+    }
+}
 
 /// The three perftest topics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,8 +17,23 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::error::PerftestError;
 use crate::message::{decode_datagram, encoded_len, Encoder, TestMessage};
-use crate::options::{parse_raw_pub_peer, parse_raw_sub_peer, Options, Role, FINISHED_SIZE};
-use crate::transport::{Reader, TopicKind, Transport, Writer};
+use crate::options::{
+    parse_raw_pub_peer, parse_raw_sub_peer, Options, Role, FINISHED_SIZE, MAX_RAW_DATA_LEN,
+};
+use crate::transport::{dds, Capabilities, Reader, Support, TopicKind, Transport, Writer};
+
+/// What the raw backend can do: no DDS entities or QoS, one sample per datagram, no
+/// multicast, batching in the tool. The options refused whatever the mode (transports,
+/// security, XML QoS, ...) are refused with the DDS backend's reasons.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    dds_entities: Support::No("not available with -rawTransport (no DDS)"),
+    max_data_len: MAX_RAW_DATA_LEN,
+    data_len_mode: "the raw UDP transport (one sample per datagram)",
+    multicast: Support::No("multicast is not implemented for the raw transport yet"),
+    non_blocking_sockets: Support::Yes,
+    batching: Support::Yes,
+    ..dds::CAPABILITIES
+};
 
 /// Largest UDP payload over IPv4.
 pub const MAX_DATAGRAM: usize = 65507;

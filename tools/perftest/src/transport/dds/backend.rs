@@ -1,24 +1,4 @@
-//! DDS backend over the FerroDDS public API (the default mode).
-//!
-//! One participant per process; topics `Throughput`, `Latency` and `Announcement` of the
-//! perftest type selected by `-keyed` and the data size (`TestData_t`,
-//! `TestDataKeyed_t`, or the `*Large_t` types above 65470 payload bytes or with
-//! `-unbounded`). QoS follows spec 4 as far as FerroDDS has the policies:
-//! Throughput/Latency reliable (or best effort with `-bestEffort`) with KEEP_ALL
-//! histories bounded by `-sendQueueSize` (samples, or batches of samples when batching)
-//! on the throughput writer, Announcement reliable and TRANSIENT_LOCAL. The throughput
-//! writer batches (`-batchSize`, FerroDDS writer batching) and publishes asynchronously
-//! through the participant's publisher thread with `-asynchronous` (`-flowController
-//! 1Gbps|10Gbps` = RTI's token buckets, `default` = unpaced). Samples above one datagram
-//! are fragmented by FerroDDS (up to 10 MB tested).
-//!
-//! Readers deliver through a `DataReaderListener` called on FerroDDS's receive thread
-//! (RTI Perftest's default "Listeners" mode: a received ping is echoed from the receive
-//! thread, no thread wake-up per sample); with `-useReadThread` they are polled with
-//! `wait_for_data` + `take_each` from the harness's read threads. `take_each` lends the
-//! samples in place and the reader decodes later ones into the same values, so receiving
-//! does not allocate in the tool; each writer keeps one sample whose payload buffer is
-//! reused, so writing does not either.
+//! The DDS backend's implementation over the FerroDDS public API (feature `dds`).
 
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,0 +1,290 @@
+//! The parsed options ([`Options`]) and their value types, defaults and the perftest
+//! protocol size constants.
+
+use std::path::PathBuf;
+
+/// The role of this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `-pub`.
+    Publisher,
+    /// `-sub` (default).
+    Subscriber,
+}
+
+/// Result format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// CSV (default).
+    Csv,
+    /// JSON document.
+    Json,
+    /// Pre-3.1 text.
+    Legacy,
+}
+
+/// How `-pubRate` waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateMethod {
+    /// Busy loop.
+    Spin,
+    /// Sleep.
+    Sleep,
+}
+
+/// `-pubRate N:method`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PubRate {
+    /// Samples per second (1..=10^7).
+    pub rate: u64,
+    /// Waiting method.
+    pub method: RateMethod,
+}
+
+/// One `-threadPriorities` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    /// An explicit SCHED_FIFO priority.
+    Value(i32),
+    /// `h`: the maximum.
+    High,
+    /// `n`: (max + min) / 2.
+    Normal,
+    /// `l`: the minimum.
+    Low,
+}
+
+/// `-threadPriorities X:Y:Z`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadPriorities {
+    /// Main (and asynchronous writer) thread.
+    pub main: Priority,
+    /// Receive threads.
+    pub receive: Priority,
+    /// Event/database threads (not applied: the middleware owns them).
+    pub event: Priority,
+}
+
+/// `-threadCPUAffinity A:B:C:D`: core lists (empty = unchanged).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CpuAffinity {
+    /// Main thread cores.
+    pub main: Vec<usize>,
+    /// Receive thread cores.
+    pub receive: Vec<usize>,
+    /// Database thread cores (middleware-owned; recorded only).
+    pub database: Vec<usize>,
+    /// Event thread cores (middleware-owned; recorded only).
+    pub event: Vec<usize>,
+}
+
+/// All parsed options. Fields holding `Option` were given explicitly when `Some`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// `-help`/`-h` was given.
+    pub help: bool,
+    /// Role.
+    pub role: Role,
+    /// `-pub` or `-sub` appeared explicitly (enables the role-group checks).
+    pub role_explicit: bool,
+    /// `-sidMultiSubTest`.
+    pub sid: u32,
+    /// `-pidMultiPubTest`.
+    pub pid: u32,
+    /// `-numSubscribers`.
+    pub num_subscribers: u32,
+    /// `-numPublishers`.
+    pub num_publishers: u32,
+    /// `-domain`.
+    pub domain: u32,
+    /// `-verbosity`.
+    pub verbosity: u32,
+    /// `-noXmlQos` (informational).
+    pub no_xml_qos: bool,
+    /// `-durability` (0 volatile, 1 transient local).
+    pub durability: Option<u32>,
+    /// `-useReadThread`.
+    pub use_read_thread: bool,
+    /// `-sendQueueSize`.
+    pub send_queue_size: Option<u64>,
+    /// `-receiveQueueSize`.
+    pub receive_queue_size: Option<u64>,
+    /// `-receiveBufferSize`.
+    pub receive_buffer_size: Option<u64>,
+    /// `-sendBufferSize`.
+    pub send_buffer_size: Option<u64>,
+    /// `-latencyTest`.
+    pub latency_test: bool,
+    /// `-latencyCount`.
+    pub latency_count: Option<u64>,
+    /// `-numIter`.
+    pub num_iter: Option<u64>,
+    /// `-executionTime` in seconds (0 = none).
+    pub execution_time: u64,
+    /// `-initialBurstSize`.
+    pub initial_burst_size: Option<u64>,
+    /// `-pubRate` (or `-pubRatebps` converted).
+    pub pub_rate: Option<PubRate>,
+    /// `-pubRatebps` in bits per second (converted once dataLen is known).
+    pub pub_rate_bps: Option<(u64, RateMethod)>,
+    /// `-sleep` in ms.
+    pub sleep_ms: u64,
+    /// `-spin` count.
+    pub spin: u64,
+    /// `-dataLen`.
+    pub data_len: u64,
+    /// `-keyed`.
+    pub keyed: bool,
+    /// `-instances`.
+    pub instances: Option<u64>,
+    /// `-writeInstance`.
+    pub write_instance: Option<u64>,
+    /// `-unbounded` (with optional threshold).
+    pub unbounded: Option<Option<u64>>,
+    /// `-batchSize`.
+    pub batch_size: Option<u64>,
+    /// `-bestEffort`.
+    pub best_effort: bool,
+    /// `-transport`.
+    pub transport: Option<String>,
+    /// `-nic`.
+    pub nic: Option<String>,
+    /// `-peer` (repeatable).
+    pub peers: Vec<String>,
+    /// `-multicast`.
+    pub multicast: bool,
+    /// `-rawTransport`.
+    pub raw: bool,
+    /// `-noBlockingSockets`.
+    pub no_blocking_sockets: bool,
+    /// `-cpu`.
+    pub cpu: bool,
+    /// `-threadPriorities`.
+    pub thread_priorities: Option<ThreadPriorities>,
+    /// `-threadCPUAffinity`.
+    pub thread_cpu_affinity: Option<CpuAffinity>,
+    /// `-pinMemory`.
+    pub pin_memory: bool,
+    /// `-noPrintIntervals`.
+    pub no_print_intervals: bool,
+    /// `-outputFormat`.
+    pub output_format: OutputFormat,
+    /// `-noOutputHeaders`.
+    pub no_output_headers: bool,
+    /// `-outputFile`.
+    pub output_file: Option<PathBuf>,
+    /// `-latencyFile`.
+    pub latency_file: Option<PathBuf>,
+    /// `-asynchronous`.
+    pub asynchronous: bool,
+    /// `-flowController` (meaningful with `-asynchronous`).
+    pub flow_controller: FlowControllerName,
+    /// `-scan`: the sizes (`-dataLen` values), ascending; `dataLen` is their maximum.
+    pub scan: Option<Vec<u64>>,
+}
+
+/// `-flowController` values (RTI Perftest's built-in token buckets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlowControllerName {
+    /// No pacing (the middleware's default flow controller).
+    #[default]
+    Default,
+    /// 20 × 64 KiB tokens per 10 ms, bucket 30 (≈1.05 Gbit/s).
+    Gbps1,
+    /// 200 × 64 KiB tokens per 10 ms, bucket 300 (≈10.5 Gbit/s).
+    Gbps10,
+}
+
+impl FlowControllerName {
+    /// The name as given on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowControllerName::Default => "default",
+            FlowControllerName::Gbps1 => "1Gbps",
+            FlowControllerName::Gbps10 => "10Gbps",
+        }
+    }
+}
+
+/// `-scan` default sizes (RTI Perftest 3.1 – 4.1.1).
+pub const DEFAULT_SCAN_SIZES: [u64; 12] = [
+    32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 64900,
+];
+/// `LENGTH_CHANGED_SIZE`: payload length of `-scan` size-switch samples.
+pub const LENGTH_CHANGED_SIZE: usize = 1236;
+/// Per-size execution time of `-scan` when `-executionTime` is not given (seconds).
+pub const DEFAULT_SCAN_SECONDS: u64 = 60;
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            help: false,
+            role: Role::Subscriber,
+            role_explicit: false,
+            sid: 0,
+            pid: 0,
+            num_subscribers: 1,
+            num_publishers: 1,
+            domain: 1,
+            verbosity: 1,
+            no_xml_qos: false,
+            durability: None,
+            use_read_thread: false,
+            send_queue_size: None,
+            receive_queue_size: None,
+            receive_buffer_size: None,
+            send_buffer_size: None,
+            latency_test: false,
+            latency_count: None,
+            num_iter: None,
+            execution_time: 0,
+            initial_burst_size: None,
+            pub_rate: None,
+            pub_rate_bps: None,
+            sleep_ms: 0,
+            spin: 0,
+            data_len: 100,
+            keyed: false,
+            instances: None,
+            write_instance: None,
+            unbounded: None,
+            batch_size: None,
+            best_effort: false,
+            transport: None,
+            nic: None,
+            peers: Vec::new(),
+            multicast: false,
+            raw: false,
+            no_blocking_sockets: false,
+            cpu: false,
+            thread_priorities: None,
+            thread_cpu_affinity: None,
+            pin_memory: false,
+            no_print_intervals: false,
+            output_format: OutputFormat::Csv,
+            no_output_headers: false,
+            output_file: None,
+            latency_file: None,
+            asynchronous: false,
+            flow_controller: FlowControllerName::Default,
+            scan: None,
+        }
+    }
+}
+
+/// `INITIALIZE_SIZE`: payload length of initialization samples.
+pub const INITIALIZE_SIZE: usize = 1234;
+/// `FINISHED_SIZE`: payload length of end-of-test samples.
+pub const FINISHED_SIZE: usize = 1235;
+/// Serialized header size of a perftest sample (`OVERHEAD_BYTES`).
+pub const OVERHEAD_BYTES: u64 = 28;
+/// Largest payload of the bounded types.
+pub const MAX_BOUNDED_SEQ_SIZE: u64 = 65470;
+/// Largest `-dataLen` RTI Perftest accepts.
+pub const MAX_DATA_LEN: u64 = 2_147_482_620;
+/// Largest `-dataLen` of the raw transport: encapsulation + sample must fit one datagram.
+pub const MAX_RAW_DATA_LEN: u64 = 65500;
+/// Default batch size in throughput tests.
+pub const DEFAULT_BATCH_SIZE: u64 = 8192;
+/// Key of control samples.
+pub const CONTROL_INSTANCE: u32 = 65535;

@@ -1,0 +1,307 @@
+//! [`Options::parse`]: walks the arguments through the option table and applies each
+//! option's value to the model.
+
+use std::path::PathBuf;
+
+use crate::error::OptionError;
+
+use super::model::{
+    FlowControllerName, Options, OutputFormat, PubRate, Role, MAX_BOUNDED_SEQ_SIZE, MAX_DATA_LEN,
+    OVERHEAD_BYTES,
+};
+use super::table::Arity::{Flag, Optional, Value};
+use super::table::Side::{Pub, Sub};
+use super::table::{lookup, OptionSpec};
+use crate::transport::{Backend, Capabilities, Support};
+
+use super::values::{num, num32, parse_affinity, parse_priorities, parse_rate_method, parse_scan};
+
+pub(super) fn unsupported(option: &'static str, reason: &'static str) -> OptionError {
+    OptionError::Unsupported { option, reason }
+}
+
+/// Why the tool refuses an option the backend does not have, or that the tool does not
+/// implement.
+const NOT_IN_TOOL: &str = "not implemented in FerroDDS perftest";
+
+/// Refuses `option` with the backend's reason (or [`NOT_IN_TOOL`] when the backend has
+/// the feature but the tool does not use it).
+fn refuse(option: &'static str, support: Support) -> OptionError {
+    unsupported(option, support.reason().unwrap_or(NOT_IN_TOOL))
+}
+
+/// Refuses a `-transport` kind: with the backend's reason when it lacks the kind.
+fn refuse_transport(option: &'static str, kind: &str, caps: &Capabilities) -> OptionError {
+    if caps.transports.contains(&kind) {
+        unsupported(option, NOT_IN_TOOL)
+    } else {
+        unsupported(option, caps.transport_limit)
+    }
+}
+
+impl Options {
+    /// Parses the arguments after the program name.
+    pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Options, OptionError> {
+        let mut opts = Options::default();
+        let mut explicit_pub = false;
+        let mut explicit_sub = false;
+        let mut used: Vec<&'static OptionSpec> = Vec::new();
+        // Every argument starting with `-` is an option (values never do), so the backend
+        // is known before the options are applied in order.
+        let backend = if args
+            .iter()
+            .any(|a| lookup(a.as_ref()).is_some_and(|s| s.name == "-rawTransport"))
+        {
+            Backend::Raw
+        } else {
+            Backend::Dds
+        };
+        let caps = backend.capabilities();
+        let mut i = 0;
+        while i < args.len() {
+            let arg = args[i].as_ref();
+            let spec = lookup(arg).ok_or_else(|| OptionError::Unknown(arg.to_string()))?;
+            i += 1;
+            let value = match spec.arity {
+                Flag => None,
+                Value => match args.get(i).map(AsRef::as_ref) {
+                    Some(v) if !v.starts_with('-') => {
+                        i += 1;
+                        Some(v)
+                    }
+                    _ => return Err(OptionError::MissingValue(spec.name)),
+                },
+                Optional => match args.get(i).map(AsRef::as_ref) {
+                    Some(v) if !v.starts_with('-') => {
+                        i += 1;
+                        Some(v)
+                    }
+                    _ => None,
+                },
+            };
+            match spec.name {
+                "-pub" => explicit_pub = true,
+                "-sub" => explicit_sub = true,
+                _ => {}
+            }
+            used.push(spec);
+            opts.apply(spec.name, value.unwrap_or(""), caps)?;
+        }
+        if opts.help {
+            return Ok(opts);
+        }
+        if explicit_pub && explicit_sub {
+            return Err(OptionError::Conflict(
+                "Cannot use '-pub' and '-sub' at the same time.",
+            ));
+        }
+        opts.role_explicit = explicit_pub || explicit_sub;
+        for spec in used {
+            match (spec.side, explicit_pub, explicit_sub) {
+                (Pub, _, true) => {
+                    return Err(OptionError::WrongRole {
+                        option: spec.name,
+                        role: "-sub",
+                    })
+                }
+                (Sub, true, _) => {
+                    return Err(OptionError::WrongRole {
+                        option: spec.name,
+                        role: "-pub",
+                    })
+                }
+                _ => {}
+            }
+        }
+        opts.validate(caps)?;
+        Ok(opts)
+    }
+
+    fn apply(
+        &mut self,
+        name: &'static str,
+        v: &str,
+        caps: &Capabilities,
+    ) -> Result<(), OptionError> {
+        match name {
+            "-help" | "-h" => self.help = true,
+            "-pub" => self.role = Role::Publisher,
+            "-sub" => self.role = Role::Subscriber,
+            "-sidMultiSubTest" => self.sid = num32(name, v, 0, 65534)?,
+            "-pidMultiPubTest" => self.pid = num32(name, v, 0, 65534)?,
+            "-numSubscribers" => self.num_subscribers = num32(name, v, 1, 65535)?,
+            "-numPublishers" => self.num_publishers = num32(name, v, 1, 65535)?,
+            "-domain" => self.domain = num32(name, v, 0, 250)?,
+            "-verbosity" => self.verbosity = num32(name, v, 0, 3)?,
+            "-noXmlQos" => self.no_xml_qos = true,
+            "-durability" => {
+                let d = num32(name, v, 0, 3)?;
+                if d > caps.max_durability {
+                    return Err(unsupported(name, caps.durability_limit));
+                }
+                self.durability = Some(d);
+            }
+            "-useReadThread" => self.use_read_thread = true,
+            "-sendQueueSize" => self.send_queue_size = Some(num(name, v, 1, 1 << 24)?),
+            "-receiveQueueSize" => self.receive_queue_size = Some(num(name, v, 1, 1 << 24)?),
+            "-receiveBufferSize" => {
+                self.receive_buffer_size = Some(num(name, v, 1, 1 << 30)?);
+            }
+            "-sendBufferSize" => self.send_buffer_size = Some(num(name, v, 1, 1 << 30)?),
+            "-latencyTest" => self.latency_test = true,
+            "-latencyCount" => self.latency_count = Some(num(name, v, 1, u64::from(u32::MAX))?),
+            "-numIter" => self.num_iter = Some(num(name, v, 1, u64::MAX)?),
+            "-executionTime" => self.execution_time = num(name, v, 0, 100_000_000)?,
+            "-initialBurstSize" => self.initial_burst_size = Some(num(name, v, 0, 1 << 24)?),
+            "-pubRate" => {
+                let (rate, method) = parse_rate_method(name, v)?;
+                if !(1..=10_000_000).contains(&rate) {
+                    return Err(OptionError::BadValue {
+                        option: name,
+                        value: v.to_string(),
+                        reason: "the rate must be between 1 and 10000000",
+                    });
+                }
+                self.pub_rate = Some(PubRate { rate, method });
+            }
+            "-pubRatebps" => {
+                let (bps, method) = parse_rate_method(name, v)?;
+                if bps == 0 {
+                    return Err(OptionError::BadValue {
+                        option: name,
+                        value: v.to_string(),
+                        reason: "the rate must be positive",
+                    });
+                }
+                self.pub_rate_bps = Some((bps, method));
+            }
+            "-sleep" => self.sleep_ms = num(name, v, 1, 1_000_000)?,
+            "-spin" => self.spin = num(name, v, 0, u64::from(u32::MAX))?,
+            "-dataLen" => self.data_len = num(name, v, OVERHEAD_BYTES, MAX_DATA_LEN)?,
+            "-keyed" => self.keyed = true,
+            "-instances" => self.instances = Some(num(name, v, 1, 1 << 24)?),
+            "-writeInstance" => self.write_instance = Some(num(name, v, 0, 1 << 24)?),
+            "-unbounded" => {
+                let threshold = if v.is_empty() {
+                    None
+                } else {
+                    Some(num(name, v, OVERHEAD_BYTES, MAX_BOUNDED_SEQ_SIZE)?)
+                };
+                self.unbounded = Some(threshold);
+            }
+            "-batchSize" => self.batch_size = Some(num(name, v, 0, 65507)?),
+            "-bestEffort" => self.best_effort = true,
+            "-transport" => {
+                match v {
+                    // The tool drives UDPv4 only.
+                    "UDPv4" if caps.transports.contains(&v) => {}
+                    "UDPv4" | "UDPv6" | "SHMEM" | "TCP" | "TLS" | "DTLS" | "WAN" | "UDPv4_WAN" => {
+                        return Err(refuse_transport(name, v, caps))
+                    }
+                    _ => {
+                        return Err(OptionError::BadValue {
+                            option: name,
+                            value: v.to_string(),
+                            reason:
+                                "expected UDPv4, UDPv6, SHMEM, TCP, TLS, DTLS, WAN or UDPv4_WAN",
+                        })
+                    }
+                }
+                self.transport = Some(v.to_string());
+            }
+            "-nic" | "-allowInterfaces" => self.nic = Some(v.to_string()),
+            "-peer" => {
+                if self.peers.len() >= 1023 {
+                    return Err(OptionError::BadValue {
+                        option: "-peer",
+                        value: v.to_string(),
+                        reason: "at most 1023 peers",
+                    });
+                }
+                self.peers.push(v.to_string());
+            }
+            "-multicast" => self.multicast = true,
+            "-nomulticast" => self.multicast = false,
+            "-rawTransport" => self.raw = true,
+            "-noBlockingSockets" => self.no_blocking_sockets = true,
+            "-cpu" => self.cpu = true,
+            "-threadPriorities" => self.thread_priorities = Some(parse_priorities(v)?),
+            "-threadCPUAffinity" => self.thread_cpu_affinity = Some(parse_affinity(v)?),
+            "-pinMemory" => self.pin_memory = true,
+            "-noPrintIntervals" => self.no_print_intervals = true,
+            "-outputFormat" => {
+                self.output_format = match v.to_ascii_lowercase().as_str() {
+                    "csv" => OutputFormat::Csv,
+                    "json" => OutputFormat::Json,
+                    "legacy" => OutputFormat::Legacy,
+                    _ => {
+                        return Err(OptionError::BadValue {
+                            option: name,
+                            value: v.to_string(),
+                            reason: "expected csv, json or legacy",
+                        })
+                    }
+                }
+            }
+            "-noOutputHeaders" => self.no_output_headers = true,
+            "-outputFile" => self.output_file = Some(PathBuf::from(v)),
+            "-latencyFile" => {
+                let f = if v.is_empty() {
+                    "latency_samples.csv"
+                } else {
+                    v
+                };
+                self.latency_file = Some(PathBuf::from(f));
+            }
+            "-asynchronous" => self.asynchronous = true,
+            "-flowController" => {
+                self.flow_controller = match v {
+                    "default" => FlowControllerName::Default,
+                    "1Gbps" => FlowControllerName::Gbps1,
+                    "10Gbps" => FlowControllerName::Gbps10,
+                    _ => {
+                        return Err(OptionError::BadValue {
+                            option: name,
+                            value: v.to_string(),
+                            reason: "expected default, 1Gbps or 10Gbps",
+                        })
+                    }
+                }
+            }
+            "-scan" => self.scan = Some(parse_scan(v)?),
+            "-qosFile" | "-qosLibrary" | "-qosProfile" => return Err(refuse(name, caps.xml_qos)),
+            "-networkCapture" | "-doNotDropNetworkCapture" => {
+                return Err(refuse(name, caps.network_capture))
+            }
+            "-cft" => {
+                return Err(refuse(name, caps.content_filters));
+            }
+            "-multicastAddr" => return Err(refuse(name, caps.multicast_address)),
+            "-enableSharedMemory" => return Err(refuse_transport(name, "SHMEM", caps)),
+            "-enableTCP" => return Err(refuse_transport(name, "TCP", caps)),
+            "-enableUDPv6" => return Err(refuse_transport(name, "UDPv6", caps)),
+            n if n.starts_with("-secure") || n == "-lightWeightSecurity" => {
+                return Err(refuse(n, caps.security))
+            }
+            n if n.starts_with("-transport") => return Err(refuse(n, caps.transport_settings)),
+            "-lowResolutionClock"
+            | "-showSerializationTime"
+            | "-loadDataFromFile"
+            | "-maximumAllocableBufferSize"
+            | "-writerStats"
+            | "-cacheStats"
+            | "-showResourceLimits" => return Err(unsupported(name, NOT_IN_TOOL)),
+            "-waitsetDelayUsec" | "-waitsetEventCount" => {
+                return Err(unsupported(
+                    name,
+                    "FerroDDS perftest always receives in a plain read thread",
+                ))
+            }
+            "-instanceHashBuckets" | "-messageSizeMax" | "-preallocateFragmentedSamples" => {
+                return Err(unsupported(name, caps.missing_qos))
+            }
+            _ => return Err(unsupported(name, caps.missing_qos)),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,265 @@
+//! Unit tests of option parsing, validation and the run plan.
+
+use std::path::PathBuf;
+
+use super::*;
+use crate::error::OptionError;
+
+fn parse(args: &str) -> Result<Options, OptionError> {
+    let v: Vec<&str> = args.split_whitespace().collect();
+    Options::parse(&v)
+}
+
+#[test]
+fn table_is_sorted_and_unique() {
+    for w in OPTIONS.windows(2) {
+        assert!(w[0].name < w[1].name, "{} !< {}", w[0].name, w[1].name);
+    }
+}
+
+#[test]
+fn prefixes_from_the_reference_scripts() {
+    let cases = [
+        ("-exec", "-executionTime"),
+        ("-best", "-bestEffort"),
+        ("-noPrint", "-noPrintIntervals"),
+        ("-raw", "-rawTransport"),
+        ("-initialBurst", "-initialBurstSize"),
+        ("-noXML", "-noXmlQos"),
+        ("-sid", "-sidMultiSubTest"),
+        ("-dom", "-domain"),
+        ("-d", "-dataLen"),
+        ("-do", "-doNotDropNetworkCapture"),
+        ("-datalen", "-dataLen"),
+        ("-PUB", "-pub"),
+        ("-latency", "-latencyCount"),
+        ("-enable", "-enable-message-length"),
+        ("-help", "-help"),
+        ("-H", "-h"),
+    ];
+    for (arg, want) in cases {
+        assert_eq!(lookup(arg).map(|s| s.name), Some(want), "{arg}");
+    }
+    assert!(lookup("-").is_none());
+    assert!(lookup("-hel").is_none(), "help must be exact");
+    assert!(lookup("-bogus").is_none());
+    assert!(lookup("dataLen").is_none());
+}
+
+#[test]
+fn defaults_and_values() {
+    let o = parse("-pub -datalen 200 -exec 5 -noPrint -raw").unwrap();
+    assert_eq!(o.role, Role::Publisher);
+    assert_eq!(o.data_len, 200);
+    assert_eq!(o.execution_time, 5);
+    assert!(o.no_print_intervals && o.raw);
+    assert_eq!(o.effective_num_iter(), 100_000_000);
+    assert_eq!(o.effective_latency_count(), 10_000);
+    let o = parse("-pub -latencyTest").unwrap();
+    assert_eq!(o.effective_latency_count(), 1);
+    assert_eq!(o.effective_num_iter(), 10_000_000);
+    // scanf semantics: trailing junk ignored.
+    assert_eq!(parse("-dataLen 128abc").unwrap().data_len, 128);
+}
+
+#[test]
+fn errors() {
+    assert_eq!(
+        parse("-bogus").unwrap_err().to_string(),
+        "Cannot parse '-bogus', invalid input."
+    );
+    assert_eq!(
+        parse("-dataLen").unwrap_err(),
+        OptionError::MissingValue("-dataLen")
+    );
+    assert_eq!(
+        parse("-dataLen -pub").unwrap_err(),
+        OptionError::MissingValue("-dataLen")
+    );
+    assert!(matches!(
+        parse("-dataLen 27"),
+        Err(OptionError::BadValue { .. })
+    ));
+    assert!(matches!(
+        parse("-dataLen x"),
+        Err(OptionError::BadValue { .. })
+    ));
+    assert!(matches!(
+        parse("-domain 251"),
+        Err(OptionError::BadValue { .. })
+    ));
+    assert_eq!(
+        parse("-sub -latencyTest").unwrap_err().to_string(),
+        "Cannot use '-latencyTest' while setting '-sub'."
+    );
+    assert_eq!(
+        parse("-pub -sidMultiSubTest 1").unwrap_err().to_string(),
+        "Cannot use '-sidMultiSubTest' while setting '-pub'."
+    );
+    // Without an explicit -sub, publisher options are accepted.
+    assert!(parse("-latencyCount 5 -numIter 10").is_ok());
+    assert!(matches!(
+        parse("-pub -numIter 5 -latencyCount 10"),
+        Err(OptionError::NumIterBelowLatencyCount { .. })
+    ));
+    assert!(matches!(
+        parse("-transport TCP"),
+        Err(OptionError::Unsupported { .. })
+    ));
+    assert!(matches!(
+        parse("-transport udpv4"),
+        Err(OptionError::BadValue { .. })
+    ));
+    assert!(matches!(
+        parse("-pub -latencyTest -batchSize 1000"),
+        Err(OptionError::Conflict(_))
+    ));
+    assert!(matches!(
+        parse("-raw -keyed"),
+        Err(OptionError::Unsupported { .. })
+    ));
+    assert!(matches!(
+        parse("-raw -dataLen 65501"),
+        Err(OptionError::DataLenRange { .. })
+    ));
+    assert!(matches!(
+        parse("-pubRate 100"),
+        Err(OptionError::BadValue { .. })
+    ));
+    assert!(matches!(parse("-pub -sub"), Err(OptionError::Conflict(_))));
+    assert!(matches!(
+        parse("-secureGovernanceFile x"),
+        Err(OptionError::Unsupported { .. })
+    ));
+}
+
+#[test]
+fn structured_values() {
+    let o =
+        parse("-pubRate 1000:spin -threadPriorities h:n:10 -threadCPUAffinity 0,2-3:1").unwrap();
+    assert_eq!(
+        o.pub_rate,
+        Some(PubRate {
+            rate: 1000,
+            method: RateMethod::Spin
+        })
+    );
+    let p = o.thread_priorities.unwrap();
+    assert_eq!(
+        (p.main, p.receive, p.event),
+        (Priority::High, Priority::Normal, Priority::Value(10))
+    );
+    let a = o.thread_cpu_affinity.unwrap();
+    assert_eq!(a.main, vec![0, 2, 3]);
+    assert_eq!(a.receive, vec![1]);
+    assert!(a.database.is_empty());
+    assert!(parse("-threadCPUAffinity 3-1").is_err());
+    assert!(parse("-threadPriorities 1:2").is_err());
+    let o = parse("-latencyFile -pub").unwrap();
+    assert_eq!(
+        o.latency_file.unwrap(),
+        PathBuf::from("latency_samples.csv")
+    );
+    assert_eq!(
+        parse("-outputFormat JSON").unwrap().output_format,
+        OutputFormat::Json
+    );
+}
+
+#[test]
+fn raw_peers() {
+    let (a, ids) = parse_raw_pub_peer("10.0.0.2:1-2", 3).unwrap();
+    assert_eq!(a, std::net::Ipv4Addr::new(10, 0, 0, 2));
+    assert_eq!(ids, vec![1, 2]);
+    assert_eq!(parse_raw_pub_peer("10.0.0.2", 2).unwrap().1, vec![0, 1]);
+    assert!(parse_raw_pub_peer("10.0.0.2:2", 2).is_err());
+    assert!(parse_raw_pub_peer("host:1", 2).is_err());
+}
+
+#[test]
+fn scan_async_and_flow_controller() {
+    let o = parse("-pub -scan").unwrap();
+    assert_eq!(o.scan.as_deref(), Some(&DEFAULT_SCAN_SIZES[..]));
+    assert_eq!(o.data_len, 64900);
+    assert_eq!(o.execution_time, DEFAULT_SCAN_SECONDS);
+    let o = parse("-pub -scan 1024:32:64:32 -exec 3").unwrap();
+    assert_eq!(o.sizes(), vec![32, 64, 1024]);
+    assert_eq!((o.data_len, o.execution_time), (1024, 3));
+    // Batching applies to every size (no "< 2 x dataLen" rule with -scan).
+    assert_eq!(o.batching(true), BatchingState::On(8192));
+    assert_eq!(parse("-pub -dataLen 64").unwrap().sizes(), vec![64]);
+    assert!(parse("-pub -scan 32:100000").is_err());
+    assert!(parse("-pub -scan 10").is_err());
+    assert!(parse("-pub -scan 32:x").is_err());
+    assert!(parse("-sub -scan").is_err());
+    assert!(parse("-pub -raw -scan 32:64").is_err());
+    let o = parse("-pub -asynchronous -flowController 1Gbps").unwrap();
+    assert!(o.asynchronous);
+    assert_eq!(o.flow_controller, FlowControllerName::Gbps1);
+    assert_eq!(
+        parse("-flowController 10Gbps").unwrap().flow_controller,
+        FlowControllerName::Gbps10
+    );
+    assert!(parse("-flowController 5Gbps").is_err());
+    assert!(parse("-raw -asynchronous").is_err());
+}
+
+#[test]
+fn batching_rules() {
+    let b = |s: &str| parse(s).unwrap().batching(true);
+    assert_eq!(b("-pub"), BatchingState::On(8192));
+    assert_eq!(b("-pub -raw"), BatchingState::Off);
+    assert_eq!(b("-pub -raw -batchSize 1000"), BatchingState::On(1000));
+    assert_eq!(b("-pub -batchSize 0"), BatchingState::Off);
+    assert!(matches!(
+        b("-pub -dataLen 5000"),
+        BatchingState::Disabled(_)
+    ));
+    assert!(matches!(b("-pub -latencyTest"), BatchingState::Disabled(_)));
+    assert!(matches!(
+        b("-pub -dataLen 100000"),
+        BatchingState::Disabled(_)
+    ));
+    assert!(matches!(
+        b("-pub -pubRate 10:sleep"),
+        BatchingState::Disabled(_)
+    ));
+    assert_eq!(
+        parse("-pub").unwrap().batching(false),
+        BatchingState::Unavailable
+    );
+    let o = parse("-pub").unwrap();
+    assert_eq!(o.initial_burst(BatchingState::On(8192)), 50 * 81);
+    let o = parse("-pub -raw").unwrap();
+    assert_eq!(o.initial_burst(BatchingState::Off), 1);
+}
+
+#[test]
+fn capability_refusals_name_the_reason() {
+    let cases = [
+        ("-transport TCP", "'-transport' is not supported by FerroDDS perftest: only UDPv4 is available."),
+        ("-raw -transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4 is available."),
+        ("-enableTCP", "'-enableTCP' is not supported by FerroDDS perftest: only UDPv4 is available."),
+        ("-transportVerbosity 1", "'-transportVerbosity' is not supported by FerroDDS perftest: only the UDPv4 transport is available."),
+        ("-durability 2", "'-durability' is not supported by FerroDDS perftest: only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available."),
+        ("-raw -durability 3", "'-durability' is not supported by FerroDDS perftest: only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available."),
+        ("-raw -durability 1", "'-durability' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
+        ("-secureGovernanceFile x", "'-secureGovernanceFile' is not supported by FerroDDS perftest: DDS Security is not available in FerroDDS yet."),
+        ("-qosFile x", "'-qosFile' is not supported by FerroDDS perftest: QoS XML files are not supported, the QoS is compiled in."),
+        ("-networkCapture", "'-networkCapture' is not supported by FerroDDS perftest: network capture is not wired up yet."),
+        ("-cft 1", "'-cft' is not supported by FerroDDS perftest: FerroDDS has no content filters yet."),
+        ("-multicastAddr 239.1.1.1", "'-multicastAddr' is not supported by FerroDDS perftest: custom multicast addresses are not available."),
+        ("-zeroCopy", "'-zeroCopy' is not supported by FerroDDS perftest: this QoS feature is not available in FerroDDS yet."),
+        ("-writerStats -pub", "'-writerStats' is not supported by FerroDDS perftest: not implemented in FerroDDS perftest."),
+        ("-raw -keyed", "'-keyed' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
+        ("-raw -dataLen 65501", "'-dataLen' 65501 is out of range: 28..=65500 for the raw UDP transport (one sample per datagram)."),
+        ("-raw -multicast", "'-multicast' is not supported by FerroDDS perftest: multicast is not implemented for the raw transport yet."),
+        ("-raw -multicast -peer 10.0.0.1", "'-multicast' cannot be combined with '-peer' in raw mode."),
+        ("-noBlockingSockets", "'-noBlockingSockets' is not supported by FerroDDS perftest: only meaningful with -rawTransport."),
+    ];
+    for (args, want) in cases {
+        assert_eq!(parse(args).unwrap_err().to_string(), want, "{args}");
+    }
+    assert!(parse("-multicast").is_ok());
+    assert!(parse("-raw -noBlockingSockets").is_ok());
+}

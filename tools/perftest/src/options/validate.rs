@@ -1,0 +1,158 @@
+//! Cross-option validation after parsing: the selected backend's capabilities, address
+//! syntax, role and size rules.
+
+use crate::error::OptionError;
+use crate::transport::{Capabilities, Support};
+
+use super::model::{
+    Options, PubRate, Role, DEFAULT_SCAN_SECONDS, MAX_BOUNDED_SEQ_SIZE, OVERHEAD_BYTES,
+};
+use super::parse::unsupported;
+use super::values::{parse_raw_pub_peer, parse_raw_sub_peer};
+
+impl Options {
+    pub(super) fn validate(&mut self, caps: &Capabilities) -> Result<(), OptionError> {
+        let is_pub = self.role == Role::Publisher;
+        // What the selected backend cannot do.
+        if let Support::No(reason) = caps.dds_entities {
+            let reject = |set: bool, option: &'static str| {
+                if set {
+                    Err(OptionError::Unsupported { option, reason })
+                } else {
+                    Ok(())
+                }
+            };
+            reject(self.best_effort, "-bestEffort")?;
+            reject(self.keyed, "-keyed")?;
+            reject(self.instances.is_some(), "-instances")?;
+            reject(self.write_instance.is_some(), "-writeInstance")?;
+            reject(self.durability.is_some(), "-durability")?;
+            reject(self.use_read_thread, "-useReadThread")?;
+            reject(self.asynchronous, "-asynchronous")?;
+            reject(self.scan.is_some(), "-scan")?;
+            reject(self.thread_cpu_affinity.is_some(), "-threadCPUAffinity")?;
+            reject(self.unbounded.is_some(), "-unbounded")?;
+            reject(self.num_publishers > 1, "-numPublishers")?;
+            reject(self.pid > 0, "-pidMultiPubTest")?;
+        }
+        if self.data_len > caps.max_data_len {
+            return Err(OptionError::DataLenRange {
+                data_len: self.data_len,
+                min: OVERHEAD_BYTES,
+                max: caps.max_data_len,
+                mode: caps.data_len_mode,
+            });
+        }
+        if self.raw && self.multicast && !self.peers.is_empty() {
+            return Err(OptionError::Conflict(
+                "'-multicast' cannot be combined with '-peer' in raw mode.",
+            ));
+        }
+        if let (true, Support::No(reason)) = (self.multicast, caps.multicast) {
+            return Err(unsupported("-multicast", reason));
+        }
+        if let (true, Support::No(reason)) = (self.no_blocking_sockets, caps.non_blocking_sockets) {
+            return Err(unsupported("-noBlockingSockets", reason));
+        }
+        // The address syntax of the backend.
+        if self.raw {
+            if let Some(nic) = &self.nic {
+                if nic.parse::<std::net::Ipv4Addr>().is_err() {
+                    return Err(OptionError::BadValue {
+                        option: "-nic",
+                        value: nic.clone(),
+                        reason: "the raw transport needs an IPv4 address",
+                    });
+                }
+            }
+            for p in &self.peers {
+                if is_pub {
+                    parse_raw_pub_peer(p, self.num_subscribers)?;
+                } else {
+                    parse_raw_sub_peer(p)?;
+                }
+            }
+        } else {
+            for p in &self.peers {
+                if p.parse::<std::net::Ipv4Addr>().is_err() {
+                    return Err(OptionError::BadValue {
+                        option: "-peer",
+                        value: p.clone(),
+                        reason: "FerroDDS takes IPv4 peer addresses",
+                    });
+                }
+            }
+        }
+        if let Some(sizes) = &self.scan {
+            let max = *sizes.last().unwrap_or(&self.data_len);
+            let threshold = OVERHEAD_BYTES + MAX_BOUNDED_SEQ_SIZE;
+            if sizes.iter().any(|&s| s > threshold) && sizes.iter().any(|&s| s <= threshold) {
+                return Err(OptionError::Conflict(
+                    "'-scan' sizes must all be above or all below the large-data threshold (65498).",
+                ));
+            }
+            self.data_len = max;
+            if self.execution_time == 0 {
+                self.execution_time = DEFAULT_SCAN_SECONDS;
+            }
+        }
+        if self.latency_test && self.pid != 0 {
+            return Err(OptionError::Conflict(
+                "Only the publisher with '-pidMultiPubTest 0' can run a latency test.",
+            ));
+        }
+        if self.latency_test && matches!(self.batch_size, Some(b) if b > 0) {
+            return Err(OptionError::Conflict(
+                "Batching cannot be used in a Latency test ('-latencyTest' with '-batchSize').",
+            ));
+        }
+        if self.data_len > OVERHEAD_BYTES + MAX_BOUNDED_SEQ_SIZE
+            && matches!(self.batch_size, Some(b) if b > 0)
+        {
+            return Err(OptionError::Conflict(
+                "Batching cannot be used with Large Data.",
+            ));
+        }
+        if let (Some(w), Some(n)) = (self.write_instance, self.instances) {
+            if w >= n {
+                return Err(OptionError::Conflict(
+                    "'-writeInstance' must be smaller than '-instances'.",
+                ));
+            }
+        } else if matches!(self.write_instance, Some(w) if w > 0) {
+            return Err(OptionError::Conflict(
+                "'-writeInstance' must be smaller than '-instances'.",
+            ));
+        }
+        if self.instances.is_some_and(|n| n > 1) && !self.keyed {
+            return Err(OptionError::Conflict(
+                "'-instances' greater than 1 needs '-keyed'.",
+            ));
+        }
+        if self.sid >= self.num_subscribers && is_pub {
+            // The publisher does not use -sidMultiSubTest; nothing to check.
+        }
+        if let Some((bps, method)) = self.pub_rate_bps {
+            let rate = bps / (8 * self.data_len);
+            if rate == 0 || rate > 10_000_000 {
+                return Err(OptionError::BadValue {
+                    option: "-pubRatebps",
+                    value: format!("{bps}"),
+                    reason: "the resulting samples/s must be between 1 and 10000000",
+                });
+            }
+            self.pub_rate = Some(PubRate { rate, method });
+        }
+        if is_pub {
+            let n = self.effective_num_iter();
+            let lc = self.effective_latency_count();
+            if n < lc {
+                return Err(OptionError::NumIterBelowLatencyCount {
+                    num_iter: n,
+                    latency_count: lc,
+                });
+            }
+        }
+        Ok(())
+    }
+}

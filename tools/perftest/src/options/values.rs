@@ -1,0 +1,219 @@
+//! Value parsers: `scanf`-style numbers, rates, priorities, core lists, `-scan` sizes
+//! and raw-transport peers.
+
+use crate::error::OptionError;
+
+use super::model::{
+    CpuAffinity, Priority, RateMethod, ThreadPriorities, DEFAULT_SCAN_SIZES, MAX_DATA_LEN,
+    OVERHEAD_BYTES,
+};
+
+/// Reads a number the way `scanf("%llu")` does.
+pub fn scan_u64(s: &str) -> Option<u64> {
+    let t = s.trim_start();
+    let t = t.strip_prefix('+').unwrap_or(t);
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    t[..digits].parse().ok()
+}
+
+pub(super) fn num(option: &'static str, v: &str, min: u64, max: u64) -> Result<u64, OptionError> {
+    let bad = |reason| OptionError::BadValue {
+        option,
+        value: v.to_string(),
+        reason,
+    };
+    let n = scan_u64(v).ok_or_else(|| bad("expected a non-negative number"))?;
+    if n < min || n > max {
+        return Err(bad("value out of range"));
+    }
+    Ok(n)
+}
+
+pub(super) fn num32(option: &'static str, v: &str, min: u64, max: u64) -> Result<u32, OptionError> {
+    // max is always <= u32::MAX at the call sites.
+    num(option, v, min, max.min(u64::from(u32::MAX))).map(|n| n as u32)
+}
+
+pub(super) fn parse_rate_method(
+    option: &'static str,
+    v: &str,
+) -> Result<(u64, RateMethod), OptionError> {
+    let bad = |reason| OptionError::BadValue {
+        option,
+        value: v.to_string(),
+        reason,
+    };
+    let (n, method) = v
+        .split_once(':')
+        .ok_or_else(|| bad("expected <rate>:spin or <rate>:sleep"))?;
+    let method = match method {
+        "spin" => RateMethod::Spin,
+        "sleep" => RateMethod::Sleep,
+        _ => return Err(bad("the method must be 'spin' or 'sleep'")),
+    };
+    let n = scan_u64(n).ok_or_else(|| bad("expected <rate>:spin or <rate>:sleep"))?;
+    Ok((n, method))
+}
+
+pub(super) fn parse_priority(v: &str, part: &str) -> Result<Priority, OptionError> {
+    match part {
+        "h" | "H" => Ok(Priority::High),
+        "n" | "N" => Ok(Priority::Normal),
+        "l" | "L" => Ok(Priority::Low),
+        _ => {
+            let n = part
+                .parse::<i32>()
+                .ok()
+                .filter(|n| (0..=99).contains(n))
+                .ok_or_else(|| OptionError::BadValue {
+                    option: "-threadPriorities",
+                    value: v.to_string(),
+                    reason: "expected X:Y:Z with each a priority 0-99 or h/n/l",
+                })?;
+            Ok(Priority::Value(n))
+        }
+    }
+}
+
+/// Parses the `-scan` size list (`s1:s2:...`, empty = the default list), sorted
+/// ascending without duplicates.
+pub(super) fn parse_scan(v: &str) -> Result<Vec<u64>, OptionError> {
+    if v.is_empty() {
+        return Ok(DEFAULT_SCAN_SIZES.to_vec());
+    }
+    let mut sizes = Vec::new();
+    for part in v.split(':') {
+        let n = scan_u64(part)
+            .filter(|n| (OVERHEAD_BYTES..=MAX_DATA_LEN).contains(n))
+            .ok_or_else(|| OptionError::BadValue {
+                option: "-scan",
+                value: v.to_string(),
+                reason: "expected sizes s1:s2:... each between 28 and 2147482620",
+            })?;
+        sizes.push(n);
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    Ok(sizes)
+}
+
+pub(super) fn parse_priorities(v: &str) -> Result<ThreadPriorities, OptionError> {
+    let parts: Vec<&str> = v.split(':').collect();
+    if parts.len() != 3 {
+        return Err(OptionError::BadValue {
+            option: "-threadPriorities",
+            value: v.to_string(),
+            reason: "expected X:Y:Z with each a priority 0-99 or h/n/l",
+        });
+    }
+    Ok(ThreadPriorities {
+        main: parse_priority(v, parts[0])?,
+        receive: parse_priority(v, parts[1])?,
+        event: parse_priority(v, parts[2])?,
+    })
+}
+
+/// Parses a core list `n`, `n-m` or `a,b,c-d` (empty = no change).
+pub fn parse_core_list(v: &str, list: &str) -> Result<Vec<usize>, OptionError> {
+    let bad = || OptionError::BadValue {
+        option: "-threadCPUAffinity",
+        value: v.to_string(),
+        reason: "expected A:B:C:D, each a core list like 0, 1-3 or 0,2,4-5",
+    };
+    let mut cores = Vec::new();
+    if list.is_empty() {
+        return Ok(cores);
+    }
+    for item in list.split(',') {
+        match item.split_once('-') {
+            Some((a, b)) => {
+                let a: usize = a.parse().map_err(|_| bad())?;
+                let b: usize = b.parse().map_err(|_| bad())?;
+                if a > b || b >= 1024 {
+                    return Err(bad());
+                }
+                cores.extend(a..=b);
+            }
+            None => {
+                let a: usize = item.parse().map_err(|_| bad())?;
+                if a >= 1024 {
+                    return Err(bad());
+                }
+                cores.push(a);
+            }
+        }
+    }
+    Ok(cores)
+}
+
+pub(super) fn parse_affinity(v: &str) -> Result<CpuAffinity, OptionError> {
+    let parts: Vec<&str> = v.split(':').collect();
+    if parts.is_empty() || parts.len() > 4 {
+        return Err(OptionError::BadValue {
+            option: "-threadCPUAffinity",
+            value: v.to_string(),
+            reason: "expected A:B:C:D, each a core list like 0, 1-3 or 0,2,4-5",
+        });
+    }
+    let get = |i: usize| parse_core_list(v, parts.get(i).copied().unwrap_or(""));
+    Ok(CpuAffinity {
+        main: get(0)?,
+        receive: get(1)?,
+        database: get(2)?,
+        event: get(3)?,
+    })
+}
+
+/// One raw-transport publisher peer: address and the subscriber ids behind it.
+pub fn parse_raw_pub_peer(
+    p: &str,
+    num_subscribers: u32,
+) -> Result<(std::net::Ipv4Addr, Vec<u32>), OptionError> {
+    let bad = |reason| OptionError::BadValue {
+        option: "-peer",
+        value: p.to_string(),
+        reason,
+    };
+    let (addr, ids) = match p.split_once(':') {
+        None => (p, None),
+        Some((a, ids)) => (a, Some(ids)),
+    };
+    let addr: std::net::Ipv4Addr = addr.parse().map_err(|_| bad("expected an IPv4 address"))?;
+    let ids = match ids {
+        None => (0..num_subscribers).collect(),
+        Some(ids) => {
+            let (first, last) = match ids.split_once('-') {
+                None => {
+                    let n = ids
+                        .parse::<u32>()
+                        .map_err(|_| bad("expected addr[:sid] or addr:first-last"))?;
+                    (n, n)
+                }
+                Some((a, b)) => (
+                    a.parse::<u32>()
+                        .map_err(|_| bad("expected addr[:sid] or addr:first-last"))?,
+                    b.parse::<u32>()
+                        .map_err(|_| bad("expected addr[:sid] or addr:first-last"))?,
+                ),
+            };
+            if first > last || last >= num_subscribers {
+                return Err(bad("subscriber ids must lie in 0..numSubscribers-1"));
+            }
+            (first..=last).collect()
+        }
+    };
+    Ok((addr, ids))
+}
+
+/// The raw-transport subscriber's peer (the publisher address).
+pub fn parse_raw_sub_peer(p: &str) -> Result<std::net::Ipv4Addr, OptionError> {
+    let addr = p.split_once(':').map_or(p, |(a, _)| a);
+    addr.parse().map_err(|_| OptionError::BadValue {
+        option: "-peer",
+        value: p.to_string(),
+        reason: "expected an IPv4 address",
+    })
+}

@@ -1,0 +1,57 @@
+//! DDS backend over the FerroDDS public API (the default mode).
+//!
+//! One participant per process; topics `Throughput`, `Latency` and `Announcement` of the
+//! perftest type selected by `-keyed` and the data size (`TestData_t`,
+//! `TestDataKeyed_t`, or the `*Large_t` types above 65470 payload bytes or with
+//! `-unbounded`). QoS follows spec 4 as far as FerroDDS has the policies:
+//! Throughput/Latency reliable (or best effort with `-bestEffort`) with KEEP_ALL
+//! histories bounded by `-sendQueueSize` (samples, or batches of samples when batching)
+//! on the throughput writer, Announcement reliable and TRANSIENT_LOCAL. The throughput
+//! writer batches (`-batchSize`, FerroDDS writer batching) and publishes asynchronously
+//! through the participant's publisher thread with `-asynchronous` (`-flowController
+//! 1Gbps|10Gbps` = RTI's token buckets, `default` = unpaced). Samples above one datagram
+//! are fragmented by FerroDDS (up to 10 MB tested).
+//!
+//! Readers deliver through a `DataReaderListener` called on FerroDDS's receive thread
+//! (RTI Perftest's default "Listeners" mode: a received ping is echoed from the receive
+//! thread, no thread wake-up per sample); with `-useReadThread` they are polled with
+//! `wait_for_data` + `take_each` from the harness's read threads. `take_each` lends the
+//! samples in place and the reader decodes later ones into the same values, so receiving
+//! does not allocate in the tool; each writer keeps one sample whose payload buffer is
+//! reused, so writing does not either.
+//!
+//! [`CAPABILITIES`] is known without the `dds` feature, so that options are validated the
+//! same way in every build (without the feature, DDS runs then fail with a clear error).
+
+use crate::options::MAX_DATA_LEN;
+use crate::transport::{Capabilities, Support};
+
+#[cfg(feature = "dds")]
+mod backend;
+#[cfg(feature = "dds")]
+pub use backend::*;
+
+/// What the DDS backend (FerroDDS) can do.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    transports: &["UDPv4"],
+    transport_limit: "only UDPv4 is available",
+    transport_settings: Support::No("only the UDPv4 transport is available"),
+    max_durability: 1,
+    durability_limit: "only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available",
+    xml_qos: Support::No("QoS XML files are not supported, the QoS is compiled in"),
+    network_capture: Support::No("network capture is not wired up yet"),
+    content_filters: Support::No("FerroDDS has no content filters yet"),
+    multicast_address: Support::No("custom multicast addresses are not available"),
+    security: Support::No("DDS Security is not available in FerroDDS yet"),
+    missing_qos: "this QoS feature is not available in FerroDDS yet",
+    dds_entities: Support::Yes,
+    max_data_len: MAX_DATA_LEN,
+    data_len_mode: "FerroDDS",
+    multicast: Support::Yes,
+    non_blocking_sockets: Support::No("only meaningful with -rawTransport"),
+    batching: if cfg!(feature = "dds") {
+        Support::Yes
+    } else {
+        Support::No("FerroDDS has no writer-side batching yet (use -batchSize 0, or -rawTransport)")
+    },
+};
