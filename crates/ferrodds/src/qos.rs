@@ -427,7 +427,68 @@ impl SubscriberQos {
     }
 }
 
-pub use ferrodds_rtps::QosPolicyId;
+/// DDS QoS policy ids (DDS 1.4 §2.3.3, `*_QOS_POLICY_ID`): which policy made a match fail
+/// (`last_policy_id` of the incompatible-QoS statuses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum QosPolicyId {
+    /// DURABILITY (2).
+    Durability,
+    /// DEADLINE (4).
+    Deadline,
+    /// OWNERSHIP (6).
+    Ownership,
+    /// LIVELINESS (8).
+    Liveliness,
+    /// PARTITION (10).
+    Partition,
+    /// RELIABILITY (11).
+    Reliability,
+    /// HISTORY (13).
+    History,
+    /// RESOURCE_LIMITS (14).
+    ResourceLimits,
+    /// DATA_REPRESENTATION (23).
+    DataRepresentation,
+    /// Another policy, by its numeric id.
+    Other(u32),
+}
+
+impl QosPolicyId {
+    /// The numeric id of the DDS specification.
+    #[must_use]
+    pub fn id(self) -> u32 {
+        match self {
+            QosPolicyId::Durability => 2,
+            QosPolicyId::Deadline => 4,
+            QosPolicyId::Ownership => 6,
+            QosPolicyId::Liveliness => 8,
+            QosPolicyId::Partition => 10,
+            QosPolicyId::Reliability => 11,
+            QosPolicyId::History => 13,
+            QosPolicyId::ResourceLimits => 14,
+            QosPolicyId::DataRepresentation => 23,
+            QosPolicyId::Other(id) => id,
+        }
+    }
+
+    /// The policy the engine reported.
+    pub(crate) fn from_engine(p: ferrodds_rtps::QosPolicyId) -> Self {
+        use ferrodds_rtps::QosPolicyId as E;
+        match p {
+            E::Durability => QosPolicyId::Durability,
+            E::Deadline => QosPolicyId::Deadline,
+            E::Ownership => QosPolicyId::Ownership,
+            E::Liveliness => QosPolicyId::Liveliness,
+            E::Partition => QosPolicyId::Partition,
+            E::Reliability => QosPolicyId::Reliability,
+            E::History => QosPolicyId::History,
+            E::ResourceLimits => QosPolicyId::ResourceLimits,
+            E::DataRepresentation => QosPolicyId::DataRepresentation,
+            other => QosPolicyId::Other(other.id()),
+        }
+    }
+}
 
 fn engine_batching(b: Batching) -> ferrodds_rtps::Batching {
     ferrodds_rtps::Batching {

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use ferrodds_rtps::Event;
 
 use super::signal::{call_listener, Waiters};
+use crate::qos::QosPolicyId;
 use crate::status::{
     DataReaderListener, RequestedIncompatibleQosStatus, SampleLostStatus, StatusMask,
     SubscriptionMatchedStatus,
@@ -226,7 +227,7 @@ impl ReaderShared {
                     let mut st = lock(&self.status);
                     st.incompatible.total_count += 1;
                     st.incompatible.total_count_change += 1;
-                    st.incompatible.last_policy_id = Some(*policy);
+                    st.incompatible.last_policy_id = Some(QosPolicyId::from_engine(*policy));
                     st.changed = st.changed | StatusMask::REQUESTED_INCOMPATIBLE_QOS;
                     st.incompatible
                 };

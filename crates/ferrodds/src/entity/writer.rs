@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use ferrodds_rtps::Event;
 
 use super::signal::{call_listener, Waiters};
+use crate::qos::QosPolicyId;
 use crate::status::{
     DataWriterListener, OfferedIncompatibleQosStatus, PublicationMatchedStatus, StatusMask,
 };
@@ -154,7 +155,7 @@ impl WriterShared {
                     let mut st = lock(&self.status);
                     st.incompatible.total_count += 1;
                     st.incompatible.total_count_change += 1;
-                    st.incompatible.last_policy_id = Some(*policy);
+                    st.incompatible.last_policy_id = Some(QosPolicyId::from_engine(*policy));
                     st.changed = st.changed | StatusMask::OFFERED_INCOMPATIBLE_QOS;
                     st.incompatible
                 };
@@ -205,10 +206,7 @@ mod tests {
         });
         let s = w.offered_incompatible_qos_status();
         assert_eq!(s.total_count, 1);
-        assert_eq!(
-            s.last_policy_id,
-            Some(ferrodds_rtps::QosPolicyId::Durability)
-        );
+        assert_eq!(s.last_policy_id, Some(QosPolicyId::Durability));
         // a wait with an outdated generation returns at once
         let t0 = Instant::now();
         w.wait_resources(g0, Duration::from_secs(5));
