@@ -33,6 +33,9 @@ const SPARE_VALUES_MAX: usize = 256;
 const SPARE_VALUES_BYTES: usize = 1 << 20;
 /// Most sample vectors a reader keeps for its loans.
 const SPARE_VECS_MAX: usize = 4;
+/// Most payload buffers a reader holds for the engine between two takes (the rest are
+/// freed outside the engine lock).
+const USED_MAX: usize = 256;
 
 /// What a reader reuses from one take to the next, so that a reader in steady state
 /// takes without allocating: the engine hand-off vector, payload buffers on their way
@@ -123,7 +126,10 @@ impl<T: TopicType> Lending<T> {
                 None => decode_sample::<T>(&s.payload).ok(),
             };
             if decoded.is_none() {
-                shared.count_undecodable();
+                if !read {
+                    // Counted once: a read leaves it cached and marks it read.
+                    shared.count_undecodable();
+                }
                 return None;
             }
             decoded
@@ -276,11 +282,16 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
         self.check_alive()?;
         let mut l = lock(&self.lending);
         let (mut items, mut sizes) = l.loan_vecs();
-        self.take_decoded(&mut l, max, |s, size| {
+        let transmit_due = self.take_decoded(&mut l, max, |s, size| {
             items.push(s);
             sizes.push(size);
         });
         drop(l);
+        if transmit_due {
+            // Room again in a full KEEP_ALL reader: send the acknowledgements it held
+            // back (and dispatch what that produced) with no lock of this reader held.
+            self.inner.flush();
+        }
         Ok(Samples {
             items,
             sizes,
@@ -289,22 +300,43 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
     }
 
     /// Moves at most `max` samples out of the engine (one engine lock, which also takes
-    /// back the previous take's payload buffers) and decodes each, handing it to `put`
-    /// with its serialized size. Undecodable samples are dropped (counted).
+    /// back the previous take's payload buffers) and decodes each after the lock is
+    /// released, handing it to `put` with its serialized size. Undecodable samples are
+    /// dropped (counted) and more are taken in their place while the cache has some.
+    /// Returns whether acknowledgements became due (see [`Inner::flush`]).
     #[inline]
-    fn take_decoded(&self, l: &mut Lending<T>, max: usize, mut put: impl FnMut(Sample<T>, usize)) {
-        let Lending { taken, used, .. } = l;
-        self.inner
-            .take_samples(self.id, max, taken, used, &self.shared);
-        let mut taken = std::mem::take(&mut l.taken);
-        for t in taken.drain(..) {
-            let size = t.sample.payload.len();
-            if let Some(s) = l.decode(&t.sample, t.instance_state, t.read, &self.shared) {
-                put(s, size);
+    fn take_decoded(
+        &self,
+        l: &mut Lending<T>,
+        max: usize,
+        mut put: impl FnMut(Sample<T>, usize),
+    ) -> bool {
+        let mut transmit_due = false;
+        let mut want = max;
+        while want > 0 {
+            let Lending { taken, used, .. } = &mut *l;
+            let o = self
+                .inner
+                .take_samples(self.id, want, taken, used, &self.shared);
+            transmit_due |= o.transmit_due;
+            let mut taken = std::mem::take(&mut l.taken);
+            let got = taken.len();
+            for t in taken.drain(..) {
+                let size = t.sample.payload.len();
+                if let Some(s) = l.decode(&t.sample, t.instance_state, t.read, &self.shared) {
+                    put(s, size);
+                    want -= 1;
+                }
+                if l.used.len() < USED_MAX {
+                    l.used.push(t.sample.payload);
+                }
             }
-            l.used.push(t.sample.payload);
+            l.taken = taken;
+            if o.left == 0 || got == 0 {
+                break;
+            }
         }
-        l.taken = taken;
+        transmit_due
     }
 
     /// Removes at most `max` samples, oldest first, and hands each to `f` (its data, `None`
@@ -354,15 +386,39 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
         let mut l = lock(&self.lending);
         let (mut items, mut sizes) = l.loan_vecs();
         let shared = &self.shared;
-        // Decoded under the engine lock: reading leaves the payloads in the cache, so
-        // they are not moved out (that would be a copy).
+        // The payloads stay in the cache: each is copied, under the engine lock, into a
+        // recycled buffer, and decoded after the lock is released.
+        let Lending { taken, used, .. } = &mut *l;
         self.inner
             .read_samples(self.id, usize::MAX, shared, |s, state, read| {
-                if let Some(d) = l.decode(s, state, read, shared) {
-                    items.push(d);
-                    sizes.push(s.payload.len());
-                }
+                let mut payload = used.pop().unwrap_or_default();
+                payload.clear();
+                payload.extend_from_slice(&s.payload);
+                taken.push(TakenSample {
+                    sample: ferrodds_rtps::Sample {
+                        writer_guid: s.writer_guid,
+                        sequence_number: s.sequence_number,
+                        source_timestamp: s.source_timestamp,
+                        kind: s.kind,
+                        key_hash: s.key_hash,
+                        payload,
+                    },
+                    instance_state: state,
+                    read,
+                });
             });
+        let mut taken = std::mem::take(&mut l.taken);
+        for t in taken.drain(..) {
+            let size = t.sample.payload.len();
+            if let Some(d) = l.decode(&t.sample, t.instance_state, t.read, shared) {
+                items.push(d);
+                sizes.push(size);
+            }
+            if l.used.len() < USED_MAX {
+                l.used.push(t.sample.payload);
+            }
+        }
+        l.taken = taken;
         drop(l);
         Ok(Samples {
             items,

@@ -20,7 +20,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ferrodds_rtps::{
-    Event, InstanceState, Participant, ReaderId, TakenSample, Timestamp, WriterId,
+    Event, InstanceState, Participant, ReaderId, TakeOutcome, TakenSample, Timestamp, WriterId,
 };
 use ferrodds_rtps::{GuidPrefix, Locator, Time};
 use ferrodds_transport::{UdpReceiver, UdpTransport};
@@ -447,8 +447,10 @@ impl Inner {
     /// A reader's take: moves at most `max` samples out of the engine's reader cache to
     /// `out` and gives the payload buffers in `recycled` back, under one engine lock.
     /// When the cache is left empty the reader's DATA_AVAILABLE flag is cleared under
-    /// that lock (a sample delivered after it sets the flag again). A take that makes
-    /// room in a full KEEP_ALL reader sends the acknowledgements it held back.
+    /// that lock (a delivery after it, or an earlier delivery's event dispatched after
+    /// it, sets the flag again). A take that makes room in a full KEEP_ALL reader reports
+    /// `transmit_due`: the caller then calls [`Inner::flush`] once it holds no lock of
+    /// its own (sending the acknowledgements the reader held back may produce events).
     #[inline]
     pub(crate) fn take_samples(
         &self,
@@ -457,32 +459,26 @@ impl Inner {
         out: &mut Vec<TakenSample>,
         recycled: &mut Vec<Vec<u8>>,
         shared: &ReaderShared,
-    ) {
+    ) -> TakeOutcome {
         let mut st = lock(&self.engine);
         let t = st.engine.take_samples(id, max, out, recycled);
         if t.left == 0 {
             shared.clear_data_flag();
         }
-        if t.transmit_due {
-            self.after_take_locked(st);
-        }
+        t
     }
 
-    /// Sends what a take made due (see [`Inner::take_samples`]), then unlocks.
+    /// Sends what the engine has to send and dispatches its events (after an operation
+    /// that made work due outside [`Inner::with_engine`]).
     #[inline(never)]
-    fn after_take_locked(&self, mut st: std::sync::MutexGuard<'_, EngineState>) {
+    pub(crate) fn flush(&self) {
         let mut pending = Vec::new();
-        let now = self.now();
-        self.drain_locked(&mut st, now, &mut pending);
-        let next = st.engine.poll_timeout();
-        drop(st);
-        self.kick_timer(next);
-        self.dispatch(&mut pending);
+        self.with_engine(&mut pending, |_, _| {});
     }
 
     /// A reader's read: visits at most `max` samples of the engine's reader cache,
-    /// leaving them there and marking them read (`f` runs under the engine lock), then
-    /// clears the reader's DATA_AVAILABLE flag.
+    /// leaving them there and marking them read (`f` runs under the engine lock: it only
+    /// copies), then clears the reader's DATA_AVAILABLE flag.
     pub(crate) fn read_samples(
         &self,
         id: ReaderId,

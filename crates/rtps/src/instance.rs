@@ -318,7 +318,7 @@ impl ReaderCache {
             self.order.retain(|(k, q)| {
                 instances
                     .get(k.as_ref())
-                    .is_some_and(|i| i.queue.iter().any(|e| e.seq == *q))
+                    .is_some_and(|i| i.queue.binary_search_by_key(q, |e| e.seq).is_ok())
             });
         }
         evicted
