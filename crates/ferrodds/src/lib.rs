@@ -14,8 +14,8 @@
 //!   thread that paces asynchronous writers, [`PublishMode::Asynchronous`], once one
 //!   exists).
 //!   A receive thread parses, runs the protocol engine and delivers in the same thread:
-//!   samples are decoded into the reader's cache, waiting readers and wait sets are woken and
-//!   listeners are called there. The event thread sleeps until the engine's next timeout
+//!   samples enter the reader's history in the engine, and waiting readers and wait sets
+//!   are woken and listeners are called there (after the engine lock is released). The event thread sleeps until the engine's next timeout
 //!   (heartbeats, SPDP announcements, lease checks) and is woken early when an operation
 //!   moves that timeout forward.
 //! * **Write path.** [`DataWriter::write`] serializes (XCDR1 little-endian) into a reusable
@@ -28,16 +28,21 @@
 //!   [`DataReader::wait_for_data`], [`WaitSet::wait`] and the `wait_for_*` helpers block up
 //!   to their timeout. Nothing else blocks except on the locks below.
 //! * **Locking.** One mutex guards the protocol engine (held while running an engine
-//!   operation; never while decoding for a reader or calling a listener). The datagram a
-//!   write or a received datagram produces is sent after the lock is released (only
-//!   further datagrams of the same operation, e.g. fragments, are sent under it). Each endpoint has small status and cache mutexes of its own.
-//!   Listeners run with no runtime lock held, so they may call any API.
-//! * **Reader cache.** Received samples move from the engine into a per-reader cache that
-//!   applies HISTORY (KEEP_LAST depth per instance). A KEEP_ALL reader with
-//!   `resource_limits.max_samples` holds at most that many; further samples stay in the
-//!   engine, which stops acknowledging them, so a strict-reliable writer blocks until the
-//!   application takes (end-to-end back-pressure). Unbounded KEEP_ALL readers grow with
-//!   what the application leaves untaken.
+//!   operation; never while decoding a taken or read sample or calling a listener). The
+//!   datagram a write or a received datagram produces is sent after the lock is released
+//!   (only further datagrams of the same operation, e.g. fragments, are sent under it).
+//!   Each endpoint has small status mutexes of its own, and each reader one for what it
+//!   reuses between takes. Listeners run with no runtime lock held, so they may call any
+//!   API. `docs/architecture.md` walks one sample through every lock and copy.
+//! * **Reader history.** A reader's history is the engine's reader cache: it applies
+//!   HISTORY (KEEP_LAST depth per instance, O(1) per sample) and tracks instance and
+//!   read states; [`DataReader::take`] moves samples out of it under the engine lock and
+//!   decodes them after releasing it, lending them as [`Samples`] whose storage is reused.
+//!   A KEEP_ALL reader with `resource_limits.max_samples` holds at most that many; further
+//!   samples stay unacknowledged, so a strict-reliable writer blocks until the application
+//!   takes (end-to-end back-pressure). Unbounded KEEP_ALL readers grow with what the
+//!   application leaves untaken. Keyed samples sent without a key hash (Cyclone DDS) are
+//!   decoded once more on arrival, under the engine lock, to find their instance.
 //! * **Configuration.** [`Config`] (builder setters, documented defaults).
 //!   [`DomainParticipant::new`] applies the environment overrides `FERRODDS_INTERFACE`
 //!   (interface name or IPv4 address), `FERRODDS_PEERS` (comma-separated IPv4 unicast

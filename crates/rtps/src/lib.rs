@@ -15,8 +15,10 @@
 //!    [`Participant::announce_leave`], ...).
 //! 2. After any input, drain [`Participant::poll_transmit`] (send the first
 //!    `len` bytes of the buffer to every locator of the [`Transmit`]) and
-//!    [`Participant::poll_event`] until both return `None`, read samples with
-//!    [`Participant::take_sample`], then re-arm the timer from
+//!    [`Participant::poll_event`] until both return `None`, take samples with
+//!    [`Participant::take_samples`] (or [`Participant::take_sample`]; a reader's
+//!    cache is its whole history: KEEP_LAST, instance and read states are kept
+//!    there), then re-arm the timer from
 //!    [`Participant::poll_timeout`]. The buffer given to `poll_transmit` should
 //!    hold at least [`ParticipantConfig::max_message_size`] bytes; datagrams
 //!    never exceed that size.
@@ -133,9 +135,10 @@
 //! available through [`Participant::writer_instance_state`] and
 //! [`Participant::reader_instance_state`]; [`Participant::register_instance`]
 //! registers without writing. Measured (`tests/instances.rs`, 8-byte
-//! payloads, KEEP_LAST 1): about 210 bytes per instance on the writer
-//! (history change, payload and index) and about 200 on the reader (index
-//! and a one-slot sample queue).
+//! payloads, KEEP_LAST 1, debug build, 2026-11-24): about 200 bytes per
+//! instance on the writer (history change, payload and index) and about 225
+//! on the reader with one queued sample (194 after it is taken: index and a
+//! one-slot sample queue).
 //!
 //! # Not implemented yet
 //!
@@ -150,8 +153,10 @@
 //! [`Participant::discovered_participants`], [`Participant::max_payload_size`],
 //! [`Participant::reassembly_bytes`], [`Participant::pending_bytes`],
 //! [`Participant::flush`], [`Participant::write_flush`],
-//! [`Participant::recycle_payload`], the instance
-//! queries, and [`Participant::announce_leave`]; [`Timestamp::saturating_add`]
+//! [`Participant::recycle_payload`], [`Participant::take_samples`],
+//! [`Participant::read_samples`], [`Participant::set_key_extractor`],
+//! [`Participant::reader_has_unread`], [`Participant::reader_sample_count`],
+//! the instance queries, and [`Participant::announce_leave`]; [`Timestamp::saturating_add`]
 //! and [`Timestamp::since`]; the public [`reassembly`] module (also driven by
 //! the `reassembly` fuzz target).
 #![forbid(unsafe_code)]
