@@ -516,8 +516,9 @@ impl Inner {
         Self::drain_events(st, pending);
     }
 
-    /// Moves every queued engine event to `pending`, routed to its endpoint. Inlined: most calls find no event, and then cost one queue check
-    /// instead of a call into [`Inner::route_event`]'s large frame.
+    /// Moves every queued engine event to `pending`, routed to its endpoint. Inlined: most
+    /// calls find no event, and then cost one queue check instead of a call into
+    /// [`Inner::route_event`]'s large frame.
     #[inline]
     fn drain_events(st: &mut EngineState, pending: &mut Vec<Pending>) {
         while let Some(ev) = st.engine.poll_event() {
