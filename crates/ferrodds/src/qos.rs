@@ -188,12 +188,14 @@ pub struct Batching {
 }
 
 impl Default for Batching {
+    /// The engine's defaults (off; 8192 bytes, no sample limit, 1 ms).
     fn default() -> Self {
+        let e = ferrodds_rtps::Batching::default();
         Self {
-            enabled: false,
-            max_bytes: 8192,
-            max_samples: 0,
-            max_flush_delay: Duration::from_millis(1),
+            enabled: e.enabled,
+            max_bytes: e.max_bytes,
+            max_samples: e.max_samples,
+            max_flush_delay: e.max_flush_delay,
         }
     }
 }

@@ -101,6 +101,30 @@ impl<T> Lending<T> {
 }
 
 impl<T: TopicType> Lending<T> {
+    /// Decodes the samples in `taken` (emptied, its capacity kept), handing each that
+    /// decodes to `put` with its serialized size, and keeps their payload buffers for the
+    /// engine. Returns how many were handed on.
+    fn decode_taken(
+        &mut self,
+        shared: &ReaderShared,
+        mut put: impl FnMut(Sample<T>, usize),
+    ) -> usize {
+        let mut taken = std::mem::take(&mut self.taken);
+        let mut n = 0;
+        for t in taken.drain(..) {
+            let size = t.sample.payload.len();
+            if let Some(s) = self.decode(&t.sample, t.instance_state, t.read, shared) {
+                put(s, size);
+                n += 1;
+            }
+            if self.used.len() < USED_MAX {
+                self.used.push(t.sample.payload);
+            }
+        }
+        self.taken = taken;
+        n
+    }
+
     /// Decodes a sample (into a recycled value when one is kept) and returns it with its
     /// info; the payload buffer is kept for the engine. `None`: an alive sample whose
     /// payload does not decode (dropped and counted).
@@ -319,19 +343,8 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
                 .inner
                 .take_samples(self.id, want, taken, used, &self.shared);
             transmit_due |= o.transmit_due;
-            let mut taken = std::mem::take(&mut l.taken);
-            let got = taken.len();
-            for t in taken.drain(..) {
-                let size = t.sample.payload.len();
-                if let Some(s) = l.decode(&t.sample, t.instance_state, t.read, &self.shared) {
-                    put(s, size);
-                    want -= 1;
-                }
-                if l.used.len() < USED_MAX {
-                    l.used.push(t.sample.payload);
-                }
-            }
-            l.taken = taken;
+            let got = l.taken.len();
+            want -= l.decode_taken(&self.shared, &mut put);
             if o.left == 0 || got == 0 {
                 break;
             }
@@ -407,18 +420,10 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
                     read,
                 });
             });
-        let mut taken = std::mem::take(&mut l.taken);
-        for t in taken.drain(..) {
-            let size = t.sample.payload.len();
-            if let Some(d) = l.decode(&t.sample, t.instance_state, t.read, shared) {
-                items.push(d);
-                sizes.push(size);
-            }
-            if l.used.len() < USED_MAX {
-                l.used.push(t.sample.payload);
-            }
-        }
-        l.taken = taken;
+        l.decode_taken(shared, |d, size| {
+            items.push(d);
+            sizes.push(size);
+        });
         drop(l);
         Ok(Samples {
             items,

@@ -133,10 +133,7 @@ impl Participant {
     /// taken here leaves it. [`Participant::take_samples`] takes several at
     /// once, with their instance and sample states.
     pub fn take_sample(&mut self, r: ReaderId) -> Option<Sample> {
-        if r.0 < FIRST_USER {
-            return None;
-        }
-        let reader = self.readers.get_mut(r.0)?.as_mut()?;
+        let reader = Self::user_reader_in(&mut self.readers, r)?;
         let was_full = reader.room() == 0;
         let s = reader.samples.pop()?;
         if was_full {
@@ -159,15 +156,11 @@ impl Participant {
         while let Some(p) = recycled.pop() {
             self.recycle_payload(p);
         }
-        let none = TakeOutcome {
-            left: 0,
-            transmit_due: false,
-        };
-        if r.0 < FIRST_USER {
-            return none;
-        }
-        let Some(reader) = self.readers.get_mut(r.0).and_then(Option::as_mut) else {
-            return none;
+        let Some(reader) = Self::user_reader_in(&mut self.readers, r) else {
+            return TakeOutcome {
+                left: 0,
+                transmit_due: false,
+            };
         };
         let was_full = reader.room() == 0;
         let mut n = 0;
@@ -186,6 +179,19 @@ impl Participant {
             left: reader.samples.len(),
             transmit_due,
         }
+    }
+
+    /// The live user reader `r` among `readers` (a borrow of the reader table
+    /// only, so that other fields stay usable beside it).
+    #[inline]
+    fn user_reader_in(
+        readers: &mut [Option<LocalReader>],
+        r: ReaderId,
+    ) -> Option<&mut LocalReader> {
+        if r.0 < FIRST_USER {
+            return None;
+        }
+        readers.get_mut(r.0)?.as_mut()
     }
 
     /// A full KEEP_ALL reader has room again: ask for what it refused.
@@ -209,13 +215,8 @@ impl Participant {
         max: usize,
         f: impl FnMut(&Sample, InstanceState, bool),
     ) -> usize {
-        if r.0 < FIRST_USER {
-            return 0;
-        }
-        match self.readers.get_mut(r.0).and_then(Option::as_mut) {
-            Some(reader) => reader.samples.read_each(max, f),
-            None => 0,
-        }
+        Self::user_reader_in(&mut self.readers, r)
+            .map_or(0, |reader| reader.samples.read_each(max, f))
     }
 
     /// Samples in a reader's cache (read or not).
@@ -231,15 +232,9 @@ impl Participant {
     /// Sets how a keyed reader computes the key hash of changes received
     /// without `PID_KEY_HASH` (without one they name the nil instance).
     pub fn set_key_extractor(&mut self, r: ReaderId, k: KeyExtractor) -> Result<(), EngineError> {
-        if r.0 < FIRST_USER {
-            return Err(EngineError::UnknownReader);
-        }
-        let reader = self
-            .readers
-            .get_mut(r.0)
-            .and_then(Option::as_mut)
-            .ok_or(EngineError::UnknownReader)?;
-        reader.key_extractor = Some(k);
+        Self::user_reader_in(&mut self.readers, r)
+            .ok_or(EngineError::UnknownReader)?
+            .key_extractor = Some(k);
         Ok(())
     }
 
