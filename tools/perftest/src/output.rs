@@ -545,8 +545,11 @@ impl CpuMonitor {
         let used = cpu.saturating_sub(self.last_cpu).as_secs_f64();
         self.last_cpu = cpu;
         self.last_wall = now;
+        // getrusage advances in scheduler ticks, so over a short interval the CPU time can
+        // read slightly more than wall time × processors: a share of the machine is at most
+        // 100 %.
         let pct = if wall > 0.0 {
-            used / wall / self.ncpu * 100.0
+            (used / wall / self.ncpu * 100.0).min(100.0)
         } else {
             0.0
         };
