@@ -75,7 +75,9 @@ mod typesupport;
 mod waitset;
 mod writer;
 
-pub use config::{Config, Interface, ENV_INTERFACE, ENV_MULTICAST, ENV_PEERS};
+pub use config::{
+    Config, Interface, ENV_CONGESTION_CONTROL, ENV_INTERFACE, ENV_MULTICAST, ENV_PEERS, ENV_STATS,
+};
 pub use error::{DdsError, DdsResult};
 pub use participant::{DomainParticipant, Publisher, Subscriber, Topic, VENDOR_ID};
 pub use qos::{

@@ -55,6 +55,23 @@ pub(crate) fn new_guid_prefix() -> GuidPrefix {
     GuidPrefix(p)
 }
 
+/// IPv4 + UDP header bytes: a datagram of MTU − this fits one IP packet.
+const IP_UDP_HEADERS: usize = 28;
+
+/// The largest datagram the engine sends: [`Config::max_message_size`], limited to one IP
+/// packet of the interface's MTU when the interface is not loopback and
+/// [`Config::ip_fragmentation`] is off (larger samples then go as RTPS DATA_FRAGs).
+fn send_message_size(config: &Config, iface: &ferrodds_transport::NetworkInterface) -> usize {
+    match iface.mtu {
+        Some(mtu) if !iface.loopback && !config.ip_fragmentation => {
+            let fits = (mtu as usize).saturating_sub(IP_UDP_HEADERS);
+            // (An MTU below the IPv4 minimum of 576 is not believed.)
+            config.max_message_size.min(fits.max(576 - IP_UDP_HEADERS))
+        }
+        _ => config.max_message_size,
+    }
+}
+
 fn to_locator(l: &UdpLocator) -> Locator {
     Locator::udpv4(l.ip(), l.port())
 }
@@ -89,6 +106,7 @@ impl DomainParticipant {
         udp.send_buffer_bytes = Some(config.send_buffer_bytes);
         udp.max_message_size = config.max_message_size;
         let transport = UdpTransport::new(&udp)?;
+        let send_message_size = send_message_size(&config, transport.interface());
 
         let mut spdp_destinations: Vec<Locator> = Vec::new();
         if config.multicast {
@@ -146,7 +164,7 @@ impl DomainParticipant {
             lease_duration: config.lease_duration,
             spdp_period: config.spdp_period,
             heartbeat_period: config.heartbeat_period,
-            max_message_size: config.max_message_size,
+            max_message_size: send_message_size,
             fragment_size: config.fragment_size,
             reassembly: ferrodds_rtps::ReassemblyLimits {
                 max_sample_size: config.max_sample_size,
@@ -155,6 +173,7 @@ impl DomainParticipant {
                 ..ferrodds_rtps::ReassemblyLimits::default()
             },
             entity_name: config.entity_name.clone(),
+            congestion_control: config.congestion_control,
             ..ParticipantConfig::default()
         };
         let engine = Participant::new(engine_cfg, Timestamp(0));
@@ -166,6 +185,7 @@ impl DomainParticipant {
             domain_id,
             participant_id = transport.participant_id(),
             prefix = ?engine.guid_prefix(),
+            send_message_size,
             "participant created"
         );
         let inner = Arc::new(Inner::new(
@@ -185,6 +205,14 @@ impl DomainParticipant {
             }
         };
         Ok(Self { inner, threads })
+    }
+
+    /// The protocol engine's counters: datagrams, repairs, losses readers reported, the
+    /// pacing rate and the measured round trip ([`ferrodds_rtps::Stats`]). With
+    /// `FERRODDS_STATS=1` in the environment they are also printed to stderr when the
+    /// participant is dropped.
+    pub fn engine_stats(&self) -> ferrodds_rtps::Stats {
+        self.inner.query(|st| *st.engine.stats())
     }
 
     /// The domain id.
@@ -257,6 +285,13 @@ impl DomainParticipant {
 
 impl Drop for DomainParticipant {
     fn drop(&mut self) {
+        if std::env::var_os(crate::config::ENV_STATS).is_some_and(|v| v == "1") {
+            eprintln!(
+                "ferrodds participant {:?} engine counters: {:?}",
+                self.inner.guid_prefix,
+                self.engine_stats()
+            );
+        }
         self.inner.shutdown();
         for t in self.threads.drain(..) {
             if t.join().is_err() {
@@ -430,5 +465,34 @@ mod tests {
         assert_eq!(&a.0[4..8], &std::process::id().to_be_bytes());
         assert_ne!(a, b);
         assert_eq!(a.0[2..4], b.0[2..4], "same host id within a process");
+    }
+
+    fn iface(loopback: bool, mtu: Option<u32>) -> ferrodds_transport::NetworkInterface {
+        ferrodds_transport::NetworkInterface {
+            name: "x".into(),
+            index: 1,
+            address: std::net::Ipv4Addr::new(10, 0, 0, 1),
+            prefix_len: 24,
+            loopback,
+            multicast: true,
+            up: true,
+            mtu,
+        }
+    }
+
+    #[test]
+    fn datagrams_fit_the_interface_mtu_unless_ip_fragmentation_is_asked_for() {
+        let c = Config::default();
+        assert_eq!(send_message_size(&c, &iface(false, Some(1500))), 1472);
+        assert_eq!(send_message_size(&c, &iface(false, Some(9000))), 8972);
+        // Loopback (MTU 65536) and unknown MTUs keep max_message_size.
+        assert_eq!(send_message_size(&c, &iface(true, Some(65536))), 65_000);
+        assert_eq!(send_message_size(&c, &iface(false, None)), 65_000);
+        // An absurd MTU is not believed below the IPv4 minimum.
+        assert_eq!(send_message_size(&c, &iface(false, Some(100))), 548);
+        let c = Config::default().ip_fragmentation(true);
+        assert_eq!(send_message_size(&c, &iface(false, Some(1500))), 65_000);
+        let c = Config::default().max_message_size(1200);
+        assert_eq!(send_message_size(&c, &iface(false, Some(1500))), 1200);
     }
 }

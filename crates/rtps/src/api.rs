@@ -46,6 +46,12 @@ pub struct ParticipantConfig {
     pub reassembly: ReassemblyLimits,
     /// Optional PID_ENTITY_NAME announced in SPDP.
     pub entity_name: Option<String>,
+    /// Pace reliable traffic (new data and repairs) at a rate that adapts to
+    /// the loss readers report ([`crate::congestion`]); default off (opt-in
+    /// while its tuning is not stable across links). Off, the engine sends as
+    /// fast as it is polled (HEARTBEAT and NACK timing still follow the
+    /// measured round trip).
+    pub congestion_control: bool,
 }
 
 impl Default for ParticipantConfig {
@@ -67,6 +73,7 @@ impl Default for ParticipantConfig {
             fragment_size: 0,
             reassembly: ReassemblyLimits::default(),
             entity_name: None,
+            congestion_control: false,
         }
     }
 }
@@ -310,4 +317,17 @@ pub struct Stats {
     pub sent_nack_frags: u64,
     /// HEARTBEAT_FRAG submessages sent by writers.
     pub sent_heartbeat_frags: u64,
+    /// Payload bytes readers newly asked to be repaired (their losses).
+    pub lost_bytes_reported: u64,
+    /// Congestion decisions that lowered the pacing rate.
+    pub congestion_decreases: u64,
+    /// Times a datagram waited for the pacer.
+    pub pacing_waits: u64,
+    /// The pacing rate in bytes per second (0: not paced).
+    pub pacing_rate: u64,
+    /// Smoothed round-trip time to readers in nanoseconds (0: not measured).
+    pub srtt_ns: u64,
+    /// Tail-loss probes: HEARTBEATs sent because data stayed unacknowledged
+    /// for a retransmission timeout after the last push.
+    pub tail_loss_probes: u64,
 }

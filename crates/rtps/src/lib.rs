@@ -165,6 +165,7 @@ mod api;
 #[cfg(test)]
 mod capture_tests;
 mod codec;
+pub mod congestion;
 mod discovery;
 mod history;
 mod instance;

@@ -73,32 +73,46 @@ impl ReaderProxy {
         }
     }
 
-    /// Applies a NACK_FRAG for `sn` (fragments `frags`); false if stale.
+    /// Applies a NACK_FRAG for `sn` (fragments `frags`); returns how many
+    /// fragments were newly requested (0 if stale, or if `sn` was resent to
+    /// this reader less than `suppress` before `now`: the repair is probably
+    /// still on its way).
     pub(crate) fn on_nack_frag(
         &mut self,
         sn: i64,
         frags: impl Iterator<Item = u32>,
         count: i32,
+        now: Timestamp,
+        suppress: core::time::Duration,
         due: Timestamp,
-    ) -> bool {
+    ) -> usize {
         if self.last_nackfrag.is_some_and(|c| count <= c) || sn <= self.acked {
-            return false;
+            return 0;
         }
         self.last_nackfrag = Some(count);
+        if self
+            .resent
+            .get(&sn)
+            .is_some_and(|t| now < t.saturating_add(suppress))
+        {
+            return 0;
+        }
         if self.frag_requests.len() >= MAX_FRAG_REQUESTS && !self.frag_requests.contains_key(&sn) {
-            return true;
+            return 0;
         }
         let set = self.frag_requests.entry(sn).or_default();
+        let mut new = 0;
         for f in frags {
-            if f >= 1 && set.len() < 256 {
-                set.insert(f);
+            if f >= 1 && set.len() < 256 && set.insert(f) {
+                new += 1;
             }
         }
         self.repair_due = due;
-        true
+        new
     }
 
-    /// Applies an ACKNACK; false if it was stale. `last_sn` is the writer's
+    /// Applies an ACKNACK; `None` if it was stale, else the bytes newly
+    /// requested (`size_of` an SN's payload size). `last_sn` is the writer's
     /// newest SN; SNs resent to this reader less than `suppress` before `now`
     /// are not requested again (they are probably still on their way).
     #[allow(clippy::too_many_arguments)]
@@ -111,9 +125,10 @@ impl ReaderProxy {
         now: Timestamp,
         suppress: core::time::Duration,
         due: Timestamp,
-    ) -> bool {
+        size_of: impl Fn(i64, bool) -> u64,
+    ) -> Option<u64> {
         if self.last_acknack.is_some_and(|c| count <= c) {
-            return false;
+            return None;
         }
         self.last_acknack = Some(count);
         let base = set.base().min(last_sn + 1);
@@ -124,18 +139,19 @@ impl ReaderProxy {
             self.resent = self.resent.split_off(&(self.acked + 1));
         }
         let before = self.requested.len();
+        let mut lost = 0;
         for sn in set.iter() {
             if sn > last_sn || self.requested.len() >= MAX_REQUESTED {
                 break;
             }
-            if self
-                .resent
-                .get(&sn)
-                .is_some_and(|t| now < t.saturating_add(suppress))
-            {
+            let resent = self.resent.get(&sn);
+            if resent.is_some_and(|t| now < t.saturating_add(suppress)) {
                 continue;
             }
-            self.requested.insert(sn);
+            let repaired = resent.is_some();
+            if self.requested.insert(sn) {
+                lost += size_of(sn, repaired);
+            }
         }
         if self.requested.len() > before {
             self.repair_due = due;
@@ -143,7 +159,7 @@ impl ReaderProxy {
         if !final_flag && set.is_empty() {
             self.hb_pending = true;
         }
-        true
+        Some(lost)
     }
 
     /// Notes that `sn` was resent at `now`.
@@ -683,25 +699,61 @@ mod tests {
         set.insert(1);
         set.insert(2);
         r.note_resent(1, Timestamp(1_000_000));
-        assert!(r.on_acknack(&set, 1, false, 5, Timestamp(2_000_000), SUP, Timestamp(0)));
+        assert!(r
+            .on_acknack(
+                &set,
+                1,
+                false,
+                5,
+                Timestamp(2_000_000),
+                SUP,
+                Timestamp(0),
+                |_, _| 1
+            )
+            .is_some());
         assert_eq!(r.requested.iter().copied().collect::<Vec<_>>(), vec![2]);
         r.requested.clear();
         // After the suppression window it is requested again.
-        assert!(r.on_acknack(&set, 2, false, 5, Timestamp(20_000_000), SUP, Timestamp(0)));
+        assert!(r
+            .on_acknack(
+                &set,
+                2,
+                false,
+                5,
+                Timestamp(20_000_000),
+                SUP,
+                Timestamp(0),
+                |_, _| 1
+            )
+            .is_some());
         assert_eq!(r.requested.iter().copied().collect::<Vec<_>>(), vec![1, 2]);
         // A non-final ACKNACK with bits asks for no extra HEARTBEAT.
         r.hb_pending = false;
-        assert!(r.on_acknack(&set, 3, false, 5, Timestamp(20_000_000), SUP, Timestamp(0)));
+        assert!(r
+            .on_acknack(
+                &set,
+                3,
+                false,
+                5,
+                Timestamp(20_000_000),
+                SUP,
+                Timestamp(0),
+                |_, _| 1
+            )
+            .is_some());
         assert!(!r.hb_pending);
-        assert!(r.on_acknack(
-            &SnSet::new(1),
-            4,
-            false,
-            5,
-            Timestamp(20_000_000),
-            SUP,
-            Timestamp(0)
-        ));
+        assert!(r
+            .on_acknack(
+                &SnSet::new(1),
+                4,
+                false,
+                5,
+                Timestamp(20_000_000),
+                SUP,
+                Timestamp(0),
+                |_, _| 1
+            )
+            .is_some());
         assert!(r.hb_pending);
     }
 
@@ -713,28 +765,47 @@ mod tests {
         set.insert(3);
         set.insert(5);
         set.insert(50);
-        assert!(r.on_acknack(&set, 1, false, 10, Timestamp(0), SUP, Timestamp(7)));
+        assert_eq!(
+            r.on_acknack(
+                &set,
+                1,
+                false,
+                10,
+                Timestamp(0),
+                SUP,
+                Timestamp(7),
+                |sn, _| sn as u64
+            ),
+            Some(3 + 5),
+            "lost bytes: the newly requested SNs' sizes"
+        );
         assert_eq!(r.acked, 2);
         assert_eq!(r.requested.iter().copied().collect::<Vec<_>>(), vec![3, 5]);
         assert_eq!(r.repair_due, Timestamp(7));
-        assert!(!r.on_acknack(
-            &SnSet::new(11),
-            1,
-            true,
-            10,
-            Timestamp(0),
-            SUP,
-            Timestamp(8)
-        ));
-        assert!(r.on_acknack(
-            &SnSet::new(11),
-            2,
-            true,
-            10,
-            Timestamp(0),
-            SUP,
-            Timestamp(8)
-        ));
+        assert!(r
+            .on_acknack(
+                &SnSet::new(11),
+                1,
+                true,
+                10,
+                Timestamp(0),
+                SUP,
+                Timestamp(8),
+                |_, _| 1
+            )
+            .is_none());
+        assert!(r
+            .on_acknack(
+                &SnSet::new(11),
+                2,
+                true,
+                10,
+                Timestamp(0),
+                SUP,
+                Timestamp(8),
+                |_, _| 1
+            )
+            .is_some());
         assert_eq!(r.acked, 10);
         assert!(r.requested.is_empty());
         assert!(!r.lagging(10));

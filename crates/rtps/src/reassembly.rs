@@ -39,7 +39,9 @@ pub struct ReassemblyLimits {
     pub max_bytes_per_writer: usize,
     /// Most bytes under reassembly in the whole participant (default 64 MiB).
     pub max_bytes_total: usize,
-    /// Most incomplete samples per remote writer and local reader (default 16).
+    /// Most incomplete samples per remote writer and local reader (default 256:
+    /// with MTU-sized fragments a lossy link leaves many samples of a window
+    /// incomplete at once, and the byte budgets bound the memory).
     pub max_samples_per_writer: usize,
     /// Best effort: an incomplete sample older than this is dropped
     /// (default 1 s). Reliable readers keep it and repair it with NACK_FRAG.
@@ -52,7 +54,7 @@ impl Default for ReassemblyLimits {
             max_sample_size: 16 << 20,
             max_bytes_per_writer: 32 << 20,
             max_bytes_total: 64 << 20,
-            max_samples_per_writer: 16,
+            max_samples_per_writer: 256,
             best_effort_timeout: core::time::Duration::from_secs(1),
         }
     }

@@ -23,6 +23,7 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::api::*;
 use crate::codec::{self, Emitter, Sub};
+use crate::congestion::{Pacer, RttEstimator};
 use crate::discovery::{
     self, bes, EndpointData, SpdpData, SEDP_PUB_READER, SEDP_PUB_WRITER, SEDP_SUB_READER,
     SEDP_SUB_WRITER, SPDP_READER, SPDP_WRITER,
@@ -132,6 +133,10 @@ pub struct Participant {
     /// two pushes whose HEARTBEAT asks for an ACKNACK (computed once: a
     /// `Duration` division costs tens of instructions per push).
     ack_request_ns: u64,
+    /// Round trip to readers, measured by writers' acknowledgement requests.
+    rtt: RttEstimator,
+    /// Pacing and congestion control of user data and repairs.
+    pacer: Pacer,
 }
 
 fn builtin_writer(
@@ -207,6 +212,7 @@ impl Participant {
     /// Creates a participant; the first SPDP announcement is due at `now`.
     pub fn new(config: ParticipantConfig, now: Timestamp) -> Self {
         let prefix = config.guid_prefix;
+        let pacer = Pacer::new(config.congestion_control);
         let ack_request_ns =
             u64::try_from((config.heartbeat_period / 20).as_nanos()).unwrap_or(u64::MAX);
         let spdp = SpdpData {
@@ -282,6 +288,8 @@ impl Participant {
             heard: None,
             ack_request_ns,
             notify: false,
+            rtt: RttEstimator::default(),
+            pacer,
         }
     }
 
@@ -293,6 +301,44 @@ impl Participant {
     /// The configuration this participant was created with.
     pub fn config(&self) -> &ParticipantConfig {
         &self.config
+    }
+
+    /// Copies the pacer's and round-trip estimator's state into `stats`.
+    fn sync_cc_stats(&mut self) {
+        let s = &self.pacer.stats;
+        self.stats.lost_bytes_reported = s.lost_bytes;
+        self.stats.congestion_decreases = s.decreases;
+        self.stats.pacing_waits = s.waits;
+        self.stats.pacing_rate = self.pacer.rate().map_or(0, |r| r as u64);
+        self.stats.srtt_ns = self.rtt.srtt().unwrap_or(0);
+    }
+
+    /// Retransmission timeout of tail-loss probes (at most the HEARTBEAT period).
+    fn rto(&self) -> core::time::Duration {
+        let max = u64::try_from(self.config.heartbeat_period.as_nanos()).unwrap_or(u64::MAX);
+        core::time::Duration::from_nanos(self.rtt.rto(max))
+    }
+
+    /// Least time between two ACKNACKs of a reader that request data, and how
+    /// long fragments may be reordered before a NACK_FRAG: twice the round
+    /// trip once measured (at least 100 µs), else 1 ms; at most
+    /// `heartbeat_period / 10`.
+    fn nack_holdoff(&self) -> core::time::Duration {
+        let cap = self.config.heartbeat_period / 10;
+        let ns = self.rtt.srtt().map_or(1_000_000, |s| (2 * s).max(100_000));
+        core::time::Duration::from_nanos(ns).min(cap)
+    }
+
+    /// How long a repaired SN (or fragments of one) is not repaired again
+    /// for the same reader: the retransmission timeout without its minimum
+    /// (the repair is probably still on its way), at least 100 µs, at most
+    /// the HEARTBEAT period; `heartbeat_period / 20` before a measurement.
+    fn repair_suppress(&self) -> core::time::Duration {
+        let hb = self.config.heartbeat_period;
+        match self.rtt.raw_rto() {
+            Some(r) => core::time::Duration::from_nanos(r.max(100_000)).min(hb),
+            None => hb / 20,
+        }
     }
 
     /// Counters.

@@ -111,7 +111,7 @@ impl Participant {
         now: Timestamp,
     ) {
         let due = now.saturating_add(self.config.nack_response_delay);
-        let suppress = self.config.heartbeat_period / 20;
+        let suppress = self.repair_suppress();
         let Some(wi) = self
             .writers
             .iter()
@@ -124,14 +124,42 @@ impl Participant {
             return;
         };
         let last = w.last_sn;
-        let Some(p) = w.proxies.iter_mut().find(|p| p.guid == reader) else {
+        let LocalWriter {
+            proxies, history, ..
+        } = w;
+        let Some(p) = proxies.iter_mut().find(|p| p.guid == reader) else {
             self.stats.unmatched_submessages += 1;
             return;
         };
-        if p.reliable && p.on_acknack(set, count, final_flag, last, now, suppress, due) {
-            self.work.watch_reader_proxy(&mut w.repair_work, p);
-            self.after_ack(wi);
+        if !p.reliable {
+            return;
         }
+        // Losses of data sent before the last decrease do not count again,
+        // but a lost repair does.
+        let recovery = w.recovery_sn;
+        let size_of = |sn: i64, repaired: bool| {
+            if sn <= recovery && !repaired {
+                return 0;
+            }
+            history.get(sn).map_or(0, |c| c.payload.len() as u64)
+        };
+        let Some(lost) = p.on_acknack(set, count, final_flag, last, now, suppress, due, size_of)
+        else {
+            return;
+        };
+        self.work.watch_reader_proxy(&mut w.repair_work, p);
+        if let Some((sn, sent)) = w.rtt_probe {
+            if set.base() > sn {
+                let rtt = now.0.saturating_sub(sent.0);
+                self.rtt.sample(rtt);
+                self.pacer.on_rtt(now, rtt);
+                w.rtt_probe = None;
+            }
+        }
+        if lost > 0 {
+            self.on_lost(now, lost);
+        }
+        self.after_ack(wi);
     }
 
     pub(super) fn on_nack_frag(
@@ -144,6 +172,7 @@ impl Participant {
         now: Timestamp,
     ) {
         let due = now.saturating_add(self.config.nack_response_delay);
+        let suppress = self.repair_suppress();
         let Some(w) = self
             .writers
             .iter_mut()
@@ -161,8 +190,29 @@ impl Participant {
             return;
         };
         if p.reliable {
-            p.on_nack_frag(sn, frags.iter().map(|f| f.0), count, due);
+            let new = p.on_nack_frag(sn, frags.iter().map(|f| f.0), count, now, suppress, due);
             self.work.watch_reader_proxy(&mut w.repair_work, p);
+            if new > 0 && (sn > w.recovery_sn || p.resent.contains_key(&sn)) {
+                let lost = new as u64 * w.sizes.frag as u64;
+                self.on_lost(now, lost);
+            }
+        }
+    }
+
+    /// Feeds reported losses to congestion control; after a decrease, losses
+    /// of what every writer pushed so far no longer count (TCP's recovery
+    /// point: the decrease answered them).
+    fn on_lost(&mut self, now: Timestamp, bytes: u64) {
+        if self.pacer.on_lost(now, bytes, self.rtt.srtt()) {
+            self.set_recovery_points();
+        }
+        self.sync_cc_stats();
+    }
+
+    /// After a congestion decrease: what writers pushed so far was sent before it.
+    pub(super) fn set_recovery_points(&mut self) {
+        for w in self.writers.iter_mut().flatten() {
+            w.recovery_sn = w.pushed + i64::from(w.push_frag > 1);
         }
     }
 
@@ -199,6 +249,7 @@ impl Participant {
         }
         if !w.lagging() {
             w.next_hb = None;
+            w.hb_backoff = 0;
         }
     }
 }

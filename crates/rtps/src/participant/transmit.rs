@@ -25,23 +25,35 @@ impl Participant {
         destinations.clear();
         // (The work hints are also tested here, so that an idle kind costs
         // no call.)
+        if let Some(len) = self.transmit_spdp(buf, limit, destinations).or_else(|| {
+            self.work
+                .ack
+                .then(|| self.transmit_acknack(now, buf, limit, destinations))?
+        }) {
+            self.stats.sent_datagrams += 1;
+            return Some(len);
+        }
+        if !(self.work.repair || self.work.push) {
+            return None;
+        }
+        // Repairs and new data are paced (congestion control); repairs first.
+        if !self.pacer.may_send(now, self.rtt.srtt()) {
+            if let Some(t) = self.pacer.next_send_at() {
+                self.work.arm(t);
+            }
+            return None;
+        }
         let len = self
-            .transmit_spdp(buf, limit, destinations)
-            .or_else(|| {
-                self.work
-                    .ack
-                    .then(|| self.transmit_acknack(now, buf, limit, destinations))?
-            })
+            .work
+            .repair
+            .then(|| self.transmit_repairs(now, buf, limit, destinations))
+            .flatten()
             .or_else(|| {
                 self.work
                     .push
                     .then(|| self.transmit_push(now, buf, limit, destinations, None))?
-            })
-            .or_else(|| {
-                self.work
-                    .repair
-                    .then(|| self.transmit_repairs(now, buf, limit, destinations))?
             })?;
+        self.pacer.on_sent(now, len);
         self.stats.sent_datagrams += 1;
         debug_assert!(len <= limit);
         Some(len)
@@ -64,7 +76,11 @@ impl Participant {
         self.user_writer(w)?;
         let limit = self.config.max_message_size.min(buf.len()).min(budget);
         destinations.clear();
+        if !self.pacer.may_send(now, self.rtt.srtt()) {
+            return None;
+        }
         let len = self.transmit_push(now, buf, limit, destinations, Some(w.0))?;
+        self.pacer.on_sent(now, len);
         self.stats.sent_datagrams += 1;
         Some(len)
     }
@@ -227,6 +243,7 @@ impl Participant {
             return None;
         }
         let prefix = self.config.guid_prefix;
+        let rto = self.rto();
         let range = match only {
             Some(i) => i..i + 1,
             None => self.work.push_from..self.writers.len(),
@@ -327,6 +344,10 @@ impl Participant {
                 let ask = w.wants_ack_at(now, self.ack_request_ns, acked.min(last));
                 if ask {
                     w.last_ack_request = Some(now);
+                    // Round-trip probe: the ACKNACK acknowledging `last`.
+                    if w.rtt_probe.is_none() {
+                        w.rtt_probe = Some((last, now));
+                    }
                 }
                 e.heartbeat(
                     reader_id,
@@ -345,6 +366,13 @@ impl Participant {
                 for p in &mut w.proxies {
                     p.hb_pending = false;
                 }
+                // Tail-loss probe: a HEARTBEAT asking for an acknowledgement
+                // if this stays unacknowledged for a retransmission timeout
+                // with nothing pushed after it.
+                let t = now.saturating_add(rto);
+                w.next_hb = Some(t);
+                w.hb_backoff = 0;
+                self.work.arm(t);
             }
             let len = e.len();
             let drained = w.pushed >= w.last_sn;
@@ -449,6 +477,7 @@ impl Participant {
                             self.stats.resent_fragments += 1;
                         }
                         entry.remove();
+                        p.note_resent(sn, now);
                     }
                     while let Some(&sn) = p.requested.first() {
                         let change = if sn >= p.first_relevant {
@@ -502,6 +531,10 @@ impl Participant {
                         }
                     }
                 }
+                if e.len() > before {
+                    // Karn: a round trip over resent data is no sample.
+                    w.rtt_probe = None;
+                }
                 self.stats.resent_bytes += (e.len() - before) as u64;
                 w.hb_count = w.hb_count.wrapping_add(1);
                 e.heartbeat(reader_eid, writer_eid, first, last, w.hb_count, false);
@@ -514,10 +547,5 @@ impl Participant {
         }
         self.work.repair = remaining;
         None
-    }
-
-    /// Least time between two ACKNACKs of a reader that request data.
-    fn nack_holdoff(&self) -> core::time::Duration {
-        self.config.heartbeat_period / 10
     }
 }

@@ -106,6 +106,7 @@ impl Participant {
             }
         }
         let period = self.config.heartbeat_period;
+        let rto = self.rto();
         for w in self.writers.iter_mut().flatten() {
             if !w.lagging() {
                 w.next_hb = None;
@@ -120,10 +121,23 @@ impl Participant {
                         p.hb_pending = true;
                         self.work.watch_reader_proxy(&mut w.repair_work, p);
                     }
-                    w.next_hb = Some(now.saturating_add(period));
+                    // Tail-loss probes back off exponentially from the
+                    // retransmission timeout up to the HEARTBEAT period.
+                    let interval = rto
+                        .checked_mul(1 << w.hb_backoff.min(16))
+                        .map_or(period, |i| i.min(period));
+                    if interval < period {
+                        self.stats.tail_loss_probes += 1;
+                    }
+                    w.hb_backoff = w.hb_backoff.saturating_add(1);
+                    w.next_hb = Some(now.saturating_add(interval));
                 }
             }
         }
+        if self.pacer.evaluate(now, self.rtt.srtt()) {
+            self.set_recovery_points();
+        }
+        self.sync_cc_stats();
         self.work.timeout = self.next_deadline();
     }
 
@@ -149,6 +163,11 @@ impl Participant {
                 if let Some(d) = p.ack_due {
                     t = t.min(d);
                 }
+            }
+        }
+        if self.work.push || self.work.repair {
+            if let Some(p) = self.pacer.next_send_at() {
+                t = t.min(p);
             }
         }
         for w in self.writers.iter().flatten() {

@@ -32,6 +32,16 @@ pub(super) struct LocalWriter {
     pub(super) sizes: Sizes,
     /// When a piggy-backed HEARTBEAT last asked readers to acknowledge.
     pub(super) last_ack_request: Option<Timestamp>,
+    /// An acknowledgement request in flight: (SN it covers, when sent); the
+    /// first ACKNACK acknowledging that SN is a round-trip sample.
+    pub(super) rtt_probe: Option<(i64, Timestamp)>,
+    /// HEARTBEATs sent by the timer since the last push or acknowledgement
+    /// progress: the next waits `rto << hb_backoff` (at most the period).
+    pub(super) hb_backoff: u32,
+    /// Losses of SNs up to this one were sent before the last congestion
+    /// decrease: they are repaired but not counted again ([`crate::congestion`]).
+    pub(super) recovery_sn: i64,
+
     /// Some proxy may have repair work ([`ReaderProxy::has_repair_work`]);
     /// false guarantees none has (see [`Work`]).
     pub(super) repair_work: bool,
@@ -134,6 +144,10 @@ impl LocalWriter {
             flush: false,
             hbf_count: 0,
             last_ack_request: None,
+            rtt_probe: None,
+            hb_backoff: 0,
+            recovery_sn: 0,
+
             repair_work: false,
             plan: None,
             sizes: Sizes {
