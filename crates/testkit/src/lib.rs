@@ -11,13 +11,30 @@
 //! - Each (datagram, receiver) pair independently suffers loss, duplication,
 //!   extra reorder delay and fixed + random delay per the [`LinkConfig`] of
 //!   that link ([`Network::set_link`]) or the network-wide default.
+//! - Bottleneck (like Linux `tc tbf` without a burst allowance): a link
+//!   (sender node -> receiver node) with
+//!   [`LinkConfig::rate_bytes_per_sec`] set serializes its datagrams one
+//!   after the other through a drop-tail FIFO ([`Bottleneck`]). A datagram
+//!   of `L` bytes (UDP payload + [`LinkConfig::overhead_bytes`]) offered at
+//!   `t` starts at `max(t, busy_until)`, finishes at `start + L / rate` and
+//!   is delivered at `finish + delay` (+ jitter, reorder delay). It is
+//!   dropped at enqueue (a *queue drop*, counted apart from random loss) if
+//!   the backlog (bytes not yet serialized) plus `L` would exceed
+//!   [`LinkConfig::queue_bytes`]; an idle link always accepts one datagram.
+//!   Random loss and duplication apply after the queue (a lossy wire behind
+//!   the shaper): a randomly lost datagram still used link time. Time is kept
+//!   exactly (no rounding drift) and each datagram costs O(1). With
+//!   `rate_bytes_per_sec: None` (the default) a link is exactly as before:
+//!   no queue, no serialization delay, the same random draws.
 //! - Events are collected into [`Node::events`]; with [`Node::auto_take`]
 //!   (default on) samples are taken into [`Node::samples`] after every input.
 //! - [`Network::run_until`] advances until a condition holds or a virtual-time
 //!   limit passes, and also stops after a bounded number of steps.
 //! - [`Network::counters`] and [`Network::byte_counters`] count datagrams and
-//!   bytes sent, delivered and lost (e.g. to compare repair traffic with what
-//!   the link lost); [`Network::transmit_flow_controlled`] sends a
+//!   bytes sent, delivered, lost (at random) and queue-dropped (e.g. to
+//!   compare repair traffic with what the link lost); [`Network::link_stats`]
+//!   has the same per directed link, with the first and last delivery times
+//!   (to compute goodput); [`Network::transmit_flow_controlled`] sends a
 //!   flow-controlled writer's data within a byte budget, as one token-bucket
 //!   period of an asynchronous publisher would.
 #![forbid(unsafe_code)]
@@ -102,7 +119,24 @@ pub struct LinkConfig {
     pub delay: Duration,
     /// Uniform random extra delay in `[0, jitter)`.
     pub jitter: Duration,
+    /// Serialization rate of the link's bottleneck in bytes per second
+    /// (`None`: infinite, no queue; `Some(0)`: nothing passes, every
+    /// datagram is queue-dropped). See [`Bottleneck`].
+    pub rate_bytes_per_sec: Option<u64>,
+    /// Capacity of the bottleneck's drop-tail queue: the most bytes accepted
+    /// but not yet serialized (only with `rate_bytes_per_sec`; default
+    /// `usize::MAX`, unbounded).
+    pub queue_bytes: usize,
+    /// Bytes added to every datagram's UDP payload length when it is
+    /// serialized through the bottleneck (default 0; e.g.
+    /// [`ETH_IPV4_UDP_OVERHEAD`] to model an Ethernet wire). Counters still
+    /// count UDP payload bytes.
+    pub overhead_bytes: usize,
 }
+
+/// Ethernet (14) + IPv4 (20) + UDP (8) header bytes of a datagram, for
+/// [`LinkConfig::overhead_bytes`].
+pub const ETH_IPV4_UDP_OVERHEAD: usize = 42;
 
 impl Default for LinkConfig {
     fn default() -> Self {
@@ -113,11 +147,29 @@ impl Default for LinkConfig {
             reorder_delay: Duration::from_millis(2),
             delay: Duration::from_micros(100),
             jitter: Duration::ZERO,
+            rate_bytes_per_sec: None,
+            queue_bytes: usize::MAX,
+            overhead_bytes: 0,
         }
     }
 }
 
 impl LinkConfig {
+    /// A perfect link (default delay) behind a bottleneck of
+    /// `rate_bits_per_sec` whose queue holds `queue` worth of traffic at
+    /// that rate (`rate * queue` bytes, like tbf's `latency`), e.g.
+    /// `bottleneck(100_000_000, Duration::from_millis(5))` is 100 Mbit/s with
+    /// a 62,500-byte queue.
+    pub fn bottleneck(rate_bits_per_sec: u64, queue: Duration) -> Self {
+        let rate = rate_bits_per_sec / 8;
+        let queue_bytes = u128::from(rate) * queue.as_nanos() / NANOS_PER_SEC;
+        Self {
+            rate_bytes_per_sec: Some(rate),
+            queue_bytes: usize::try_from(queue_bytes).unwrap_or(usize::MAX),
+            ..Self::default()
+        }
+    }
+
     /// A lossy link: loss, duplication and reordering probabilities.
     pub fn lossy(loss: f64, duplicate: f64, reorder: f64) -> Self {
         Self {
@@ -128,6 +180,130 @@ impl LinkConfig {
             ..Self::default()
         }
     }
+}
+
+const NANOS_PER_SEC: u128 = 1_000_000_000;
+
+/// The bottleneck of one directed link: a drop-tail FIFO queue in front of a
+/// serializer of fixed rate (Linux `tc tbf` without a burst allowance).
+///
+/// A datagram of `L` bytes offered at `t` starts serializing at
+/// `max(t, busy_until)` and finishes `L / rate` later. It is dropped if the
+/// backlog at `t` (bytes accepted but not yet serialized, counting the
+/// unsent part of the datagram on the wire) is not zero and backlog + `L`
+/// exceeds the queue capacity; an idle link accepts any datagram, so a queue
+/// smaller than one datagram still passes traffic one datagram at a time.
+///
+/// Time is kept exactly in units of 1/rate ns (u128), so a long train of
+/// datagrams accumulates no rounding error; reported times are rounded up to
+/// the next nanosecond.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bottleneck {
+    rate: u64,
+    queue_bytes: u64,
+    /// When everything accepted has been serialized, in ns × `rate`.
+    busy_until: u128,
+}
+
+impl Bottleneck {
+    /// An idle bottleneck of `rate_bytes_per_sec` (0: drops everything) and
+    /// a queue of `queue_bytes`.
+    pub fn new(rate_bytes_per_sec: u64, queue_bytes: u64) -> Self {
+        Self {
+            rate: rate_bytes_per_sec,
+            queue_bytes,
+            busy_until: 0,
+        }
+    }
+
+    /// Rate in bytes per second.
+    pub fn rate(&self) -> u64 {
+        self.rate
+    }
+
+    /// Queue capacity in bytes.
+    pub fn queue_bytes(&self) -> u64 {
+        self.queue_bytes
+    }
+
+    /// Changes the rate and the queue capacity; the link stays busy until
+    /// [`Bottleneck::idle_at`] (what was accepted keeps its schedule).
+    pub fn reconfigure(&mut self, rate_bytes_per_sec: u64, queue_bytes: u64) {
+        if rate_bytes_per_sec != self.rate {
+            let idle = u128::from(self.idle_at().0);
+            self.rate = rate_bytes_per_sec;
+            self.busy_until = idle.saturating_mul(u128::from(self.rate));
+        }
+        self.queue_bytes = queue_bytes;
+    }
+
+    fn scaled(&self, t: Timestamp) -> u128 {
+        u128::from(t.0).saturating_mul(u128::from(self.rate))
+    }
+
+    /// When the link has serialized everything accepted so far.
+    pub fn idle_at(&self) -> Timestamp {
+        if self.rate == 0 {
+            return Timestamp(0);
+        }
+        let ns = self.busy_until.div_ceil(u128::from(self.rate));
+        Timestamp(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    /// Bytes accepted but not yet serialized at `now` (rounded up).
+    pub fn backlog(&self, now: Timestamp) -> u64 {
+        let left = self.busy_until.saturating_sub(self.scaled(now));
+        u64::try_from(left.div_ceil(NANOS_PER_SEC)).unwrap_or(u64::MAX)
+    }
+
+    /// Offers a datagram of `len` bytes at `now` (`now` must not go back in
+    /// time). Returns when its last byte has been serialized, or `None` if it
+    /// was dropped (queue full, or a rate of 0).
+    pub fn offer(&mut self, now: Timestamp, len: u64) -> Option<Timestamp> {
+        if self.rate == 0 {
+            return None;
+        }
+        let t = self.scaled(now);
+        let start = self.busy_until.max(t);
+        // Backlog and sizes in bytes × 10^9 (ns × rate per byte).
+        let backlog = start - t;
+        let len = u128::from(len) * NANOS_PER_SEC;
+        if backlog > 0 && backlog + len > u128::from(self.queue_bytes) * NANOS_PER_SEC {
+            return None;
+        }
+        self.busy_until = start.saturating_add(len);
+        Some(self.idle_at())
+    }
+}
+
+/// Traffic of one directed link (sender node -> receiver node), one entry per
+/// (datagram, receiver) pair; bytes are UDP payload bytes. Duplicated
+/// datagrams count once in `offered` and twice in `delivered`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Datagrams offered to the link (entering the queue).
+    pub offered: u64,
+    /// Bytes offered to the link.
+    pub offered_bytes: u64,
+    /// Datagrams dropped because the bottleneck queue was full.
+    pub queue_dropped: u64,
+    /// Bytes dropped because the bottleneck queue was full.
+    pub queue_dropped_bytes: u64,
+    /// Datagrams lost at random ([`LinkConfig::loss`]).
+    pub lost: u64,
+    /// Bytes lost at random.
+    pub lost_bytes: u64,
+    /// Datagrams delivered to the receiver.
+    pub delivered: u64,
+    /// Bytes delivered to the receiver.
+    pub delivered_bytes: u64,
+    /// Largest bottleneck backlog seen right after accepting a datagram, in
+    /// bytes (including [`LinkConfig::overhead_bytes`]).
+    pub peak_backlog_bytes: u64,
+    /// Virtual time of the first delivery.
+    pub first_delivery: Option<Timestamp>,
+    /// Virtual time of the last delivery.
+    pub last_delivery: Option<Timestamp>,
 }
 
 /// One simulated participant and what it produced.
@@ -167,6 +343,7 @@ impl Node {
 struct InFlight {
     at: Timestamp,
     seq: u64,
+    from: usize,
     to: usize,
     data: Vec<u8>,
 }
@@ -199,10 +376,16 @@ pub struct Network {
     pub record: bool,
     /// Recorded datagrams.
     pub log: Vec<Datagram>,
-    /// Datagrams sent, delivered, lost.
-    pub counters: (u64, u64, u64),
-    /// Bytes sent (once per datagram), delivered and lost (per receiver).
-    pub byte_counters: (u64, u64, u64),
+    /// Datagrams sent (once per datagram), delivered, lost at random and
+    /// dropped by a full bottleneck queue (the last three per receiver).
+    pub counters: (u64, u64, u64, u64),
+    /// Bytes (UDP payload) sent (once per datagram), delivered, lost at
+    /// random and dropped by a full bottleneck queue (per receiver).
+    pub byte_counters: (u64, u64, u64, u64),
+    /// Traffic per directed link (sender, receiver); see
+    /// [`Network::link_stats`].
+    pub link_stats: std::collections::HashMap<(usize, usize), LinkStats>,
+    bottlenecks: std::collections::HashMap<(usize, usize), Bottleneck>,
     rng: Rng,
     queue: BinaryHeap<Reverse<InFlight>>,
     seq: u64,
@@ -219,8 +402,10 @@ impl Network {
             nodes: Vec::new(),
             record: false,
             log: Vec::new(),
-            counters: (0, 0, 0),
-            byte_counters: (0, 0, 0),
+            counters: (0, 0, 0, 0),
+            byte_counters: (0, 0, 0, 0),
+            link_stats: std::collections::HashMap::new(),
+            bottlenecks: std::collections::HashMap::new(),
             rng: Rng::new(seed),
             queue: BinaryHeap::new(),
             seq: 0,
@@ -252,6 +437,20 @@ impl Network {
     /// Sets the fault model of the link from node `from` to node `to`.
     pub fn set_link(&mut self, from: usize, to: usize, link: LinkConfig) {
         self.links.insert((from, to), link);
+    }
+
+    /// Traffic of the link from node `from` to node `to` so far.
+    pub fn link_stats(&self, from: usize, to: usize) -> LinkStats {
+        self.link_stats
+            .get(&(from, to))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The bottleneck state of the link from node `from` to node `to`, once a
+    /// datagram went through it with a rate set.
+    pub fn bottleneck(&self, from: usize, to: usize) -> Option<&Bottleneck> {
+        self.bottlenecks.get(&(from, to))
     }
 
     /// Adds a participant with [`Network::config_for`]; returns its index.
@@ -344,6 +543,22 @@ impl Network {
         sent
     }
 
+    /// Sends the raw datagram `data` from node `from` to `destinations`
+    /// now, through the links like any datagram the node's engine sends.
+    pub fn inject(&mut self, from: usize, destinations: &[Locator], data: &[u8]) {
+        if self.buf.len() < data.len() {
+            self.buf.resize(data.len(), 0);
+        }
+        self.buf[..data.len()].copy_from_slice(data);
+        self.send(
+            from,
+            Transmit {
+                len: data.len(),
+                destinations: destinations.to_vec(),
+            },
+        );
+    }
+
     fn send(&mut self, from: usize, t: Transmit) {
         if self.nodes[from].crashed {
             return;
@@ -369,9 +584,40 @@ impl Network {
                 continue;
             }
             let link = self.links.get(&(from, to)).copied().unwrap_or(self.link);
+            let len = data.len() as u64;
+            let stats = self.link_stats.entry((from, to)).or_default();
+            stats.offered += 1;
+            stats.offered_bytes += len;
+            // The bottleneck comes first: a datagram lost on the wire behind
+            // it still used link time.
+            let mut departs = self.now;
+            if let Some(rate) = link.rate_bytes_per_sec {
+                let queue = link.queue_bytes as u64;
+                let b = self
+                    .bottlenecks
+                    .entry((from, to))
+                    .or_insert_with(|| Bottleneck::new(rate, queue));
+                b.reconfigure(rate, queue);
+                match b.offer(self.now, len + link.overhead_bytes as u64) {
+                    Some(done) => {
+                        departs = done;
+                        stats.peak_backlog_bytes =
+                            stats.peak_backlog_bytes.max(b.backlog(self.now));
+                    }
+                    None => {
+                        stats.queue_dropped += 1;
+                        stats.queue_dropped_bytes += len;
+                        self.counters.3 += 1;
+                        self.byte_counters.3 += len;
+                        continue;
+                    }
+                }
+            }
             if self.rng.chance(link.loss) {
+                stats.lost += 1;
+                stats.lost_bytes += len;
                 self.counters.2 += 1;
-                self.byte_counters.2 += data.len() as u64;
+                self.byte_counters.2 += len;
                 continue;
             }
             let copies = if self.rng.chance(link.duplicate) {
@@ -388,8 +634,9 @@ impl Network {
                 }
                 self.seq += 1;
                 self.queue.push(Reverse(InFlight {
-                    at: self.now.saturating_add(delay),
+                    at: departs.saturating_add(delay),
                     seq: self.seq,
+                    from,
                     to,
                     data: data.to_vec(),
                 }));
@@ -421,9 +668,15 @@ impl Network {
         if next_dgram.is_some_and(|t| t <= self.now) {
             if let Some(Reverse(f)) = self.queue.pop() {
                 if !self.nodes[f.to].crashed {
-                    self.counters.1 += 1;
-                    self.byte_counters.1 += f.data.len() as u64;
                     let now = self.now;
+                    let len = f.data.len() as u64;
+                    self.counters.1 += 1;
+                    self.byte_counters.1 += len;
+                    let stats = self.link_stats.entry((f.from, f.to)).or_default();
+                    stats.delivered += 1;
+                    stats.delivered_bytes += len;
+                    stats.first_delivery.get_or_insert(now);
+                    stats.last_delivery = Some(now);
                     self.nodes[f.to]
                         .participant
                         .handle_datagram(now, None, &f.data);
@@ -620,6 +873,292 @@ mod tests {
             .discovered_participants()
             .contains(&pa));
         assert!(net.counters.2 > 0);
+    }
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// Two nodes that send nothing by themselves (no SPDP destinations), so
+    /// the only traffic is what a test injects.
+    fn quiet_pair() -> (Network, usize, usize) {
+        let mut net = Network::new(3);
+        let mut ids = [0; 2];
+        for id in &mut ids {
+            let mut cfg = Network::config_for(net.nodes.len(), 0);
+            cfg.spdp_destinations.clear();
+            *id = net.add_participant_with(cfg);
+        }
+        net.run_for(10 * MS);
+        assert_eq!(net.counters.0, 0, "the pair is not quiet");
+        (net, ids[0], ids[1])
+    }
+
+    fn unicast(n: usize) -> Locator {
+        Network::config_for(n, 0).default_unicast_locators[0]
+    }
+
+    /// Steps until `deadline`, returning the time of every delivery on the
+    /// link `from` -> `to`.
+    fn delivery_times(
+        net: &mut Network,
+        from: usize,
+        to: usize,
+        deadline: Timestamp,
+    ) -> Vec<Timestamp> {
+        let mut times = Vec::new();
+        let mut seen = net.link_stats(from, to).delivered;
+        while net.step(deadline) {
+            let d = net.link_stats(from, to).delivered;
+            assert!(d <= seen + 1);
+            if d > seen {
+                times.push(net.now);
+                seen = d;
+            }
+        }
+        times
+    }
+
+    /// 100 Mbit/s: a 1472-byte UDP payload + 42 header bytes takes 121.12 µs.
+    const RATE: u64 = 12_500_000;
+    const WIRE: u64 = 1472 + ETH_IPV4_UDP_OVERHEAD as u64;
+    const SLOT_NS: u64 = 121_120;
+
+    fn wire_100mbit(queue_datagrams: usize) -> LinkConfig {
+        LinkConfig {
+            rate_bytes_per_sec: Some(RATE),
+            queue_bytes: queue_datagrams * WIRE as usize,
+            overhead_bytes: ETH_IPV4_UDP_OVERHEAD,
+            ..LinkConfig::default()
+        }
+    }
+
+    #[test]
+    fn bottleneck_serializes_back_to_back_without_drift() {
+        // 1000 bytes at 3 MB/s: 333,333.33 ns each; finish k is exact, rounded up.
+        let mut b = Bottleneck::new(3_000_000, u64::MAX);
+        let t0 = Timestamp(5_000_000_000);
+        for k in 1..=10_000u64 {
+            let done = b.offer(t0, 1000).unwrap();
+            assert_eq!(done.0 - t0.0, (k * 1_000_000_000_000).div_ceil(3_000_000));
+        }
+        assert_eq!(b.backlog(t0), 10_000 * 1000);
+        // After 1 s, 3 MB have left; 1 µs later, 3 bytes more, and the
+        // partly sent byte 1 ns later still counts.
+        let t1 = t0.saturating_add(Duration::from_secs(1));
+        assert_eq!(b.backlog(t1), 7_000 * 1000);
+        assert_eq!(b.backlog(Timestamp(t1.0 + 1_000)), 7_000 * 1000 - 3);
+        assert_eq!(b.backlog(Timestamp(t1.0 + 1)), 7_000 * 1000);
+        // A datagram arriving once the link is idle starts right away.
+        let later = Timestamp(b.idle_at().0 + 1_000);
+        assert_eq!(b.backlog(later), 0);
+        assert_eq!(b.offer(later, 3).unwrap(), Timestamp(later.0 + 1_000));
+    }
+
+    #[test]
+    fn bottleneck_drops_the_tail_beyond_the_queue() {
+        let mut b = Bottleneck::new(1_000_000, 10_000);
+        let t0 = Timestamp(1_000_000_000);
+        let accepted: Vec<bool> = (0..15).map(|_| b.offer(t0, 1000).is_some()).collect();
+        assert_eq!(accepted, (0..15).map(|i| i < 10).collect::<Vec<_>>());
+        assert_eq!(b.backlog(t0), 10_000);
+        assert_eq!(b.idle_at(), t0.saturating_add(10 * MS));
+        // After 1 ms one datagram has left: exactly one more fits.
+        let t1 = t0.saturating_add(MS);
+        assert!(b.offer(t1, 1000).is_some());
+        assert!(b.offer(t1, 1).is_none());
+        assert_eq!(b.idle_at(), t0.saturating_add(11 * MS));
+    }
+
+    #[test]
+    fn bottleneck_edge_cases() {
+        // An idle link accepts a datagram larger than its queue, one at a time.
+        let mut b = Bottleneck::new(1_000_000, 100);
+        let t0 = Timestamp(1_000_000_000);
+        assert_eq!(b.offer(t0, 1000), Some(t0.saturating_add(MS)));
+        assert_eq!(b.offer(t0, 1), None);
+        assert!(b.offer(t0.saturating_add(MS), 1000).is_some());
+        // A rate of 0 passes nothing.
+        let mut z = Bottleneck::new(0, u64::MAX);
+        assert_eq!(z.offer(t0, 1), None);
+        assert_eq!(z.backlog(t0), 0);
+        // Reconfiguring keeps what was accepted on schedule.
+        let mut r = Bottleneck::new(1_000_000, u64::MAX);
+        r.offer(t0, 1000).unwrap();
+        r.reconfigure(2_000_000, 5_000);
+        assert_eq!(r.idle_at(), t0.saturating_add(MS));
+        assert_eq!((r.rate(), r.queue_bytes()), (2_000_000, 5_000));
+        assert_eq!(
+            r.offer(t0, 1000),
+            Some(t0.saturating_add(Duration::from_micros(1_500)))
+        );
+    }
+
+    #[test]
+    fn bottleneck_link_config() {
+        let d = LinkConfig::default();
+        assert_eq!(d.rate_bytes_per_sec, None);
+        assert_eq!(d.overhead_bytes, 0);
+        let b = LinkConfig::bottleneck(100_000_000, 5 * MS);
+        assert_eq!(b.rate_bytes_per_sec, Some(12_500_000));
+        assert_eq!(b.queue_bytes, 62_500);
+        assert_eq!(
+            LinkConfig {
+                rate_bytes_per_sec: None,
+                queue_bytes: usize::MAX,
+                ..b
+            },
+            d
+        );
+    }
+
+    #[test]
+    fn network_burst_is_spaced_by_serialization_time() {
+        let (mut net, a, b) = quiet_pair();
+        net.set_link(a, b, wire_100mbit(1000));
+        let to = unicast(b);
+        let t0 = net.now;
+        for i in 0..20u8 {
+            net.inject(a, &[to], &[i; 1472]);
+        }
+        let times = delivery_times(&mut net, a, b, t0.saturating_add(100 * MS));
+        let want: Vec<Timestamp> = (1..=20)
+            .map(|k| Timestamp(t0.0 + k * SLOT_NS + 100_000))
+            .collect();
+        assert_eq!(times, want);
+        let s = net.link_stats(a, b);
+        assert_eq!(
+            (s.offered, s.delivered, s.queue_dropped, s.lost),
+            (20, 20, 0, 0)
+        );
+        assert_eq!(s.delivered_bytes, 20 * 1472);
+        assert_eq!(s.peak_backlog_bytes, 20 * WIRE);
+        assert_eq!(
+            (s.first_delivery, s.last_delivery),
+            (Some(want[0]), Some(want[19]))
+        );
+        assert_eq!(net.counters, (20, 20, 0, 0));
+        // The other direction is not shaped.
+        assert!(net.bottleneck(b, a).is_none());
+    }
+
+    #[test]
+    fn network_burst_beyond_the_queue_loses_exactly_the_tail() {
+        let (mut net, a, b) = quiet_pair();
+        // Sizes tell the datagrams apart: the queue holds the first 10.
+        let sizes: Vec<usize> = (0..15).map(|i| 1000 + i).collect();
+        let queue: usize = sizes[..10].iter().sum();
+        net.set_link(
+            a,
+            b,
+            LinkConfig {
+                rate_bytes_per_sec: Some(1_000_000),
+                queue_bytes: queue,
+                ..LinkConfig::default()
+            },
+        );
+        let to = unicast(b);
+        let t0 = net.now;
+        for &n in &sizes {
+            net.inject(a, &[to], &vec![7; n]);
+        }
+        let times = delivery_times(&mut net, a, b, t0.saturating_add(100 * MS));
+        let mut done = 0;
+        let want: Vec<Timestamp> = sizes[..10]
+            .iter()
+            .map(|&n| {
+                done += n as u64 * 1000; // ns at 1 MB/s
+                Timestamp(t0.0 + done + 100_000)
+            })
+            .collect();
+        assert_eq!(times, want);
+        let s = net.link_stats(a, b);
+        let tail: u64 = sizes[10..].iter().map(|&n| n as u64).sum();
+        assert_eq!((s.delivered, s.queue_dropped, s.lost), (10, 5, 0));
+        assert_eq!(s.delivered_bytes, queue as u64);
+        assert_eq!(s.queue_dropped_bytes, tail);
+        assert_eq!(net.counters, (15, 10, 0, 5));
+        assert_eq!(
+            net.byte_counters,
+            (queue as u64 + tail, queue as u64, 0, tail)
+        );
+        // Drained: the link takes datagrams again.
+        net.inject(a, &[to], &[1; 100]);
+        net.run_for(10 * MS);
+        assert_eq!(net.link_stats(a, b).delivered, 11);
+    }
+
+    #[test]
+    fn network_random_loss_is_behind_the_queue() {
+        let (mut net, a, b) = quiet_pair();
+        net.set_link(
+            a,
+            b,
+            LinkConfig {
+                loss: 1.0,
+                ..wire_100mbit(10)
+            },
+        );
+        let to = unicast(b);
+        let t0 = net.now;
+        for _ in 0..15 {
+            net.inject(a, &[to], &[0; 1472]);
+        }
+        // Ten entered the queue and were lost on the wire, using link time;
+        // five found it full.
+        assert_eq!(net.counters, (15, 0, 10, 5));
+        assert_eq!(net.byte_counters, (15 * 1472, 0, 10 * 1472, 5 * 1472));
+        let s = net.link_stats(a, b);
+        assert_eq!((s.lost, s.lost_bytes), (10, 10 * 1472));
+        assert_eq!((s.queue_dropped, s.queue_dropped_bytes), (5, 5 * 1472));
+        assert_eq!(
+            net.bottleneck(a, b).unwrap().idle_at(),
+            Timestamp(t0.0 + 10 * SLOT_NS)
+        );
+    }
+
+    #[test]
+    fn network_default_link_is_unshaped() {
+        let (mut net, a, b) = quiet_pair();
+        let to = unicast(b);
+        let t0 = net.now;
+        for _ in 0..20 {
+            net.inject(a, &[to], &[0; 1472]);
+        }
+        let times = delivery_times(&mut net, a, b, t0.saturating_add(100 * MS));
+        assert_eq!(
+            times,
+            vec![t0.saturating_add(Duration::from_micros(100)); 20]
+        );
+        assert!(net.bottleneck(a, b).is_none());
+        assert_eq!(net.counters, (20, 20, 0, 0));
+    }
+
+    #[test]
+    fn network_goodput_of_an_overdriven_link_is_its_rate() {
+        // 10,000 datagrams (14.7 MB) offered at twice 100 Mbit/s.
+        let (mut net, a, b) = quiet_pair();
+        net.set_link(
+            a,
+            b,
+            LinkConfig {
+                overhead_bytes: ETH_IPV4_UDP_OVERHEAD,
+                ..LinkConfig::bottleneck(100_000_000, 2 * MS)
+            },
+        );
+        let to = unicast(b);
+        let data = [0; 1472];
+        for _ in 0..10_000 {
+            net.inject(a, &[to], &data);
+            net.run_for(Duration::from_nanos(SLOT_NS / 2));
+        }
+        net.run_for(10 * MS);
+        let s = net.link_stats(a, b);
+        assert_eq!(s.offered, 10_000);
+        assert_eq!(s.delivered + s.queue_dropped, 10_000);
+        assert!((4_990..5_030).contains(&s.delivered), "{s:?}");
+        assert!(s.peak_backlog_bytes <= 25_000, "{s:?}");
+        let busy = s.last_delivery.unwrap().since(s.first_delivery.unwrap());
+        let wire_rate = (s.delivered - 1) as f64 * WIRE as f64 / busy.as_secs_f64();
+        assert!((wire_rate / RATE as f64 - 1.0).abs() < 1e-6, "{wire_rate}");
     }
 
     #[test]
