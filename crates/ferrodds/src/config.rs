@@ -141,6 +141,15 @@ impl Default for Config {
     }
 }
 
+/// An on/off environment value: `0`/`false`/`off` or `1`/`true`/`on`.
+fn parse_flag(v: &str, what: &'static str) -> Result<bool, DdsError> {
+    match v.trim() {
+        "0" | "false" | "off" => Ok(false),
+        "1" | "true" | "on" => Ok(true),
+        _ => Err(DdsError::BadParameter { what }),
+    }
+}
+
 impl Config {
     /// Defaults with the `FERRODDS_*` environment overrides applied.
     pub fn from_env() -> Result<Self, DdsError> {
@@ -183,26 +192,10 @@ impl Config {
             self.initial_peers = peers;
         }
         if let Some(v) = get(ENV_CONGESTION_CONTROL) {
-            self.congestion_control = match v.trim() {
-                "0" | "false" | "off" => false,
-                "1" | "true" | "on" => true,
-                _ => {
-                    return Err(DdsError::BadParameter {
-                        what: "FERRODDS_CONGESTION_CONTROL must be 0 or 1",
-                    })
-                }
-            };
+            self.congestion_control = parse_flag(&v, "FERRODDS_CONGESTION_CONTROL must be 0 or 1")?;
         }
         if let Some(v) = get(ENV_MULTICAST) {
-            self.multicast = match v.trim() {
-                "0" | "false" | "off" => false,
-                "1" | "true" | "on" => true,
-                _ => {
-                    return Err(DdsError::BadParameter {
-                        what: "FERRODDS_MULTICAST must be 0 or 1",
-                    })
-                }
-            };
+            self.multicast = parse_flag(&v, "FERRODDS_MULTICAST must be 0 or 1")?;
         }
         Ok(self)
     }

@@ -40,10 +40,12 @@
 //! decrease on goodput: the first overload (an unpaced burst into a
 //! 10 Mbit/s shaper) can exceed the link by 100×; halving would take seven
 //! round trips of heavy loss, the goodput lands near the link rate at once.
-//! Why not a delay-based controller: readers acknowledge only when asked
-//! (every few milliseconds), which gives too few delay samples to track a
-//! queue, and on loopback the "queue" is the receiver's socket buffer, whose
-//! overflow shows as loss, not delay.
+//! Why delay is only a gate, not the controller: readers acknowledge only when
+//! asked (every few milliseconds), which gives too few delay samples to track
+//! a queue closely, and on loopback the "queue" is the receiver's socket
+//! buffer, whose overflow shows as loss, not delay; a round trip more than
+//! [`QUEUE_DELAY`] above the least one merely stops growth and makes any loss
+//! count as congestion.
 
 use crate::types::Timestamp;
 

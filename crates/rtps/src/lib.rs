@@ -49,9 +49,13 @@
 //!   matched readers (readerId UNKNOWN when several), with INFO_TS when a
 //!   source timestamp is given and a piggy-backed HEARTBEAT for reliable
 //!   readers; ACKNACK requests are answered with DATA or GAP (after
-//!   `nack_response_delay`; an SN resent less than `heartbeat_period / 20`
-//!   ago is not resent again); HEARTBEATs repeat every `heartbeat_period`
-//!   while a reliable reader lags. KEEP_LAST evicts per instance (key hash); KEEP_ALL
+//!   `nack_response_delay`; an SN, or fragments of one, resent less than a
+//!   retransmission timeout ago is not resent again). Writers measure the
+//!   round trip from their acknowledgement requests ([`congestion`]); while
+//!   a reliable reader lags, a HEARTBEAT follows the last push after a
+//!   retransmission timeout (a tail-loss probe) and repeats with exponential
+//!   back-off up to every `heartbeat_period`. Repairs go before new data; with
+//!   [`ParticipantConfig::congestion_control`] both are paced. KEEP_LAST evicts per instance (key hash); KEEP_ALL
 //!   with `max_samples` reports [`WriteError::HistoryFull`] until
 //!   acknowledgements free space ([`Event::WriterResourcesAvailable`]).
 //!   Volatile writers drop what every reliable reader acknowledged.
@@ -59,7 +63,8 @@
 //!   readers buffer out of order (bounded), deliver in SN order exactly once,
 //!   answer every non-final HEARTBEAT (and any showing missing data) with an
 //!   ACKNACK whose base is the first missing SN (never 0; ACKNACKs requesting
-//!   data are at least `heartbeat_period / 10` apart), send a pre-emptive
+//!   data are at least twice the round trip apart, 1 ms before one is
+//!   measured, at most `heartbeat_period / 10`), send a pre-emptive
 //!   ACKNACK (base 1, no bits) on matching, and report SNs a HEARTBEAT shows as
 //!   gone as [`Event::SampleLost`]. A KEEP_ALL reader with `max_samples`
 //!   stops accepting (and acknowledging) when full: back-pressure.
@@ -109,7 +114,7 @@
 //! `best_effort_timeout`. Reliable readers leave a partly received SN out of
 //! their ACKNACK bitmap and send a NACK_FRAG for exactly its missing
 //! fragments (those announced by a HEARTBEAT or HEARTBEAT_FRAG), after a
-//! short NackDelay (`heartbeat_period / 10`) so reordered fragments are not
+//! short NackDelay (the NACK hold-off above) so reordered fragments are not
 //! requested.
 //!
 //! # Batching and flow control

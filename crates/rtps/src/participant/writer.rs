@@ -41,7 +41,6 @@ pub(super) struct LocalWriter {
     /// Losses of SNs up to this one were sent before the last congestion
     /// decrease: they are repaired but not counted again ([`crate::congestion`]).
     pub(super) recovery_sn: i64,
-
     /// Some proxy may have repair work ([`ReaderProxy::has_repair_work`]);
     /// false guarantees none has (see [`Work`]).
     pub(super) repair_work: bool,
@@ -147,7 +146,6 @@ impl LocalWriter {
             rtt_probe: None,
             hb_backoff: 0,
             recovery_sn: 0,
-
             repair_work: false,
             plan: None,
             sizes: Sizes {
