@@ -261,6 +261,11 @@ impl Pacer {
     /// Accounts a paced datagram of `len` bytes sent at `now`.
     #[inline]
     pub fn on_sent(&mut self, now: Timestamp, len: usize) {
+        self.stats.sent_bytes += len as u64;
+        if !self.enabled {
+            // (Windows feed only decisions, which a disabled pacer never makes.)
+            return;
+        }
         if self.win_datagrams == 0 || now.0.saturating_sub(self.last_sent.0) > MIN_WINDOW {
             // A window starts with its first datagram after an idle time
             // (which would dilute the goodput).
@@ -269,7 +274,6 @@ impl Pacer {
         self.last_sent = now;
         self.win_sent += len as u64;
         self.win_datagrams += 1;
-        self.stats.sent_bytes += len as u64;
         if len > self.max_datagram {
             self.max_datagram = len;
         }

@@ -135,6 +135,9 @@ pub struct Participant {
     ack_request_ns: u64,
     /// Round trip to readers, measured by writers' acknowledgement requests.
     rtt: RttEstimator,
+    /// `rtt.rto(heartbeat_period)`, recomputed with each round-trip sample
+    /// (read on every push).
+    rto: core::time::Duration,
     /// Pacing and congestion control of user data and repairs.
     pacer: Pacer,
 }
@@ -213,6 +216,7 @@ impl Participant {
     pub fn new(config: ParticipantConfig, now: Timestamp) -> Self {
         let prefix = config.guid_prefix;
         let pacer = Pacer::new(config.congestion_control);
+        let rto = config.heartbeat_period;
         let ack_request_ns =
             u64::try_from((config.heartbeat_period / 20).as_nanos()).unwrap_or(u64::MAX);
         let spdp = SpdpData {
@@ -289,6 +293,7 @@ impl Participant {
             ack_request_ns,
             notify: false,
             rtt: RttEstimator::default(),
+            rto,
             pacer,
         }
     }
@@ -314,9 +319,17 @@ impl Participant {
     }
 
     /// Retransmission timeout of tail-loss probes (at most the HEARTBEAT period).
+    #[inline]
     fn rto(&self) -> core::time::Duration {
+        self.rto
+    }
+
+    /// Adds a round-trip sample (ns) and refreshes the cached timeout.
+    pub(super) fn rtt_sample(&mut self, now: Timestamp, rtt: u64) {
+        self.rtt.sample(rtt);
+        self.pacer.on_rtt(now, rtt);
         let max = u64::try_from(self.config.heartbeat_period.as_nanos()).unwrap_or(u64::MAX);
-        core::time::Duration::from_nanos(self.rtt.rto(max))
+        self.rto = core::time::Duration::from_nanos(self.rtt.rto(max));
     }
 
     /// Least time between two ACKNACKs of a reader that request data, and how

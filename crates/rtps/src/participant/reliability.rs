@@ -148,13 +148,15 @@ impl Participant {
             return;
         };
         self.work.watch_reader_proxy(&mut w.repair_work, p);
+        let mut rtt = None;
         if let Some((sn, sent)) = w.rtt_probe {
             if set.base() > sn {
-                let rtt = now.0.saturating_sub(sent.0);
-                self.rtt.sample(rtt);
-                self.pacer.on_rtt(now, rtt);
+                rtt = Some(now.0.saturating_sub(sent.0));
                 w.rtt_probe = None;
             }
+        }
+        if let Some(rtt) = rtt {
+            self.rtt_sample(now, rtt);
         }
         if lost > 0 {
             self.on_lost(now, lost);
