@@ -262,6 +262,9 @@ impl Pacer {
     #[inline]
     pub fn on_sent(&mut self, now: Timestamp, len: usize) {
         self.stats.sent_bytes += len as u64;
+        if self.rate.is_some() {
+            self.tokens -= len as f64;
+        }
         if !self.enabled {
             // (Windows feed only decisions, which a disabled pacer never makes.)
             return;
@@ -276,9 +279,6 @@ impl Pacer {
         self.win_datagrams += 1;
         if len > self.max_datagram {
             self.max_datagram = len;
-        }
-        if self.rate.is_some() {
-            self.tokens -= len as f64;
         }
     }
 
