@@ -47,10 +47,10 @@ pub struct ParticipantConfig {
     /// Optional PID_ENTITY_NAME announced in SPDP.
     pub entity_name: Option<String>,
     /// Pace reliable traffic (new data and repairs) at a rate that adapts to
-    /// the loss readers report ([`crate::congestion`]); default off (opt-in
-    /// while its tuning is not stable across links). Off, the engine sends as
-    /// fast as it is polled (HEARTBEAT and NACK timing still follow the
-    /// measured round trip).
+    /// the delivery and loss readers report ([`crate::congestion`]); default
+    /// off (opt-in: under heavy simulated loss, 30 %, strict-reliable runs
+    /// still stall with it). Off, the engine sends as fast as it is polled (HEARTBEAT and NACK
+    /// timing still follow the measured round trip).
     pub congestion_control: bool,
 }
 

@@ -48,7 +48,9 @@
 //! - Writers: every change is pushed once to the distinct locators of all
 //!   matched readers (readerId UNKNOWN when several), with INFO_TS when a
 //!   source timestamp is given and a piggy-backed HEARTBEAT for reliable
-//!   readers; ACKNACK requests are answered with DATA or GAP (after
+//!   readers (a fragment fills its datagram alone: the HEARTBEAT, with a
+//!   HEARTBEAT_FRAG at least every 32 fragments, then goes where room is
+//!   left or in a datagram of its own); ACKNACK requests are answered with DATA or GAP (after
 //!   `nack_response_delay`; an SN, or fragments of one, resent less than a
 //!   retransmission timeout ago is not resent again). Writers measure the
 //!   round trip from their acknowledgement requests ([`congestion`]); while

@@ -217,6 +217,10 @@ pub(crate) struct WriterProxy {
     pub(crate) nack_frag_count: i32,
     /// When the pending NACK_FRAGs may go out (NackDelay).
     pub(crate) nack_frag_due: Option<Timestamp>,
+    /// HEARTBEAT count (and HEARTBEAT_FRAG count) an ACKNACK was last sent
+    /// after: while NACK_FRAGs wait for their hold-off, the acknowledgement
+    /// goes at once, once per HEARTBEAT.
+    pub(crate) answered_hb: (Option<i32>, Option<i32>),
 }
 
 /// What a proxy operation produced.
@@ -258,6 +262,7 @@ impl WriterProxy {
             last_hb_frag: None,
             nack_frag_count: 0,
             nack_frag_due: None,
+            answered_hb: (None, None),
         }
     }
 

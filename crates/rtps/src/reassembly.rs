@@ -270,6 +270,28 @@ impl Reassembler {
         true
     }
 
+    /// Charges `n` bytes for sample `sn`; when over budget, a reliable
+    /// reader first drops incomplete samples with higher SNs, newest first
+    /// (it needs `sn` sooner, and what it drops is simply repaired later),
+    /// so that a window of large samples cannot lock the budget up with
+    /// parts of samples that all wait for the same repairs.
+    fn charge_evicting(&mut self, n: usize, sn: i64, reliable: bool) -> bool {
+        loop {
+            if self.charge(n) {
+                return true;
+            }
+            if !reliable {
+                return false;
+            }
+            match self.partial.last_key_value() {
+                Some((&k, _)) if k > sn => {
+                    self.remove(k);
+                }
+                _ => return false,
+            }
+        }
+    }
+
     /// Drops every incomplete sample with SN below `sn`.
     pub fn drop_below(&mut self, sn: i64) -> usize {
         let mut n = 0;
@@ -403,7 +425,7 @@ impl Reassembler {
                         .partial
                         .get(&f.sn)
                         .map_or(0, |p| p.chunk_len(chunk_index));
-                    if !self.charge(len) {
+                    if !self.charge_evicting(len, f.sn, reliable) {
                         result = Err(Rejected::OverBudget);
                         break;
                     }

@@ -111,15 +111,17 @@ fn main() {
         *count_reader += GLOBAL.stats().allocations - before;
     };
     let mut reader_allocs = 0;
+    // (One sample per 10 µs: a realistic rate, which the pacer of the
+    // congestion control lets through at once.)
     for i in 0..200 {
-        step(&mut a, &mut b, t + i, &mut reader_allocs);
+        step(&mut a, &mut b, t + i * 10_000, &mut reader_allocs);
     }
-    t += 1000;
+    t += 200 * 10_000;
     let n = 1000u64;
     reader_allocs = 0;
     let region = Region::new(GLOBAL);
     for i in 0..n {
-        step(&mut a, &mut b, t + i, &mut reader_allocs);
+        step(&mut a, &mut b, t + i * 10_000, &mut reader_allocs);
     }
     let total = region.change().allocations;
     let writer_allocs = total - reader_allocs;
@@ -134,7 +136,7 @@ fn main() {
         "receive + take + recycle must not allocate"
     );
     println!("test best_effort_steady_state_allocations ... ok");
-    reliable(t + 10_000);
+    reliable(t + n * 10_000);
 }
 
 /// Strict reliable (KEEP_ALL on both sides): every sample pushed with a

@@ -38,7 +38,8 @@ fn simulated_traffic_dumps_to_a_valid_pcapng() {
         net.p(a).write(w, alive(&payload(i)), now).unwrap();
     }
     let mut big = vec![0u8, 1, 0, 0];
-    big.resize(5000, 0x5a);
+    // (More than 32 fragments: the train carries a HEARTBEAT_FRAG.)
+    big.resize(50_000, 0x5a);
     let now = net.now;
     net.p(a).write(w, alive(&big), now).unwrap();
     net.flush(a);

@@ -13,7 +13,8 @@ pub(super) enum Emitted {
 }
 
 /// Emits a change as DATA, or as DATA_FRAGs from fragment `from` on when it is
-/// larger than `sizes.max_data`, keeping `reserve` bytes free.
+/// larger than `sizes.max_data`. A DATA keeps `reserve` bytes free; fragments
+/// fill the datagram (a fragment fills one alone).
 pub(super) fn emit_change(
     e: &mut Emitter<'_>,
     ids: (EntityId, EntityId),
@@ -50,7 +51,7 @@ pub(super) fn emit_change(
     let mut f = from.max(1);
     let mut first_in_datagram = true;
     while f <= total {
-        if !emit_fragment(e, ids, c, sizes.frag, f, first_in_datagram, reserve) {
+        if !emit_fragment(e, ids, c, sizes.frag, f, first_in_datagram, 0) {
             break;
         }
         first_in_datagram = false;

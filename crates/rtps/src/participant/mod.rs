@@ -65,6 +65,15 @@ use writer::{LocalWriter, PushPlan, Sizes};
 /// INFO_TS, DATA header, inline QoS (key hash + status info), a HEARTBEAT and
 /// a HEARTBEAT_FRAG.
 const DATA_OVERHEAD: usize = 20 + 16 + 12 + 24 + 32 + 32 + 28;
+/// Bytes of a datagram holding one DATA_FRAG not available to the fragment:
+/// header, INFO_DST, INFO_TS and the DATA_FRAG header.
+const FRAG_OVERHEAD: usize = 20 + 16 + 12 + 36;
+/// Inline QoS of a first fragment (key hash, status info, sentinel).
+const FRAG_KEY_QOS: usize = 4 + 20 + 8;
+/// A sample's fragment train carries a HEARTBEAT_FRAG at least every this
+/// many fragments (so that readers NACK_FRAG early fragments of a large
+/// sample before it ends).
+const HBF_EVERY: u32 = 32;
 /// HEARTBEAT submessage size.
 const HB_LEN: usize = 32;
 /// HEARTBEAT_FRAG submessage size.

@@ -125,8 +125,12 @@ impl Participant {
         };
         let last = w.last_sn;
         let LocalWriter {
-            proxies, history, ..
+            proxies,
+            history,
+            sizes,
+            ..
         } = w;
+        let reliable_readers = proxies.iter().filter(|p| p.reliable).count().max(1) as u64;
         let Some(p) = proxies.iter_mut().find(|p| p.guid == reader) else {
             self.stats.unmatched_submessages += 1;
             return;
@@ -143,9 +147,25 @@ impl Participant {
             }
             history.get(sn).map_or(0, |c| c.payload.len() as u64)
         };
+        let acked_before = p.acked;
         let Some(lost) = p.on_acknack(set, count, final_flag, last, now, suppress, due, size_of)
         else {
             return;
+        };
+        // Bytes this reader newly acknowledged, as sent (with their
+        // submessage headers): the delivery rate (only
+        // under congestion control; at most the whole history is visited).
+        // A datagram is paced once whatever number of readers it reaches,
+        // so each reader's share is its 1/n (n reliable readers).
+        let delivered = if self.pacer.enabled() && p.acked > acked_before {
+            let bytes: u64 = (acked_before.max(history.first_sn().unwrap_or(i64::MAX) - 1) + 1
+                ..=p.acked)
+                .filter_map(|sn| history.get(sn))
+                .map(|c| sizes.wire_len(c.payload.len()) as u64)
+                .sum();
+            bytes / reliable_readers
+        } else {
+            0
         };
         self.work.watch_reader_proxy(&mut w.repair_work, p);
         let mut rtt = None;
@@ -157,6 +177,9 @@ impl Participant {
         }
         if let Some(rtt) = rtt {
             self.rtt_sample(now, rtt);
+        }
+        if delivered > 0 {
+            self.pacer.on_delivered(now, delivered, self.rtt.srtt());
         }
         if lost > 0 {
             self.on_lost(now, lost);

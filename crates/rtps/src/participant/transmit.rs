@@ -166,7 +166,10 @@ impl Participant {
                         .nack_frag_due
                         .get_or_insert_with(|| now.saturating_add(holdoff));
                     if now < due {
-                        if set.is_empty() {
+                        // The acknowledgement goes now, once per HEARTBEAT
+                        // (the writer's round trip and delivery rate come
+                        // from its timing); the NACK_FRAGs wait.
+                        if set.is_empty() && p.answered_hb == (p.last_hb, p.last_hb_frag) {
                             p.ack_due = Some(due);
                             self.work.arm(due);
                             continue;
@@ -198,6 +201,7 @@ impl Participant {
                     p.ack_due = Some(due);
                     self.work.arm(due);
                 }
+                p.answered_hb = (p.last_hb, p.last_hb_frag);
                 let final_flag = set.is_empty() && p.synced;
                 p.ack_count = p.ack_count.wrapping_add(1);
                 let mut e = Emitter::new(buf, limit, prefix)?;
@@ -254,7 +258,7 @@ impl Participant {
             let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) else {
                 continue;
             };
-            if w.pushed >= w.last_sn || (only.is_none() && w.qos.flow_controlled) {
+            if (w.pushed >= w.last_sn && !w.hb_owed) || (only.is_none() && w.qos.flow_controlled) {
                 continue;
             }
             if w.proxies.is_empty() {
@@ -264,7 +268,7 @@ impl Participant {
                 self.after_ack(wi);
                 continue;
             }
-            if !w.push_ready(now) {
+            if !w.hb_owed && !w.push_ready(now) {
                 remaining = remaining.or(Some(wi));
                 continue;
             }
@@ -300,7 +304,13 @@ impl Participant {
             let bound_before = acked.min(w.pushed);
             // Fragmented sample left unfinished in this datagram: (SN, last fragment sent).
             let mut partial_frag = None;
-            while w.pushed < w.last_sn {
+            // A HEARTBEAT owed by the previous datagram goes alone.
+            let hb_only = w.hb_owed;
+            // Whether a sample was completed here, and the fragment train
+            // crossed a HEARTBEAT_FRAG point: then a HEARTBEAT is due.
+            let mut completed = false;
+            let frag_start = w.push_frag;
+            while !hb_only && w.pushed < w.last_sn {
                 let sn = w.pushed + 1;
                 let Some(c) = w.history.get(sn) else {
                     // Replaced before it was sent (KEEP_LAST): readers get a GAP on request.
@@ -313,6 +323,7 @@ impl Participant {
                 match emit_change(&mut e, ids, c, sizes, w.push_frag, reserve, &mut self.stats) {
                     Emitted::All => {
                         sent_any = true;
+                        completed = true;
                         w.pushed = sn;
                         w.push_frag = 1;
                         w.pushed_one(len);
@@ -336,7 +347,21 @@ impl Participant {
                 }
             }
             w.push_done();
-            if with_hb {
+            if hb_only && w.push_frag > 1 {
+                partial_frag = Some((w.pushed + 1, w.push_frag - 1));
+            }
+            let hb_room = HB_LEN + if partial_frag.is_some() { HBF_LEN } else { 0 };
+            let hb_due = hb_only
+                || completed
+                || partial_frag.is_some_and(|(_, f)| {
+                    // (`frag_start` was this sample's next fragment if the
+                    // datagram began inside it; a new sample starts at 1.)
+                    let from = if completed { 1 } else { frag_start };
+                    f / HBF_EVERY > from.saturating_sub(1) / HBF_EVERY
+                });
+            let hb_fits = e.room() >= hb_room;
+            w.hb_owed = with_hb && hb_due && !hb_fits;
+            if with_hb && hb_fits {
                 // Announce only what was actually sent, so readers do not
                 // NACK samples still queued here.
                 w.hb_count = w.hb_count.wrapping_add(1);
@@ -375,7 +400,7 @@ impl Participant {
                 self.work.arm(t);
             }
             let len = e.len();
-            let drained = w.pushed >= w.last_sn;
+            let drained = w.pushed >= w.last_sn && !w.hb_owed;
             // A push changes nothing after_ack looks at (acknowledgements,
             // last_sn, proxies) except the acknowledgement bound, which
             // moves only when readers acknowledged beyond what was pushed
@@ -469,7 +494,9 @@ impl Participant {
                             continue;
                         };
                         while let Some(f) = entry.get_mut().pop_first() {
-                            if !emit_fragment(&mut e, ids, c, sizes.frag, f, true, HB_LEN) {
+                            // (A fragment may fill the datagram: the
+                            // HEARTBEAT below goes only if room is left.)
+                            if !emit_fragment(&mut e, ids, c, sizes.frag, f, true, 0) {
                                 entry.get_mut().insert(f);
                                 break 'frags;
                             }
@@ -536,9 +563,11 @@ impl Participant {
                     w.rtt_probe = None;
                 }
                 self.stats.resent_bytes += (e.len() - before) as u64;
-                w.hb_count = w.hb_count.wrapping_add(1);
-                e.heartbeat(reader_eid, writer_eid, first, last, w.hb_count, false);
-                p.hb_pending = false;
+                if e.room() >= HB_LEN {
+                    w.hb_count = w.hb_count.wrapping_add(1);
+                    e.heartbeat(reader_eid, writer_eid, first, last, w.hb_count, false);
+                    p.hb_pending = false;
+                }
                 fill_dests(out, p.locators.iter());
                 return Some(e.len());
             }

@@ -29,6 +29,9 @@ pub(super) struct LocalWriter {
     /// Push everything pending now (explicit flush, large sample).
     pub(super) flush: bool,
     pub(super) hbf_count: i32,
+    /// A HEARTBEAT (and HEARTBEAT_FRAG) is due but did not fit the last
+    /// datagram: the next push of this writer is that HEARTBEAT alone.
+    pub(super) hb_owed: bool,
     pub(super) sizes: Sizes,
     /// When a piggy-backed HEARTBEAT last asked readers to acknowledge.
     pub(super) last_ack_request: Option<Timestamp>,
@@ -142,6 +145,7 @@ impl LocalWriter {
             batch_since: None,
             flush: false,
             hbf_count: 0,
+            hb_owed: false,
             last_ack_request: None,
             rtt_probe: None,
             hb_backoff: 0,
@@ -288,15 +292,32 @@ pub(super) struct Sizes {
 }
 
 impl Sizes {
+    /// About the bytes a sample of `len` payload bytes occupies in datagrams
+    /// (its DATA or DATA_FRAGs with their headers), to compare what readers
+    /// acknowledge with what the pacer sent.
+    pub(super) fn wire_len(&self, len: usize) -> usize {
+        if len > self.max_data {
+            len + len.div_ceil(self.frag) * FRAG_OVERHEAD
+        } else {
+            // DATA header, INFO_TS, and a share of the datagram's header.
+            len + 24 + 12 + 8
+        }
+    }
+
     pub(super) fn new(config: &ParticipantConfig, qos: &WriterQos) -> Self {
         let max_message = qos
             .max_message_size
             .map_or(config.max_message_size, |m| m.min(config.max_message_size))
             .max(DATA_OVERHEAD + MIN_FRAGMENT + 16);
         let max_data = max_message - DATA_OVERHEAD;
-        // Leave room for the DATA_FRAG header and inline QoS; a fragment
-        // must also fit the 16-bit fragmentSize field.
-        let auto = (max_data.saturating_sub(16) & !3).clamp(MIN_FRAGMENT, 0xff00);
+        // A fragment fills a datagram alone: header, INFO_DST, INFO_TS and
+        // the DATA_FRAG header with the first fragment's inline QoS (room for
+        // a key hash even when unkeyed: a write may still give one).
+        // HEARTBEATs go where room is left (a short last fragment) or in a
+        // datagram of their own. A fragment must also fit the 16-bit
+        // fragmentSize field.
+        let overhead = FRAG_OVERHEAD + FRAG_KEY_QOS;
+        let auto = (max_message.saturating_sub(overhead) & !3).clamp(MIN_FRAGMENT, 0xff00);
         let frag = match qos.fragment_size.unwrap_or(config.fragment_size) {
             0 => auto,
             f => f.clamp(MIN_FRAGMENT, auto),

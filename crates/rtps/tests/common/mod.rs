@@ -19,6 +19,9 @@ pub fn config(n: u8) -> ParticipantConfig {
             core::net::Ipv4Addr::new(127, 0, 0, 3 - n),
             7410,
         )],
+        // (These tests move whole histories at one instant of simulated
+        // time; pacing is tested in `congestion` and `testkit`.)
+        congestion_control: false,
         ..ParticipantConfig::default()
     }
 }
