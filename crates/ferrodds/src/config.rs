@@ -97,8 +97,8 @@ pub struct Config {
     pub ip_fragmentation: bool,
     /// Pace reliable traffic at a rate adapted to the delivery and losses readers report
     /// ([`ferrodds_rtps::congestion`]). Default: `false` (opt-in; with it, measured: 63000 B reliable over a
-    /// 100 Mbit/s tbf link 87–88 Mbit/s with 0 % and 1 % loss, against ~20 Mbit/s unpaced;
-    /// 10 MB samples on loopback 8–13 Gbit/s, against almost nothing unpaced; it stays
+    /// 100 Mbit/s tbf link 59–77 Mbit/s with 0 % and 1 % loss, against ~20 Mbit/s unpaced;
+    /// 10 MB samples on loopback 8–13 Gbit/s; it stays
     /// opt-in while strict-reliable runs under 30 % simulated loss stall with it);
     /// `FERRODDS_CONGESTION_CONTROL=1` turns it on.
     pub congestion_control: bool,

@@ -263,9 +263,10 @@ fn throughput_large_data_one_megabyte() {
     assert!(latency_summary(&p.stdout)[1] > 0.0);
 }
 
-/// Back-to-back 10 MB samples in throughput mode (each 7,500+ fragments on
-/// loopback's 64 KB datagrams: the writer outruns the receiver's socket
-/// buffer unless paced): every one of them arrives, within the bound.
+/// Back-to-back 10 MB samples in throughput mode (each 160 fragments of
+/// loopback's 64 KB datagrams; before the reassembler made room for the SN
+/// it needs first, the subscriber received none): every one of them
+/// arrives, within the bound.
 #[test]
 fn throughput_large_data_ten_megabytes() {
     let t0 = std::time::Instant::now();

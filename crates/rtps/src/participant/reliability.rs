@@ -130,7 +130,12 @@ impl Participant {
             sizes,
             ..
         } = w;
-        let reliable_readers = proxies.iter().filter(|p| p.reliable).count().max(1) as u64;
+        // (Counted only when it is used: congestion control.)
+        let reliable_readers = if self.pacer.enabled() {
+            proxies.iter().filter(|p| p.reliable).count().max(1) as u64
+        } else {
+            1
+        };
         let Some(p) = proxies.iter_mut().find(|p| p.guid == reader) else {
             self.stats.unmatched_submessages += 1;
             return;
@@ -153,10 +158,10 @@ impl Participant {
             return;
         };
         // Bytes this reader newly acknowledged, as sent (with their
-        // submessage headers): the delivery rate (only
-        // under congestion control; at most the whole history is visited).
-        // A datagram is paced once whatever number of readers it reaches,
-        // so each reader's share is its 1/n (n reliable readers).
+        // submessage headers), feed the delivery rate under congestion
+        // control (at most the whole history is visited). A datagram is
+        // paced once whatever number of readers it reaches, so each reader's
+        // share is 1/n (n reliable readers).
         let delivered = if self.pacer.enabled() && p.acked > acked_before {
             let bytes: u64 = (acked_before.max(history.first_sn().unwrap_or(i64::MAX) - 1) + 1
                 ..=p.acked)
