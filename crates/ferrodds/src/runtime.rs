@@ -324,6 +324,11 @@ impl Inner {
                     }
                     if st.engine.pending_bytes(w.writer) > 0 {
                         wait = wait.min(w.fc.period);
+                        // Budget left but congestion control holds the
+                        // data back: retry when it lets data go.
+                        if let Some(t) = st.engine.pacing_resume_at().filter(|_| w.tokens > 0) {
+                            wait = wait.min(Duration::from_nanos(t.0.saturating_sub(now.0)));
+                        }
                     }
                 }
                 self.drain_locked(&mut st, now, &mut pending);

@@ -48,8 +48,7 @@ pub struct ParticipantConfig {
     pub entity_name: Option<String>,
     /// Pace reliable traffic (new data and repairs) at a rate that adapts to
     /// the delivery and loss readers report ([`crate::congestion`]); default
-    /// off (opt-in: under heavy simulated loss, 30 %, strict-reliable runs
-    /// still stall with it). Off, the engine sends as fast as it is polled (HEARTBEAT and NACK
+    /// on. Off, the engine sends as fast as it is polled (HEARTBEAT and NACK
     /// timing still follow the measured round trip).
     pub congestion_control: bool,
 }
@@ -73,7 +72,7 @@ impl Default for ParticipantConfig {
             fragment_size: 0,
             reassembly: ReassemblyLimits::default(),
             entity_name: None,
-            congestion_control: false,
+            congestion_control: true,
         }
     }
 }

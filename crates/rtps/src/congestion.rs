@@ -13,8 +13,10 @@
 //! slow start, loss-tolerant multiplicative decrease anchored on the
 //! measured delivery rate, and slow multiplicative growth gated by queueing.
 //! - The rate starts at [`INITIAL_RATE`] (a full bucket goes at once) and,
-//!   in slow start, doubles every window in which the sender used it and
-//!   the readers' acknowledgements kept up ([`SLOW_START_DELIVERED`]).
+//!   in slow start, doubles every window in which the sender used it, the
+//!   readers' acknowledgements kept up ([`SLOW_START_DELIVERED`]) and a
+//!   round-trip sample showed no queue. Slow start ends at the first queue
+//!   or window with losses ([`MIN_LOSS_BYTES`]).
 //! - The pacer counts bytes sent (new data and repairs), bytes lost (what
 //!   readers newly ask to be repaired: SNs by ACKNACK, fragments by
 //!   NACK_FRAG) and bytes delivered (what their ACKNACKs newly acknowledge,
@@ -32,8 +34,12 @@
 //!   anything while a queue builds (at least [`MIN_LOSS_BYTES`] either way),
 //!   is congestion: the rate becomes
 //!   [`GOODPUT_SHARE`] of the delivery rate (it was the bottleneck's rate
-//!   while the queue was full), but no less than [`MAX_DECREASE`] of the
-//!   previous rate (except when leaving slow start); then one window passes
+//!   while the queue was full) or of what the window sent and readers did
+//!   not report lost, if more (acknowledgements are cumulative: a sample
+//!   waiting for a repair holds back those of all that follow), but no less
+//!   than [`MAX_DECREASE`] of the previous rate (leaving slow start: no
+//!   less than that share of what the readers took in the window that last
+//!   doubled the rate); then one window passes
 //!   before the next decision, as the readers' NACKs for data sent before
 //!   the decrease are still arriving.
 //! - A window without congestion or queue in which the sender used its rate
@@ -207,6 +213,10 @@ pub struct Pacer {
     delivery: [f64; DELIVERY_SAMPLES],
     delivery_next: usize,
     delivery_at: Timestamp,
+    /// Bytes per second the readers acknowledged in the slow-start window
+    /// that last doubled the rate (0: none): a floor of the decrease that
+    /// ends slow start.
+    slow_start_delivered: f64,
     /// Counters.
     pub stats: PacerStats,
     enabled: bool,
@@ -243,6 +253,7 @@ impl Pacer {
             delivery: [0.0; DELIVERY_SAMPLES],
             delivery_next: 0,
             delivery_at: Timestamp(0),
+            slow_start_delivered: 0.0,
             stats: PacerStats::default(),
             enabled,
         }
@@ -446,14 +457,22 @@ impl Pacer {
                 // Acknowledgements are still to come: judge later.
                 return false;
             }
-            let goodput = delivery
-                .unwrap_or_else(|| self.win_sent.saturating_sub(self.win_lost) as f64 / secs);
+            // (Also no less than what was sent and not reported lost in
+            // this window: readers acknowledge cumulatively, so one sample
+            // waiting for a repair holds back the acknowledgement of all
+            // that follow, and the delivery rate can look far too low.)
+            let not_lost = self.win_sent.saturating_sub(self.win_lost) as f64 / secs;
+            let goodput = delivery.map_or(not_lost, |d| d.max(not_lost));
             let target = GOODPUT_SHARE * goodput;
             let new = match self.rate {
                 Some(r) if self.slow_start => {
-                    // The doubling overshot: the measured goodput share.
+                    // The doubling overshot: the measured goodput share,
+                    // but no less than what the readers took in the window
+                    // that last doubled the rate (one sample waiting for a
+                    // repair holds their acknowledgements back, which
+                    // can make the delivery rate look far too low).
                     self.slow_start = false;
-                    target.min(r)
+                    target.max(GOODPUT_SHARE * self.slow_start_delivered).min(r)
                 }
                 Some(r) if target >= r => {
                     // Readers take more than this rate: the loss is not
@@ -474,15 +493,22 @@ impl Pacer {
             self.reset_window(now);
             return true;
         } else if let Some(r) = self.rate {
-            if self.slow_start && queueing {
+            if self.slow_start && (queueing || self.win_lost >= MIN_LOSS_BYTES) {
+                // A queue, or losses (below the tolerance: a lossy link, or
+                // the first tail drops of a full queue): the rate is near
+                // what the path takes; growth is slow from here.
                 self.slow_start = false;
             } else if self.slow_start
                 && self.win_limited
+                && self.win_min_rtt > 0
                 && self.win_delivered as f64 >= SLOW_START_DELIVERED * self.win_sent as f64
             {
                 // (Only while the readers' acknowledgements keep up: they
-                // lag a round trip behind, and a queue widens the lag.)
+                // lag a round trip behind, and a queue widens the lag; and
+                // only with a round-trip sample of this window, which shows
+                // no queue.)
                 self.rate = Some(2.0 * r);
+                self.slow_start_delivered = self.win_delivered as f64 / secs;
                 self.stats.increases += 1;
             } else if self.win_limited && !queueing {
                 let span = elapsed.min(MAX_WINDOW) as f64;

@@ -112,7 +112,8 @@ impl ReaderProxy {
     }
 
     /// Applies an ACKNACK; `None` if it was stale, else the bytes newly
-    /// requested (`size_of` an SN's payload size). `last_sn` is the writer's
+    /// requested (`size_of` an SN's payload size, given when it was last
+    /// resent to this reader, if it was). `last_sn` is the writer's
     /// newest SN; SNs resent to this reader less than `suppress` before `now`
     /// are not requested again (they are probably still on their way).
     #[allow(clippy::too_many_arguments)]
@@ -125,7 +126,7 @@ impl ReaderProxy {
         now: Timestamp,
         suppress: core::time::Duration,
         due: Timestamp,
-        size_of: impl Fn(i64, bool) -> u64,
+        size_of: impl Fn(i64, Option<Timestamp>) -> u64,
     ) -> Option<u64> {
         if self.last_acknack.is_some_and(|c| count <= c) {
             return None;
@@ -148,9 +149,9 @@ impl ReaderProxy {
             if resent.is_some_and(|t| now < t.saturating_add(suppress)) {
                 continue;
             }
-            let repaired = resent.is_some();
+            let resent = resent.copied();
             if self.requested.insert(sn) {
-                lost += size_of(sn, repaired);
+                lost += size_of(sn, resent);
             }
         }
         if self.requested.len() > before {

@@ -204,7 +204,7 @@ fn batching_writer(b: Batching) -> WriterQos {
 
 /// 32-byte samples, every one delivered in order with its content; returns
 /// the number of datagrams the writer sent.
-fn run_small_samples(batching: Batching, n: u32) -> u64 {
+fn run_small_samples(batching: Batching, n: u32, gap: Duration) -> u64 {
     let (mut net, a, b, w, r) = pair(5, batching_writer(batching), reliable_reader(), 65000);
     let sent_before = net.nodes[a].participant.stats().sent_datagrams;
     for i in 0..n {
@@ -213,6 +213,7 @@ fn run_small_samples(batching: Batching, n: u32) -> u64 {
         let now = net.now;
         net.p(a).write(w, alive(&p), now).unwrap();
         net.flush(a);
+        net.run_for(gap);
     }
     let now = net.now;
     net.p(a).flush(w, now).unwrap();
@@ -232,8 +233,10 @@ fn run_small_samples(batching: Batching, n: u32) -> u64 {
 #[test]
 fn batching_packs_small_samples_and_delivers_every_one() {
     let n = 2000;
-    let plain = run_small_samples(Batching::default(), n);
-    let batched = run_small_samples(Batching::bytes(8192), n);
+    // Unbatched samples written below congestion control's initial rate go
+    // one per datagram (a backlog behind the pacer would share datagrams).
+    let plain = run_small_samples(Batching::default(), n, Duration::from_micros(20));
+    let batched = run_small_samples(Batching::bytes(8192), n, Duration::ZERO);
     println!("{n} samples of 32 B: {plain} datagrams unbatched, {batched} batched (8192 B)");
     assert!(plain >= u64::from(n));
     // 8192 B batches hold ~100 DATA of 32 B (plus ACKNACK replies to HEARTBEATs).
@@ -308,7 +311,7 @@ fn flow_controlled_writer_sends_only_within_its_budget() {
         flow_controlled: true,
         ..keep_all_writer()
     };
-    let (mut net, a, b, w, r) = pair(8, wq, reliable_reader(), 65000);
+    let (mut net, a, b, w, r) = pair(8, wq, reliable_reader(), 8192);
     let data = big(1 << 20, 3);
     let now = net.now;
     net.p(a).write(w, alive(&data), now).unwrap();
@@ -322,15 +325,30 @@ fn flow_controlled_writer_sends_only_within_its_budget() {
     assert!(net.p(a).pending_bytes(w) > 0);
     // A budget below one datagram sends nothing (and drops nothing).
     assert_eq!(net.transmit_flow_controlled(a, w, 1000), 0);
-    // 200 kB per 10 ms period: about 6 periods for 1 MiB.
+    // 100 kB per 10 ms period (10 MB/s, below congestion control's
+    // initial rate): about 11 periods for 1 MiB. Within a period the
+    // publisher spends its budget as the pacer lets it (as the runtime's
+    // publisher thread does).
     let mut periods = 0;
+    const BUDGET: usize = 100_000;
     while net.nodes[b].samples_of(r).count() == 0 && periods < 100 {
-        let sent = net.transmit_flow_controlled(a, w, 200_000);
-        assert!(sent <= 200_000);
-        net.run_for(Duration::from_millis(10));
+        let end = net.now.saturating_add(Duration::from_millis(10));
+        let mut sent = 0;
+        loop {
+            sent += net.transmit_flow_controlled(a, w, BUDGET - sent);
+            assert!(sent <= BUDGET);
+            match net.p(a).pacing_resume_at() {
+                Some(t) if t < end && sent + 8192 <= BUDGET && net.p(a).pending_bytes(w) > 0 => {
+                    let d = t.0 - net.now.0;
+                    net.run_for(Duration::from_nanos(d));
+                }
+                _ => break,
+            }
+        }
+        net.run_for(Duration::from_nanos(end.0.saturating_sub(net.now.0)));
         periods += 1;
     }
-    assert!((5..=8).contains(&periods), "{periods} periods");
+    assert!((10..=12).contains(&periods), "{periods} periods");
     assert!(net.nodes[b].samples_of(r).next().unwrap().payload == data);
     assert_eq!(net.p(a).pending_bytes(w), 0);
 }

@@ -112,6 +112,14 @@ impl Participant {
         })
     }
 
+    /// When congestion control next lets a datagram of new data or repair
+    /// go, if it is holding them back now (`None`: not waiting). A caller
+    /// of [`Participant::poll_transmit_writer`] that got `None` with budget
+    /// left and [`Participant::pending_bytes`] to send retries then.
+    pub fn pacing_resume_at(&self) -> Option<Timestamp> {
+        self.pacer.next_send_at()
+    }
+
     /// Sends everything `w` holds (batching) on the next `poll_transmit`.
     pub fn flush(&mut self, w: WriterId, now: Timestamp) -> Result<(), EngineError> {
         let _ = now;

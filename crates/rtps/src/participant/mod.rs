@@ -352,13 +352,18 @@ impl Participant {
     }
 
     /// How long a repaired SN (or fragments of one) is not repaired again
-    /// for the same reader: the retransmission timeout without its minimum
-    /// (the repair is probably still on its way), at least 100 µs, at most
-    /// the HEARTBEAT period; `heartbeat_period / 20` before a measurement.
+    /// for the same reader: the retransmission timeout without its minimum,
+    /// or three smoothed round trips if longer (the repair is probably still
+    /// on its way, behind a bottleneck's queue that the round trip, measured
+    /// when it was emptier, understates), at least 100 µs, at most the
+    /// HEARTBEAT period; `heartbeat_period / 20` before a measurement.
     fn repair_suppress(&self) -> core::time::Duration {
         let hb = self.config.heartbeat_period;
         match self.rtt.raw_rto() {
-            Some(r) => core::time::Duration::from_nanos(r.max(100_000)).min(hb),
+            Some(r) => {
+                let queued = 3 * self.rtt.srtt().unwrap_or(0);
+                core::time::Duration::from_nanos(r.max(queued).max(100_000)).min(hb)
+            }
             None => hb / 20,
         }
     }

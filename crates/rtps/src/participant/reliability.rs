@@ -144,10 +144,11 @@ impl Participant {
             return;
         }
         // Losses of data sent before the last decrease do not count again,
-        // but a lost repair does.
+        // but a repair sent after it that is lost does.
         let recovery = w.recovery_sn;
-        let size_of = |sn: i64, repaired: bool| {
-            if sn <= recovery && !repaired {
+        let recovery_at = w.recovery_at;
+        let size_of = |sn: i64, resent: Option<Timestamp>| {
+            if sn <= recovery && resent.is_none_or(|t| t < recovery_at) {
                 return 0;
             }
             history.get(sn).map_or(0, |c| c.payload.len() as u64)
@@ -222,7 +223,8 @@ impl Participant {
         if p.reliable {
             let new = p.on_nack_frag(sn, frags.iter().map(|f| f.0), count, now, suppress, due);
             self.work.watch_reader_proxy(&mut w.repair_work, p);
-            if new > 0 && (sn > w.recovery_sn || p.resent.contains_key(&sn)) {
+            let repair_lost = p.resent.get(&sn).is_some_and(|t| *t >= w.recovery_at);
+            if new > 0 && (sn > w.recovery_sn || repair_lost) {
                 let lost = new as u64 * w.sizes.frag as u64;
                 self.on_lost(now, lost);
             }
@@ -234,15 +236,16 @@ impl Participant {
     /// point: the decrease answered them).
     fn on_lost(&mut self, now: Timestamp, bytes: u64) {
         if self.pacer.on_lost(now, bytes, self.rtt.srtt()) {
-            self.set_recovery_points();
+            self.set_recovery_points(now);
         }
         self.sync_cc_stats();
     }
 
     /// After a congestion decrease: what writers pushed so far was sent before it.
-    pub(super) fn set_recovery_points(&mut self) {
+    pub(super) fn set_recovery_points(&mut self, now: Timestamp) {
         for w in self.writers.iter_mut().flatten() {
             w.recovery_sn = w.pushed + i64::from(w.push_frag > 1);
+            w.recovery_at = now;
         }
     }
 

@@ -478,8 +478,7 @@ impl Participant {
                 let before = e.len();
                 if repairs_due {
                     // Fragments asked for by NACK_FRAG.
-                    'frags: while let Some(mut entry) = p.frag_requests.first_entry() {
-                        let sn = *entry.key();
+                    'frags: while let Some((&sn, _)) = p.frag_requests.first_key_value() {
                         let available = if sn >= p.first_relevant {
                             w.history.get(sn)
                         } else {
@@ -487,24 +486,30 @@ impl Participant {
                         };
                         let Some(c) = available.filter(|c| c.payload.len() > sizes.max_data) else {
                             // Gone (or not fragmented): GAP or resend it whole.
-                            entry.remove();
+                            p.frag_requests.remove(&sn);
                             if p.requested.len() < 4096 {
                                 p.requested.insert(sn);
                             }
                             continue;
                         };
-                        while let Some(f) = entry.get_mut().pop_first() {
+                        // (Noted at once: a NACK_FRAG arriving while this
+                        // SN's fragments are still being resent must not
+                        // ask again for those just sent.)
+                        p.note_resent(sn, now);
+                        let Some(set) = p.frag_requests.get_mut(&sn) else {
+                            break;
+                        };
+                        while let Some(f) = set.pop_first() {
                             // (A fragment may fill the datagram: the
                             // HEARTBEAT below goes only if room is left.)
                             if !emit_fragment(&mut e, ids, c, sizes.frag, f, true, 0) {
-                                entry.get_mut().insert(f);
+                                set.insert(f);
                                 break 'frags;
                             }
                             self.stats.resent_data += 1;
                             self.stats.resent_fragments += 1;
                         }
-                        entry.remove();
-                        p.note_resent(sn, now);
+                        p.frag_requests.remove(&sn);
                     }
                     while let Some(&sn) = p.requested.first() {
                         let change = if sn >= p.first_relevant {

@@ -135,7 +135,7 @@ impl Participant {
             }
         }
         if self.pacer.evaluate(now, self.rtt.srtt()) {
-            self.set_recovery_points();
+            self.set_recovery_points(now);
         }
         self.sync_cc_stats();
         self.work.timeout = self.next_deadline();
@@ -165,8 +165,14 @@ impl Participant {
                 }
             }
         }
+        // While the pacer waits for tokens, paced work that is already due
+        // (a repair, a batch to flush) can only go when they come: its
+        // deadline is that time, not a past one (which would wake the
+        // caller again at once, a busy loop until the tokens come).
+        let gate = self.pacer.next_send_at();
+        let paced = |d: Timestamp| gate.map_or(d, |g| d.max(g));
         if self.work.push || self.work.repair {
-            if let Some(p) = self.pacer.next_send_at() {
+            if let Some(p) = gate {
                 t = t.min(p);
             }
         }
@@ -177,11 +183,11 @@ impl Participant {
             // (Flow-controlled writers are paced by their publisher, which
             // polls on its own period.)
             if let Some(d) = w.batch_deadline().filter(|_| !w.qos.flow_controlled) {
-                t = t.min(d);
+                t = t.min(paced(d));
             }
             for p in &w.proxies {
                 if p.repairs_requested() {
-                    t = t.min(p.repair_due);
+                    t = t.min(paced(p.repair_due));
                 }
             }
         }

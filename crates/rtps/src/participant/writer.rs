@@ -44,6 +44,9 @@ pub(super) struct LocalWriter {
     /// Losses of SNs up to this one were sent before the last congestion
     /// decrease: they are repaired but not counted again ([`crate::congestion`]).
     pub(super) recovery_sn: i64,
+    /// When the last congestion decrease happened (repairs sent before it
+    /// that are reported lost do not count again).
+    pub(super) recovery_at: Timestamp,
     /// Some proxy may have repair work ([`ReaderProxy::has_repair_work`]);
     /// false guarantees none has (see [`Work`]).
     pub(super) repair_work: bool,
@@ -150,6 +153,7 @@ impl LocalWriter {
             rtt_probe: None,
             hb_backoff: 0,
             recovery_sn: 0,
+            recovery_at: Timestamp(0),
             repair_work: false,
             plan: None,
             sizes: Sizes {
