@@ -12,7 +12,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::error::LabError;
 use crate::matrix::{MatrixSpec, PlannedRun, System, TestKind};
 use crate::parse;
-use crate::record::{self, HostInfo, RunRecord, RunSettings, RunStatus, Summary};
+use crate::record::ThroughputStats;
+use crate::record::{self, HostInfo, LatencyStats, RunRecord, RunSettings, RunStatus, Summary};
 use crate::runner::{self, CommandSpec, Ending, PairOutcome, PairTiming, Placement};
 use crate::testbed::{self, Impairments, Testbed};
 
@@ -262,7 +263,34 @@ fn describe_exit(p: &runner::ProcOutput) -> String {
     }
 }
 
-/// Turns a pair outcome into a record.
+fn no_samples(t: Option<&ThroughputStats>) -> bool {
+    t.is_some_and(|t| t.total_samples == 0)
+}
+
+/// What a timed-out run's processes printed when interrupted (empty when nothing was parsed).
+fn measured_until_interrupt(
+    test: TestKind,
+    latency: Option<&LatencyStats>,
+    throughput: Option<&ThroughputStats>,
+) -> String {
+    match (test, latency, throughput) {
+        (TestKind::Throughput, _, Some(t)) if t.total_samples == 0 => {
+            "; interrupted then, the subscriber had received no samples".into()
+        }
+        (TestKind::Throughput, _, Some(t)) => format!(
+            "; interrupted then, the subscriber had received {} samples: {:.1} Mbps, {} lost",
+            t.total_samples, t.mbps, t.lost_samples
+        ),
+        (TestKind::Latency, Some(l), _) => format!(
+            "; interrupted then, the publisher had measured p50 {:.1} µs, p99 {:.1} µs",
+            l.p50_us, l.p99_us
+        ),
+        _ => String::new(),
+    }
+}
+
+/// Turns a pair outcome into a record. A throughput run whose subscriber received no samples
+/// fails; a timed-out run keeps (and its error quotes) what was printed after SIGINT.
 pub fn make_record(
     run: &PlannedRun,
     outcome: &PairOutcome,
@@ -295,11 +323,19 @@ pub fn make_record(
         Ending::Interrupted => (RunStatus::Interrupted, "interrupted (Ctrl-C)".to_string()),
         Ending::TimedOut => (
             RunStatus::TimedOut,
-            format!("timed out after {:.0} s", outcome.elapsed.as_secs_f64()),
+            format!(
+                "timed out after {:.0} s{}",
+                outcome.elapsed.as_secs_f64(),
+                measured_until_interrupt(s.test, latency.as_ref(), throughput.as_ref())
+            ),
         ),
         Ending::ServerFailed => (
             RunStatus::Failed,
             format!("subscriber side failed first ({exits})"),
+        ),
+        Ending::Finished if s.test == TestKind::Throughput && no_samples(throughput.as_ref()) => (
+            RunStatus::Failed,
+            format!("the subscriber received no samples ({exits})"),
         ),
         Ending::Finished if have => (RunStatus::Ok, String::new()),
         Ending::Finished => (
@@ -711,6 +747,65 @@ mod tests {
         assert_eq!(r.status, RunStatus::TimedOut);
         let r = make_record(&run, &outcome(Ending::Interrupted, LAT, ""), &c, &c, "x", 2);
         assert_eq!(r.status, RunStatus::Interrupted);
+    }
+
+    const THR_HEADER: &str = "Sample Size (Bytes), Total Samples, Avg Samples/s,    Avg Mbps, Lost Samples, Lost Samples (%)\n";
+
+    #[test]
+    fn throughput_records_of_slow_and_empty_runs() {
+        let run = planned(System::Ferrodds, TestKind::Throughput);
+        let c = CommandSpec::new("perftest").args(["-sub"]);
+        // A timed-out run keeps what the subscriber printed on SIGINT and quotes it.
+        let slow = format!("{THR_HEADER}              63000,            80,             1,         0.6,            0,             0.00\n");
+        let r = make_record(
+            &run,
+            &outcome(Ending::TimedOut, "", &slow),
+            &c,
+            &c,
+            "netns",
+            6,
+        );
+        assert_eq!(r.status, RunStatus::TimedOut);
+        assert_eq!(r.throughput.unwrap().total_samples, 80);
+        assert!(
+            r.error
+                .contains("timed out after 3 s; interrupted then, the subscriber had received 80 samples: 0.6 Mbps, 0 lost"),
+            "{}",
+            r.error
+        );
+        assert!(r.stderr_tail.contains("sub: sub complaint"));
+        // No samples: never ok, and the subscriber's output is kept.
+        let empty = format!("{THR_HEADER}              63000,             0,              ,         0.0,            0,             0.00\n");
+        let r = make_record(
+            &run,
+            &outcome(Ending::Finished, "", &empty),
+            &c,
+            &c,
+            "netns",
+            6,
+        );
+        assert_eq!(r.status, RunStatus::Failed);
+        assert!(
+            r.error.contains("the subscriber received no samples"),
+            "{}",
+            r.error
+        );
+        assert!(r.stderr_tail.contains("sub: sub complaint"));
+        let r = make_record(
+            &run,
+            &outcome(Ending::TimedOut, "", &empty),
+            &c,
+            &c,
+            "netns",
+            6,
+        );
+        assert!(
+            r.error.ends_with("the subscriber had received no samples"),
+            "{}",
+            r.error
+        );
+        let r = make_record(&run, &outcome(Ending::TimedOut, "", ""), &c, &c, "netns", 6);
+        assert_eq!(r.error, "timed out after 3 s");
     }
 
     #[test]

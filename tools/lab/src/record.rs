@@ -4,7 +4,9 @@
 //! CSV schema (`latency.csv`, `throughput.csv`): the columns [`META_COLUMNS`], then the
 //! perftest summary columns of the test ([`LATENCY_COLUMNS`] or [`THROUGHPUT_COLUMNS`], named as
 //! in the reference CSVs), then [`TAIL_COLUMNS`] (error, the two command lines, stderr tail).
-//! Metric cells of failed runs are empty. `summary.json` ([`Summary`]) holds the run settings,
+//! Metric cells of failed runs are empty, except what a timed-out run's processes printed when
+//! interrupted (partial figures, status `timed-out`; aggregates use `ok` runs only) and the zeros
+//! of a throughput run that received no samples. `summary.json` ([`Summary`]) holds the run settings,
 //! every record and the aggregates.
 
 use std::collections::BTreeMap;

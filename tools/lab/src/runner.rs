@@ -3,6 +3,8 @@
 //! The "server" (perftest `-sub`, ddsperf `pong`/`sub`) starts first; the "client" (perftest
 //! `-pub`, ddsperf `ping`/`pub`) follows after a short delay. Each child gets its own process
 //! group, so a terminal's Ctrl-C reaches only the lab, which then kills the groups itself.
+//! A pair that outlives its timeout is first sent SIGINT (perftest then prints what it has
+//! measured so far) and killed [`TIMEOUT_INTERRUPT_GRACE`] later if still running.
 //! Output is read by one thread per pipe into a bounded buffer (the tail is kept).
 
 use std::io::Read;
@@ -19,6 +21,10 @@ use crate::matrix::{KEYED_INSTANCES, LARGE_THRESHOLD};
 
 /// Most bytes of one pipe's output kept (the tail).
 pub const OUTPUT_CAP: usize = 4 << 20;
+
+/// How long the processes of a timed-out pair get, after SIGINT, to print what they measured
+/// and exit before they are killed.
+pub const TIMEOUT_INTERRUPT_GRACE: Duration = Duration::from_secs(3);
 
 /// A program with arguments and extra environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -402,16 +408,27 @@ impl Running {
         self.status.is_some()
     }
 
+    /// Sends `signal` to the whole process group (wrappers such as `sh -c` may have forked).
+    fn signal_group(&self, signal: &str) {
+        let _ = Command::new("kill")
+            .args([signal, "--", &format!("-{}", self.child.id())])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+
+    /// Asks the process to stop (SIGINT: perftest prints its summary and exits).
+    fn interrupt(&mut self) {
+        if !self.poll() {
+            self.signal_group("-INT");
+        }
+    }
+
     fn kill(&mut self) {
         if self.poll() {
             return;
         }
-        // The whole process group (wrappers such as `sh -c` may have forked).
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.child.id())])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        self.signal_group("-KILL");
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -440,6 +457,8 @@ fn sleep_unless(stop: &AtomicBool, d: Duration) -> bool {
 }
 
 /// Runs a server/client pair to completion, timeout or stop; always reaps both processes.
+/// On timeout both are sent SIGINT and given [`TIMEOUT_INTERRUPT_GRACE`] to print their
+/// summaries before they are killed.
 pub fn run_pair(
     server: &CommandSpec,
     client: &CommandSpec,
@@ -496,6 +515,19 @@ pub fn run_pair(
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    if ending == Ending::TimedOut {
+        // Let both sides print what they measured up to now (the record keeps it), then kill.
+        cli.interrupt();
+        srv.interrupt();
+        let end = Instant::now() + TIMEOUT_INTERRUPT_GRACE;
+        while Instant::now() < end && !stop.load(Ordering::Relaxed) {
+            let c = cli.poll();
+            if c && srv.poll() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     let client = cli.finish();
     let server = srv.finish();
     Ok(PairOutcome {
@@ -636,6 +668,24 @@ mod tests {
         let bad = CommandSpec::new("sh").args(["-c", "exit 1"]);
         let o = run_pair(&bad, &slow, timing, &stop).unwrap();
         assert_eq!(o.ending, Ending::ServerFailed);
+
+        // On timeout, SIGINT first: a server that prints its summary then is heard; one that
+        // ignores SIGINT is killed after the grace time.
+        let polite = CommandSpec::new("sh").args([
+            "-c",
+            "trap 'echo summary; exit 0' INT; echo started; while :; do sleep 0.05; done",
+        ]);
+        let deaf = CommandSpec::new("sh").args(["-c", "trap '' INT; sleep 30"]);
+        let o = run_pair(&polite, &deaf, t2, &stop).unwrap();
+        assert_eq!(o.ending, Ending::TimedOut);
+        assert_eq!(
+            o.server.stdout.split_whitespace().collect::<Vec<_>>(),
+            ["started", "summary"]
+        );
+        assert_eq!(o.server.status.unwrap().code(), Some(0));
+        assert!(o.client.status.is_none(), "the deaf client was killed");
+        assert!(o.elapsed >= TIMEOUT_INTERRUPT_GRACE);
+        assert!(o.elapsed < TIMEOUT_INTERRUPT_GRACE + Duration::from_secs(3));
 
         stop.store(true, Ordering::Relaxed);
         let o = run_pair(&slow, &slow, timing, &stop).unwrap();
