@@ -237,7 +237,11 @@ fn reliable_63000_at_100_mbit(loss_pct: u32) {
         format!("netns rate={RATE_MBIT}Mbit")
     };
     assert_eq!(r.topology, link);
-    let min = if loss_pct > 0 { MIN_MBPS_LOSSY } else { MIN_MBPS };
+    let min = if loss_pct > 0 {
+        MIN_MBPS_LOSSY
+    } else {
+        MIN_MBPS
+    };
     let passed = r.status == RunStatus::Ok
         && r.throughput
             .is_some_and(|t| t.total_samples > 0 && t.mbps >= min && t.lost_samples == 0);
