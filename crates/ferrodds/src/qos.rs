@@ -135,6 +135,14 @@ pub struct DataWriterQos {
     /// Synchronous (default: `write` sends from the caller's thread) or
     /// asynchronous with a flow controller.
     pub publish_mode: PublishMode,
+    /// Best-effort only: whether this writer's data follows the sending rate
+    /// that congestion control measured on the participant's reliable
+    /// traffic (default false: best-effort data goes out as fast as it is
+    /// written, and what the network drops shows as the readers'
+    /// [`crate::SampleLostStatus`]). Reliable data is always paced while
+    /// congestion control is on; for a fixed rate use
+    /// [`DataWriterQos::asynchronous`] with a [`FlowController`].
+    pub pace_best_effort: bool,
 }
 
 impl Default for DataWriterQos {
@@ -149,6 +157,7 @@ impl Default for DataWriterQos {
             deadline: None,
             batching: Batching::default(),
             publish_mode: PublishMode::Synchronous,
+            pace_best_effort: false,
         }
     }
 }
@@ -578,6 +587,7 @@ impl DataWriterQos {
             partition: ferrodds_rtps::Partition(partition.to_vec()),
             batching: engine_batching(self.batching),
             flow_controlled: matches!(self.publish_mode, PublishMode::Asynchronous(_)),
+            pace_best_effort: self.pace_best_effort,
             ..ferrodds_rtps::WriterQos::default()
         }
     }

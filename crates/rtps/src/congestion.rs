@@ -1,5 +1,9 @@
 //! Round-trip time estimation and the pacing / congestion control of a
-//! participant's reliable traffic (new user data and repairs).
+//! participant's reliable traffic (new user data and repairs). Best-effort
+//! data is not paced unless its writer asks to follow this rate
+//! ([`crate::WriterQos::pace_best_effort`]): its readers report nothing, so
+//! it neither feeds nor waits for the control loop, and what a bottleneck
+//! drops shows as the readers' lost samples.
 //!
 //! **Round-trip time** ([`RttEstimator`]): a writer whose HEARTBEAT asks for an
 //! acknowledgement remembers when and up to which SN; the first ACKNACK that

@@ -57,12 +57,17 @@
 //!   a reliable reader lags, a HEARTBEAT follows the last push after a
 //!   retransmission timeout (a tail-loss probe) and repeats with exponential
 //!   back-off up to every `heartbeat_period`. Repairs go before new data; with
-//!   [`ParticipantConfig::congestion_control`] both are paced. KEEP_LAST evicts per instance (key hash); KEEP_ALL
+//!   [`ParticipantConfig::congestion_control`] both are paced (best-effort
+//!   data only with [`WriterQos::pace_best_effort`]: otherwise it goes as
+//!   fast as it is written). A reliable writer pushes at most 32,768 SNs
+//!   beyond its slowest reliable reader's acknowledgement (what a reader
+//!   buffers out of order). KEEP_LAST evicts per instance (key hash); KEEP_ALL
 //!   with `max_samples` reports [`WriteError::HistoryFull`] until
 //!   acknowledgements free space ([`Event::WriterResourcesAvailable`]).
 //!   Volatile writers drop what every reliable reader acknowledged.
 //! - Readers: best effort delivers only SNs newer than the last one; reliable
-//!   readers buffer out of order (bounded), deliver in SN order exactly once,
+//!   readers buffer out of order (at most 32,768 changes, and 256 MiB beyond
+//!   the first 64), deliver in SN order exactly once,
 //!   answer every non-final HEARTBEAT (and any showing missing data) with an
 //!   ACKNACK whose base is the first missing SN (never 0; ACKNACKs requesting
 //!   data are at least twice the round trip apart, 1 ms before one is

@@ -8,8 +8,16 @@ use crate::sn_set::SnSet;
 use crate::types::{ChangeKind, Timestamp};
 use crate::{Guid, Locator, Time};
 
-/// Most out-of-order changes buffered per writer proxy.
-pub(crate) const MAX_OUT_OF_ORDER: usize = 4096;
+/// Most out-of-order changes buffered per writer proxy (a writer does not
+/// push further ahead of a reader's acknowledgements: behind one lost
+/// datagram a reader must hold all that a window of small batched samples
+/// carries, or drop it and have it resent, 256 SNs per ACKNACK).
+pub(crate) const MAX_OUT_OF_ORDER: usize = 32768;
+/// Most payload bytes of out-of-order changes buffered per writer proxy
+/// beyond its first [`MIN_OUT_OF_ORDER`] changes.
+pub(crate) const MAX_OUT_OF_ORDER_BYTES: usize = 256 << 20;
+/// Out-of-order changes a writer proxy buffers whatever their size.
+const MIN_OUT_OF_ORDER: usize = 64;
 /// Most outstanding repair requests per reader proxy.
 const MAX_REQUESTED: usize = 4096;
 /// Most samples with outstanding fragment requests per reader proxy.
@@ -22,6 +30,11 @@ pub(crate) struct Change {
     pub(crate) key_hash: Option<[u8; 16]>,
     pub(crate) source_timestamp: Option<Time>,
     pub(crate) payload: Vec<u8>,
+}
+
+/// Payload bytes of a buffered entry (`None`: an SN a GAP made irrelevant).
+fn held_len(c: &Option<Change>) -> usize {
+    c.as_ref().map_or(0, |c| c.payload.len())
 }
 
 /// A remote reader as seen by a local writer.
@@ -197,6 +210,8 @@ pub(crate) struct WriterProxy {
     pub(crate) next: i64,
     /// Out-of-order changes (`None` = irrelevant per GAP).
     pub(crate) buffer: BTreeMap<i64, Option<Change>>,
+    /// Payload bytes held in `buffer`.
+    pub(crate) buffer_bytes: usize,
     /// Highest SN known to exist.
     pub(crate) max_seen: i64,
     /// A HEARTBEAT established where the writer starts.
@@ -249,6 +264,7 @@ impl WriterProxy {
             locators,
             next: 1,
             buffer: BTreeMap::new(),
+            buffer_bytes: 0,
             max_seen: 0,
             synced: false,
             last_hb: None,
@@ -331,6 +347,19 @@ impl WriterProxy {
             .take(max)
     }
 
+    /// Whether a change of `len` payload bytes may be buffered out of order.
+    fn buffer_has_room(&self, len: usize) -> bool {
+        let n = self.buffer.len();
+        n < MIN_OUT_OF_ORDER
+            || (n < MAX_OUT_OF_ORDER && self.buffer_bytes + len <= MAX_OUT_OF_ORDER_BYTES)
+    }
+
+    /// Removes and returns the buffered entries below `sn`.
+    fn split_buffer(&mut self, sn: i64) -> BTreeMap<i64, Option<Change>> {
+        let rest = self.buffer.split_off(&sn);
+        core::mem::replace(&mut self.buffer, rest)
+    }
+
     /// Delivers what the out-of-order buffer holds from `next` on.
     #[inline]
     fn drain(&mut self, room: &mut usize, out: &mut Outcome) {
@@ -344,7 +373,7 @@ impl WriterProxy {
         while let Some(entry) = self.buffer.first_entry() {
             if *entry.key() != self.next {
                 if *entry.key() < self.next {
-                    entry.remove();
+                    self.buffer_bytes -= held_len(&entry.remove());
                     continue;
                 }
                 break;
@@ -354,6 +383,7 @@ impl WriterProxy {
             }
             let sn = *entry.key();
             if let Some(c) = entry.remove() {
+                self.buffer_bytes -= c.payload.len();
                 out.delivered.push((sn, c));
                 *room -= 1;
             }
@@ -383,8 +413,9 @@ impl WriterProxy {
             room -= 1;
             self.next += 1;
             self.drain(&mut room, out);
-        } else if self.buffer.len() < MAX_OUT_OF_ORDER && sn - self.next < 1 << 20 {
+        } else if self.buffer_has_room(change.payload.len()) && sn - self.next < 1 << 20 {
             // Before the first HEARTBEAT the start SN is unknown: buffer.
+            self.buffer_bytes += change.payload.len();
             self.buffer.insert(sn, Some(change));
         } else {
             out.dropped += 1;
@@ -399,7 +430,8 @@ impl WriterProxy {
         let end = list.base();
         if start <= self.next && end > self.next {
             self.next = end;
-            self.buffer = self.buffer.split_off(&end);
+            let below = self.split_buffer(end);
+            self.buffer_bytes -= below.values().map(held_len).sum::<usize>();
         } else if start > self.next {
             let stop = end.min(start + 256);
             for sn in start..stop {
@@ -413,7 +445,7 @@ impl WriterProxy {
         for sn in list.iter() {
             self.max_seen = self.max_seen.max(sn);
             if sn == self.next {
-                self.buffer.remove(&sn);
+                self.buffer_bytes -= self.buffer.remove(&sn).map_or(0, |c| held_len(&c));
                 self.next += 1;
             } else if sn > self.next && self.buffer.len() < MAX_OUT_OF_ORDER {
                 self.buffer.entry(sn).or_insert(None);
@@ -447,11 +479,11 @@ impl WriterProxy {
             // Everything below `first` is no longer available: deliver what we
             // buffered, count the rest as lost (unless we never synced: then
             // this is simply where we join).
-            let rest = self.buffer.split_off(&first);
-            let below = core::mem::replace(&mut self.buffer, rest);
+            let below = self.split_buffer(first);
             let held = below.len() as i64;
             for (sn, c) in below {
                 if let Some(c) = c {
+                    self.buffer_bytes -= c.payload.len();
                     out.delivered.push((sn, c));
                     room = room.saturating_sub(1);
                 }
@@ -866,6 +898,7 @@ mod tests {
                             p.on_heartbeat(first, last, count, false, usize::MAX, &mut out);
                         }
                     }
+                    prop_assert_eq!(p.buffer_bytes, p.buffer.values().map(held_len).sum::<usize>());
                     let set = p.ack_set(usize::MAX);
                     prop_assert!(set.base() >= 1);
                     prop_assert!(set.iter().all(|sn| sn >= p.next));

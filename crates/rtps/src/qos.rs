@@ -296,6 +296,12 @@ pub struct WriterQos {
     /// of this writer is sent only through
     /// [`crate::Participant::poll_transmit_writer`], with a byte budget.
     pub flow_controlled: bool,
+    /// Best-effort data of this writer follows the participant's
+    /// congestion-controlled sending rate (default false: best-effort data
+    /// goes out as fast as it is written, and what a bottleneck drops shows
+    /// as the readers' lost samples). Reliable data is always paced while
+    /// congestion control is on; a fixed rate is a flow controller's job.
+    pub pace_best_effort: bool,
 }
 
 impl Default for WriterQos {
@@ -315,6 +321,7 @@ impl Default for WriterQos {
             max_message_size: None,
             fragment_size: None,
             flow_controlled: false,
+            pace_best_effort: false,
         }
     }
 }

@@ -32,7 +32,7 @@ use crate::history::{CacheChange, HistoryCache};
 use crate::instance::{
     InstanceState, KeyExtractor, KeyHasherBuilder, ReaderCache, TakeOutcome, TakenSample,
 };
-use crate::proxy::{Change, Outcome, ReaderProxy, WriterProxy};
+use crate::proxy::{Change, Outcome, ReaderProxy, WriterProxy, MAX_OUT_OF_ORDER};
 use crate::qos::{
     check_compatible, Durability, EndpointQos, History, ReaderQos, Reliability, ReliabilityKind,
     WriterQos,
@@ -149,6 +149,9 @@ pub struct Participant {
     rto: core::time::Duration,
     /// Pacing and congestion control of user data and repairs.
     pacer: Pacer,
+    /// Whether the datagram the last push or repair built is paced (see
+    /// [`LocalWriter::paced`]): only those use the pacer's tokens.
+    push_paced: bool,
 }
 
 fn builtin_writer(
@@ -303,6 +306,7 @@ impl Participant {
             notify: false,
             rtt: RttEstimator::default(),
             rto,
+            push_paced: false,
             pacer,
         }
     }

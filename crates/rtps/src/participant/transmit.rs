@@ -36,24 +36,36 @@ impl Participant {
         if !(self.work.repair || self.work.push) {
             return None;
         }
-        // Repairs and new data are paced (congestion control); repairs first.
+        // Repairs and new data are paced (congestion control); repairs
+        // first. Best-effort data that did not ask to be paced goes anyway.
         if !self.pacer.may_send(now, self.rtt.srtt()) {
             if let Some(t) = self.pacer.next_send_at() {
                 self.work.arm(t);
             }
-            return None;
+            let len = self
+                .work
+                .push
+                .then(|| self.transmit_push(now, buf, limit, destinations, None, false))??;
+            self.stats.sent_datagrams += 1;
+            return Some(len);
         }
+        self.push_paced = false;
         let len = self
             .work
             .repair
-            .then(|| self.transmit_repairs(now, buf, limit, destinations))
+            .then(|| {
+                self.push_paced = true;
+                self.transmit_repairs(now, buf, limit, destinations)
+            })
             .flatten()
             .or_else(|| {
                 self.work
                     .push
-                    .then(|| self.transmit_push(now, buf, limit, destinations, None))?
+                    .then(|| self.transmit_push(now, buf, limit, destinations, None, true))?
             })?;
-        self.pacer.on_sent(now, len);
+        if self.push_paced {
+            self.pacer.on_sent(now, len);
+        }
         self.stats.sent_datagrams += 1;
         debug_assert!(len <= limit);
         Some(len)
@@ -76,11 +88,11 @@ impl Participant {
         self.user_writer(w)?;
         let limit = self.config.max_message_size.min(buf.len()).min(budget);
         destinations.clear();
-        if !self.pacer.may_send(now, self.rtt.srtt()) {
-            return None;
+        let paced = self.pacer.may_send(now, self.rtt.srtt());
+        let len = self.transmit_push(now, buf, limit, destinations, Some(w.0), paced)?;
+        if self.push_paced {
+            self.pacer.on_sent(now, len);
         }
-        let len = self.transmit_push(now, buf, limit, destinations, Some(w.0))?;
-        self.pacer.on_sent(now, len);
         self.stats.sent_datagrams += 1;
         Some(len)
     }
@@ -242,6 +254,7 @@ impl Participant {
         limit: usize,
         out: &mut Vec<Locator>,
         only: Option<usize>,
+        may_pace: bool,
     ) -> Option<usize> {
         if only.is_none() && !self.work.push {
             return None;
@@ -261,6 +274,13 @@ impl Participant {
             if (w.pushed >= w.last_sn && !w.hb_owed) || (only.is_none() && w.qos.flow_controlled) {
                 continue;
             }
+            // While the pacer holds paced data back, only the rest goes
+            // (`self.push_paced` tells the caller which kind went).
+            if !may_pace && w.paced() {
+                remaining = remaining.or(Some(wi));
+                continue;
+            }
+            self.push_paced = w.paced();
             if w.proxies.is_empty() {
                 w.pushed = w.last_sn;
                 w.push_frag = 1;
@@ -310,7 +330,15 @@ impl Participant {
             // crossed a HEARTBEAT_FRAG point: then a HEARTBEAT is due.
             let mut completed = false;
             let frag_start = w.push_frag;
-            while !hb_only && w.pushed < w.last_sn {
+            // Not further ahead of the slowest reliable reader's
+            // acknowledgements than a reader buffers out of order (beyond
+            // that, what follows a lost datagram would be dropped and resent).
+            let window = acked.saturating_add(MAX_OUT_OF_ORDER as i64);
+            if !hb_only && w.pushed >= window {
+                remaining = remaining.or(Some(wi));
+                continue;
+            }
+            while !hb_only && w.pushed < w.last_sn.min(window) {
                 let sn = w.pushed + 1;
                 let Some(c) = w.history.get(sn) else {
                     // Replaced before it was sent (KEEP_LAST): readers get a GAP on request.

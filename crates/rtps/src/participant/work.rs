@@ -183,7 +183,7 @@ impl Participant {
             // (Flow-controlled writers are paced by their publisher, which
             // polls on its own period.)
             if let Some(d) = w.batch_deadline().filter(|_| !w.qos.flow_controlled) {
-                t = t.min(paced(d));
+                t = t.min(if w.paced() { paced(d) } else { d });
             }
             for p in &w.proxies {
                 if p.repairs_requested() {

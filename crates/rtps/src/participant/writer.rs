@@ -203,6 +203,13 @@ impl LocalWriter {
         self.qos.reliability.kind == ReliabilityKind::Reliable
     }
 
+    /// Whether congestion control paces this writer's data: reliable
+    /// writers, and best-effort ones that ask for it
+    /// ([`WriterQos::pace_best_effort`]).
+    pub(super) fn paced(&self) -> bool {
+        self.reliable() || self.qos.pace_best_effort
+    }
+
     /// Forgets the push plan: call whenever `proxies` or their locators change.
     pub(super) fn proxies_changed(&mut self) {
         self.plan = None;
