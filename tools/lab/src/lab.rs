@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::error::LabError;
-use crate::matrix::{MatrixSpec, PlannedRun, System, TestKind};
+use crate::matrix::{MatrixSpec, PlannedRun, Reliability, System, TestKind};
 use crate::parse;
 use crate::record::ThroughputStats;
 use crate::record::{self, HostInfo, LatencyStats, RunRecord, RunSettings, RunStatus, Summary};
@@ -233,10 +233,25 @@ pub fn estimate(run: &PlannedRun, execution_time_s: u32) -> Duration {
     Duration::from_secs_f64(f64::from(execution_time_s) + overhead)
 }
 
-fn default_timeout(run: &PlannedRun, execution_time_s: u32) -> Duration {
+/// The default run timeout: the execution time, a start-up margin and, on a link limited to
+/// `rate_mbit`, twice the time the link needs to carry perftest's send queue (50 samples, or 50
+/// batches of 8192 B), which a reliable publisher drains before it ends the test (1 MiB samples
+/// at 10 Mbit/s: 42 s).
+fn default_timeout(run: &PlannedRun, execution_time_s: u32, rate_mbit: Option<f64>) -> Duration {
     let s = &run.scenario;
     let extra = 30 + if s.keyed { 60 } else { 0 } + if s.size > 1_000_000 { 30 } else { 0 };
-    Duration::from_secs(u64::from(execution_time_s) + extra)
+    let drain = match rate_mbit {
+        Some(r)
+            if r > 0.0
+                && s.test == TestKind::Throughput
+                && s.reliability == Reliability::Reliable =>
+        {
+            let queue = 50.0 * if s.batching { 8192.0 } else { s.size as f64 };
+            (2.0 * queue * 8.0 / (r * 1e6)).ceil() as u64
+        }
+        _ => 0,
+    };
+    Duration::from_secs(u64::from(execution_time_s) + extra + drain)
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), LabError> {
@@ -521,6 +536,10 @@ pub fn run_lab(
     if schedule.is_empty() {
         return Err(LabError::EmptyMatrix);
     }
+    let rate_mbit = match &opts.topology {
+        TopologyOptions::Netns(imp) => imp.rate_mbit,
+        _ => None,
+    };
     check_domain_base(opts.domain_base, schedule.len())?;
     std::fs::create_dir_all(&opts.out).map_err(|e| LabError::io(&opts.out, e))?;
     let setup = setup_topology(opts)?;
@@ -595,7 +614,7 @@ pub fn run_lab(
             server_head_start: Duration::from_millis(500),
             timeout: opts
                 .run_timeout
-                .unwrap_or_else(|| default_timeout(run, exec)),
+                .unwrap_or_else(|| default_timeout(run, exec, rate_mbit)),
             server_grace: grace,
         };
         let record = match runner::run_pair(&server, &cmds.client, timing, stop) {
@@ -812,7 +831,19 @@ mod tests {
     fn estimates_and_topology_names() {
         let run = planned(System::Ferrodds, TestKind::Latency);
         assert!(estimate(&run, 2) >= Duration::from_secs(2));
-        assert!(default_timeout(&run, 2) > estimate(&run, 2));
+        assert!(default_timeout(&run, 2, None) > estimate(&run, 2));
+        // On a rate-limited link a reliable throughput run also gets the time to drain the
+        // send queue twice: 50 x 1 MiB at 10 Mbit/s is 42 s.
+        let mut big = planned(System::Ferrodds, TestKind::Throughput);
+        big.scenario.size = 1 << 20;
+        let plain = default_timeout(&big, 8, None);
+        assert_eq!(
+            default_timeout(&big, 8, Some(10.0)),
+            plain + Duration::from_secs(84)
+        );
+        assert_eq!(default_timeout(&big, 8, Some(0.0)), plain);
+        big.scenario.reliability = Reliability::BestEffort;
+        assert_eq!(default_timeout(&big, 8, Some(10.0)), plain);
         assert_eq!(TopologyOptions::Loopback.describe(), "loopback");
         let n = TopologyOptions::Netns(Impairments {
             loss_pct: Some(2.0),

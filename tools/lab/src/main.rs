@@ -144,7 +144,8 @@ struct RunArgs {
     /// ddsperf binary (default: PATH; Cyclone is skipped when missing).
     #[arg(long)]
     ddsperf: Option<PathBuf>,
-    /// Timeout of one run in seconds (default: execution time + a start-up margin).
+    /// Timeout of one run in seconds (default: execution time + a start-up margin, + with --rate
+    /// twice the time the link takes to carry perftest's send queue of a reliable throughput run).
     #[arg(long)]
     run_timeout: Option<u64>,
     /// First DDS domain id (run i uses this + i % 40, which must be at most 232).
