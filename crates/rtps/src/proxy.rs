@@ -15,7 +15,7 @@ use crate::{Guid, Locator, Time};
 pub(crate) const MAX_OUT_OF_ORDER: usize = 32768;
 /// Most payload bytes of out-of-order changes buffered per writer proxy
 /// beyond its first [`MIN_OUT_OF_ORDER`] changes.
-pub(crate) const MAX_OUT_OF_ORDER_BYTES: usize = 256 << 20;
+const MAX_OUT_OF_ORDER_BYTES: usize = 256 << 20;
 /// Out-of-order changes a writer proxy buffers whatever their size.
 const MIN_OUT_OF_ORDER: usize = 64;
 /// Most outstanding repair requests per reader proxy.
@@ -445,7 +445,7 @@ impl WriterProxy {
         for sn in list.iter() {
             self.max_seen = self.max_seen.max(sn);
             if sn == self.next {
-                self.buffer_bytes -= self.buffer.remove(&sn).map_or(0, |c| held_len(&c));
+                self.buffer_bytes -= self.buffer.remove(&sn).as_ref().map_or(0, held_len);
                 self.next += 1;
             } else if sn > self.next && self.buffer.len() < MAX_OUT_OF_ORDER {
                 self.buffer.entry(sn).or_insert(None);

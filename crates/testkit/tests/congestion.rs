@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use ferrodds_rtps::{History, ReaderQos, Reliability, ResourceLimits, WriteError, WriterQos};
+use ferrodds_rtps::{
+    History, ReaderId, ReaderQos, Reliability, ResourceLimits, WriteError, WriterId, WriterQos,
+};
 use ferrodds_testkit::helpers::{alive, payload, reader, value, writer};
 use ferrodds_testkit::{LinkConfig, Network, ETH_IPV4_UDP_OVERHEAD};
 
@@ -35,14 +37,6 @@ fn run(seed: u64, rate: u64, loss: f64, size: usize, secs: u64) -> Run {
 /// counts batches).
 fn run_batched(seed: u64, rate: u64, loss: f64, size: usize, secs: u64, batch: usize) -> Run {
     let mut net = Network::new(seed);
-    let mut ca = Network::config_for(0, 0);
-    ca.max_message_size = 1472;
-    let mut cb = Network::config_for(1, 0);
-    cb.max_message_size = 1472;
-    assert!(ca.congestion_control, "congestion control is on by default");
-    let a = net.add_participant_with(ca);
-    let b = net.add_participant_with(cb);
-    let now = net.now;
     let per_batch = if batch > 0 { (batch / size).max(1) } else { 1 };
     let mut wq = WriterQos {
         history: History::KeepAll,
@@ -61,12 +55,7 @@ fn run_batched(seed: u64, rate: u64, loss: f64, size: usize, secs: u64, batch: u
         history: History::KeepAll,
         ..ReaderQos::default()
     };
-    let w = net.p(a).create_writer(writer("T", wq), now).unwrap();
-    let r = net.p(b).create_reader(reader("T", rq), now).unwrap();
-    assert!(net.run_until(Duration::from_secs(2), |n| {
-        n.nodes[a].participant.matched_reader_count(w) == 1
-            && n.nodes[b].participant.matched_writer_count(r) == 1
-    }));
+    let (a, b, w, r) = matched(&mut net, wq, rq);
     net.run_for(Duration::from_millis(50));
     let mut link = LinkConfig::bottleneck(rate, Duration::from_millis(50));
     link.overhead_bytes = ETH_IPV4_UDP_OVERHEAD;
@@ -121,6 +110,27 @@ fn run_batched(seed: u64, rate: u64, loss: f64, size: usize, secs: u64, batch: u
         resent_fragments: stats.resent_fragments,
         resent_data: stats.resent_data,
     }
+}
+
+/// Two participants on a 1500-byte MTU (congestion control on, the default)
+/// with a writer (on the first) and a reader (on the second) of topic "T",
+/// matched: (writer's participant, reader's participant, writer, reader).
+fn matched(net: &mut Network, wq: WriterQos, rq: ReaderQos) -> (usize, usize, WriterId, ReaderId) {
+    let mut ca = Network::config_for(0, 0);
+    ca.max_message_size = 1472;
+    let mut cb = Network::config_for(1, 0);
+    cb.max_message_size = 1472;
+    assert!(ca.congestion_control, "congestion control is on by default");
+    let a = net.add_participant_with(ca);
+    let b = net.add_participant_with(cb);
+    let now = net.now;
+    let w = net.p(a).create_writer(writer("T", wq), now).unwrap();
+    let r = net.p(b).create_reader(reader("T", rq), now).unwrap();
+    assert!(net.run_until(Duration::from_secs(2), |n| {
+        n.nodes[a].participant.matched_reader_count(w) == 1
+            && n.nodes[b].participant.matched_writer_count(r) == 1
+    }));
+    (a, b, w, r)
 }
 
 /// The best goodput this link allows for `size`-byte samples: the share of
@@ -228,12 +238,6 @@ fn best_effort_is_not_paced_unless_asked() {
     const SIZE: usize = 1000;
     for pace in [false, true] {
         let mut net = Network::new(7);
-        let mut ca = Network::config_for(0, 0);
-        ca.max_message_size = 1472;
-        assert!(ca.congestion_control);
-        let a = net.add_participant_with(ca);
-        let b = net.add_participant_with(Network::config_for(1, 0));
-        let now = net.now;
         let wq = WriterQos {
             reliability: Reliability::BEST_EFFORT,
             history: History::KeepAll,
@@ -245,12 +249,7 @@ fn best_effort_is_not_paced_unless_asked() {
             history: History::KeepAll,
             ..ReaderQos::default()
         };
-        let w = net.p(a).create_writer(writer("T", wq), now).unwrap();
-        let r = net.p(b).create_reader(reader("T", rq), now).unwrap();
-        assert!(net.run_until(Duration::from_secs(2), |n| {
-            n.nodes[a].participant.matched_reader_count(w) == 1
-                && n.nodes[b].participant.matched_writer_count(r) == 1
-        }));
+        let (a, _, w, _) = matched(&mut net, wq, rq);
         let now = net.now;
         let data = vec![7u8; SIZE];
         for _ in 0..SAMPLES {

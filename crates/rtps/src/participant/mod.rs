@@ -149,9 +149,6 @@ pub struct Participant {
     rto: core::time::Duration,
     /// Pacing and congestion control of user data and repairs.
     pacer: Pacer,
-    /// Whether the datagram the last push or repair built is paced (see
-    /// [`LocalWriter::paced`]): only those use the pacer's tokens.
-    push_paced: bool,
 }
 
 fn builtin_writer(
@@ -306,7 +303,6 @@ impl Participant {
             notify: false,
             rtt: RttEstimator::default(),
             rto,
-            push_paced: false,
             pacer,
         }
     }

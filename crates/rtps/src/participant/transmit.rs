@@ -42,28 +42,25 @@ impl Participant {
             if let Some(t) = self.pacer.next_send_at() {
                 self.work.arm(t);
             }
-            let len = self
+            let (len, _) = self
                 .work
                 .push
                 .then(|| self.transmit_push(now, buf, limit, destinations, None, false))??;
             self.stats.sent_datagrams += 1;
             return Some(len);
         }
-        self.push_paced = false;
-        let len = self
+        let (len, paced) = self
             .work
             .repair
-            .then(|| {
-                self.push_paced = true;
-                self.transmit_repairs(now, buf, limit, destinations)
-            })
+            .then(|| self.transmit_repairs(now, buf, limit, destinations))
             .flatten()
+            .map(|len| (len, true))
             .or_else(|| {
                 self.work
                     .push
                     .then(|| self.transmit_push(now, buf, limit, destinations, None, true))?
             })?;
-        if self.push_paced {
+        if paced {
             self.pacer.on_sent(now, len);
         }
         self.stats.sent_datagrams += 1;
@@ -89,8 +86,8 @@ impl Participant {
         let limit = self.config.max_message_size.min(buf.len()).min(budget);
         destinations.clear();
         let paced = self.pacer.may_send(now, self.rtt.srtt());
-        let len = self.transmit_push(now, buf, limit, destinations, Some(w.0), paced)?;
-        if self.push_paced {
+        let (len, paced) = self.transmit_push(now, buf, limit, destinations, Some(w.0), paced)?;
+        if paced {
             self.pacer.on_sent(now, len);
         }
         self.stats.sent_datagrams += 1;
@@ -255,7 +252,7 @@ impl Participant {
         out: &mut Vec<Locator>,
         only: Option<usize>,
         may_pace: bool,
-    ) -> Option<usize> {
+    ) -> Option<(usize, bool)> {
         if only.is_none() && !self.work.push {
             return None;
         }
@@ -275,12 +272,12 @@ impl Participant {
                 continue;
             }
             // While the pacer holds paced data back, only the rest goes
-            // (`self.push_paced` tells the caller which kind went).
-            if !may_pace && w.paced() {
+            // (the caller learns which kind went).
+            let paced = w.paced();
+            if !may_pace && paced {
                 remaining = remaining.or(Some(wi));
                 continue;
             }
-            self.push_paced = w.paced();
             if w.proxies.is_empty() {
                 w.pushed = w.last_sn;
                 w.push_frag = 1;
@@ -444,7 +441,7 @@ impl Participant {
                     let next = if drained { wi + 1 } else { wi };
                     self.work.push_from = remaining.unwrap_or(next);
                 }
-                return Some(len);
+                return Some((len, paced));
             }
         }
         if only.is_none() {
