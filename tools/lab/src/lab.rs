@@ -234,24 +234,32 @@ pub fn estimate(run: &PlannedRun, execution_time_s: u32) -> Duration {
 }
 
 /// The default run timeout: the execution time, a start-up margin and, on a link limited to
-/// `rate_mbit`, twice the time the link needs to carry perftest's send queue (50 samples, or 50
-/// batches of 8192 B), which a reliable publisher drains before it ends the test (1 MiB samples
-/// at 10 Mbit/s: 42 s).
+/// `rate_mbit`, the time the link needs for perftest's initial burst (50 samples of 1,234 B, or
+/// as many as 50 batches of 8192 B hold: 12,800 for 32 B, 13 s at 10 Mbit/s) and twice the time
+/// it needs to carry perftest's send queue (50 samples, or 50 batches of 8192 B), which a
+/// reliable publisher drains before it ends the test (1 MiB samples at 10 Mbit/s: 42 s).
 fn default_timeout(run: &PlannedRun, execution_time_s: u32, rate_mbit: Option<f64>) -> Duration {
     let s = &run.scenario;
     let extra = 30 + if s.keyed { 60 } else { 0 } + if s.size > 1_000_000 { 30 } else { 0 };
-    let drain = match rate_mbit {
-        Some(r)
-            if r > 0.0
-                && s.test == TestKind::Throughput
-                && s.reliability == Reliability::Reliable =>
-        {
-            let queue = 50.0 * if s.batching { 8192.0 } else { s.size as f64 };
-            (2.0 * queue * 8.0 / (r * 1e6)).ceil() as u64
+    let link = match rate_mbit {
+        Some(r) if r > 0.0 && s.test == TestKind::Throughput => {
+            let burst_samples = if s.batching {
+                (50 * (8192 / s.size.max(1))).max(50)
+            } else {
+                50
+            };
+            // 1,234 B of payload, the perftest header, RTPS and UDP/IP framing.
+            let burst = burst_samples as f64 * 1_350.0;
+            let queue = if s.reliability == Reliability::Reliable {
+                2.0 * 50.0 * if s.batching { 8192.0 } else { s.size as f64 }
+            } else {
+                0.0
+            };
+            ((burst + queue) * 8.0 / (r * 1e6)).ceil() as u64
         }
         _ => 0,
     };
-    Duration::from_secs(u64::from(execution_time_s) + extra + drain)
+    Duration::from_secs(u64::from(execution_time_s) + extra + link)
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), LabError> {
@@ -842,8 +850,20 @@ mod tests {
             plain + Duration::from_secs(84)
         );
         assert_eq!(default_timeout(&big, 8, Some(0.0)), plain);
+        // Best effort: only the initial burst, 50 x 1,234 B.
         big.scenario.reliability = Reliability::BestEffort;
-        assert_eq!(default_timeout(&big, 8, Some(10.0)), plain);
+        assert_eq!(
+            default_timeout(&big, 8, Some(10.0)),
+            plain + Duration::from_secs(1)
+        );
+        // Batched 32 B: 12,800 initial samples (13.8 s) and 50 batches twice (0.7 s).
+        let mut batched = planned(System::Ferrodds, TestKind::Throughput);
+        batched.scenario.size = 32;
+        batched.scenario.batching = true;
+        assert_eq!(
+            default_timeout(&batched, 8, Some(10.0)),
+            default_timeout(&batched, 8, None) + Duration::from_secs(15)
+        );
         assert_eq!(TopologyOptions::Loopback.describe(), "loopback");
         let n = TopologyOptions::Netns(Impairments {
             loss_pct: Some(2.0),

@@ -33,6 +33,27 @@ pub fn clock_us() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_micros() as u64
 }
 
+/// How long the publisher waits for its initial burst to be acknowledged at most.
+const INITIAL_BURST_ACK_WAIT: Duration = Duration::from_secs(60);
+
+/// Waits until `writer`'s samples are acknowledged, at most `limit`, returning early on a stop
+/// request.
+fn wait_for_acks_interruptible(
+    writer: &mut dyn Writer,
+    limit: Duration,
+) -> Result<(), PerftestError> {
+    const STEP: Duration = Duration::from_millis(250);
+    let start = Instant::now();
+    while !stopping() && start.elapsed() < limit {
+        let t = Instant::now();
+        writer.wait_for_acks(STEP)?;
+        if t.elapsed() < STEP {
+            break; // acknowledged (a timeout takes the whole step)
+        }
+    }
+    Ok(())
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panicking thread must not hide the results of the others.
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -417,12 +438,18 @@ fn publisher_body(
         writer.write(&msg)?;
     }
     writer.flush()?;
+    let reliable = transport.reliable() && !opts.best_effort;
+    if reliable {
+        // Unlike RTI's, wait (bounded) until the burst is acknowledged: on a slow link the
+        // burst (12,800 samples of 1,234 B for batched 32 B: 13 s at 10 Mbit/s) would
+        // otherwise still be in flight when the measured time starts, and use it up.
+        wait_for_acks_interruptible(&mut *writer, INITIAL_BURST_ACK_WAIT)?;
+    }
     std::thread::sleep(Duration::from_secs(1));
 
     progress("Sending data ...");
     let exec = (opts.execution_time > 0).then(|| Duration::from_secs(opts.execution_time));
     let latency_test = opts.latency_test;
-    let reliable = transport.reliable() && !opts.best_effort;
     let num_pings_target = u64::from(num_subs);
     let mut num_pings = 0u64;
     let mut last_seq = 0u32;
