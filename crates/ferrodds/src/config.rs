@@ -1,6 +1,6 @@
 //! Participant configuration: one [`Config`] value with builder setters and env overrides.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -18,6 +18,30 @@ pub const ENV_CONGESTION_CONTROL: &str = "FERRODDS_CONGESTION_CONTROL";
 pub const ENV_PEERS: &str = "FERRODDS_PEERS";
 /// Environment variable overriding [`Config::multicast`]: `0` (off) or `1` (on).
 pub const ENV_MULTICAST: &str = "FERRODDS_MULTICAST";
+
+/// Which transports a participant uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transports {
+    /// UDPv4 only (the default).
+    #[default]
+    Udpv4,
+    /// TCPv4 only, with Cyclone DDS's framing: discovery and data over TCP connections to
+    /// [`Config::tcp_peers`] and to what they announce; no UDP socket is opened.
+    Tcpv4,
+    /// Both; each remote locator is reached by the transport of its kind.
+    Udpv4AndTcpv4,
+}
+
+impl Transports {
+    /// Whether UDPv4 is used.
+    pub fn udp(self) -> bool {
+        matches!(self, Transports::Udpv4 | Transports::Udpv4AndTcpv4)
+    }
+    /// Whether TCPv4 is used.
+    pub fn tcp(self) -> bool {
+        matches!(self, Transports::Tcpv4 | Transports::Udpv4AndTcpv4)
+    }
+}
 
 /// How the participant chooses its network interface.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -116,6 +140,15 @@ pub struct Config {
     pub capture_file: Option<PathBuf>,
     /// Participant name announced in SPDP (`PID_ENTITY_NAME`). Default: `None`.
     pub entity_name: Option<String>,
+    /// The transports used. Default: [`Transports::Udpv4`].
+    pub transports: Transports,
+    /// TCP server port on the interface's address (with TCP): every connection from a peer
+    /// arrives there, and it is the port announced. 0 lets the system choose. Default: 7400
+    /// (as RTI's TCP transport); a second participant on the same host needs another.
+    pub tcp_port: u16,
+    /// TCP discovery peers (with TCP): the server address and port of each, to which SPDP is
+    /// sent. Default: empty.
+    pub tcp_peers: Vec<SocketAddrV4>,
 }
 
 impl Default for Config {
@@ -139,6 +172,9 @@ impl Default for Config {
             max_reassembly_bytes: (32 << 20, 64 << 20),
             capture_file: None,
             entity_name: None,
+            transports: Transports::Udpv4,
+            tcp_port: ferrodds_transport::DEFAULT_TCP_PORT,
+            tcp_peers: Vec::new(),
         }
     }
 }
@@ -202,6 +238,21 @@ impl Config {
         Ok(self)
     }
 
+    /// Sets [`Config::transports`].
+    pub fn transports(mut self, t: Transports) -> Self {
+        self.transports = t;
+        self
+    }
+    /// Sets [`Config::tcp_port`].
+    pub fn tcp_port(mut self, port: u16) -> Self {
+        self.tcp_port = port;
+        self
+    }
+    /// Sets [`Config::tcp_peers`].
+    pub fn tcp_peers(mut self, peers: Vec<SocketAddrV4>) -> Self {
+        self.tcp_peers = peers;
+        self
+    }
     /// Sets [`Config::interface`].
     pub fn interface(mut self, interface: Interface) -> Self {
         self.interface = interface;

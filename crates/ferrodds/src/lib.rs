@@ -76,7 +76,8 @@ mod waitset;
 mod writer;
 
 pub use config::{
-    Config, Interface, ENV_CONGESTION_CONTROL, ENV_INTERFACE, ENV_MULTICAST, ENV_PEERS, ENV_STATS,
+    Config, Interface, Transports, ENV_CONGESTION_CONTROL, ENV_INTERFACE, ENV_MULTICAST, ENV_PEERS,
+    ENV_STATS,
 };
 pub use error::{DdsError, DdsResult};
 pub use participant::{DomainParticipant, Publisher, Subscriber, Topic, VENDOR_ID};

@@ -13,7 +13,9 @@ use ferrodds_rtps::{
     GuidPrefix, Locator, Participant, ParticipantConfig, ReaderAttributes, Timestamp,
     WriterAttributes,
 };
-use ferrodds_transport::{InterfaceSelector, PortMapping, UdpConfig, UdpLocator, UdpTransport};
+use ferrodds_transport::{
+    InterfaceSelector, PortMapping, TcpConfig, TcpTransport, Transport, UdpConfig, UdpTransport,
+};
 
 use crate::capture::CaptureTap;
 use crate::config::{Config, Interface};
@@ -72,10 +74,6 @@ fn send_message_size(config: &Config, iface: &ferrodds_transport::NetworkInterfa
     }
 }
 
-fn to_locator(l: &UdpLocator) -> Locator {
-    Locator::udpv4(l.ip(), l.port())
-}
-
 /// Entry point: a participant in one DDS domain, owning the UDP transport and the runtime
 /// threads. Dropping it deletes every entity it created (their handles then return
 /// [`DdsError::AlreadyDeleted`]), joins the threads and closes the sockets.
@@ -94,69 +92,99 @@ impl DomainParticipant {
     pub fn with_config(domain_id: u32, config: Config) -> DdsResult<Self> {
         config.validate()?;
         let origin = Instant::now();
-        let mut udp = UdpConfig::new(domain_id);
-        udp.participant_id = config.participant_id;
-        udp.interface = match &config.interface {
+        let selector = match &config.interface {
             Interface::Default => InterfaceSelector::Default,
             Interface::Name(n) => InterfaceSelector::Name(n.clone()),
             Interface::Address(a) => InterfaceSelector::Address(*a),
         };
-        udp.multicast_enabled = config.multicast;
-        udp.recv_buffer_bytes = Some(config.recv_buffer_bytes);
-        udp.send_buffer_bytes = Some(config.send_buffer_bytes);
-        udp.max_message_size = config.max_message_size;
-        let transport = UdpTransport::new(&udp)?;
-        let send_message_size = send_message_size(&config, transport.interface());
+        let guid_prefix = new_guid_prefix();
+        let udp = if config.transports.udp() {
+            let mut udp = UdpConfig::new(domain_id);
+            udp.participant_id = config.participant_id;
+            udp.interface = selector.clone();
+            udp.multicast_enabled = config.multicast;
+            udp.recv_buffer_bytes = Some(config.recv_buffer_bytes);
+            udp.send_buffer_bytes = Some(config.send_buffer_bytes);
+            udp.max_message_size = config.max_message_size;
+            Some(UdpTransport::new(&udp)?)
+        } else {
+            None
+        };
+        let tcp = if config.transports.tcp() {
+            let mut header = [0u8; 20];
+            let _ = ferrodds_wire::Header::new(guid_prefix).write(&mut header);
+            let tcp = TcpConfig {
+                interface: selector,
+                port: config.tcp_port,
+                max_message_size: config.max_message_size,
+                rtps_header: Some(header),
+                ..TcpConfig::default()
+            };
+            Some(TcpTransport::new(&tcp)?)
+        } else {
+            None
+        };
+        let participant_id = match &udp {
+            Some(u) => u.participant_id(),
+            None => config.participant_id.unwrap_or(0),
+        };
+        let interface = match (&udp, &tcp) {
+            (Some(u), _) => u.interface().clone(),
+            (None, Some(t)) => Transport::interface(t).clone(),
+            (None, None) => unreachable!("Transports selects at least one transport"),
+        };
+        // A stream has no MTU: with TCP alone messages go up to `max_message_size`.
+        let send_message_size = match &udp {
+            Some(_) => send_message_size(&config, &interface),
+            None => config.max_message_size,
+        };
+        let udp_locators = udp.as_ref().map(Transport::locators).unwrap_or_default();
+        let tcp_locators = tcp.as_ref().map(Transport::locators).unwrap_or_default();
+        let loc = |kind: i32, v: &[std::net::SocketAddrV4]| -> Vec<Locator> {
+            v.iter()
+                .map(|a| Locator::with_ipv4(kind, *a.ip(), u32::from(a.port())))
+                .collect()
+        };
+        let udp_kind = Locator::KIND_UDPV4;
+        let tcp_kind = Locator::KIND_TCPV4;
 
         let mut spdp_destinations: Vec<Locator> = Vec::new();
         if config.multicast {
-            spdp_destinations.extend(
-                transport
-                    .metatraffic_multicast_locators()
-                    .iter()
-                    .map(to_locator),
-            );
+            spdp_destinations.extend(loc(udp_kind, &udp_locators.metatraffic_multicast));
         }
-        let ports = PortMapping::RTPS_DEFAULT;
-        for peer in &config.initial_peers {
-            for pid in 0..=config.max_peer_participant_id {
-                match ports.spdp_unicast_port(domain_id, pid) {
-                    Ok(port) => spdp_destinations.push(Locator::udpv4(*peer, port)),
-                    Err(_) => break,
+        if udp.is_some() {
+            let ports = PortMapping::RTPS_DEFAULT;
+            for peer in &config.initial_peers {
+                for pid in 0..=config.max_peer_participant_id {
+                    match ports.spdp_unicast_port(domain_id, pid) {
+                        Ok(port) => spdp_destinations.push(Locator::udpv4(*peer, port)),
+                        Err(_) => break,
+                    }
                 }
             }
         }
+        if tcp.is_some() {
+            spdp_destinations.extend(loc(tcp_kind, &config.tcp_peers));
+        }
         spdp_destinations.dedup();
 
+        let mut metatraffic_unicast_locators = loc(udp_kind, &udp_locators.metatraffic_unicast);
+        metatraffic_unicast_locators.extend(loc(tcp_kind, &tcp_locators.metatraffic_unicast));
+        let mut default_unicast_locators = loc(udp_kind, &udp_locators.default_unicast);
+        default_unicast_locators.extend(loc(tcp_kind, &tcp_locators.default_unicast));
         let engine_cfg = ParticipantConfig {
             domain_id,
-            participant_id: transport.participant_id(),
-            guid_prefix: new_guid_prefix(),
-            metatraffic_unicast_locators: transport
-                .metatraffic_unicast_locators()
-                .iter()
-                .map(to_locator)
-                .collect(),
+            participant_id,
+            guid_prefix,
+            metatraffic_unicast_locators,
             metatraffic_multicast_locators: if config.multicast {
-                transport
-                    .metatraffic_multicast_locators()
-                    .iter()
-                    .map(to_locator)
-                    .collect()
+                loc(udp_kind, &udp_locators.metatraffic_multicast)
             } else {
                 Vec::new()
             },
-            default_unicast_locators: transport
-                .default_unicast_locators()
-                .iter()
-                .map(to_locator)
-                .collect(),
+            default_unicast_locators,
             default_multicast_locators: if config.multicast {
-                transport
-                    .default_multicast_locators()
-                    .iter()
-                    .map(to_locator)
-                    .collect()
+                loc(udp_kind, &udp_locators.default_multicast)
             } else {
                 Vec::new()
             },
@@ -178,20 +206,29 @@ impl DomainParticipant {
         };
         let engine = Participant::new(engine_cfg, Timestamp(0));
         let capture = match &config.capture_file {
-            Some(path) => Some(CaptureTap::create(path, &transport.interface().name)?),
+            Some(path) => Some(CaptureTap::create(path, &interface.name)?),
             None => None,
         };
         tracing::debug!(
             domain_id,
-            participant_id = transport.participant_id(),
+            participant_id,
             prefix = ?engine.guid_prefix(),
             send_message_size,
+            transports = ?config.transports,
             "participant created"
         );
+        let mut transports: Vec<Arc<dyn Transport>> = Vec::new();
+        if let Some(u) = udp {
+            transports.push(Arc::new(u));
+        }
+        if let Some(t) = tcp {
+            transports.push(Arc::new(t));
+        }
         let inner = Arc::new(Inner::new(
             domain_id,
             engine,
-            transport,
+            participant_id,
+            transports,
             origin,
             config.multicast,
             capture,
@@ -205,6 +242,17 @@ impl DomainParticipant {
             }
         };
         Ok(Self { inner, threads })
+    }
+
+    /// Counters of each transport the participant uses: connections, frame errors, messages
+    /// dropped because a connection's send queue was full or a peer unreachable.
+    pub fn transport_stats(
+        &self,
+    ) -> Vec<(
+        ferrodds_transport::TransportKind,
+        ferrodds_transport::TransportStats,
+    )> {
+        self.inner.transport_stats()
     }
 
     /// The protocol engine's counters: datagrams, repairs, losses readers reported, the

@@ -23,7 +23,7 @@ use ferrodds_rtps::{
     Event, InstanceState, Participant, ReaderId, TakeOutcome, TakenSample, Timestamp, WriterId,
 };
 use ferrodds_rtps::{GuidPrefix, Locator, Time};
-use ferrodds_transport::{UdpReceiver, UdpTransport};
+use ferrodds_transport::{MessageHandler, MessageMeta, Transport, TransportKind};
 
 use crate::capture::CaptureTap;
 use crate::entity::{ReaderShared, WriterShared};
@@ -176,6 +176,34 @@ pub(crate) struct TxScratch {
     dests: Vec<Locator>,
 }
 
+/// What a transport's receiving thread calls for each message: capture, then the engine.
+struct RxHandler {
+    inner: Arc<Inner>,
+    pending: Vec<Pending>,
+    tx: TxScratch,
+}
+
+impl MessageHandler for RxHandler {
+    fn on_message(&mut self, data: &[u8], meta: &MessageMeta) {
+        let inner = &*self.inner;
+        if inner.is_shut_down() {
+            return;
+        }
+        if let Some(c) = &inner.capture {
+            c.inbound(meta.src, meta.dst, data);
+        }
+        let src = Locator::with_ipv4(
+            meta.transport.locator_kind(),
+            *meta.src.ip(),
+            u32::from(meta.src.port()),
+        );
+        inner.with_engine_tx(&mut self.pending, &mut self.tx, |st, now| {
+            st.engine.handle_datagram(now, Some(src), data);
+            ((), false)
+        });
+    }
+}
+
 /// Work to do after the engine lock is released.
 pub(crate) enum Pending {
     Reader(Arc<ReaderShared>, Event),
@@ -189,7 +217,10 @@ pub(crate) struct Inner {
     pub(crate) guid_prefix: GuidPrefix,
     pub(crate) participant_id: u32,
     engine: Mutex<EngineState>,
-    transport: UdpTransport,
+    /// Every transport, and the one serving each locator kind (UDPv4, TCPv4).
+    transports: Vec<Arc<dyn Transport>>,
+    udp: Option<Arc<dyn Transport>>,
+    tcp: Option<Arc<dyn Transport>>,
     origin: Instant,
     /// Wall-clock time at `origin`, nanoseconds since the Unix epoch.
     wall_origin_ns: i64,
@@ -210,22 +241,28 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    // One call site (participant creation) passing what it built; a parameter struct would
+    // only restate these names.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         domain_id: u32,
         engine: Participant,
-        transport: UdpTransport,
+        participant_id: u32,
+        transports: Vec<Arc<dyn Transport>>,
         origin: Instant,
         multicast: bool,
         capture: Option<CaptureTap>,
         max_message_size: usize,
     ) -> Self {
         let guid_prefix = engine.guid_prefix();
-        let local_addr = transport.interface().address;
-        let local_port = transport
-            .metatraffic_unicast_locators()
-            .first()
-            .map_or(0, |l| l.port());
-        let participant_id = transport.participant_id();
+        let first = transports.first();
+        let local_addr = first.map_or(Ipv4Addr::LOCALHOST, |t| t.interface().address);
+        let local_port = first
+            .and_then(|t| t.locators().metatraffic_unicast.first().map(|a| a.port()))
+            .unwrap_or(0);
+        let of_kind = |k: TransportKind| transports.iter().find(|t| t.kind() == k).cloned();
+        let udp = of_kind(TransportKind::Udpv4);
+        let tcp = of_kind(TransportKind::Tcpv4);
         Self {
             domain_id,
             guid_prefix,
@@ -237,7 +274,9 @@ impl Inner {
                 tx_buf: vec![0; max_message_size.max(1024)],
                 tx_destinations: Vec::with_capacity(8),
             }),
-            transport,
+            transports,
+            udp,
+            tcp,
             origin,
             wall_origin_ns: time_to_unix_nanos(wall_time())
                 .saturating_sub(i64::try_from(origin.elapsed().as_nanos()).unwrap_or(0)),
@@ -624,13 +663,18 @@ impl Inner {
 
     fn send_datagram(&self, bytes: &[u8], destinations: &[Locator]) {
         for d in destinations {
-            let Some(dst) = d.udpv4_destination() else {
+            let transport = match d.kind {
+                Locator::KIND_UDPV4 => &self.udp,
+                Locator::KIND_TCPV4 => &self.tcp,
+                _ => continue,
+            };
+            let (Some(t), Some(dst)) = (transport, d.ipv4_destination()) else {
                 continue;
             };
             if dst.ip().is_multicast() && !self.multicast {
                 continue;
             }
-            if let Err(e) = self.transport.send(dst, &[IoSlice::new(bytes)]) {
+            if let Err(e) = t.send(dst, &[IoSlice::new(bytes)]) {
                 tracing::debug!(%dst, error = %e, "send failed");
                 continue;
             }
@@ -642,6 +686,16 @@ impl Inner {
                 );
             }
         }
+    }
+
+    /// The counters of each transport.
+    pub(crate) fn transport_stats(
+        &self,
+    ) -> Vec<(TransportKind, ferrodds_transport::TransportStats)> {
+        self.transports
+            .iter()
+            .map(|t| (t.kind(), t.stats()))
+            .collect()
     }
 
     /// Tells the event thread that the engine's next timeout may have moved earlier.
@@ -705,55 +759,20 @@ impl Inner {
         }
     }
 
-    /// Body of a receive thread.
-    pub(crate) fn receive_loop(self: &Arc<Self>, mut rx: UdpReceiver) {
-        let mut buf = vec![0u8; 65_536];
-        let mut pending = Vec::new();
-        let mut tx = TxScratch::default();
-        let local_port = rx.local_port();
-        loop {
-            match rx.recv(&mut buf) {
-                Ok(Some(r)) => {
-                    if self.is_shut_down() {
-                        break;
-                    }
-                    let len = r.len.min(buf.len());
-                    let data = &buf[..len];
-                    if let Some(c) = &self.capture {
-                        let dst_ip = if r.multicast {
-                            Ipv4Addr::new(239, 255, 0, 1)
-                        } else {
-                            self.local_addr
-                        };
-                        c.inbound(r.src, SocketAddrV4::new(dst_ip, local_port), data);
-                    }
-                    let src = Locator::udpv4(*r.src.ip(), r.src.port());
-                    self.with_engine_tx(&mut pending, &mut tx, |st, now| {
-                        st.engine.handle_datagram(now, Some(src), data);
-                        ((), false)
-                    });
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    if self.is_shut_down() {
-                        break;
-                    }
-                    tracing::debug!(error = %e, "receive failed");
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
-        }
-    }
-
+    /// Starts every transport's receiving threads (each calls an [`RxHandler`] of its own)
+    /// and the event thread.
     pub(crate) fn start_threads(self: &Arc<Self>) -> Result<Vec<JoinHandle<()>>, std::io::Error> {
         let mut handles = Vec::new();
-        for (i, rx) in self.transport.receivers().into_iter().enumerate() {
+        for t in &self.transports {
             let inner = Arc::clone(self);
-            handles.push(
-                std::thread::Builder::new()
-                    .name(format!("ferrodds-rx{i}"))
-                    .spawn(move || inner.receive_loop(rx))?,
-            );
+            let factory: ferrodds_transport::HandlerFactory = Arc::new(move || {
+                Box::new(RxHandler {
+                    inner: Arc::clone(&inner),
+                    pending: Vec::new(),
+                    tx: TxScratch::default(),
+                })
+            });
+            handles.extend(t.start(factory)?);
         }
         let inner = Arc::clone(self);
         handles.push(
@@ -788,7 +807,9 @@ impl Inner {
             self.drain_locked(&mut st, now, &mut pending);
             self.shutdown.store(true, Ordering::Release);
         }
-        self.transport.shutdown();
+        for t in &self.transports {
+            t.shutdown();
+        }
         {
             let mut kicked = lock(&self.timer);
             *kicked = true;

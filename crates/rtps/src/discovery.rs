@@ -185,8 +185,12 @@ fn read_name(p: &Parameter<'_>, endian: Endianness) -> Option<String> {
 
 fn push_locator(list: &mut Vec<Locator>, p: &Parameter<'_>, endian: Endianness) {
     if let Some(l) = val::<Locator>(p, endian) {
-        // Only UDPv4/UDPv6 are usable; unknown kinds are ignored silently.
-        if (l.kind == 1 || l.kind == 2) && list.len() < MAX_LOCATORS && !list.contains(&l) {
+        // UDPv4, UDPv6 and TCPv4 are kept (the runtime sends to the kinds it has a transport
+        // for); unknown kinds are ignored silently.
+        if (l.kind == 1 || l.kind == 2 || l.kind == 4)
+            && list.len() < MAX_LOCATORS
+            && !list.contains(&l)
+        {
             list.push(l);
         }
     }

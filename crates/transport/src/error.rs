@@ -75,6 +75,15 @@ pub enum TransportError {
         /// The domain that was probed.
         domain_id: u32,
     },
+    /// The TCP server address (interface address and port) cannot be bound.
+    #[error("cannot listen on TCP {addr} (port in use?): {source}")]
+    TcpPortInUse {
+        /// The address that could not be bound.
+        addr: std::net::SocketAddrV4,
+        /// The bind error.
+        #[source]
+        source: io::Error,
+    },
     /// A socket operation failed.
     #[error("{op} failed: {source}")]
     Socket {

@@ -1,4 +1,5 @@
-//! UDPv4 transport for FerroDDS (DDSI-RTPS 2.5 §9.6).
+//! Transports for FerroDDS: the [`Transport`] abstraction the runtime drives, UDPv4
+//! (DDSI-RTPS 2.5 §9.6) and TCPv4 with Cyclone DDS's framing ([`tcp`]).
 //!
 //! This crate moves datagrams; it knows nothing about RTPS messages beyond the well-known port
 //! formula ([`PortMapping`]) and UDPv4 locators ([`UdpLocator`]; their raw RTPS form is the
@@ -66,18 +67,25 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod api;
 mod connected;
 mod error;
 mod interface;
 mod locator;
 mod port;
+pub mod tcp;
 mod udp;
 
+pub use api::{
+    AnnouncedLocators, HandlerFactory, MessageHandler, MessageMeta, Transport, TransportKind,
+    TransportStats,
+};
 pub use connected::{DEFAULT_CONNECTED_SEND_SOCKETS, MAX_CONNECTED_SEND_SOCKETS};
 pub use error::{PortError, TransportError};
 pub use interface::{list_interfaces, InterfaceSelector, NetworkInterface};
 pub use locator::UdpLocator;
 pub use port::{ParticipantPorts, PortMapping, MAX_PARTICIPANT_ID};
+pub use tcp::{TcpConfig, TcpTransport, DEFAULT_TCP_PORT};
 pub use udp::{
     BufferSizes, Received, TrafficKind, UdpConfig, UdpReceiver, UdpTransport,
     DEFAULT_MULTICAST_GROUP, MAX_UDP_PAYLOAD, SHUTDOWN_POLL,

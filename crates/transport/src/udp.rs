@@ -661,6 +661,74 @@ impl UdpReceiver {
     }
 }
 
+impl crate::Transport for UdpTransport {
+    fn kind(&self) -> crate::TransportKind {
+        crate::TransportKind::Udpv4
+    }
+
+    fn max_message_size(&self) -> usize {
+        self.max_message_size
+    }
+
+    fn interface(&self) -> &NetworkInterface {
+        &self.interface
+    }
+
+    fn locators(&self) -> crate::AnnouncedLocators {
+        let addrs = |l: &[UdpLocator]| l.iter().map(|l| l.0).collect();
+        crate::AnnouncedLocators {
+            metatraffic_unicast: addrs(&self.metatraffic_unicast),
+            metatraffic_multicast: addrs(&self.metatraffic_multicast),
+            default_unicast: addrs(&self.default_unicast),
+            default_multicast: addrs(&self.default_multicast),
+        }
+    }
+
+    #[inline]
+    fn send(&self, dst: SocketAddrV4, bufs: &[IoSlice<'_>]) -> io::Result<()> {
+        UdpTransport::send(self, dst, bufs).map(|_| ())
+    }
+
+    /// One thread per socket (`ferrodds-rx<i>`), each with its own 64 KiB buffer.
+    fn start(
+        &self,
+        handlers: crate::HandlerFactory,
+    ) -> io::Result<Vec<std::thread::JoinHandle<()>>> {
+        let mut threads = Vec::new();
+        for (i, mut rx) in self.receivers().into_iter().enumerate() {
+            let mut handler = handlers();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("ferrodds-rx{i}"))
+                    .spawn(move || {
+                        let mut buf = vec![0u8; MAX_UDP_PAYLOAD];
+                        loop {
+                            match rx.recv(&mut buf) {
+                                Ok(Some(r)) => {
+                                    let meta = crate::MessageMeta {
+                                        transport: crate::TransportKind::Udpv4,
+                                        src: r.src,
+                                        dst: r.dst,
+                                        multicast: r.multicast,
+                                        traffic: r.kind,
+                                    };
+                                    handler.on_message(&buf[..r.len.min(buf.len())], &meta);
+                                }
+                                Ok(None) => break,
+                                Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                            }
+                        }
+                    })?,
+            );
+        }
+        Ok(threads)
+    }
+
+    fn shutdown(&self) {
+        UdpTransport::shutdown(self);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Instant;

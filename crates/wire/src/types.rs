@@ -864,6 +864,17 @@ impl Locator {
         Some(SocketAddrV4::new(self.ipv4()?, port))
     }
 
+    /// The destination socket address of a UDPv4 or TCPv4 locator: `None` for other kinds and
+    /// for ports that are invalid (0) or do not fit 16 bits.
+    #[must_use]
+    pub fn ipv4_destination(&self) -> Option<SocketAddrV4> {
+        if self.kind != Self::KIND_UDPV4 && self.kind != Self::KIND_TCPV4 {
+            return None;
+        }
+        let port = u16::try_from(self.port).ok().filter(|p| *p != 0)?;
+        Some(SocketAddrV4::new(self.ipv4()?, port))
+    }
+
     /// A UDP locator for a socket address.
     #[must_use]
     pub fn from_udp_socket_addr(addr: SocketAddr) -> Self {

@@ -1,0 +1,918 @@
+//! RTPS over TCPv4 with Cyclone DDS's framing: every message on the stream is an RTPS message
+//! whose first submessage, right after the 20-byte header, is ADLINK's `MSG_LEN` (id 0x81, a
+//! `u32` body holding the whole message's length, `MSG_LEN` included).
+//!
+//! # Connection model
+//!
+//! Each transport listens on one server port of its interface address and announces that
+//! address and port as its unicast locators (kind TCPv4). Sending to a locator uses the
+//! connection that serves it, dialling one in the background when there is none (messages
+//! queue, bounded, meanwhile; a peer that cannot be reached is retried after
+//! [`TcpConfig::retry_interval`] and its messages are dropped in between, counted).
+//!
+//! A dialled connection starts with a *hello*: an RTPS message made of the participant's
+//! header, `MSG_LEN` and an `INFO_REPLY` carrying the dialler's own server locator. A FerroDDS
+//! acceptor uses it to send its own traffic back over the same connection; when both sides
+//! dialled each other at once, the connection dialled by the side with the smaller server
+//! locator (address, then port) survives and the other is closed by both sides. Other
+//! implementations treat the hello as a harmless `INFO_REPLY`; with them traffic flows on one
+//! connection each way (as Cyclone DDS does itself).
+//!
+//! # Sending never blocks
+//!
+//! [`TcpTransport::send`] writes directly from the caller's thread with `MSG_DONTWAIT` when the
+//! connection has nothing queued; what the socket does not take is queued (at most
+//! [`TcpConfig::send_queue_bytes`] per connection) for the connection's writer thread.
+//! A message that does not fit is dropped whole and counted
+//! ([`crate::TransportStats::send_queue_drops`]); reliable writers repair such drops as they
+//! repair datagram loss. `TCP_NODELAY` is set on every connection.
+//!
+//! # Receiving
+//!
+//! One reader thread per connection reads into its own buffer and hands every complete message
+//! to its handler. A frame that does not start with `RTPS` and `MSG_LEN`, or announces a length
+//! below 28 or above [`MAX_TCP_MESSAGE`], closes that connection (counted in
+//! [`crate::TransportStats::frame_errors`] and logged once per connection); nothing panics and
+//! no more than [`MAX_TCP_MESSAGE`] bytes are buffered per connection. At most
+//! [`TcpConfig::max_connections`] connections are open at once; further incoming ones are
+//! closed at once (counted).
+
+use std::collections::HashMap;
+use std::io::{self, IoSlice, Read, Write};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
+
+use crate::{
+    AnnouncedLocators, HandlerFactory, InterfaceSelector, MessageHandler, MessageMeta,
+    NetworkInterface, TrafficKind, Transport, TransportError, TransportKind, TransportStats,
+};
+
+/// The server port RTI perftest uses with `-transport TCP`.
+pub const DEFAULT_TCP_PORT: u16 = 7400;
+/// ADLINK's `MSG_LEN` submessage id.
+pub const MSG_LEN_ID: u8 = 0x81;
+/// The largest message accepted from a connection, in bytes (Cyclone DDS sends at most 64 KiB).
+pub const MAX_TCP_MESSAGE: usize = 256 * 1024;
+/// RTPS header plus `MSG_LEN`: the bytes needed to know a message's length.
+const PREFIX: usize = 28;
+const RTPS_HEADER: usize = 20;
+const INFO_REPLY_ID: u8 = 0x0f;
+/// Length of the hello message: header, `MSG_LEN`, `INFO_REPLY` with one locator.
+const HELLO_LEN: usize = PREFIX + 4 + 4 + 24;
+
+/// Configuration of a [`TcpTransport`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpConfig {
+    /// Interface whose IPv4 address the server binds to and announces. Default:
+    /// [`InterfaceSelector::Default`].
+    pub interface: InterfaceSelector,
+    /// Server port; 0 lets the system choose. Default: [`DEFAULT_TCP_PORT`] (7400).
+    pub port: u16,
+    /// Largest message [`TcpTransport::send`] accepts (without `MSG_LEN`). Default: 65000.
+    pub max_message_size: usize,
+    /// Most connections open at once (dialled and accepted). Default: 64.
+    pub max_connections: usize,
+    /// Most bytes queued per connection for its writer thread. Default: 16 MiB.
+    pub send_queue_bytes: usize,
+    /// How long a dial may take. Default: 2 s.
+    pub connect_timeout: Duration,
+    /// After a failed dial, how long messages to that locator are dropped before the next
+    /// attempt. Default: 1 s.
+    pub retry_interval: Duration,
+    /// The participant's RTPS header; when set, dialled connections start with a hello
+    /// (see the module documentation) so the acceptor can answer on them. Default: `None`.
+    pub rtps_header: Option<[u8; RTPS_HEADER]>,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        Self {
+            interface: InterfaceSelector::Default,
+            port: DEFAULT_TCP_PORT,
+            max_message_size: 65_000,
+            max_connections: 64,
+            send_queue_bytes: 16 << 20,
+            connect_timeout: Duration::from_secs(2),
+            retry_interval: Duration::from_secs(1),
+            rtps_header: None,
+        }
+    }
+}
+
+/// The `MSG_LEN` submessage for a message of `total` bytes (`MSG_LEN` included), little-endian.
+fn msg_len(total: usize) -> [u8; 8] {
+    let l = u32::try_from(total).unwrap_or(u32::MAX).to_le_bytes();
+    [MSG_LEN_ID, 0x01, 4, 0, l[0], l[1], l[2], l[3]]
+}
+
+/// Length announced by a frame's first 28 bytes, or why they are not a frame.
+pub fn frame_length(prefix: &[u8]) -> Result<usize, FrameError> {
+    if prefix.len() < PREFIX {
+        return Err(FrameError::Truncated);
+    }
+    if &prefix[..4] != b"RTPS" {
+        return Err(FrameError::NotRtps);
+    }
+    if prefix[20] != MSG_LEN_ID {
+        return Err(FrameError::NoMsgLen(prefix[20]));
+    }
+    let b = [prefix[24], prefix[25], prefix[26], prefix[27]];
+    let len = if prefix[21] & 1 == 1 {
+        u32::from_le_bytes(b)
+    } else {
+        u32::from_be_bytes(b)
+    } as usize;
+    if !(PREFIX..=MAX_TCP_MESSAGE).contains(&len) {
+        return Err(FrameError::BadLength(len));
+    }
+    Ok(len)
+}
+
+/// Why a TCP frame was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// Fewer than 28 bytes.
+    #[error("truncated frame")]
+    Truncated,
+    /// The frame does not start with `RTPS`.
+    #[error("frame does not start with RTPS")]
+    NotRtps,
+    /// The first submessage is not `MSG_LEN`.
+    #[error("first submessage is 0x{0:02x}, not MSG_LEN (0x81)")]
+    NoMsgLen(u8),
+    /// The announced length is below 28 or above [`MAX_TCP_MESSAGE`].
+    #[error("frame length {0} outside 28..=262144")]
+    BadLength(usize),
+}
+
+/// Splits a byte stream into `MSG_LEN` frames with a bounded buffer.
+#[derive(Debug)]
+pub struct Deframer {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl Default for Deframer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Deframer {
+    /// An empty deframer with a 256 KiB buffer.
+    pub fn new() -> Self {
+        Self {
+            buf: vec![0; MAX_TCP_MESSAGE],
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Room to read into (never empty while no error was returned).
+    pub fn spare(&mut self) -> &mut [u8] {
+        if self.start > 0 && (self.start == self.end || self.buf.len() - self.end < PREFIX) {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        &mut self.buf[self.end..]
+    }
+
+    /// Bytes received that are not yet a complete message.
+    pub fn pending(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Records that `n` bytes were read into [`Deframer::spare`].
+    pub fn filled(&mut self, n: usize) {
+        self.end = (self.end + n).min(self.buf.len());
+    }
+
+    /// The next complete message, if any; an error means the stream is not valid.
+    pub fn next_message(&mut self) -> Result<Option<&[u8]>, FrameError> {
+        let avail = self.end - self.start;
+        if avail < PREFIX {
+            return Ok(None);
+        }
+        let len = frame_length(&self.buf[self.start..self.start + PREFIX])?;
+        if avail < len {
+            if self.start + len > self.buf.len() {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            return Ok(None);
+        }
+        let s = self.start;
+        self.start += len;
+        Ok(Some(&self.buf[s..s + len]))
+    }
+}
+
+/// The server locator a hello announces, if `msg` is one.
+fn parse_hello(msg: &[u8]) -> Option<SocketAddrV4> {
+    if msg.len() != HELLO_LEN || msg[PREFIX] != INFO_REPLY_ID || msg[PREFIX + 1] != 0x01 {
+        return None;
+    }
+    let body = &msg[PREFIX + 4..];
+    let u32le = |o: usize| u32::from_le_bytes([body[o], body[o + 1], body[o + 2], body[o + 3]]);
+    if u32le(0) != 1 || u32le(4) != 4 {
+        return None;
+    }
+    let port = u16::try_from(u32le(8)).ok()?;
+    let a = &body[24..28];
+    Some(SocketAddrV4::new(
+        Ipv4Addr::new(a[0], a[1], a[2], a[3]),
+        port,
+    ))
+}
+
+fn hello(header: &[u8; RTPS_HEADER], server: SocketAddrV4) -> Vec<u8> {
+    let mut m = Vec::with_capacity(HELLO_LEN);
+    m.extend_from_slice(header);
+    m.extend_from_slice(&msg_len(HELLO_LEN));
+    m.extend_from_slice(&[INFO_REPLY_ID, 0x01]);
+    m.extend_from_slice(&28u16.to_le_bytes());
+    m.extend_from_slice(&1u32.to_le_bytes());
+    m.extend_from_slice(&4i32.to_le_bytes());
+    m.extend_from_slice(&u32::from(server.port()).to_le_bytes());
+    m.extend_from_slice(&[0; 12]);
+    m.extend_from_slice(&server.ip().octets());
+    m
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    opened: AtomicU64,
+    closed: AtomicU64,
+    refused: AtomicU64,
+    frame_errors: AtomicU64,
+    queue_drops: AtomicU64,
+    unreachable: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Tx {
+    queue: Vec<u8>,
+    busy: bool,
+    connected: bool,
+    closed: bool,
+}
+
+#[derive(Debug)]
+struct Conn {
+    id: u64,
+    dialled: bool,
+    /// The server locator this connection serves (known for dialled ones, from the hello for
+    /// accepted ones).
+    route: Mutex<Option<SocketAddrV4>>,
+    stream: OnceLock<TcpStream>,
+    tx: Mutex<Tx>,
+    tx_cv: Condvar,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Conn {
+    fn new(id: u64, dialled: bool, route: Option<SocketAddrV4>) -> Self {
+        Self {
+            id,
+            dialled,
+            route: Mutex::new(route),
+            stream: OnceLock::new(),
+            tx: Mutex::new(Tx::default()),
+            tx_cv: Condvar::new(),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        lock(&self.tx).closed
+    }
+
+    /// Queues or writes one framed message; `Err(WouldBlock)` when the queue is full.
+    fn send(&self, bufs: &[IoSlice<'_>], total: usize, cap: usize) -> io::Result<()> {
+        let first = bufs.first().map_or(&[][..], |b| &b[..]);
+        if first.len() < RTPS_HEADER || bufs.len() > 6 {
+            // Not what the runtime sends: gathered into one buffer first.
+            if total < RTPS_HEADER {
+                return Err(io::ErrorKind::InvalidInput.into());
+            }
+            let all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+            return self.send(&[IoSlice::new(&all)], total, cap);
+        }
+        let framed = total + 8;
+        let ml = msg_len(framed);
+        let mut tx = lock(&self.tx);
+        if tx.closed {
+            return Err(io::ErrorKind::ConnectionReset.into());
+        }
+        let mut iov: [IoSlice<'_>; 8] = [IoSlice::new(&[]); 8];
+        iov[0] = IoSlice::new(&first[..RTPS_HEADER]);
+        iov[1] = IoSlice::new(&ml);
+        iov[2] = IoSlice::new(&first[RTPS_HEADER..]);
+        for (i, b) in bufs[1..].iter().enumerate() {
+            iov[3 + i] = IoSlice::new(b);
+        }
+        let iov = &iov[..bufs.len() + 2];
+        let mut sent = 0;
+        if tx.connected && !tx.busy && tx.queue.is_empty() {
+            if let Some(stream) = self.stream.get() {
+                match SockRef::from(stream)
+                    .send_vectored_with_flags(iov, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+                {
+                    Ok(n) if n >= framed => return Ok(()),
+                    Ok(n) => sent = n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        tx.closed = true;
+                        drop(tx);
+                        self.tx_cv.notify_all();
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        // A partly written message must be completed whatever the queue holds.
+        let cap = if sent > 0 { usize::MAX } else { cap };
+        self.enqueue(&mut tx, iov, sent, cap)
+    }
+
+    fn enqueue(
+        &self,
+        tx: &mut Tx,
+        iov: &[IoSlice<'_>],
+        mut skip: usize,
+        cap: usize,
+    ) -> io::Result<()> {
+        let len: usize = iov.iter().map(|b| b.len()).sum::<usize>() - skip;
+        if tx.queue.len().saturating_add(len) > cap {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        for b in iov {
+            if skip >= b.len() {
+                skip -= b.len();
+                continue;
+            }
+            tx.queue.extend_from_slice(&b[skip..]);
+            skip = 0;
+        }
+        self.tx_cv.notify_one();
+        Ok(())
+    }
+}
+
+struct Shared {
+    interface: NetworkInterface,
+    local: SocketAddrV4,
+    /// Taken by the accept thread, which closes it when it ends.
+    listener: Mutex<Option<TcpListener>>,
+    max_message_size: usize,
+    max_connections: usize,
+    send_queue_bytes: usize,
+    connect_timeout: Duration,
+    retry_interval: Duration,
+    hello: Option<Vec<u8>>,
+    routes: Mutex<HashMap<SocketAddrV4, Arc<Conn>>>,
+    conns: Mutex<Vec<Arc<Conn>>>,
+    failed: Mutex<HashMap<SocketAddrV4, Instant>>,
+    handlers: OnceLock<HandlerFactory>,
+    next_id: AtomicU64,
+    shutdown: AtomicBool,
+    stats: Counters,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpTransport")
+            .field("local", &self.local)
+            .field("interface", &self.interface.name)
+            .field("connections", &lock(&self.conns).len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// RTPS over TCPv4 for one participant; see the [module documentation](self).
+#[derive(Debug)]
+pub struct TcpTransport {
+    shared: Arc<Shared>,
+}
+
+impl TcpTransport {
+    /// Binds the server socket described by `config`.
+    ///
+    /// Errors: the interface does not exist, the port is in use
+    /// ([`TransportError::TcpPortInUse`]) or a socket option failed.
+    pub fn new(config: &TcpConfig) -> Result<Self, TransportError> {
+        if config.max_message_size < PREFIX || config.max_message_size + 8 > MAX_TCP_MESSAGE {
+            return Err(TransportError::InvalidMaxMessageSize(
+                config.max_message_size,
+            ));
+        }
+        let interface = config.interface.resolve()?;
+        let addr = SocketAddrV4::new(interface.address, config.port);
+        let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))
+            .map_err(TransportError::socket("create TCP server socket"))?;
+        socket
+            .set_reuse_address(true)
+            .map_err(TransportError::socket("set SO_REUSEADDR"))?;
+        socket
+            .bind(&SockAddr::from(addr))
+            .map_err(|source| TransportError::TcpPortInUse { addr, source })?;
+        socket
+            .listen(128)
+            .map_err(TransportError::socket("listen on the TCP server socket"))?;
+        let listener: TcpListener = socket.into();
+        let local = match listener
+            .local_addr()
+            .map_err(TransportError::socket("read the TCP server address"))?
+        {
+            SocketAddr::V4(a) => a,
+            SocketAddr::V6(_) => addr,
+        };
+        let hello = config.rtps_header.map(|h| hello(&h, local));
+        Ok(Self {
+            shared: Arc::new(Shared {
+                interface,
+                local,
+                listener: Mutex::new(Some(listener)),
+                max_message_size: config.max_message_size,
+                max_connections: config.max_connections.max(1),
+                send_queue_bytes: config.send_queue_bytes,
+                connect_timeout: config.connect_timeout,
+                retry_interval: config.retry_interval,
+                hello,
+                routes: Mutex::new(HashMap::new()),
+                conns: Mutex::new(Vec::new()),
+                failed: Mutex::new(HashMap::new()),
+                handlers: OnceLock::new(),
+                next_id: AtomicU64::new(1),
+                shutdown: AtomicBool::new(false),
+                stats: Counters::default(),
+            }),
+        })
+    }
+
+    /// The server address announced as this participant's locator.
+    pub fn local_addr(&self) -> SocketAddrV4 {
+        self.shared.local
+    }
+
+    /// Number of connections open now.
+    pub fn open_connections(&self) -> usize {
+        lock(&self.shared.conns).len()
+    }
+
+    /// The server locators that have a connection now (dialled, or identified by a hello).
+    pub fn connected_peers(&self) -> Vec<SocketAddrV4> {
+        let mut v: Vec<_> = lock(&self.shared.routes)
+            .iter()
+            .filter(|(_, c)| !c.is_closed())
+            .map(|(a, _)| *a)
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Shared {
+    fn conn_for(self: &Arc<Self>, dst: SocketAddrV4) -> io::Result<Arc<Conn>> {
+        let mut routes = lock(&self.routes);
+        if let Some(c) = routes.get(&dst) {
+            if !c.is_closed() {
+                return Ok(Arc::clone(c));
+            }
+        }
+        if self.handlers.get().is_none() {
+            return Err(io::ErrorKind::NotConnected.into());
+        }
+        if let Some(t) = lock(&self.failed).get(&dst) {
+            if t.elapsed() < self.retry_interval {
+                return Err(io::ErrorKind::HostUnreachable.into());
+            }
+        }
+        if lock(&self.conns).len() >= self.max_connections {
+            return Err(io::ErrorKind::OutOfMemory.into());
+        }
+        let conn = Arc::new(Conn::new(
+            self.next_id.fetch_add(1, Ordering::Relaxed),
+            true,
+            Some(dst),
+        ));
+        routes.insert(dst, Arc::clone(&conn));
+        lock(&self.conns).push(Arc::clone(&conn));
+        let shared = Arc::clone(self);
+        let c = Arc::clone(&conn);
+        std::thread::Builder::new()
+            .name("ferrodds-tcp-tx".into())
+            .spawn(move || shared.dial_and_write(c, dst))?;
+        Ok(conn)
+    }
+
+    fn dial_and_write(self: Arc<Self>, conn: Arc<Conn>, dst: SocketAddrV4) {
+        let stream = match TcpStream::connect_timeout(&SocketAddr::V4(dst), self.connect_timeout) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!(%dst, error = %e, "TCP connect failed; retrying later");
+                lock(&self.failed).insert(dst, Instant::now());
+                self.stats.unreachable.fetch_add(1, Ordering::Relaxed);
+                self.close(&conn);
+                return;
+            }
+        };
+        lock(&self.failed).remove(&dst);
+        if self.shutdown.load(Ordering::Acquire) {
+            let _ = stream.shutdown(Shutdown::Both);
+            self.close(&conn);
+            return;
+        }
+        let _ = stream.set_nodelay(true);
+        if let Some(h) = &self.hello {
+            if (&stream).write_all(h).is_err() {
+                self.close(&conn);
+                return;
+            }
+        }
+        let reader = match stream.try_clone() {
+            Ok(r) => r,
+            Err(_) => {
+                self.close(&conn);
+                return;
+            }
+        };
+        let _ = conn.stream.set(stream);
+        self.stats.opened.fetch_add(1, Ordering::Relaxed);
+        self.spawn_reader(&conn, reader);
+        lock(&conn.tx).connected = true;
+        self.write_loop(&conn);
+    }
+
+    fn spawn_reader(self: &Arc<Self>, conn: &Arc<Conn>, stream: TcpStream) {
+        let shared = Arc::clone(self);
+        let c = Arc::clone(conn);
+        let spawned = std::thread::Builder::new()
+            .name("ferrodds-tcp-rx".into())
+            .spawn(move || shared.read_loop(c, stream));
+        if spawned.is_err() {
+            self.close(conn);
+        }
+    }
+
+    /// Writes what [`Conn::send`] queued until the connection closes.
+    fn write_loop(&self, conn: &Conn) {
+        let Some(stream) = conn.stream.get() else {
+            return;
+        };
+        let mut batch = Vec::new();
+        loop {
+            {
+                let mut tx = lock(&conn.tx);
+                tx.busy = false;
+                while tx.queue.is_empty() && !tx.closed {
+                    tx = conn.tx_cv.wait(tx).unwrap_or_else(|e| e.into_inner());
+                }
+                if tx.closed {
+                    return;
+                }
+                std::mem::swap(&mut batch, &mut tx.queue);
+                tx.busy = true;
+            }
+            if let Err(e) = (&*stream).write_all(&batch) {
+                tracing::debug!(error = %e, "TCP write failed; closing the connection");
+                self.close(conn);
+                return;
+            }
+            batch.clear();
+        }
+    }
+
+    fn read_loop(self: Arc<Self>, conn: Arc<Conn>, mut stream: TcpStream) {
+        let Some(factory) = self.handlers.get() else {
+            self.close(&conn);
+            return;
+        };
+        let mut handler: Box<dyn MessageHandler> = factory();
+        let src = match stream.peer_addr() {
+            Ok(SocketAddr::V4(a)) => a,
+            _ => SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+        };
+        let meta = MessageMeta {
+            transport: TransportKind::Tcpv4,
+            src,
+            dst: self.local,
+            multicast: false,
+            traffic: TrafficKind::UserData,
+        };
+        let mut deframer = Deframer::new();
+        let mut first = true;
+        'read: loop {
+            let n = match stream.read(deframer.spare()) {
+                Ok(0) => {
+                    if deframer.pending() > 0 {
+                        self.stats.frame_errors.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(peer = %src, error = %FrameError::Truncated, "TCP connection closed mid-frame");
+                    }
+                    break;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            deframer.filled(n);
+            loop {
+                match deframer.next_message() {
+                    Ok(Some(msg)) => {
+                        if first && !conn.dialled {
+                            first = false;
+                            if let Some(server) = parse_hello(msg) {
+                                if !self.identify(&conn, server) {
+                                    break 'read;
+                                }
+                                continue;
+                            }
+                        }
+                        first = false;
+                        if self.shutdown.load(Ordering::Relaxed) {
+                            break 'read;
+                        }
+                        handler.on_message(msg, &meta);
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.stats.frame_errors.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(peer = %src, error = %e, "closing a TCP connection: bad frame");
+                        break 'read;
+                    }
+                }
+            }
+        }
+        self.close(&conn);
+    }
+
+    /// An accepted connection says it comes from the participant serving `server`; returns
+    /// whether it stays open.
+    fn identify(&self, conn: &Arc<Conn>, server: SocketAddrV4) -> bool {
+        let mut routes = lock(&self.routes);
+        *lock(&conn.route) = Some(server);
+        let replaced = match routes.get(&server) {
+            Some(existing) if existing.id != conn.id && !existing.is_closed() => {
+                if existing.dialled && self.local < server {
+                    // Both dialled: the smaller server's connection (ours) survives.
+                    drop(routes);
+                    self.close(conn);
+                    return false;
+                }
+                Some(Arc::clone(existing))
+            }
+            _ => None,
+        };
+        routes.insert(server, Arc::clone(conn));
+        drop(routes);
+        if let Some(old) = replaced {
+            self.close(&old);
+        }
+        true
+    }
+
+    fn accept_loop(self: Arc<Self>, listener: TcpListener) {
+        loop {
+            let accepted = listener.accept();
+            if self.shutdown.load(Ordering::Acquire) {
+                return;
+            }
+            let stream = match accepted {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    tracing::debug!(error = %e, "TCP accept failed");
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+            };
+            if lock(&self.conns).len() >= self.max_connections {
+                self.stats.refused.fetch_add(1, Ordering::Relaxed);
+                let _ = stream.shutdown(Shutdown::Both);
+                continue;
+            }
+            let _ = stream.set_nodelay(true);
+            let Ok(reader) = stream.try_clone() else {
+                continue;
+            };
+            let conn = Arc::new(Conn::new(
+                self.next_id.fetch_add(1, Ordering::Relaxed),
+                false,
+                None,
+            ));
+            let _ = conn.stream.set(stream);
+            lock(&conn.tx).connected = true;
+            lock(&self.conns).push(Arc::clone(&conn));
+            self.stats.opened.fetch_add(1, Ordering::Relaxed);
+            let shared = Arc::clone(&self);
+            let c = Arc::clone(&conn);
+            if std::thread::Builder::new()
+                .name("ferrodds-tcp-tx".into())
+                .spawn(move || shared.write_loop(&c))
+                .is_err()
+            {
+                self.close(&conn);
+                continue;
+            }
+            self.spawn_reader(&conn, reader);
+        }
+    }
+
+    fn close(&self, conn: &Conn) {
+        {
+            let mut tx = lock(&conn.tx);
+            if tx.closed {
+                return;
+            }
+            tx.closed = true;
+            tx.queue = Vec::new();
+        }
+        conn.tx_cv.notify_all();
+        if let Some(s) = conn.stream.get() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        if let Some(route) = *lock(&conn.route) {
+            let mut routes = lock(&self.routes);
+            if routes.get(&route).is_some_and(|c| c.id == conn.id) {
+                routes.remove(&route);
+            }
+        }
+        lock(&self.conns).retain(|c| c.id != conn.id);
+        self.stats.closed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Transport for TcpTransport {
+    fn kind(&self) -> TransportKind {
+        TransportKind::Tcpv4
+    }
+
+    fn max_message_size(&self) -> usize {
+        self.shared.max_message_size
+    }
+
+    fn interface(&self) -> &NetworkInterface {
+        &self.shared.interface
+    }
+
+    fn locators(&self) -> AnnouncedLocators {
+        AnnouncedLocators {
+            metatraffic_unicast: vec![self.shared.local],
+            default_unicast: vec![self.shared.local],
+            ..AnnouncedLocators::default()
+        }
+    }
+
+    fn send(&self, dst: SocketAddrV4, bufs: &[IoSlice<'_>]) -> io::Result<()> {
+        let s = &self.shared;
+        if s.shutdown.load(Ordering::Relaxed) {
+            return Err(io::ErrorKind::NotConnected.into());
+        }
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if total > s.max_message_size {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        let conn = match s.conn_for(dst) {
+            Ok(c) => c,
+            Err(e) => {
+                if e.kind() == io::ErrorKind::HostUnreachable {
+                    s.stats.unreachable.fetch_add(1, Ordering::Relaxed);
+                }
+                return Err(e);
+            }
+        };
+        let r = conn.send(bufs, total, s.send_queue_bytes);
+        match &r {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                s.stats.queue_drops.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => s.close(&conn),
+            Ok(()) => {}
+        }
+        r
+    }
+
+    /// The accept thread (`ferrodds-tcp-accept`); each connection then gets a reader and a
+    /// writer thread of its own.
+    fn start(&self, handlers: HandlerFactory) -> io::Result<Vec<JoinHandle<()>>> {
+        if self.shared.handlers.set(handlers).is_err() {
+            return Ok(Vec::new());
+        }
+        let Some(listener) = lock(&self.shared.listener).take() else {
+            return Ok(Vec::new());
+        };
+        let shared = Arc::clone(&self.shared);
+        Ok(vec![std::thread::Builder::new()
+            .name("ferrodds-tcp-accept".into())
+            .spawn(move || shared.accept_loop(listener))?])
+    }
+
+    fn shutdown(&self) {
+        let s = &self.shared;
+        if s.shutdown.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // Wake the accept thread.
+        let wake = if s.local.ip().is_unspecified() {
+            SocketAddrV4::new(Ipv4Addr::LOCALHOST, s.local.port())
+        } else {
+            s.local
+        };
+        let _ = TcpStream::connect_timeout(&SocketAddr::V4(wake), Duration::from_millis(200));
+        let conns: Vec<Arc<Conn>> = lock(&s.conns).clone();
+        for c in conns {
+            s.close(&c);
+        }
+    }
+
+    fn stats(&self) -> TransportStats {
+        let c = &self.shared.stats;
+        TransportStats {
+            connections_opened: c.opened.load(Ordering::Relaxed),
+            connections_closed: c.closed.load(Ordering::Relaxed),
+            connections_refused: c.refused.load(Ordering::Relaxed),
+            frame_errors: c.frame_errors.load(Ordering::Relaxed),
+            send_queue_drops: c.queue_drops.load(Ordering::Relaxed),
+            unreachable_drops: c.unreachable.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for TcpTransport {
+    fn drop(&mut self) {
+        Transport::shutdown(self);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(body: &[u8]) -> Vec<u8> {
+        let mut m = b"RTPS\x02\x05\x01\xfd".to_vec();
+        m.extend_from_slice(&[7; 12]);
+        m.extend_from_slice(&msg_len(PREFIX + body.len()));
+        m.extend_from_slice(body);
+        m
+    }
+
+    #[test]
+    fn deframer_splits_any_chunking() {
+        let stream: Vec<u8> = [msg(&[1; 4]), msg(&[2; 1000]), msg(&[])].concat();
+        for chunk in [1, 7, 28, 29, 500, 4096] {
+            let mut d = Deframer::new();
+            let mut got = Vec::new();
+            for c in stream.chunks(chunk) {
+                d.spare()[..c.len()].copy_from_slice(c);
+                d.filled(c.len());
+                while let Some(m) = d.next_message().unwrap() {
+                    got.push(m.len());
+                }
+            }
+            assert_eq!(got, vec![32, 1028, 28], "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn bad_frames_are_refused() {
+        assert_eq!(frame_length(b"RTPS"), Err(FrameError::Truncated));
+        let mut m = msg(&[0; 4]);
+        m[0] = b'X';
+        assert_eq!(frame_length(&m), Err(FrameError::NotRtps));
+        let mut m = msg(&[0; 4]);
+        m[20] = 0x15;
+        assert_eq!(frame_length(&m), Err(FrameError::NoMsgLen(0x15)));
+        let mut m = msg(&[0; 4]);
+        m[24..28].copy_from_slice(&27u32.to_le_bytes());
+        assert_eq!(frame_length(&m), Err(FrameError::BadLength(27)));
+        m[24..28].copy_from_slice(&(1u32 << 30).to_le_bytes());
+        assert_eq!(frame_length(&m), Err(FrameError::BadLength(1 << 30)));
+        // Big-endian MSG_LEN (E flag clear) is read as such.
+        let mut m = msg(&[0; 4]);
+        m[21] = 0;
+        m[24..28].copy_from_slice(&32u32.to_be_bytes());
+        assert_eq!(frame_length(&m), Ok(32));
+    }
+
+    #[test]
+    fn hello_round_trips() {
+        let server = SocketAddrV4::new(Ipv4Addr::new(172, 16, 0, 1), 7400);
+        let mut header = [9u8; 20];
+        header[..4].copy_from_slice(b"RTPS");
+        let h = hello(&header, server);
+        assert_eq!(h.len(), HELLO_LEN);
+        assert_eq!(frame_length(&h), Ok(HELLO_LEN));
+        assert_eq!(parse_hello(&h), Some(server));
+        assert_eq!(parse_hello(&msg(&[0; 32])), None);
+    }
+}
