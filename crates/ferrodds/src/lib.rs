@@ -80,6 +80,7 @@ pub use config::{
     ENV_STATS,
 };
 pub use error::{DdsError, DdsResult};
+pub use ferrodds_transport::{TransportKind, TransportStats, DEFAULT_TCP_PORT};
 pub use participant::{DomainParticipant, Publisher, Subscriber, Topic, VENDOR_ID};
 pub use qos::{
     Batching, DataReaderQos, DataWriterQos, Durability, FlowController, History, Liveliness,

@@ -4,8 +4,9 @@
 //!
 //! # Connection model
 //!
-//! Each transport listens on one server port of its interface address and announces that
-//! address and port as its unicast locators (kind TCPv4). Sending to a locator uses the
+//! Each transport listens on one server port (on its interface's address when the interface
+//! was named, else on every address) and announces the interface's address and that port as
+//! its unicast locators (kind TCPv4). Sending to a locator uses the
 //! connection that serves it, dialling one in the background when there is none (messages
 //! queue, bounded, meanwhile; a peer that cannot be reached is retried after
 //! [`TcpConfig::retry_interval`] and its messages are dropped in between, counted).
@@ -418,7 +419,13 @@ impl TcpTransport {
             ));
         }
         let interface = config.interface.resolve()?;
-        let addr = SocketAddrV4::new(interface.address, config.port);
+        // A named interface: listen on its address only; the default one: on every address
+        // (as RTI's server does), announcing the interface's.
+        let bind_ip = match config.interface {
+            InterfaceSelector::Default => Ipv4Addr::UNSPECIFIED,
+            _ => interface.address,
+        };
+        let addr = SocketAddrV4::new(bind_ip, config.port);
         let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))
             .map_err(TransportError::socket("create TCP server socket"))?;
         socket
@@ -431,13 +438,11 @@ impl TcpTransport {
             .listen(128)
             .map_err(TransportError::socket("listen on the TCP server socket"))?;
         let listener: TcpListener = socket.into();
-        let local = match listener
+        let port = listener
             .local_addr()
             .map_err(TransportError::socket("read the TCP server address"))?
-        {
-            SocketAddr::V4(a) => a,
-            SocketAddr::V6(_) => addr,
-        };
+            .port();
+        let local = SocketAddrV4::new(interface.address, port);
         let hello = config.rtps_header.map(|h| hello(&h, local));
         Ok(Self {
             shared: Arc::new(Shared {

@@ -109,7 +109,7 @@ fn semantic_conflicts() {
 #[test]
 fn unsupported_features_fail_loudly() {
     for (args, opt) in [
-        (&["-transport", "TCP"][..], "'-transport'"),
+        (&["-rawTransport", "-transport", "TCP"][..], "'-transport'"),
         (&["-transport", "SHMEM"][..], "'-transport'"),
         (
             &["-secureGovernanceFile", "g.xml"][..],

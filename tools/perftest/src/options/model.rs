@@ -147,6 +147,10 @@ pub struct Options {
     pub best_effort: bool,
     /// `-transport`.
     pub transport: Option<String>,
+    /// `-enableTCP`: TCP beside UDPv4.
+    pub enable_tcp: bool,
+    /// `-transportServerBindPort` (TCP server port; 7400 when not given).
+    pub tcp_server_port: Option<u16>,
     /// `-nic`.
     pub nic: Option<String>,
     /// `-peer` (repeatable).
@@ -251,6 +255,8 @@ impl Default for Options {
             batch_size: None,
             best_effort: false,
             transport: None,
+            enable_tcp: false,
+            tcp_server_port: None,
             nic: None,
             peers: Vec::new(),
             multicast: false,

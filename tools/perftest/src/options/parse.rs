@@ -193,8 +193,7 @@ impl Options {
             "-bestEffort" => self.best_effort = true,
             "-transport" => {
                 match v {
-                    // The tool drives UDPv4 only.
-                    "UDPv4" if caps.transports.contains(&v) => {}
+                    "UDPv4" | "TCP" if caps.transports.contains(&v) => {}
                     "UDPv4" | "UDPv6" | "SHMEM" | "TCP" | "TLS" | "DTLS" | "WAN" | "UDPv4_WAN" => {
                         return Err(refuse_transport(name, v, caps))
                     }
@@ -278,7 +277,11 @@ impl Options {
             }
             "-multicastAddr" => return Err(refuse(name, caps.multicast_address)),
             "-enableSharedMemory" => return Err(refuse_transport(name, "SHMEM", caps)),
+            "-enableTCP" if caps.transports.contains(&"TCP") => self.enable_tcp = true,
             "-enableTCP" => return Err(refuse_transport(name, "TCP", caps)),
+            "-transportServerBindPort" if caps.transports.contains(&"TCP") => {
+                self.tcp_server_port = Some(num(name, v, 1, 65535)? as u16);
+            }
             "-enableUDPv6" => return Err(refuse_transport(name, "UDPv6", caps)),
             n if n.starts_with("-secure") || n == "-lightWeightSecurity" => {
                 return Err(refuse(n, caps.security))

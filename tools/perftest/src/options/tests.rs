@@ -103,7 +103,7 @@ fn errors() {
         Err(OptionError::NumIterBelowLatencyCount { .. })
     ));
     assert!(matches!(
-        parse("-transport TCP"),
+        parse("-transport SHMEM"),
         Err(OptionError::Unsupported { .. })
     ));
     assert!(matches!(
@@ -237,10 +237,14 @@ fn batching_rules() {
 #[test]
 fn capability_refusals_name_the_reason() {
     let cases = [
-        ("-transport TCP", "'-transport' is not supported by FerroDDS perftest: only UDPv4 is available."),
-        ("-raw -transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4 is available."),
-        ("-enableTCP", "'-enableTCP' is not supported by FerroDDS perftest: only UDPv4 is available."),
-        ("-transportVerbosity 1", "'-transportVerbosity' is not supported by FerroDDS perftest: only the UDPv4 transport is available."),
+        ("-transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4 and TCP are available."),
+        ("-raw -transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4 is available with -rawTransport (a raw TCP baseline is not implemented yet)."),
+        ("-raw -transport TCP", "'-transport' is not supported by FerroDDS perftest: only UDPv4 is available with -rawTransport (a raw TCP baseline is not implemented yet)."),
+        ("-raw -enableTCP", "'-enableTCP' is not supported by FerroDDS perftest: only UDPv4 is available with -rawTransport (a raw TCP baseline is not implemented yet)."),
+        ("-enableSharedMemory", "'-enableSharedMemory' is not supported by FerroDDS perftest: only UDPv4 and TCP are available."),
+        ("-transportVerbosity 1", "'-transportVerbosity' is not supported by FerroDDS perftest: of the transport settings only -transportServerBindPort (TCP) is available."),
+        ("-transportServerBindPort 7401", "'-transportServerBindPort' needs '-transport TCP' or '-enableTCP'."),
+        ("-transport TCP -peer udpv4://10.0.0.1:7400", "Invalid value 'udpv4://10.0.0.1:7400' for '-peer': unknown scheme: with -transport TCP peers are tcpv4_lan://ADDR:PORT."),
         ("-durability 2", "'-durability' is not supported by FerroDDS perftest: only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available."),
         ("-raw -durability 3", "'-durability' is not supported by FerroDDS perftest: only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available."),
         ("-raw -durability 1", "'-durability' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
@@ -262,4 +266,51 @@ fn capability_refusals_name_the_reason() {
     }
     assert!(parse("-multicast").is_ok());
     assert!(parse("-raw -noBlockingSockets").is_ok());
+}
+
+#[test]
+fn tcp_options_and_peer_forms() {
+    let o = parse(
+        "-pub -transport TCP -transportServerBindPort 7401 -peer 0@tcpv4_lan://172.16.0.2:7400",
+    )
+    .unwrap();
+    assert_eq!(o.transport.as_deref(), Some("TCP"));
+    assert_eq!(o.tcp_server_port, Some(7401));
+    assert!(parse("-sub -enableTCP -peer 10.0.0.1 -peer tcpv4_lan://10.0.0.2:7400").is_ok());
+    let addr = |s: &str| parse_tcp_peer(s).map(|a| a.to_string());
+    assert_eq!(
+        addr("0@tcpv4_lan://172.16.0.1:7400").unwrap(),
+        "172.16.0.1:7400"
+    );
+    assert_eq!(
+        addr("tcpv4_lan://172.16.0.1:7555").unwrap(),
+        "172.16.0.1:7555"
+    );
+    assert_eq!(addr("TCPV4_LAN://172.16.0.1").unwrap(), "172.16.0.1:7400");
+    assert_eq!(addr("172.16.0.1:7401").unwrap(), "172.16.0.1:7401");
+    assert_eq!(addr("172.16.0.1").unwrap(), "172.16.0.1:7400");
+    for bad in [
+        "tlsv4_lan://1.2.3.4:7400",
+        "x@tcpv4_lan://1.2.3.4:7400",
+        "tcpv4_lan://1.2.3.4:0",
+        "tcpv4_lan://1.2.3.4:70000",
+        "tcpv4_lan://host:7400",
+        "",
+    ] {
+        assert!(
+            matches!(parse_tcp_peer(bad), Err(OptionError::BadValue { .. })),
+            "{bad:?} accepted"
+        );
+        let args = vec![
+            "-pub".to_string(),
+            "-transport".into(),
+            "TCP".into(),
+            "-peer".into(),
+            bad.to_string(),
+        ];
+        assert!(
+            Options::parse(&args).is_err(),
+            "{bad:?} accepted by the parser"
+        );
+    }
 }

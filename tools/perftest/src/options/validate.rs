@@ -8,7 +8,7 @@ use super::model::{
     Options, PubRate, Role, DEFAULT_SCAN_SECONDS, MAX_BOUNDED_SEQ_SIZE, OVERHEAD_BYTES,
 };
 use super::parse::unsupported;
-use super::values::{parse_raw_pub_peer, parse_raw_sub_peer};
+use super::values::{parse_raw_pub_peer, parse_raw_sub_peer, parse_tcp_peer};
 
 impl Options {
     pub(super) fn validate(&mut self, caps: &Capabilities) -> Result<(), OptionError> {
@@ -73,14 +73,23 @@ impl Options {
                 }
             }
         } else {
+            let tcp_only = self.transport.as_deref() == Some("TCP");
             for p in &self.peers {
-                if p.parse::<std::net::Ipv4Addr>().is_err() {
+                if tcp_only || (self.enable_tcp && p.parse::<std::net::Ipv4Addr>().is_err()) {
+                    parse_tcp_peer(p)?;
+                } else if p.parse::<std::net::Ipv4Addr>().is_err() {
                     return Err(OptionError::BadValue {
                         option: "-peer",
                         value: p.clone(),
-                        reason: "FerroDDS takes IPv4 peer addresses",
+                        reason:
+                            "FerroDDS takes IPv4 peer addresses (TCP: [N@]tcpv4_lan://ADDR:PORT)",
                     });
                 }
+            }
+            if self.tcp_server_port.is_some() && !tcp_only && !self.enable_tcp {
+                return Err(OptionError::Conflict(
+                    "'-transportServerBindPort' needs '-transport TCP' or '-enableTCP'.",
+                ));
             }
         }
         if let Some(sizes) = &self.scan {

@@ -208,6 +208,43 @@ pub fn parse_raw_pub_peer(
     Ok((addr, ids))
 }
 
+/// A TCP peer: `[N@]tcpv4_lan://ADDR[:PORT]` or `ADDR[:PORT]`, the port 7400 when not given
+/// (RTI's default server port).
+pub fn parse_tcp_peer(p: &str) -> Result<std::net::SocketAddrV4, OptionError> {
+    let bad = |reason| OptionError::BadValue {
+        option: "-peer",
+        value: p.to_string(),
+        reason,
+    };
+    // RTI's peer descriptor: an optional participant-index limit before '@'.
+    let rest = match p.split_once('@') {
+        Some((n, rest)) if n.parse::<u32>().is_ok() => rest,
+        Some(_) => return Err(bad("expected [N@]tcpv4_lan://ADDR:PORT")),
+        None => p,
+    };
+    let addr = match rest.split_once("://") {
+        Some((scheme, addr)) if scheme.eq_ignore_ascii_case("tcpv4_lan") => addr,
+        Some(_) => {
+            return Err(bad(
+                "unknown scheme: with -transport TCP peers are tcpv4_lan://ADDR:PORT",
+            ))
+        }
+        None => rest,
+    };
+    let (ip, port) = match addr.split_once(':') {
+        Some((ip, port)) => (
+            ip,
+            port.parse::<u16>()
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| bad("expected a port in 1..=65535"))?,
+        ),
+        None => (addr, 7400),
+    };
+    let ip: std::net::Ipv4Addr = ip.parse().map_err(|_| bad("expected an IPv4 address"))?;
+    Ok(std::net::SocketAddrV4::new(ip, port))
+}
+
 /// The raw-transport subscriber's peer (the publisher address).
 pub fn parse_raw_sub_peer(p: &str) -> Result<std::net::Ipv4Addr, OptionError> {
     let addr = p.split_once(':').map_or(p, |(a, _)| a);

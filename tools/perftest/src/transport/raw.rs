@@ -32,6 +32,10 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     multicast: Support::No("multicast is not implemented for the raw transport yet"),
     non_blocking_sockets: Support::Yes,
     batching: Support::Yes,
+    transports: &["UDPv4"],
+    transport_limit:
+        "only UDPv4 is available with -rawTransport (a raw TCP baseline is not implemented yet)",
+    transport_settings: Support::No("not available with -rawTransport"),
     ..dds::CAPABILITIES
 };
 

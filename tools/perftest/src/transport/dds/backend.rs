@@ -1,6 +1,6 @@
 //! The DDS backend's implementation over the FerroDDS public API (feature `dds`).
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -9,13 +9,15 @@ use ferrodds::cdr::types::{TestData, TestDataKeyed, TestDataKeyedLarge, TestData
 use ferrodds::{
     Batching, Config, DataReader, DataReaderListener, DataReaderQos, DataWriter, DataWriterQos,
     DdsError, DomainParticipant, FlowController, Interface, Publisher, PublisherQos,
-    ResourceLimits, Subscriber, SubscriberQos, TopicQos, TopicType,
+    ResourceLimits, Subscriber, SubscriberQos, TopicQos, TopicType, Transports,
 };
 
 use crate::error::PerftestError;
 use crate::harness::stopping;
 use crate::message::TestMessage;
-use crate::options::{BatchingState, FlowControllerName, Options, CONTROL_INSTANCE, FINISHED_SIZE};
+use crate::options::{
+    parse_tcp_peer, BatchingState, FlowControllerName, Options, CONTROL_INSTANCE, FINISHED_SIZE,
+};
 use crate::transport::{OnMessage, Reader, TopicKind, Transport, Writer};
 
 /// The FerroDDS flow controller of a `-flowController` name.
@@ -124,8 +126,35 @@ impl DdsTransport {
             loopback = matches!(iface, Interface::Address(a) if a.is_loopback()) || nic == "lo";
             config = config.interface(iface);
         }
-        let mut peers: Vec<Ipv4Addr> = opts.peers.iter().filter_map(|p| p.parse().ok()).collect();
-        if (loopback || !peers.is_empty()) && !opts.multicast {
+        let tcp_only = opts.transport.as_deref() == Some("TCP");
+        let tcp = tcp_only || opts.enable_tcp;
+        // (Validated by the option parser: TCP peers are locators, UDP ones IPv4 addresses.)
+        let (mut peers, tcp_peers): (Vec<Ipv4Addr>, Vec<SocketAddrV4>) = if tcp_only {
+            let t = opts.peers.iter().filter_map(|p| parse_tcp_peer(p).ok());
+            (Vec::new(), t.collect())
+        } else {
+            let udp = opts.peers.iter().filter_map(|p| p.parse().ok()).collect();
+            let t = opts
+                .peers
+                .iter()
+                .filter(|p| opts.enable_tcp && p.parse::<Ipv4Addr>().is_err())
+                .filter_map(|p| parse_tcp_peer(p).ok());
+            (udp, t.collect())
+        };
+        let tcp_port = opts.tcp_server_port.unwrap_or(ferrodds::DEFAULT_TCP_PORT);
+        if tcp {
+            config = config
+                .transports(if tcp_only {
+                    Transports::Tcpv4
+                } else {
+                    Transports::Udpv4AndTcpv4
+                })
+                .tcp_port(tcp_port)
+                .tcp_peers(tcp_peers.clone());
+        }
+        if tcp_only {
+            config = config.multicast(false);
+        } else if (loopback || !peers.is_empty()) && !opts.multicast {
             config = config.multicast(false);
             if peers.is_empty() {
                 peers.push(Ipv4Addr::LOCALHOST);
@@ -159,9 +188,17 @@ impl DdsTransport {
             (false, true) => TypeKind::Large,
             (true, true) => TypeKind::KeyedLarge,
         };
-        let peer_list: Vec<String> = peers.iter().map(ToString::to_string).collect();
+        let mut peer_list: Vec<String> = peers.iter().map(ToString::to_string).collect();
+        peer_list.extend(tcp_peers.iter().map(|p| format!("tcpv4_lan://{p}")));
+        let kind_line = if tcp_only {
+            "Kind: TCP (FerroDDS RTPS over TCPv4, Cyclone DDS framing)"
+        } else if tcp {
+            "Kind: UDPv4 + TCP (FerroDDS RTPS; TCP with Cyclone DDS framing)"
+        } else {
+            "Kind: UDPv4 (FerroDDS RTPS)"
+        };
         let mut lines = vec![
-            "Kind: UDPv4 (FerroDDS RTPS)".to_string(),
+            kind_line.to_string(),
             format!("Nic: {iface}"),
             format!(
                 "Use Multicast: {}",
@@ -169,6 +206,9 @@ impl DdsTransport {
             ),
             "message_size_max: 65000".to_string(),
         ];
+        if tcp {
+            lines.push(format!("TCP Server Bind Port: {tcp_port}"));
+        }
         if opts.asynchronous {
             lines.push(format!("Flow Controller: {}", opts.flow_controller.name()));
         }

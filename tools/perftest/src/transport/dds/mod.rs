@@ -33,9 +33,11 @@ pub use backend::*;
 
 /// What the DDS backend (FerroDDS) can do.
 pub const CAPABILITIES: Capabilities = Capabilities {
-    transports: &["UDPv4"],
-    transport_limit: "only UDPv4 is available",
-    transport_settings: Support::No("only the UDPv4 transport is available"),
+    transports: &["UDPv4", "TCP"],
+    transport_limit: "only UDPv4 and TCP are available",
+    transport_settings: Support::No(
+        "of the transport settings only -transportServerBindPort (TCP) is available",
+    ),
     max_durability: 1,
     durability_limit: "only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available",
     xml_qos: Support::No("QoS XML files are not supported, the QoS is compiled in"),
