@@ -734,14 +734,15 @@ impl Shared {
     }
 
     fn close(&self, conn: &Conn) {
-        {
+        let was_open = {
             let mut tx = lock(&conn.tx);
             if tx.closed {
                 return;
             }
             tx.closed = true;
             tx.queue = Vec::new();
-        }
+            tx.connected
+        };
         conn.tx_cv.notify_all();
         if let Some(s) = conn.stream.get() {
             let _ = s.shutdown(Shutdown::Both);
@@ -753,7 +754,10 @@ impl Shared {
             }
         }
         lock(&self.conns).retain(|c| c.id != conn.id);
-        self.stats.closed.fetch_add(1, Ordering::Relaxed);
+        if was_open {
+            // (A dial that failed was never opened.)
+            self.stats.closed.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
