@@ -663,10 +663,10 @@ impl Inner {
 
     fn send_datagram(&self, bytes: &[u8], destinations: &[Locator]) {
         for d in destinations {
-            let transport = match d.kind {
-                Locator::KIND_UDPV4 => &self.udp,
-                Locator::KIND_TCPV4 => &self.tcp,
-                _ => continue,
+            let transport = match TransportKind::from_locator_kind(d.kind) {
+                Some(TransportKind::Udpv4) => &self.udp,
+                Some(TransportKind::Tcpv4) => &self.tcp,
+                None => continue,
             };
             let (Some(t), Some(dst)) = (transport, d.ipv4_destination()) else {
                 continue;

@@ -470,22 +470,6 @@ impl TcpTransport {
     pub fn local_addr(&self) -> SocketAddrV4 {
         self.shared.local
     }
-
-    /// Number of connections open now.
-    pub fn open_connections(&self) -> usize {
-        lock(&self.shared.conns).len()
-    }
-
-    /// The server locators that have a connection now (dialled, or identified by a hello).
-    pub fn connected_peers(&self) -> Vec<SocketAddrV4> {
-        let mut v: Vec<_> = lock(&self.shared.routes)
-            .iter()
-            .filter(|(_, c)| !c.is_closed())
-            .map(|(a, _)| *a)
-            .collect();
-        v.sort();
-        v
-    }
 }
 
 impl Shared {
@@ -527,7 +511,10 @@ impl Shared {
             Ok(s) => s,
             Err(e) => {
                 tracing::debug!(%dst, error = %e, "TCP connect failed; retrying later");
-                lock(&self.failed).insert(dst, Instant::now());
+                let mut failed = lock(&self.failed);
+                // Bounded by the destinations that failed within one retry interval.
+                failed.retain(|_, t| t.elapsed() < self.retry_interval);
+                failed.insert(dst, Instant::now());
                 self.stats.unreachable.fetch_add(1, Ordering::Relaxed);
                 self.close(&conn);
                 return;

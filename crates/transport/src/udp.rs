@@ -715,7 +715,10 @@ impl crate::Transport for UdpTransport {
                                     handler.on_message(&buf[..r.len.min(buf.len())], &meta);
                                 }
                                 Ok(None) => break,
-                                Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                                Err(e) => {
+                                    tracing::debug!(error = %e, "receive failed");
+                                    std::thread::sleep(Duration::from_millis(1));
+                                }
                             }
                         }
                     })?,

@@ -860,8 +860,7 @@ impl Locator {
         if self.kind != Self::KIND_UDPV4 {
             return None;
         }
-        let port = u16::try_from(self.port).ok().filter(|p| *p != 0)?;
-        Some(SocketAddrV4::new(self.ipv4()?, port))
+        self.ipv4_destination()
     }
 
     /// The destination socket address of a UDPv4 or TCPv4 locator: `None` for other kinds and

@@ -45,10 +45,8 @@ fn wait_for_acks_interruptible(
     const STEP: Duration = Duration::from_millis(250);
     let start = Instant::now();
     while !stopping() && start.elapsed() < limit {
-        let t = Instant::now();
-        writer.wait_for_acks(STEP)?;
-        if t.elapsed() < STEP {
-            break; // acknowledged (a timeout takes the whole step)
+        if writer.wait_for_acks(STEP)? {
+            break;
         }
     }
     Ok(())

@@ -130,8 +130,9 @@ pub trait Writer: Send {
     /// Number of matched readers (raw: the number of send targets).
     fn matched(&self) -> u32;
     /// Waits until every matched reader acknowledged everything written, at most
-    /// `timeout`. Backends without acknowledgements sleep `timeout` and return.
-    fn wait_for_acks(&mut self, timeout: Duration) -> Result<(), PerftestError>;
+    /// `timeout`; returns whether they did. Backends without acknowledgements sleep `timeout`
+    /// and return `false`.
+    fn wait_for_acks(&mut self, timeout: Duration) -> Result<bool, PerftestError>;
     /// Registers instances 0..n (keyed types); a no-op elsewhere.
     fn register_instances(&mut self, _n: u64) -> Result<(), PerftestError> {
         Ok(())

@@ -330,9 +330,9 @@ impl Writer for RawWriter {
         self.targets.len() as u32
     }
 
-    fn wait_for_acks(&mut self, timeout: Duration) -> Result<(), PerftestError> {
+    fn wait_for_acks(&mut self, timeout: Duration) -> Result<bool, PerftestError> {
         std::thread::sleep(timeout);
-        Ok(())
+        Ok(false)
     }
 }
 

@@ -392,9 +392,10 @@ impl<T: PerfType> Writer for DdsWriter<T> {
         self.writer.matched_count()
     }
 
-    fn wait_for_acks(&mut self, timeout: Duration) -> Result<(), PerftestError> {
+    fn wait_for_acks(&mut self, timeout: Duration) -> Result<bool, PerftestError> {
         match self.writer.wait_for_acknowledgments(timeout) {
-            Ok(()) | Err(DdsError::Timeout) => Ok(()),
+            Ok(()) => Ok(true),
+            Err(DdsError::Timeout) => Ok(false),
             Err(e) => Err(PerftestError::Dds {
                 context: "waiting for acknowledgements",
                 source: e,
