@@ -128,8 +128,9 @@ fn tcp_data_flows_both_ways_on_one_connection() {
         while (open_connections(&a), open_connections(&b)) != (1, 1) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
-        assert_eq!(open_connections(&a), 1, "a: {:?}", a.transport_stats());
-        assert_eq!(open_connections(&b), 1, "b: {:?}", b.transport_stats());
+        let stats = format!("a: {:?}\nb: {:?}", a.transport_stats(), b.transport_stats());
+        assert_eq!(open_connections(&a), 1, "{stats}");
+        assert_eq!(open_connections(&b), 1, "{stats}");
     });
 }
 

@@ -541,9 +541,22 @@ impl Shared {
             }
         };
         let _ = conn.stream.set(stream);
-        self.stats.opened.fetch_add(1, Ordering::Relaxed);
+        {
+            // Connected before the reader starts, under the lock `close` takes: a
+            // connection the peer closes at once is counted as opened and closed.
+            let mut tx = lock(&conn.tx);
+            if tx.closed {
+                drop(tx);
+                if let Some(s) = conn.stream.get() {
+                    let _ = s.shutdown(Shutdown::Both);
+                }
+                return;
+            }
+            tx.connected = true;
+            self.stats.opened.fetch_add(1, Ordering::Relaxed);
+        }
+        tracing::info!(%dst, "TCP connection dialled");
         self.spawn_reader(&conn, reader);
-        lock(&conn.tx).connected = true;
         self.write_loop(&conn);
     }
 
@@ -659,10 +672,14 @@ impl Shared {
                 if existing.dialled && self.local < server {
                     // Both dialled: the smaller server's connection (ours) survives.
                     drop(routes);
+                    tracing::info!(peer = %server, "both sides dialled: keeping ours");
                     self.close(conn);
                     return false;
                 }
-                Some(Arc::clone(existing))
+                // Both dialled and theirs wins: ours closes. An earlier accepted
+                // connection from the same participant (it dialled another of our
+                // addresses) stays open: closing it would only make it dial again.
+                existing.dialled.then(|| Arc::clone(existing))
             }
             _ => None,
         };
@@ -681,7 +698,10 @@ impl Shared {
                 return;
             }
             let stream = match accepted {
-                Ok((s, _)) => s,
+                Ok((s, from)) => {
+                    tracing::info!(%from, "TCP connection accepted");
+                    s
+                }
                 Err(e) => {
                     tracing::debug!(error = %e, "TCP accept failed");
                     std::thread::sleep(Duration::from_millis(10));
@@ -689,6 +709,10 @@ impl Shared {
                 }
             };
             if lock(&self.conns).len() >= self.max_connections {
+                tracing::warn!(
+                    max = self.max_connections,
+                    "TCP connection refused: too many connections"
+                );
                 self.stats.refused.fetch_add(1, Ordering::Relaxed);
                 let _ = stream.shutdown(Shutdown::Both);
                 continue;
@@ -742,6 +766,7 @@ impl Shared {
         }
         lock(&self.conns).retain(|c| c.id != conn.id);
         if was_open {
+            tracing::info!(peer = ?*lock(&conn.route), "TCP connection closed");
             // (A dial that failed was never opened.)
             self.stats.closed.fetch_add(1, Ordering::Relaxed);
         }

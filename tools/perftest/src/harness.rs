@@ -35,6 +35,9 @@ pub fn clock_us() -> u64 {
 
 /// How long the publisher waits for its initial burst to be acknowledged at most.
 const INITIAL_BURST_ACK_WAIT: Duration = Duration::from_secs(60);
+/// How long a reliable latency ping waits for its pong at most (a 10 MB ping over a
+/// 10 Mbit/s link takes 8 s; a pong that does not come means the subscriber went away).
+const RELIABLE_PONG_WAIT: Duration = Duration::from_secs(30);
 
 /// Waits until `writer`'s samples are acknowledged, at most `limit`, returning early on a stop
 /// request.
@@ -590,13 +593,15 @@ pub fn is_ping_slot(i: u64, spb: u64, lc: u64) -> bool {
 fn wait_for_pong(lat: &(Mutex<LatencyState>, Condvar), seq: u32, reliable: bool) {
     let (state, cv) = lat;
     let deadline = Instant::now() + Duration::from_millis(200);
+    // Reliable: the pong comes unless the subscriber went away; do not wait for ever.
+    let reliable_deadline = Instant::now() + RELIABLE_PONG_WAIT;
     let mut st = lock(state);
     while st.last_pong_seq != Some(seq) {
         if stopping() {
             return;
         }
         let now = Instant::now();
-        if !reliable && now >= deadline {
+        if (!reliable && now >= deadline) || now >= reliable_deadline {
             return;
         }
         let slice = if reliable {

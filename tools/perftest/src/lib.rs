@@ -37,6 +37,7 @@
 
 pub mod error;
 pub mod harness;
+pub mod logging;
 pub mod message;
 pub mod options;
 pub mod output;

@@ -11,6 +11,8 @@ use crate::options::{help_text, BatchingState, Options, RateMethod, Role};
 use crate::output::{Printer, PrinterConfig};
 use crate::system;
 use crate::transport::raw::RawTransport;
+use crate::transport::raw_tcp::RawTcpTransport;
+use crate::transport::Backend;
 use crate::transport::{Support, Transport};
 
 /// Version line printed first on stderr.
@@ -51,7 +53,9 @@ pub fn startup_summary(opts: &Options, batching: BatchingState, transport: &[Str
     }
     line(&format!(
         "\tReliability: {}",
-        if opts.raw {
+        if opts.backend() == Backend::RawTcp {
+            "Reliable (raw TCP stream)"
+        } else if opts.raw {
             "Best Effort (raw sockets)"
         } else if opts.best_effort {
             "Best Effort"
@@ -222,6 +226,7 @@ pub fn run(args: &[String]) -> i32 {
         print!("{}", help_text());
         return 0;
     }
+    crate::logging::init(&opts);
     match run_opts(opts) {
         Ok(()) => {
             eprintln!("Test ended.");
@@ -269,7 +274,11 @@ fn run_opts(opts: Options) -> Result<(), PerftestError> {
             BatchingState::On(b) => Some(b as usize),
             _ => None,
         };
-        Box::new(RawTransport::new(&opts, batch)?)
+        if opts.backend() == Backend::RawTcp {
+            Box::new(RawTcpTransport::new(&opts, batch)?)
+        } else {
+            Box::new(RawTransport::new(&opts, batch)?)
+        }
     } else {
         dds_transport(&opts, batching)?
     };

@@ -109,7 +109,7 @@ fn semantic_conflicts() {
 #[test]
 fn unsupported_features_fail_loudly() {
     for (args, opt) in [
-        (&["-rawTransport", "-transport", "TCP"][..], "'-transport'"),
+        (&["-rawTransport", "-transport", "TLS"][..], "'-transport'"),
         (&["-transport", "SHMEM"][..], "'-transport'"),
         (
             &["-secureGovernanceFile", "g.xml"][..],

@@ -512,7 +512,10 @@ fn tcp_pair(
 ) -> (common::Finished, common::Finished) {
     let pub_peer = format!("0@tcpv4_lan://127.0.0.1:{}", ports.1);
     let sub_peer = format!("tcpv4_lan://127.0.0.1:{}", ports.0);
+    // -nic pins the server socket and the announced locator to loopback.
     let mut s = vec![
+        "-nic",
+        "127.0.0.1",
         "-transport",
         "TCP",
         "-transportServerBindPort",
@@ -522,6 +525,8 @@ fn tcp_pair(
     s.push(&sub_peer);
     s.extend_from_slice(sub_args);
     let mut p = vec![
+        "-nic",
+        "127.0.0.1",
         "-transport",
         "TCP",
         "-transportServerBindPort",

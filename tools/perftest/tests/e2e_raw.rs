@@ -297,3 +297,127 @@ fn ctrl_c_prints_what_was_measured() {
     assert_eq!((t[0], t[1], t[4]), (100.0, 0.0, 0.0));
     assert!(s.stderr.contains("No samples were received"));
 }
+
+// ---- raw TCP (`-rawTransport -transport TCP`) ----
+
+fn tcp_pair(
+    domain: &str,
+    pub_args: &[&str],
+    sub_args: &[&str],
+) -> (common::Finished, common::Finished) {
+    let mut p = vec!["-transport", "TCP"];
+    p.extend_from_slice(pub_args);
+    let mut s = vec!["-transport", "TCP"];
+    s.extend_from_slice(sub_args);
+    pair(domain, &p, &s)
+}
+
+#[test]
+fn tcp_throughput_exact_count_and_latency() {
+    let (p, s) = tcp_pair(
+        "28",
+        &[
+            "-numIter",
+            "20000",
+            "-latencyCount",
+            "1000",
+            "-dataLen",
+            "64",
+        ],
+        &["-dataLen", "64"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    for out in [&p.stderr, &s.stderr] {
+        assert!(out.contains("Kind: TCP (raw sockets, no RTPS"), "{out}");
+        assert!(
+            out.contains("Reliability: Reliable (raw TCP stream)"),
+            "{out}"
+        );
+    }
+    assert!(p
+        .stderr
+        .contains("The following TCP ports will be used: 14410, 14411, 14412"));
+    assert!(s
+        .stderr
+        .contains("The following TCP ports will be used: 14412, 14410, 14411"));
+    let t = throughput_summary(&s.stdout);
+    // A stream loses nothing: every sample written arrived.
+    assert_eq!(t[1], 20000.0, "{t:?}\n{}", s.stdout);
+    assert_eq!(t[4], 0.0, "{t:?}");
+    let l = latency_summary(&p.stdout);
+    assert!(l[1] > 0.0, "{l:?}");
+}
+
+#[test]
+fn tcp_large_samples_batching_and_two_subscribers() {
+    // 1 MiB samples (the subscriber is not told the size), counted exactly.
+    let (p, s) = tcp_pair(
+        "29",
+        &[
+            "-numIter",
+            "300",
+            "-latencyCount",
+            "50",
+            "-dataLen",
+            "1048576",
+        ],
+        &[],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    let t = throughput_summary(&s.stdout);
+    assert_eq!(t[0], 1048576.0, "{t:?}");
+    assert_eq!(t[1], 300.0, "{t:?}");
+    // Batching in the tool: 100 B samples in 1000 B frames.
+    let (p, s) = tcp_pair(
+        "29",
+        &["-numIter", "50000", "-batchSize", "1000", "-dataLen", "100"],
+        &["-dataLen", "100"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(p.stderr.contains("\tBatching: 1000 Bytes"), "{}", p.stderr);
+    assert_eq!(throughput_summary(&s.stdout)[1], 50000.0);
+    // Two subscribers: the publisher's readers accept a connection from each.
+    let d = "29";
+    let subs: Vec<_> = ["0", "1"]
+        .iter()
+        .map(|sid| {
+            spawn(&[
+                "-sub",
+                "-raw",
+                "-transport",
+                "TCP",
+                "-domain",
+                d,
+                "-sid",
+                sid,
+                "-noPrint",
+            ])
+        })
+        .collect();
+    let p = spawn(&[
+        "-pub",
+        "-raw",
+        "-transport",
+        "TCP",
+        "-domain",
+        d,
+        "-numSubscribers",
+        "2",
+        "-latencyTest",
+        "-exec",
+        "2",
+        "-noPrint",
+    ]);
+    let p = wait(p, T, "publisher");
+    assert_ok(&p, "pub");
+    assert!(latency_summary(&p.stdout)[1] > 0.0);
+    for (i, s) in subs.into_iter().enumerate() {
+        let s = wait(s, T, "subscriber");
+        assert_ok(&s, &format!("sub {i}"));
+        let t = throughput_summary(&s.stdout);
+        assert!(t[1] > 10.0 && t[4] == 0.0, "sub {i}: {t:?}");
+    }
+}

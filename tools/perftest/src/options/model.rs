@@ -97,8 +97,11 @@ pub struct Options {
     pub num_publishers: u32,
     /// `-domain`.
     pub domain: u32,
-    /// `-verbosity`.
+    /// `-verbosity` (0 silent, 1 errors, 2 warnings, 3 everything): FerroDDS's log on stderr.
     pub verbosity: u32,
+    /// `-transportVerbosity` (0 errors, 1 warnings, 2 connections, 3 everything): the
+    /// transports' log; `-verbosity` when not given.
+    pub transport_verbosity: Option<u32>,
     /// `-noXmlQos` (informational).
     pub no_xml_qos: bool,
     /// `-durability` (0 volatile, 1 transient local).
@@ -231,6 +234,7 @@ impl Default for Options {
             num_publishers: 1,
             domain: 1,
             verbosity: 1,
+            transport_verbosity: None,
             no_xml_qos: false,
             durability: None,
             use_read_thread: false,
@@ -290,6 +294,9 @@ pub const MAX_BOUNDED_SEQ_SIZE: u64 = 65470;
 pub const MAX_DATA_LEN: u64 = 2_147_482_620;
 /// Largest `-dataLen` of the raw transport: encapsulation + sample must fit one datagram.
 pub const MAX_RAW_DATA_LEN: u64 = 65500;
+/// Largest `-dataLen` of the raw TCP transport (10 MiB, the largest sample FerroDDS is
+/// tested with).
+pub const MAX_RAW_TCP_DATA_LEN: u64 = 10 * 1024 * 1024;
 /// Default batch size in throughput tests.
 pub const DEFAULT_BATCH_SIZE: u64 = 8192;
 /// Key of control samples.

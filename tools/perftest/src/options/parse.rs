@@ -48,10 +48,15 @@ impl Options {
         let mut used: Vec<&'static OptionSpec> = Vec::new();
         // Every argument starting with `-` is an option (values never do), so the backend
         // is known before the options are applied in order.
-        let backend = if args
+        let raw = args
             .iter()
-            .any(|a| lookup(a.as_ref()).is_some_and(|s| s.name == "-rawTransport"))
-        {
+            .any(|a| lookup(a.as_ref()).is_some_and(|s| s.name == "-rawTransport"));
+        let tcp = args.windows(2).any(|w| {
+            lookup(w[0].as_ref()).is_some_and(|s| s.name == "-transport") && w[1].as_ref() == "TCP"
+        });
+        let backend = if raw && tcp {
+            Backend::RawTcp
+        } else if raw {
             Backend::Raw
         } else {
             Backend::Dds
@@ -277,8 +282,16 @@ impl Options {
             }
             "-multicastAddr" => return Err(refuse(name, caps.multicast_address)),
             "-enableSharedMemory" => return Err(refuse_transport(name, "SHMEM", caps)),
+            "-enableTCP" if caps.dds_entities != Support::Yes => {
+                return Err(OptionError::Conflict(
+                    "'-enableTCP' is not used with -rawTransport: use '-transport TCP'.",
+                ))
+            }
             "-enableTCP" if caps.transports.contains(&"TCP") => self.enable_tcp = true,
             "-enableTCP" => return Err(refuse_transport(name, "TCP", caps)),
+            "-transportVerbosity" if caps.dds_entities == Support::Yes => {
+                self.transport_verbosity = Some(num32(name, v, 0, 3)?);
+            }
             "-transportServerBindPort" if caps.transports.contains(&"TCP") => {
                 self.tcp_server_port = Some(num(name, v, 1, 65535)? as u16);
             }

@@ -21,7 +21,9 @@ pub enum BatchingState {
 impl Options {
     /// The backend selected by the options (`-rawTransport` or DDS).
     pub fn backend(&self) -> Backend {
-        if self.raw {
+        if self.raw && self.transport.as_deref() == Some("TCP") {
+            Backend::RawTcp
+        } else if self.raw {
             Backend::Raw
         } else {
             Backend::Dds

@@ -56,6 +56,11 @@ impl Options {
         }
         // The address syntax of the backend.
         if self.raw {
+            if self.tcp_server_port.is_some() {
+                return Err(OptionError::Conflict(
+                    "'-transportServerBindPort' is not used with -rawTransport: the raw ports follow the RTPS port formula.",
+                ));
+            }
             if let Some(nic) = &self.nic {
                 if nic.parse::<std::net::Ipv4Addr>().is_err() {
                     return Err(OptionError::BadValue {

@@ -1,5 +1,5 @@
 //! The small messaging interface the test harness is written against, with two backends:
-//! [`raw`] (plain UDP sockets, no RTPS) and `dds` (the FerroDDS public API, feature `dds`).
+//! [`raw`] (plain UDP sockets, no RTPS), [`raw_tcp`] (plain TCP sockets) and `dds` (the FerroDDS public API, feature `dds`).
 //!
 //! Three "topics" carry [`TestMessage`]s: `Throughput` (publisher → subscribers),
 //! `Latency` (subscriber → publisher, pongs and init echoes) and `Announcement`
@@ -15,6 +15,7 @@ use crate::message::TestMessage;
 
 pub mod dds;
 pub mod raw;
+pub mod raw_tcp;
 
 /// Whether a backend has a feature; when not, the reason printed after the option name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +86,8 @@ pub struct Capabilities {
 pub enum Backend {
     /// [`raw`] (`-rawTransport`).
     Raw,
+    /// [`raw_tcp`] (`-rawTransport -transport TCP`).
+    RawTcp,
     /// `dds` (the default).
     Dds,
 }
@@ -94,6 +97,7 @@ impl Backend {
     pub const fn capabilities(self) -> &'static Capabilities {
         match self {
             Backend::Raw => &raw::CAPABILITIES,
+            Backend::RawTcp => &raw_tcp::CAPABILITIES,
             Backend::Dds => &dds::CAPABILITIES,
         }
     }

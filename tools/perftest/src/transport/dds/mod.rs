@@ -36,7 +36,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     transports: &["UDPv4", "TCP"],
     transport_limit: "only UDPv4 and TCP are available",
     transport_settings: Support::No(
-        "of the transport settings only -transportServerBindPort (TCP) is available",
+        "of the transport settings only -transportServerBindPort and -transportVerbosity are available",
     ),
     max_durability: 1,
     durability_limit: "only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available",

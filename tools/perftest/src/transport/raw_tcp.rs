@@ -1,0 +1,664 @@
+//! Raw TCP transport (`-rawTransport -transport TCP`): plain TCP sockets without RTPS,
+//! the baseline for FerroDDS over TCP as [`super::raw`] is for UDP.
+//!
+//! Ports are the raw UDP ones ([`super::raw::port`]), as TCP ports: every reader listens
+//! on its port (the publisher's `Latency` and `Announcement`, each subscriber's
+//! `Throughput`) and accepts any number of connections; every writer dials its targets
+//! when it first writes (again at most every [`RECONNECT_INTERVAL`] while a target is
+//! unreachable: what is written meanwhile is dropped, as a datagram to a port nobody
+//! listens on would be). Sockets have `TCP_NODELAY`. Each frame on a stream is a 4-byte
+//! little-endian length followed by one or more encoded samples (application-level
+//! batching as in raw UDP); a receive buffer grows to the largest frame seen. Writes block: TCP's flow control is the back-pressure, bounded
+//! by [`SEND_TIMEOUT`] so a stuck receiver cannot hang the publisher. A frame longer than
+//! a batch plus the largest sample closes that connection (logged).
+
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::error::PerftestError;
+use crate::message::{decode_datagram, encoded_len, Encoder, TestMessage};
+use crate::options::{
+    parse_raw_pub_peer, parse_raw_sub_peer, Options, Role, FINISHED_SIZE, MAX_RAW_TCP_DATA_LEN,
+};
+use crate::transport::raw::{port, MAX_DATAGRAM};
+use crate::transport::{raw, Capabilities, Reader, Support, TopicKind, Transport, Writer};
+
+/// What the raw TCP backend can do: as raw UDP, but samples up to
+/// [`MAX_RAW_TCP_DATA_LEN`] and blocking sockets only.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    max_data_len: MAX_RAW_TCP_DATA_LEN,
+    data_len_mode: "the raw TCP transport",
+    non_blocking_sockets: Support::No(
+        "raw TCP writes block (TCP flow control); -noBlockingSockets is for raw UDP",
+    ),
+    transports: &["TCP"],
+    ..raw::CAPABILITIES
+};
+
+/// Bytes of the frame header (the length of what follows).
+const FRAME_HEADER: usize = 4;
+/// Least time between two dial attempts to an unreachable target.
+pub const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
+/// Dial timeout (a target that does not answer).
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// Longest a write may block before the connection is given up.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bytes asked from the kernel per read.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// The raw TCP backend.
+#[derive(Debug)]
+pub struct RawTcpTransport {
+    role: Role,
+    domain: u32,
+    sid: u32,
+    nic: Ipv4Addr,
+    /// Publisher: (address, sid) send targets; subscriber: the publisher address.
+    pub_targets: Vec<(Ipv4Addr, u32)>,
+    sub_peer: Ipv4Addr,
+    num_subscribers: u32,
+    batch: Option<usize>,
+    max_payload: usize,
+    recv_buffer: usize,
+    send_buffer: usize,
+}
+
+impl RawTcpTransport {
+    /// Builds the backend from the options (`batch` is the decided batch size in bytes).
+    pub fn new(opts: &Options, batch: Option<usize>) -> Result<Self, PerftestError> {
+        let nic = match &opts.nic {
+            Some(n) => n.parse().map_err(|_| {
+                PerftestError::NotAvailable("raw transport: -nic must be an IPv4 address")
+            })?,
+            None => Ipv4Addr::LOCALHOST,
+        };
+        let mut pub_targets = Vec::new();
+        let mut sub_peer = Ipv4Addr::LOCALHOST;
+        if opts.role == Role::Publisher {
+            if opts.peers.is_empty() {
+                pub_targets.extend((0..opts.num_subscribers).map(|s| (Ipv4Addr::LOCALHOST, s)));
+            }
+            for p in &opts.peers {
+                let (addr, ids) = parse_raw_pub_peer(p, opts.num_subscribers)?;
+                pub_targets.extend(ids.into_iter().map(|s| (addr, s)));
+            }
+        } else if let Some(p) = opts.peers.first() {
+            sub_peer = parse_raw_sub_peer(p)?;
+        }
+        port(opts.domain, 0, true)?;
+        port(opts.domain, opts.sid + 1, false)?;
+        for (_, s) in &pub_targets {
+            port(opts.domain, s + 1, false)?;
+        }
+        Ok(RawTcpTransport {
+            role: opts.role,
+            domain: opts.domain,
+            sid: opts.sid,
+            nic,
+            pub_targets,
+            sub_peer,
+            num_subscribers: opts.num_subscribers,
+            batch,
+            max_payload: opts.payload_len().max(FINISHED_SIZE + 1),
+            recv_buffer: opts.receive_buffer_size.unwrap_or(4 << 20) as usize,
+            send_buffer: opts.send_buffer_size.unwrap_or(1 << 20) as usize,
+        })
+    }
+
+    /// The ports this process uses, for the start-up summary.
+    pub fn ports(&self) -> Vec<u16> {
+        let mut v = Vec::new();
+        match self.role {
+            Role::Publisher => {
+                v.extend(port(self.domain, 0, false));
+                v.extend(port(self.domain, 0, true));
+                for (_, s) in &self.pub_targets {
+                    v.extend(port(self.domain, s + 1, false));
+                }
+            }
+            Role::Subscriber => {
+                v.extend(port(self.domain, self.sid + 1, false));
+                v.extend(port(self.domain, 0, false));
+                v.extend(port(self.domain, 0, true));
+            }
+        }
+        v
+    }
+}
+
+/// The longest frame a reader accepts: a batch plus the largest sample (the readers do not
+/// know the writer's `-dataLen`).
+fn max_frame() -> usize {
+    MAX_DATAGRAM + encoded_len(MAX_RAW_TCP_DATA_LEN as usize)
+}
+
+fn set_buffers(s: &Socket, recv: usize, send: usize) {
+    use nix::sys::socket::{setsockopt, sockopt};
+    let fd = s.as_fd();
+    if setsockopt(&fd, sockopt::RcvBufForce, &recv).is_err() {
+        let _ = s.set_recv_buffer_size(recv);
+    }
+    if setsockopt(&fd, sockopt::SndBufForce, &send).is_err() {
+        let _ = s.set_send_buffer_size(send);
+    }
+}
+
+impl Transport for RawTcpTransport {
+    fn create_writer(&mut self, topic: TopicKind) -> Result<Box<dyn Writer>, PerftestError> {
+        let targets: Vec<SocketAddr> = match (self.role, topic) {
+            (Role::Publisher, TopicKind::Throughput) => self
+                .pub_targets
+                .iter()
+                .map(|(a, s)| port(self.domain, s + 1, false).map(|p| SocketAddr::from((*a, p))))
+                .collect::<Result<_, _>>()?,
+            (Role::Subscriber, TopicKind::Latency) => {
+                vec![SocketAddr::from((
+                    self.sub_peer,
+                    port(self.domain, 0, false)?,
+                ))]
+            }
+            (Role::Subscriber, TopicKind::Announcement) => {
+                vec![SocketAddr::from((
+                    self.sub_peer,
+                    port(self.domain, 0, true)?,
+                ))]
+            }
+            _ => {
+                return Err(PerftestError::NotAvailable(
+                    "raw transport: this role does not write that topic",
+                ))
+            }
+        };
+        let batch = if topic == TopicKind::Throughput {
+            self.batch.map(|b| b.min(MAX_DATAGRAM))
+        } else {
+            None
+        };
+        let cap = FRAME_HEADER + batch.unwrap_or(0) + encoded_len(self.max_payload);
+        Ok(Box::new(RawTcpWriter {
+            conns: targets
+                .into_iter()
+                .map(|addr| Target {
+                    addr,
+                    stream: None,
+                    last_attempt: None,
+                })
+                .collect(),
+            nic: self.nic,
+            send_buffer: self.send_buffer,
+            encoder: Encoder::new(self.max_payload),
+            buf: Vec::with_capacity(cap),
+            batch,
+        }))
+    }
+
+    fn create_reader(&mut self, topic: TopicKind) -> Result<Box<dyn Reader>, PerftestError> {
+        let bind_port = match (self.role, topic) {
+            (Role::Publisher, TopicKind::Latency) => port(self.domain, 0, false)?,
+            (Role::Publisher, TopicKind::Announcement) => port(self.domain, 0, true)?,
+            (Role::Subscriber, TopicKind::Throughput) => port(self.domain, self.sid + 1, false)?,
+            _ => {
+                return Err(PerftestError::NotAvailable(
+                    "raw transport: this role does not read that topic",
+                ))
+            }
+        };
+        let expected = match self.role {
+            Role::Publisher => self.num_subscribers as usize,
+            Role::Subscriber => 1,
+        };
+        let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))
+            .map_err(PerftestError::io("creating a TCP socket"))?;
+        s.set_reuse_address(true)
+            .map_err(PerftestError::io("setting SO_REUSEADDR"))?;
+        set_buffers(&s, self.recv_buffer, self.send_buffer);
+        s.bind(&SocketAddr::V4(SocketAddrV4::new(self.nic, bind_port)).into())
+            .map_err(PerftestError::io(
+                "binding a TCP listener (is the port in use?)",
+            ))?;
+        s.listen(128)
+            .map_err(PerftestError::io("listening on a TCP socket"))?;
+        s.set_nonblocking(true)
+            .map_err(PerftestError::io("making a listener non-blocking"))?;
+        Ok(Box::new(RawTcpReader {
+            listener: s.into(),
+            conns: Vec::new(),
+            expected,
+            max_frame: max_frame(),
+            recv_buffer: self.recv_buffer,
+            timeout: None,
+        }))
+    }
+
+    fn describe(&self) -> Vec<String> {
+        let mut v = vec![
+            "Kind: TCP (raw sockets, no RTPS; 4-byte length framing, TCP_NODELAY)".to_string(),
+            format!("Nic: {}", self.nic),
+            "Use Multicast: False".to_string(),
+            "Blocking Sockets: Yes".to_string(),
+        ];
+        let ports: Vec<String> = self.ports().iter().map(u16::to_string).collect();
+        v.push(format!(
+            "The following TCP ports will be used: {}",
+            ports.join(", ")
+        ));
+        match self.role {
+            Role::Publisher => {
+                let peers: Vec<String> = self
+                    .pub_targets
+                    .iter()
+                    .map(|(a, s)| format!("{a}:{s}"))
+                    .collect();
+                v.push(format!("Initial peers: {}", peers.join(", ")));
+            }
+            Role::Subscriber => v.push(format!("Initial peers: {}", self.sub_peer)),
+        }
+        v
+    }
+
+    fn reliable(&self) -> bool {
+        true
+    }
+
+    fn needs_discovery(&self) -> bool {
+        false
+    }
+}
+
+struct Target {
+    addr: SocketAddr,
+    stream: Option<TcpStream>,
+    last_attempt: Option<Instant>,
+}
+
+impl Target {
+    /// The connection, dialling when there is none and the last attempt is old enough.
+    fn connection(
+        &mut self,
+        nic: Ipv4Addr,
+        send_buffer: usize,
+    ) -> Result<Option<&mut TcpStream>, PerftestError> {
+        if self.stream.is_none()
+            && self
+                .last_attempt
+                .is_none_or(|t| t.elapsed() >= RECONNECT_INTERVAL)
+        {
+            self.last_attempt = Some(Instant::now());
+            if let Some(s) = dial(self.addr, nic, send_buffer)? {
+                self.stream = Some(s);
+            }
+        }
+        Ok(self.stream.as_mut())
+    }
+}
+
+/// Dials `addr` from the `nic` address; `None` when nobody listens (yet).
+fn dial(
+    addr: SocketAddr,
+    nic: Ipv4Addr,
+    send_buffer: usize,
+) -> Result<Option<TcpStream>, PerftestError> {
+    let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))
+        .map_err(PerftestError::io("creating a TCP socket"))?;
+    set_buffers(&s, 1 << 16, send_buffer);
+    s.bind(&SocketAddr::V4(SocketAddrV4::new(nic, 0)).into())
+        .map_err(PerftestError::io(
+            "binding a TCP socket to the -nic address",
+        ))?;
+    match s.connect_timeout(&addr.into(), CONNECT_TIMEOUT) {
+        Ok(()) => {}
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::ConnectionRefused
+                    | io::ErrorKind::TimedOut
+                    | io::ErrorKind::WouldBlock
+                    | io::ErrorKind::HostUnreachable
+                    | io::ErrorKind::NetworkUnreachable
+            ) =>
+        {
+            return Ok(None)
+        }
+        Err(e) => {
+            return Err(PerftestError::Io {
+                context: "connecting a raw TCP socket",
+                source: e,
+            })
+        }
+    }
+    s.set_tcp_nodelay(true)
+        .map_err(PerftestError::io("setting TCP_NODELAY"))?;
+    s.set_write_timeout(Some(SEND_TIMEOUT))
+        .map_err(PerftestError::io("setting a send timeout"))?;
+    Ok(Some(s.into()))
+}
+
+struct RawTcpWriter {
+    conns: Vec<Target>,
+    nic: Ipv4Addr,
+    send_buffer: usize,
+    encoder: Encoder,
+    /// The frame being built: header, then samples.
+    buf: Vec<u8>,
+    batch: Option<usize>,
+}
+
+impl RawTcpWriter {
+    fn payload_len(&self) -> usize {
+        self.buf.len().saturating_sub(FRAME_HEADER)
+    }
+
+    fn send(&mut self) -> Result<(), PerftestError> {
+        if self.buf.len() <= FRAME_HEADER {
+            self.buf.clear();
+            return Ok(());
+        }
+        let len = (self.buf.len() - FRAME_HEADER) as u32;
+        self.buf[..FRAME_HEADER].copy_from_slice(&len.to_le_bytes());
+        for t in &mut self.conns {
+            let Some(stream) = t.connection(self.nic, self.send_buffer)? else {
+                continue;
+            };
+            if let Err(e) = stream.write_all(&self.buf) {
+                // The receiver went away (or stopped reading for SEND_TIMEOUT): the frame
+                // is lost and the target is dialled again on a later write.
+                if !matches!(
+                    e.kind(),
+                    io::ErrorKind::BrokenPipe
+                        | io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::ConnectionAborted
+                ) {
+                    eprintln!("raw TCP: dropping the connection to {}: {e}", t.addr);
+                }
+                t.stream = None;
+            }
+        }
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn append(&mut self, m: &TestMessage) -> Result<(), PerftestError> {
+        if self.buf.is_empty() {
+            self.buf.extend_from_slice(&[0; FRAME_HEADER]);
+        }
+        self.encoder.encode(m, &mut self.buf)?;
+        Ok(())
+    }
+}
+
+impl Writer for RawTcpWriter {
+    fn write(&mut self, m: &TestMessage) -> Result<(), PerftestError> {
+        match self.batch {
+            Some(limit) => {
+                if self.payload_len() > 0 && self.payload_len() + encoded_len(m.size) > limit {
+                    self.send()?;
+                }
+                self.append(m)?;
+                if self.payload_len() >= limit {
+                    self.send()?;
+                }
+                Ok(())
+            }
+            None => {
+                self.buf.clear();
+                self.append(m)?;
+                self.send()
+            }
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), PerftestError> {
+        self.send()
+    }
+
+    fn matched(&self) -> u32 {
+        self.conns.len() as u32
+    }
+
+    /// TCP delivers what it accepted: done once every target is connected (what the
+    /// kernel accepted is delivered unless the connection breaks).
+    fn wait_for_acks(&mut self, timeout: Duration) -> Result<bool, PerftestError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.conns.iter().all(|t| t.stream.is_some()) {
+                return Ok(true);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(false);
+            }
+            std::thread::sleep((deadline - now).min(RECONNECT_INTERVAL));
+            for t in &mut self.conns {
+                t.connection(self.nic, self.send_buffer)?;
+            }
+        }
+    }
+}
+
+/// One accepted connection and its receive buffer (`buf[start..end]` not yet decoded).
+struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+/// What reading a connection gave.
+enum ReadOutcome {
+    /// Bytes arrived (or nothing yet).
+    Data,
+    /// The peer closed the connection, or it broke / sent a bad frame.
+    Closed,
+}
+
+impl Conn {
+    fn new(stream: TcpStream) -> Conn {
+        Conn {
+            stream,
+            buf: vec![0; READ_CHUNK],
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Delivers every complete frame buffered; `Err` on a frame above `max_frame`.
+    fn deliver(&mut self, max_frame: usize, f: &mut dyn FnMut(&TestMessage)) -> Result<usize, ()> {
+        let mut n = 0;
+        loop {
+            let avail = self.end - self.start;
+            if avail < FRAME_HEADER {
+                break;
+            }
+            let mut h = [0u8; FRAME_HEADER];
+            h.copy_from_slice(&self.buf[self.start..self.start + FRAME_HEADER]);
+            let len = u32::from_le_bytes(h) as usize;
+            if len > max_frame {
+                return Err(());
+            }
+            if avail < FRAME_HEADER + len {
+                // Make room for the whole frame (grown once per larger size).
+                if self.buf.len() < FRAME_HEADER + len {
+                    self.buf.resize(FRAME_HEADER + len, 0);
+                }
+                break;
+            }
+            let body = &self.buf[self.start + FRAME_HEADER..self.start + FRAME_HEADER + len];
+            // A malformed frame is dropped (samples before the bad one were delivered).
+            n += decode_datagram(body, f).unwrap_or(0);
+            self.start += FRAME_HEADER + len;
+        }
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.start > 0 && self.buf.len() - self.end < READ_CHUNK.min(self.buf.len() / 2) {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        Ok(n)
+    }
+
+    /// One read into the free end of the buffer.
+    fn read(&mut self) -> ReadOutcome {
+        if self.end == self.buf.len() {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.end == self.buf.len() {
+                // Never a zero-length read (it would look like the end of the stream).
+                self.buf.resize(self.buf.len() + READ_CHUNK, 0);
+            }
+        }
+        match self.stream.read(&mut self.buf[self.end..]) {
+            Ok(0) => ReadOutcome::Closed,
+            Ok(n) => {
+                self.end += n;
+                ReadOutcome::Data
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                ReadOutcome::Data
+            }
+            Err(_) => ReadOutcome::Closed,
+        }
+    }
+}
+
+struct RawTcpReader {
+    listener: TcpListener,
+    conns: Vec<Conn>,
+    /// Connections expected (1 on a subscriber; the subscriber count on the publisher).
+    expected: usize,
+    max_frame: usize,
+    recv_buffer: usize,
+    /// The read timeout set on the single connection.
+    timeout: Option<Duration>,
+}
+
+impl RawTcpReader {
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    let s = Socket::from(stream);
+                    set_buffers(&s, self.recv_buffer, 1 << 16);
+                    let _ = s.set_tcp_nodelay(true);
+                    let _ = s.set_nonblocking(false);
+                    self.conns.push(Conn::new(s.into()));
+                    self.timeout = None;
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn deliver_buffered(&mut self, f: &mut dyn FnMut(&TestMessage)) -> usize {
+        let mut n = 0;
+        let max = self.max_frame;
+        self.conns.retain_mut(|c| match c.deliver(max, f) {
+            Ok(k) => {
+                n += k;
+                true
+            }
+            Err(()) => {
+                eprintln!(
+                    "raw TCP: closing the connection from {}: a frame is longer than {max} bytes",
+                    c.stream
+                        .peer_addr()
+                        .map_or_else(|_| "?".to_string(), |a| a.to_string())
+                );
+                false
+            }
+        });
+        n
+    }
+}
+
+impl Reader for RawTcpReader {
+    fn receive(
+        &mut self,
+        timeout: Duration,
+        f: &mut dyn FnMut(&TestMessage),
+    ) -> Result<usize, PerftestError> {
+        let n = self.deliver_buffered(f);
+        if n > 0 {
+            return Ok(n);
+        }
+        if self.conns.len() == 1 && self.expected == 1 {
+            // The common case: one connection, read with a blocking timeout (one system
+            // call per message, as raw UDP's recv).
+            let c = &mut self.conns[0];
+            if self.timeout != Some(timeout) {
+                let t = timeout.max(Duration::from_micros(1));
+                c.stream
+                    .set_read_timeout(Some(t))
+                    .map_err(PerftestError::io("setting a socket timeout"))?;
+                self.timeout = Some(timeout);
+            }
+            if let ReadOutcome::Closed = c.read() {
+                self.conns.clear();
+                self.timeout = None;
+            }
+            return Ok(self.deliver_buffered(f));
+        }
+        // Several connections, or still accepting: poll the listener and every connection.
+        let ready: Vec<bool> = {
+            let mut fds = Vec::with_capacity(self.conns.len() + 1);
+            fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
+            for c in &self.conns {
+                fds.push(PollFd::new(c.stream.as_fd(), PollFlags::POLLIN));
+            }
+            // Round up so a sub-millisecond timeout still waits.
+            let ms = timeout.as_micros().div_ceil(1000);
+            let t = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+            match poll(&mut fds, t) {
+                Ok(_) => fds
+                    .iter()
+                    .map(|p| p.revents().is_some_and(|r| !r.is_empty()))
+                    .collect(),
+                Err(nix::errno::Errno::EINTR) => return Ok(0),
+                Err(e) => {
+                    return Err(PerftestError::Io {
+                        context: "polling raw TCP sockets",
+                        source: e.into(),
+                    })
+                }
+            }
+        };
+        let mut closed = Vec::new();
+        for (i, c) in self.conns.iter_mut().enumerate() {
+            // Ready sockets do not block (data or end of stream).
+            if ready[i + 1] {
+                if let ReadOutcome::Closed = c.read() {
+                    closed.push(i);
+                }
+            }
+        }
+        let mut n = self.deliver_buffered(f);
+        for i in closed.into_iter().rev() {
+            if i < self.conns.len() {
+                let mut c = self.conns.remove(i);
+                n += c.deliver(self.max_frame, f).unwrap_or(0);
+            }
+        }
+        if ready[0] {
+            self.accept();
+        }
+        Ok(n)
+    }
+
+    fn matched(&self) -> u32 {
+        1
+    }
+}
