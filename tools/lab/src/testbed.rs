@@ -4,9 +4,9 @@
 //! The netns testbed ([`Testbed`]) creates namespaces `flab<pid>a`/`flab<pid>b`, a veth pair
 //! with 10.77.0.1/24 (publisher side) and 10.77.0.2/24 (subscriber side), and removes them
 //! all when dropped (normal end, error, or Ctrl-C, which the lab turns into a normal end).
-//! Loss is emulated with an nftables rule on each namespace's input (`numgen random`), so it
-//! works without the `sch_netem` module; the rate with `tc tbf`; delay and jitter need netem and
-//! fail with a clear error when the kernel lacks it.
+//! Loss is emulated with an nftables rule on each namespace's UDP and TCP input (`numgen
+//! random`), so it works without the `sch_netem` module; the rate with `tc tbf`; delay and
+//! jitter need netem and fail with a clear error when the kernel lacks it.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -153,13 +153,35 @@ pub struct Testbed {
     pub impairments: Impairments,
     /// Human-readable notes on how the impairments were realised.
     pub notes: Vec<String>,
+    /// Publisher-side address ([`NETNS_PUB_ADDR`] unless [`Testbed::create_with_addresses`]).
+    pub pub_addr: String,
+    /// Subscriber-side address ([`NETNS_SUB_ADDR`] unless [`Testbed::create_with_addresses`]).
+    pub sub_addr: String,
     created: bool,
 }
 
 impl Testbed {
     /// Creates the testbed (root needed) and applies the impairments.
     pub fn create(imp: Impairments) -> Result<Testbed, LabError> {
+        Self::create_with_addresses(imp, NETNS_PUB_ADDR, NETNS_SUB_ADDR)
+    }
+
+    /// [`Testbed::create`] with other addresses (in one /24, e.g. the published scripts'
+    /// 172.16.0.1 and 172.16.0.2).
+    pub fn create_with_addresses(
+        imp: Impairments,
+        pub_addr: &str,
+        sub_addr: &str,
+    ) -> Result<Testbed, LabError> {
         imp.validate()?;
+        for a in [pub_addr, sub_addr] {
+            if a.parse::<std::net::Ipv4Addr>().is_err() {
+                return Err(LabError::BadValue {
+                    what: "testbed address (IPv4)",
+                    value: a.to_string(),
+                });
+            }
+        }
         if !is_root() {
             return Err(LabError::NotRoot);
         }
@@ -171,6 +193,8 @@ impl Testbed {
             veth_sub: format!("flv{id}b"),
             impairments: imp,
             notes: Vec::new(),
+            pub_addr: pub_addr.to_string(),
+            sub_addr: sub_addr.to_string(),
             created: false,
         };
         // From here on, Drop removes whatever was created.
@@ -191,7 +215,8 @@ impl Testbed {
             ],
             None,
         )?;
-        for (ns, dev, addr) in [(&a, &va, NETNS_PUB_ADDR), (&b, &vb, NETNS_SUB_ADDR)] {
+        let (pa, sa) = (self.pub_addr.clone(), self.sub_addr.clone());
+        for (ns, dev, addr) in [(&a, &va, &pa), (&b, &vb, &sa)] {
             let cidr = format!("{addr}/{NETNS_PREFIX_LEN}");
             run(&["ip", "-n", ns, "addr", "add", &cidr, "dev", dev], None)?;
             run(&["ip", "-n", ns, "link", "set", dev, "up"], None)?;
@@ -286,7 +311,7 @@ impl Testbed {
             (self.ns_sub.clone(), self.veth_sub.clone()),
         ] {
             let ruleset = format!(
-                "table inet ferrolab {{\n  chain input {{\n    type filter hook input priority 0; policy accept;\n    iifname \"{dev}\" meta l4proto udp numgen random mod 10000 < {threshold} drop\n  }}\n}}\n"
+                "table inet ferrolab {{\n  chain input {{\n    type filter hook input priority 0; policy accept;\n    iifname \"{dev}\" meta l4proto {{ udp, tcp }} numgen random mod 10000 < {threshold} drop\n  }}\n}}\n"
             );
             run(
                 &["ip", "netns", "exec", &ns, "nft", "-f", "-"],
@@ -294,7 +319,7 @@ impl Testbed {
             )?;
         }
         self.notes.push(format!(
-            "loss {loss}% per direction: nftables `numgen random mod 10000 < {threshold} drop` on UDP input of each namespace (netem not needed)"
+            "loss {loss}% per direction: nftables `numgen random mod 10000 < {threshold} drop` on UDP and TCP input of each namespace (netem not needed)"
         ));
         Ok(())
     }

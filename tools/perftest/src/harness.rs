@@ -151,6 +151,11 @@ struct Announcements {
     initialized: BTreeSet<i32>,
     finished: BTreeSet<i32>,
     length_changed: BTreeSet<i32>,
+    /// The publisher started sending: a FINISHED from now on ends the test for that
+    /// subscriber; before, it comes from a subscriber of an earlier test on its way out
+    /// (scripts start the next test while it still confirms the last one), which is then
+    /// not counted as ready.
+    started: bool,
 }
 
 struct LatencyState {
@@ -266,8 +271,12 @@ pub fn run_publisher(ctx: &RunContext, transport: &mut dyn Transport) -> Result<
                 let mut a = lock(&ann2);
                 if m.size == INITIALIZE_SIZE {
                     a.initialized.insert(m.entity_id);
+                    a.finished.remove(&m.entity_id);
                 } else if m.size == FINISHED_SIZE {
                     a.finished.insert(m.entity_id);
+                    if !a.started {
+                        a.initialized.remove(&m.entity_id);
+                    }
                 } else if m.size == LENGTH_CHANGED_SIZE {
                     a.length_changed.insert(m.entity_id);
                 }
@@ -424,6 +433,11 @@ fn publisher_body(
     writer.register_instances(instances)?;
 
     let burst = opts.initial_burst(ctx.batching);
+    {
+        let mut a = lock(ann);
+        a.started = true;
+        a.finished.clear();
+    }
     progress(&format!("Sending {burst} initialization pings ..."));
     let mut msg = TestMessage {
         entity_id: pid,
@@ -515,8 +529,9 @@ fn publisher_body(
     msg.seq_num = last_seq;
     msg.latency_ping = -1;
     msg.key = CONTROL_INSTANCE.to_le_bytes();
-    for _ in 0..50 {
-        if all_subs(&lock(ann).finished) {
+    for i in 0..50 {
+        // At least one FINISHED, whatever was heard before.
+        if i > 0 && all_subs(&lock(ann).finished) {
             break;
         }
         writer.write(&msg)?;
@@ -712,12 +727,19 @@ pub fn run_subscriber(
         let printer = Arc::clone(&ctx.printer);
         let ann_writer = Arc::clone(&ann_writer);
         let default_len = opts.data_len;
+        let ended = Arc::new(AtomicBool::new(false));
         spawn_reader(
             "perftest-throughput",
             opts,
             reader,
             Arc::clone(&done),
             move |m| {
+                // Once the test ended, only FINISHED is answered (re-confirmed): a publisher
+                // of the next test that finds this subscriber still here must not get its
+                // pings echoed (or count it as ready; see `Announcements::started`).
+                if m.size != FINISHED_SIZE && ended.load(Ordering::Relaxed) {
+                    return;
+                }
                 match m.size {
                     INITIALIZE_SIZE => {
                         let _ = lat_writer.write(m);
@@ -743,6 +765,7 @@ pub fn run_subscriber(
                             if st.finished.len() >= num_pubs as usize {
                                 print_throughput_summary(&mut st, &printer, default_len);
                                 st.end = true;
+                                ended.store(true, Ordering::Relaxed);
                             }
                         }
                         let end = st.end;
