@@ -436,6 +436,17 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
             placement.cyclone_sub_uri = uri;
             placement.pub_addr = Some("127.0.0.1".into());
             placement.sub_addr = Some("127.0.0.1".into());
+            // One address: the two TCP servers need two ports.
+            (placement.tcp_pub_port, placement.tcp_sub_port) = (7400, 7401);
+            let lo = "127.0.0.1";
+            let (a, b) = (
+                out.join("cyclone-tcp-pub.xml"),
+                out.join("cyclone-tcp-sub.xml"),
+            );
+            write_file(&a, &testbed::cyclone_tcp_config_for(lo, 7400, lo, 7401))?;
+            write_file(&b, &testbed::cyclone_tcp_config_for(lo, 7401, lo, 7400))?;
+            placement.cyclone_tcp_pub_uri = format!("file://{}", a.display());
+            placement.cyclone_tcp_sub_uri = format!("file://{}", b.display());
         }
         TopologyOptions::Netns(imp) => {
             let tb = Testbed::create(*imp)?;
@@ -454,6 +465,16 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
             placement.cyclone_sub_uri = format!("file://{}", b.display());
             placement.pub_addr = Some(testbed::NETNS_PUB_ADDR.into());
             placement.sub_addr = Some(testbed::NETNS_SUB_ADDR.into());
+            (placement.tcp_pub_port, placement.tcp_sub_port) = (7400, 7400);
+            let (pa, sa) = (testbed::NETNS_PUB_ADDR, testbed::NETNS_SUB_ADDR);
+            let (a, b) = (
+                out.join("cyclone-tcp-pub.xml"),
+                out.join("cyclone-tcp-sub.xml"),
+            );
+            write_file(&a, &testbed::cyclone_tcp_config_for(pa, 7400, sa, 7400))?;
+            write_file(&b, &testbed::cyclone_tcp_config_for(sa, 7400, pa, 7400))?;
+            placement.cyclone_tcp_pub_uri = format!("file://{}", a.display());
+            placement.cyclone_tcp_sub_uri = format!("file://{}", b.display());
             placement.pub_prefix = tb.pub_prefix();
             placement.sub_prefix = tb.sub_prefix();
             testbed = Some(tb);
@@ -477,6 +498,19 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
                 .skip(1)
                 .map(str::trim)
                 .collect::<String>();
+            (placement.tcp_pub_port, placement.tcp_sub_port) = (7400, 7400);
+            let a = out.join("cyclone-tcp-remote-local.xml");
+            write_file(
+                &a,
+                &testbed::cyclone_tcp_config_for(&local, 7400, peer_host, 7400),
+            )?;
+            placement.cyclone_tcp_pub_uri = format!("file://{}", a.display());
+            placement.cyclone_tcp_sub_uri =
+                testbed::cyclone_tcp_config_for(peer_host, 7400, &local, 7400)
+                    .lines()
+                    .skip(1)
+                    .map(str::trim)
+                    .collect::<String>();
             match run_remote_cmd {
                 Some(prefix) => placement.sub_shell_prefix = prefix.clone(),
                 None => {

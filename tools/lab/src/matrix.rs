@@ -74,6 +74,9 @@ pub enum Transport {
     Udpv4,
     /// Shared memory (perftest only; Cyclone runs are skipped).
     Shmem,
+    /// RTPS over TCPv4 (perftest `-transport TCP`, raw: plain TCP sockets, Cyclone DDS:
+    /// `General/Transport=tcp`).
+    Tcp,
 }
 
 macro_rules! named_enum {
@@ -104,7 +107,7 @@ macro_rules! named_enum {
 named_enum!(System, "system", System::Ferrodds => "ferrodds", System::Raw => "raw", System::Cyclone => "cyclone");
 named_enum!(TestKind, "test", TestKind::Latency => "latency", TestKind::Throughput => "throughput");
 named_enum!(Reliability, "reliability", Reliability::Reliable => "reliable", Reliability::BestEffort => "best-effort");
-named_enum!(Transport, "transport", Transport::Udpv4 => "udpv4", Transport::Shmem => "shmem");
+named_enum!(Transport, "transport", Transport::Udpv4 => "udpv4", Transport::Shmem => "shmem", Transport::Tcp => "tcp");
 
 impl Transport {
     /// The value of perftest's `-transport` option.
@@ -112,7 +115,18 @@ impl Transport {
         match self {
             Transport::Udpv4 => "UDPv4",
             Transport::Shmem => "SHMEM",
+            Transport::Tcp => "TCP",
         }
+    }
+
+    /// Whether perftest's raw mode (and so the raw baseline) exists for this transport.
+    pub fn has_raw_baseline(self) -> bool {
+        matches!(self, Transport::Udpv4 | Transport::Tcp)
+    }
+
+    /// Whether the Cyclone DDS baseline runs over this transport.
+    pub fn has_cyclone_baseline(self) -> bool {
+        matches!(self, Transport::Udpv4 | Transport::Tcp)
     }
 }
 
@@ -216,6 +230,7 @@ pub fn config_label(
 ) -> String {
     let mut s = match system {
         // The raw transport has no reliability and no keys: label it by what it is.
+        System::Raw if transport == Transport::Tcp => return "raw TCP".to_string(),
         System::Raw => "raw UDP".to_string(),
         _ => format!(
             "{} {} {}",
@@ -316,10 +331,11 @@ impl MatrixSpec {
     /// - latency tests run without batching (perftest disables batching in latency mode);
     /// - batching is only run where a batch holds at least two samples (size ≤ 4096 B);
     /// - large sizes (> 63000 B) are reliable, unkeyed and unbatched only;
-    /// - the raw baseline is unkeyed and sized ≤ 63000 B; it has no reliability, so it is run once
-    ///   per configuration, in the best-effort groups (or the reliable ones if best effort is not
-    ///   selected);
-    /// - Cyclone `ddsperf` has no batching switch and no SHMEM here: batching-off UDPv4 groups only.
+    /// - the raw baseline (UDPv4 and TCP only) is unkeyed, sized ≤ 63000 B over UDP (raw TCP
+    ///   carries any size); it has no reliability setting, so it is run once per configuration,
+    ///   in the best-effort groups (or the reliable ones if best effort is not selected);
+    /// - Cyclone `ddsperf` has no batching switch and no SHMEM here: batching-off UDPv4 and TCP
+    ///   groups only.
     pub fn scenarios(&self) -> Vec<Scenario> {
         let raw_reliability = if self.reliabilities.contains(&Reliability::BestEffort) {
             Reliability::BestEffort
@@ -349,12 +365,16 @@ impl MatrixSpec {
                                     let keep = match system {
                                         System::Ferrodds => true,
                                         System::Raw => {
+                                            // Raw UDP: one sample per datagram; raw TCP
+                                            // carries up to 10 MiB.
                                             !keyed
-                                                && size <= LARGE_THRESHOLD
+                                                && transport.has_raw_baseline()
+                                                && (size <= LARGE_THRESHOLD
+                                                    || transport == Transport::Tcp)
                                                 && reliability == raw_reliability
                                         }
                                         System::Cyclone => {
-                                            !batching && transport == Transport::Udpv4
+                                            !batching && transport.has_cyclone_baseline()
                                         }
                                     };
                                     if keep {
@@ -490,6 +510,45 @@ mod tests {
         assert!(sc.iter().all(|s| s.reliability == Reliability::BestEffort));
         m.reliabilities = vec![Reliability::Reliable];
         assert_eq!(m.scenarios().len(), 12);
+    }
+
+    #[test]
+    fn tcp_axis_has_raw_tcp_and_cyclone_baselines() {
+        let mut m = MatrixSpec::full();
+        m.transports = parse_list("udpv4,tcp").unwrap();
+        m.tests = vec![TestKind::Throughput];
+        m.reliabilities = vec![Reliability::Reliable];
+        m.keyed = vec![false];
+        m.batching = vec![false];
+        m.sizes = Some(parse_sizes("32,63000,1MiB").unwrap());
+        let sc = m.scenarios();
+        let has = |sys, t, size| {
+            sc.iter()
+                .any(|s| s.system == sys && s.transport == t && s.size == size)
+        };
+        for t in [Transport::Udpv4, Transport::Tcp] {
+            for size in [32, 63000, 1_048_576] {
+                assert!(has(System::Ferrodds, t, size), "{t} {size}");
+                assert!(has(System::Cyclone, t, size), "{t} {size}");
+            }
+        }
+        // Raw UDP stops at one datagram; raw TCP carries large samples.
+        assert!(!has(System::Raw, Transport::Udpv4, 1_048_576));
+        assert!(has(System::Raw, Transport::Tcp, 1_048_576));
+        // SHMEM has neither baseline.
+        m.transports = vec![Transport::Shmem];
+        assert!(m.scenarios().iter().all(|s| s.system == System::Ferrodds));
+        assert_eq!(
+            config_label(
+                System::Raw,
+                Reliability::Reliable,
+                false,
+                false,
+                Transport::Tcp
+            ),
+            "raw TCP"
+        );
+        assert_eq!("tcp".parse::<Transport>().unwrap().perftest_name(), "TCP");
     }
 
     #[test]

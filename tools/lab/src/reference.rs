@@ -10,6 +10,8 @@ pub const THROUGHPUT_CSV: &str = include_str!("../../../data/reference/connext_t
 /// The latency series drawn by default: UDPv4, 10 GbE, unkeyed, strict reliable, C++98.
 pub const DEFAULT_LATENCY: (&str, &str) =
     ("security_udpv4_10g_cpp98_reliable", "no_security_libraries");
+/// The published TCP latency source and scenario (drawn for runs over TCP).
+pub const TCP_LATENCY: (&str, &str) = ("tcp_10g_cpp98", "unkeyed_reliable");
 /// The throughput series drawn by default: UDPv4, 10 GbE, best effort, batching 8192 B.
 pub const DEFAULT_THROUGHPUT: (&str, &str) = (
     "network_capture_udpv4_10g_cpp98",
@@ -114,6 +116,16 @@ pub fn default_latency() -> Vec<RefLatency> {
     v
 }
 
+/// The published TCP latency (`tcp_10g_cpp98`, unkeyed reliable), for runs over TCP.
+pub fn tcp_latency() -> Vec<RefLatency> {
+    let mut v: Vec<RefLatency> = latency()
+        .into_iter()
+        .filter(|r| r.source == TCP_LATENCY.0 && r.scenario == TCP_LATENCY.1)
+        .collect();
+    v.sort_by_key(|r| r.size);
+    v
+}
+
 /// The default throughput reference series, sorted by size.
 pub fn default_throughput() -> Vec<RefThroughput> {
     let mut v: Vec<RefThroughput> = throughput()
@@ -140,5 +152,8 @@ mod tests {
         assert_eq!(t.len(), 8);
         assert_eq!(t[0].samples_per_s, 4_591_815.0);
         assert!(throughput().len() >= 56);
+        let t = tcp_latency();
+        assert_eq!(t.len(), 14);
+        assert_eq!((t[0].size, t[0].p50_us), (32, 27.0));
     }
 }

@@ -17,7 +17,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::error::LabError;
-use crate::matrix::{config_label, System, TestKind};
+use crate::matrix::{config_label, System, TestKind, Transport};
 use crate::record::{Aggregate, RunStatus, Spread, Summary};
 use crate::reference;
 
@@ -63,6 +63,9 @@ const PALETTE: [RGBColor; 14] = [
 /// Plots with more series than this rely on the page's legend only.
 const LEGEND_MAX: usize = 7;
 const REF_COLOR: RGBColor = RGBColor(120, 120, 120);
+const REF_TCP_COLOR: RGBColor = RGBColor(60, 60, 60);
+/// Label of the published TCP latency series.
+const TCP_REFERENCE_LABEL: &str = "Connext (published: TCP 10 GbE, reliable, other hardware)";
 
 /// Escapes text for HTML.
 pub fn html_escape(s: &str) -> String {
@@ -235,6 +238,31 @@ fn series_for(
                 color: REF_COLOR,
                 system: None,
                 points: pts,
+                reference: true,
+            });
+        }
+        // Runs over TCP: the published TCP latency too.
+        let tcp = summary
+            .aggregates
+            .iter()
+            .any(|a| a.scenario.transport == Transport::Tcp && a.scenario.test == metric.test());
+        let tcp_pts: Vec<(f64, f64, f64, f64)> = match metric {
+            Metric::P50 if tcp => reference::tcp_latency()
+                .iter()
+                .map(|r| (r.size as f64, r.p50_us, r.p50_us, r.p50_us))
+                .collect(),
+            Metric::P99 if tcp => reference::tcp_latency()
+                .iter()
+                .map(|r| (r.size as f64, r.p99_us, r.p99_us, r.p99_us))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !tcp_pts.is_empty() {
+            out.push(Series {
+                label: TCP_REFERENCE_LABEL.to_string(),
+                color: REF_TCP_COLOR,
+                system: None,
+                points: tcp_pts,
                 reference: true,
             });
         }
@@ -561,8 +589,18 @@ pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, La
             h,
             "<div><span class=\"sw ref\"></span>published Connext figures (dashed; other hardware: compare shapes, not absolute values)</div>"
         );
+        if summary
+            .aggregates
+            .iter()
+            .any(|a| a.scenario.transport == Transport::Tcp && a.scenario.test == TestKind::Latency)
+        {
+            let _ = write!(
+                h,
+                "<div><span class=\"sw ref\"></span>{TCP_REFERENCE_LABEL} (darker dashed, latency plots)</div>"
+            );
+        }
     }
-    h.push_str("</div><p class=\"note\">Markers: ● FerroDDS, ▲ raw UDP (perftest -rawTransport), ■ Cyclone DDS ddsperf.</p>\n");
+    h.push_str("</div><p class=\"note\">Markers: ● FerroDDS, ▲ raw UDP or TCP sockets (perftest -rawTransport), ■ Cyclone DDS ddsperf.</p>\n");
 
     let sections: [(&str, &[(Metric, &str)]); 3] = [
         (

@@ -143,6 +143,14 @@ pub struct Placement {
     pub cyclone_pub_uri: String,
     /// `CYCLONEDDS_URI` of the subscriber side.
     pub cyclone_sub_uri: String,
+    /// `CYCLONEDDS_URI` of the publisher side over TCP.
+    pub cyclone_tcp_pub_uri: String,
+    /// `CYCLONEDDS_URI` of the subscriber side over TCP.
+    pub cyclone_tcp_sub_uri: String,
+    /// TCP server port of the publisher side (FerroDDS and Cyclone over TCP).
+    pub tcp_pub_port: u16,
+    /// TCP server port of the subscriber side.
+    pub tcp_sub_port: u16,
     /// Prefix for the publisher side (e.g. `ip netns exec A`).
     pub pub_prefix: Vec<String>,
     /// Prefix for the subscriber side (e.g. `ip netns exec B`).
@@ -213,14 +221,24 @@ fn perftest_commands(
     if s.transport != Transport::Udpv4 || s.system == System::Ferrodds {
         common.extend(["-transport".into(), s.transport.perftest_name().into()]);
     }
-    let side = |own: &Option<String>, other: &Option<String>| {
+    let side = |own: &Option<String>, other: &Option<String>, own_port: u16, other_port: u16| {
         let mut v: Vec<String> = Vec::new();
-        if s.transport == Transport::Udpv4 {
+        let tcp_dds = s.transport == Transport::Tcp && s.system == System::Ferrodds;
+        if s.transport == Transport::Udpv4 || s.transport == Transport::Tcp {
             if let Some(a) = own {
                 v.extend(["-nic".into(), a.clone()]);
             }
+            if tcp_dds {
+                v.extend(["-transportServerBindPort".into(), own_port.to_string()]);
+            }
             if let Some(a) = other {
-                v.extend(["-peer".into(), a.clone()]);
+                let peer = if tcp_dds {
+                    format!("0@tcpv4_lan://{a}:{other_port}")
+                } else {
+                    // Raw TCP and UDP: the address (ports follow the raw formula).
+                    a.clone()
+                };
+                v.extend(["-peer".into(), peer]);
             }
         }
         v
@@ -232,7 +250,12 @@ fn perftest_commands(
     let sub = CommandSpec::new(sub_bin)
         .args(["-sub"])
         .args(common.clone())
-        .args(side(&p.sub_addr, &p.pub_addr));
+        .args(side(
+            &p.sub_addr,
+            &p.pub_addr,
+            p.tcp_sub_port,
+            p.tcp_pub_port,
+        ));
     let mut pub_args: Vec<String> = vec!["-pub".into()];
     pub_args.extend(common);
     pub_args.extend(["-executionTime".into(), exec.to_string()]);
@@ -248,7 +271,12 @@ fn perftest_commands(
     }
     let publ = CommandSpec::new(p.perftest.display().to_string())
         .args(pub_args)
-        .args(side(&p.pub_addr, &p.sub_addr));
+        .args(side(
+            &p.pub_addr,
+            &p.sub_addr,
+            p.tcp_pub_port,
+            p.tcp_sub_port,
+        ));
     (sub, publ)
 }
 
@@ -276,15 +304,18 @@ fn ddsperf_commands(
     let mut sub = CommandSpec::new(prog)
         .args(common.clone())
         .args([format!("-D{}", exec + 4)]);
-    sub.env
-        .push(("CYCLONEDDS_URI".into(), p.cyclone_sub_uri.clone()));
+    let (sub_uri, pub_uri) = if s.transport == Transport::Tcp {
+        (&p.cyclone_tcp_sub_uri, &p.cyclone_tcp_pub_uri)
+    } else {
+        (&p.cyclone_sub_uri, &p.cyclone_pub_uri)
+    };
+    sub.env.push(("CYCLONEDDS_URI".into(), sub_uri.clone()));
     // ddsperf's duration counts from process start (discovery included) and it prints once a
     // second: one more second makes a run comparable with perftest's -executionTime.
     let mut publ = CommandSpec::new(p.ddsperf.display().to_string())
         .args(common)
         .args([format!("-D{}", exec + 1)]);
-    publ.env
-        .push(("CYCLONEDDS_URI".into(), p.cyclone_pub_uri.clone()));
+    publ.env.push(("CYCLONEDDS_URI".into(), pub_uri.clone()));
     let size = s.size.to_string();
     match s.test {
         TestKind::Latency => {

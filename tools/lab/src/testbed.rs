@@ -401,6 +401,28 @@ pub fn cyclone_config_for(address: &str, peer: &str) -> String {
     )
 }
 
+/// Cyclone DDS configuration for RTPS over TCP (`General/Transport=tcp`): pinned to one
+/// interface address, its TCP server on `port`, the other side's server as its only peer.
+pub fn cyclone_tcp_config_for(address: &str, port: u16, peer: &str, peer_port: u16) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+<CycloneDDS xmlns=\"https://cdds.io/config\">\n\
+  <Domain Id=\"any\">\n\
+    <General>\n\
+      <Interfaces><NetworkInterface address=\"{address}\"/></Interfaces>\n\
+      <AllowMulticast>false</AllowMulticast>\n\
+      <Transport>tcp</Transport>\n\
+    </General>\n\
+    <TCP><Port>{port}</Port></TCP>\n\
+    <Discovery>\n\
+      <ParticipantIndex>none</ParticipantIndex>\n\
+      <Peers><Peer Address=\"{peer}:{peer_port}\"/></Peers>\n\
+    </Discovery>\n\
+  </Domain>\n\
+</CycloneDDS>\n"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -431,6 +453,14 @@ mod tests {
             ..Default::default()
         };
         assert!(zero.validate().is_err());
+    }
+
+    #[test]
+    fn cyclone_tcp_config() {
+        let c = cyclone_tcp_config_for("127.0.0.1", 7401, "127.0.0.1", 7400);
+        assert!(c.contains("<Transport>tcp</Transport>"));
+        assert!(c.contains("<TCP><Port>7401</Port></TCP>"));
+        assert!(c.contains("Peer Address=\"127.0.0.1:7400\""));
     }
 
     #[test]

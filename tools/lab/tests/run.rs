@@ -74,6 +74,108 @@ fn quick_style_run_against_raw_dds_and_cyclone() {
 }
 
 #[test]
+fn tcp_transport_axis_with_raw_tcp_and_cyclone_over_tcp() {
+    let out_dir = temp_dir("tcp");
+    let ddsperf = ferrodds_lab::runner::find_program("ddsperf").is_some();
+    // CI installs Cyclone DDS; elsewhere the Cyclone baseline is skipped with a note.
+    assert!(
+        ddsperf || std::env::var_os("CI").is_none(),
+        "ddsperf missing in CI"
+    );
+    let systems = if ddsperf {
+        "ferrodds,raw,cyclone"
+    } else {
+        "ferrodds,raw"
+    };
+    let out = output_bounded(
+        lab()
+            .args(["run", "--transport", "udpv4,tcp", "--systems", systems])
+            .args([
+                "--tests",
+                "latency",
+                "--sizes",
+                "1024",
+                "--reliability",
+                "reliable",
+            ])
+            .args([
+                "--keyed",
+                "off",
+                "--batching",
+                "off",
+                "--execution-time",
+                "1",
+            ])
+            .args(["--repetitions", "1", "--domain-base", "210"])
+            .arg("--perftest")
+            .arg(perftest())
+            .arg("--out")
+            .arg(&out_dir),
+        Duration::from_secs(240),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let s = record::read_results(&out_dir).unwrap();
+    let n_sys = if ddsperf { 3 } else { 2 };
+    assert_eq!(s.runs.len(), 2 * n_sys, "{stderr}");
+    let mut labels = Vec::new();
+    for r in &s.runs {
+        assert_eq!(
+            r.status,
+            RunStatus::Ok,
+            "{} failed: {}\n{}",
+            r.scenario.config_label(),
+            r.error,
+            r.stderr_tail
+        );
+        let l = r.latency.unwrap();
+        assert!(l.p50_us > 0.0 && l.p50_us < 100_000.0, "{l:?}");
+        labels.push(r.scenario.config_label());
+        if r.scenario.transport == ferrodds_lab::matrix::Transport::Tcp {
+            match r.scenario.system {
+                System::Ferrodds => {
+                    assert!(
+                        r.pub_command.contains("-transport TCP"),
+                        "{}",
+                        r.pub_command
+                    );
+                    assert!(
+                        r.pub_command.contains("-peer 0@tcpv4_lan://127.0.0.1:7401"),
+                        "{}",
+                        r.pub_command
+                    );
+                    assert!(r.sub_command.contains("-transportServerBindPort 7401"));
+                }
+                System::Raw => assert!(
+                    r.pub_command.contains("-rawTransport")
+                        && r.pub_command.contains("-transport TCP"),
+                    "{}",
+                    r.pub_command
+                ),
+                System::Cyclone => {
+                    let cfg = std::fs::read_to_string(out_dir.join("cyclone-tcp-pub.xml")).unwrap();
+                    assert!(cfg.contains("<Transport>tcp</Transport>"), "{cfg}");
+                    assert!(
+                        r.pub_command.contains("cyclone-tcp-pub.xml"),
+                        "{}",
+                        r.pub_command
+                    );
+                }
+            }
+        }
+    }
+    for want in ["raw TCP", "raw UDP", "ferrodds reliable unkeyed tcp"] {
+        assert!(labels.iter().any(|l| l == want), "{want} not in {labels:?}");
+    }
+    let html = std::fs::read_to_string(out_dir.join(files::REPORT_HTML)).unwrap();
+    assert!(
+        html.contains("Connext (published: TCP 10 GbE, reliable, other hardware)"),
+        "the published TCP latency is drawn for TCP runs"
+    );
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}
+
+#[test]
 fn failed_runs_are_recorded_and_the_lab_goes_on() {
     let dir = temp_dir("fail");
     let fake = script(
