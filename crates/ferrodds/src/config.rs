@@ -30,6 +30,10 @@ pub enum Transports {
     Tcpv4,
     /// Both; each remote locator is reached by the transport of its kind.
     Udpv4AndTcpv4,
+    /// TLS over TCPv4 only ([`Config::tls`] is required): as [`Transports::Tcpv4`] (same
+    /// [`Config::tcp_port`] and [`Config::tcp_peers`]), every connection mutually
+    /// authenticated and encrypted; no UDP socket is opened.
+    Tlsv4,
 }
 
 impl Transports {
@@ -37,9 +41,17 @@ impl Transports {
     pub fn udp(self) -> bool {
         matches!(self, Transports::Udpv4 | Transports::Udpv4AndTcpv4)
     }
-    /// Whether TCPv4 is used.
+    /// Whether a TCP server is used (plain TCPv4 or TLS).
     pub fn tcp(self) -> bool {
-        matches!(self, Transports::Tcpv4 | Transports::Udpv4AndTcpv4)
+        matches!(
+            self,
+            Transports::Tcpv4 | Transports::Udpv4AndTcpv4 | Transports::Tlsv4
+        )
+    }
+
+    /// Whether the TCP connections are TLS.
+    pub fn tls(self) -> bool {
+        self == Transports::Tlsv4
     }
 }
 
@@ -149,6 +161,8 @@ pub struct Config {
     /// TCP discovery peers (with TCP): the server address and port of each, to which SPDP is
     /// sent. Default: empty.
     pub tcp_peers: Vec<SocketAddrV4>,
+    /// TLS identity and trust anchors, required with [`Transports::Tlsv4`]. Default: `None`.
+    pub tls: Option<ferrodds_transport_tls::TlsConfig>,
 }
 
 impl Default for Config {
@@ -175,6 +189,7 @@ impl Default for Config {
             transports: Transports::Udpv4,
             tcp_port: ferrodds_transport::DEFAULT_TCP_PORT,
             tcp_peers: Vec::new(),
+            tls: None,
         }
     }
 }
@@ -251,6 +266,11 @@ impl Config {
     /// Sets [`Config::tcp_peers`].
     pub fn tcp_peers(mut self, peers: Vec<SocketAddrV4>) -> Self {
         self.tcp_peers = peers;
+        self
+    }
+    /// Sets [`Config::tls`].
+    pub fn tls(mut self, tls: ferrodds_transport_tls::TlsConfig) -> Self {
+        self.tls = Some(tls);
         self
     }
     /// Sets [`Config::interface`].

@@ -67,6 +67,10 @@ pub enum DdsError {
     /// The protocol engine refused a write.
     #[error("write refused: {0}")]
     Write(#[from] ferrodds_rtps::WriteError),
+    /// The TLS configuration cannot be used (unreadable PEM, a key that does not match the
+    /// certificate, ...).
+    #[error("{0}")]
+    Tls(#[from] ferrodds_transport_tls::TlsError),
     /// The capture file could not be written.
     #[error("capture: {0}")]
     Capture(#[from] ferrodds_capture::CaptureError),

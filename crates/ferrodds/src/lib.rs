@@ -81,6 +81,7 @@ pub use config::{
 };
 pub use error::{DdsError, DdsResult};
 pub use ferrodds_transport::{TransportKind, TransportStats, DEFAULT_TCP_PORT};
+pub use ferrodds_transport_tls::{TlsConfig, TlsError};
 pub use participant::{DomainParticipant, Publisher, Subscriber, Topic, VENDOR_ID};
 pub use qos::{
     Batching, DataReaderQos, DataWriterQos, Durability, FlowController, History, Liveliness,

@@ -113,11 +113,20 @@ impl DomainParticipant {
         let tcp = if config.transports.tcp() {
             let mut header = [0u8; 20];
             let _ = ferrodds_wire::Header::new(guid_prefix).write(&mut header);
+            let security = if config.transports.tls() {
+                let tls = config.tls.as_ref().ok_or(DdsError::BadParameter {
+                    what: "Transports::Tlsv4 needs Config::tls (CA, certificate and private key)",
+                })?;
+                Some(ferrodds_transport_tls::security(tls)?)
+            } else {
+                None
+            };
             let tcp = TcpConfig {
                 interface: selector,
                 port: config.tcp_port,
                 max_message_size: config.max_message_size,
                 rtps_header: Some(header),
+                security,
                 ..TcpConfig::default()
             };
             Some(TcpTransport::new(&tcp)?)
@@ -146,7 +155,11 @@ impl DomainParticipant {
                 .collect()
         };
         let udp_kind = Locator::KIND_UDPV4;
-        let tcp_kind = Locator::KIND_TCPV4;
+        let tcp_kind = if config.transports.tls() {
+            Locator::KIND_FERRODDS_TLSV4
+        } else {
+            Locator::KIND_TCPV4
+        };
 
         let mut spdp_destinations: Vec<Locator> = Vec::new();
         if config.multicast {
@@ -253,6 +266,12 @@ impl DomainParticipant {
         ferrodds_transport::TransportStats,
     )> {
         self.inner.transport_stats()
+    }
+
+    /// The last TLS handshake errors of its transports ("PEER: reason", oldest first): why a
+    /// peer was refused, or why it refused us. Each is also logged once per peer and reason.
+    pub fn transport_security_errors(&self) -> Vec<String> {
+        self.inner.security_errors()
     }
 
     /// The protocol engine's counters: datagrams, repairs, losses readers reported, the

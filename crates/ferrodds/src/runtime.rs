@@ -221,6 +221,7 @@ pub(crate) struct Inner {
     transports: Vec<Arc<dyn Transport>>,
     udp: Option<Arc<dyn Transport>>,
     tcp: Option<Arc<dyn Transport>>,
+    tls: Option<Arc<dyn Transport>>,
     origin: Instant,
     /// Wall-clock time at `origin`, nanoseconds since the Unix epoch.
     wall_origin_ns: i64,
@@ -263,6 +264,7 @@ impl Inner {
         let of_kind = |k: TransportKind| transports.iter().find(|t| t.kind() == k).cloned();
         let udp = of_kind(TransportKind::Udpv4);
         let tcp = of_kind(TransportKind::Tcpv4);
+        let tls = of_kind(TransportKind::Tlsv4);
         Self {
             domain_id,
             guid_prefix,
@@ -277,6 +279,7 @@ impl Inner {
             transports,
             udp,
             tcp,
+            tls,
             origin,
             wall_origin_ns: time_to_unix_nanos(wall_time())
                 .saturating_sub(i64::try_from(origin.elapsed().as_nanos()).unwrap_or(0)),
@@ -666,6 +669,7 @@ impl Inner {
             let transport = match TransportKind::from_locator_kind(d.kind) {
                 Some(TransportKind::Udpv4) => &self.udp,
                 Some(TransportKind::Tcpv4) => &self.tcp,
+                Some(TransportKind::Tlsv4) => &self.tls,
                 None => continue,
             };
             let (Some(t), Some(dst)) = (transport, d.ipv4_destination()) else {
@@ -695,6 +699,13 @@ impl Inner {
         self.transports
             .iter()
             .map(|t| (t.kind(), t.stats()))
+            .collect()
+    }
+
+    pub(crate) fn security_errors(&self) -> Vec<String> {
+        self.transports
+            .iter()
+            .flat_map(|t| t.security_errors())
             .collect()
     }
 

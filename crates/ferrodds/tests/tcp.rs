@@ -1,6 +1,7 @@
 //! RTPS over TCP between FerroDDS participants on loopback (issue 12): discovery and data both
 //! ways over one connection per pair, reliable and best effort, 32 B to 10 MB, a peer that
-//! restarts, a busy port, and garbage on the server port. Domains 230-236, ports 27400-27420.
+//! restarts, a busy port, and garbage on the server port; TLS between participants. Domains
+//! 230-237, ports 27400-27420.
 
 mod common;
 
@@ -231,5 +232,71 @@ fn tcp_garbage_closes_only_that_connection() {
         // The real connection still works.
         w.write(&large_data(5, 32)).unwrap();
         assert_eq!(receive(&r, 1, 32, WAIT), vec![5]);
+    });
+}
+
+/// The test identity perftest ships (`tools/perftest/resource/tls`, for testing only).
+fn test_tls() -> ferrodds::TlsConfig {
+    ferrodds::TlsConfig {
+        ca_certificates: include_bytes!("../../../tools/perftest/resource/tls/ca.pem").to_vec(),
+        certificate_chain: include_bytes!("../../../tools/perftest/resource/tls/identity.pem")
+            .to_vec(),
+        private_key: include_bytes!("../../../tools/perftest/resource/tls/identity_key.pem")
+            .to_vec(),
+        peer_name: Some("ferrodds-perftest".into()),
+        allow_tls12: false,
+    }
+}
+
+#[test]
+fn tls_participants_discover_and_exchange_data() {
+    with_timeout(90, || {
+        let tls = |port: u16, peers: &[u16]| {
+            DomainParticipant::with_config(
+                237,
+                tcp_config(port, peers)
+                    .transports(Transports::Tlsv4)
+                    .tls(test_tls()),
+            )
+            .expect("TLS participant")
+        };
+        let a = tls(27410, &[27411]);
+        let b = tls(27411, &[27410]);
+        assert!(a.wait_for_participants(1, WAIT) && b.wait_for_participants(1, WAIT));
+        for (size, n) in [(32usize, 300u32), (100_000, 20)] {
+            let (w, r) = endpoints(&a, &b, &format!("Tls{size}"), true);
+            for seq in 0..n {
+                w.write(&large_data(seq, size)).unwrap();
+            }
+            let got = receive(&r, n as usize, size, Duration::from_secs(20));
+            assert_eq!(
+                got,
+                (0..n).collect::<Vec<_>>(),
+                "reliable {size} B over TLS"
+            );
+        }
+        for p in [&a, &b] {
+            let stats = p.transport_stats();
+            assert_eq!(stats.len(), 1);
+            assert_eq!(stats[0].0, ferrodds::TransportKind::Tlsv4);
+            assert_eq!(stats[0].1.handshake_failures, 0, "{stats:?}");
+            assert!(p.transport_security_errors().is_empty());
+        }
+        // TLS without an identity is a clear configuration error.
+        let e = DomainParticipant::with_config(
+            237,
+            tcp_config(27412, &[]).transports(Transports::Tlsv4),
+        )
+        .expect_err("TLS without Config::tls");
+        assert!(e.to_string().contains("needs Config::tls"), "{e}");
+        // A plain TCP participant dialling a TLS one is refused (and never discovered).
+        let plain = tcp_participant(237, 27413, &[27410]);
+        assert!(!plain.wait_for_participants(1, Duration::from_secs(2)));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while a.transport_security_errors().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let errors = a.transport_security_errors().join("\n");
+        assert!(errors.contains("does not speak TLS"), "{errors}");
     });
 }

@@ -185,9 +185,9 @@ fn read_name(p: &Parameter<'_>, endian: Endianness) -> Option<String> {
 
 fn push_locator(list: &mut Vec<Locator>, p: &Parameter<'_>, endian: Endianness) {
     if let Some(l) = val::<Locator>(p, endian) {
-        // UDPv4, UDPv6 and TCPv4 are kept (the runtime sends to the kinds it has a transport
-        // for); unknown kinds are ignored silently.
-        if (l.kind == 1 || l.kind == 2 || l.kind == 4)
+        // UDPv4, UDPv6, TCPv4 and FerroDDS TLSv4 are kept (the runtime sends to the kinds it
+        // has a transport for); unknown kinds are ignored silently.
+        if matches!(l.kind, 1 | 2 | 4 | Locator::KIND_FERRODDS_TLSV4)
             && list.len() < MAX_LOCATORS
             && !list.contains(&l)
         {

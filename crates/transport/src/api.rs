@@ -17,7 +17,13 @@ pub enum TransportKind {
     Udpv4,
     /// TCP over IPv4 with Cyclone DDS's framing (locator kind 4).
     Tcpv4,
+    /// TLS over TCPv4, Cyclone DDS's framing inside the TLS stream (FerroDDS's own locator
+    /// kind [`TLSV4_LOCATOR_KIND`]: no other vendor's TLS framing is the same).
+    Tlsv4,
 }
+
+/// The locator kind FerroDDS announces its TLS servers with (vendor-specific range).
+pub const TLSV4_LOCATOR_KIND: i32 = 0x0fdd_0004;
 
 impl TransportKind {
     /// The RTPS locator kind of this transport's locators.
@@ -25,6 +31,7 @@ impl TransportKind {
         match self {
             TransportKind::Udpv4 => 1,
             TransportKind::Tcpv4 => 4,
+            TransportKind::Tlsv4 => TLSV4_LOCATOR_KIND,
         }
     }
 
@@ -33,6 +40,7 @@ impl TransportKind {
         match kind {
             1 => Some(TransportKind::Udpv4),
             4 => Some(TransportKind::Tcpv4),
+            TLSV4_LOCATOR_KIND => Some(TransportKind::Tlsv4),
             _ => None,
         }
     }
@@ -43,6 +51,7 @@ impl fmt::Display for TransportKind {
         f.write_str(match self {
             TransportKind::Udpv4 => "UDPv4",
             TransportKind::Tcpv4 => "TCPv4",
+            TransportKind::Tlsv4 => "TLSv4",
         })
     }
 }
@@ -102,6 +111,10 @@ pub struct TransportStats {
     pub send_queue_drops: u64,
     /// Messages not sent because no connection to the destination could be made (yet).
     pub unreachable_drops: u64,
+    /// Secure (TLS) handshakes that failed: the peer was refused, or it refused us.
+    pub handshake_failures: u64,
+    /// Secure handshakes that resumed an earlier session instead of a full handshake.
+    pub resumed_sessions: u64,
 }
 
 /// A transport: sends RTPS messages to addresses of its kind and delivers received ones to
@@ -132,5 +145,9 @@ pub trait Transport: Send + Sync + fmt::Debug {
     /// The transport's counters.
     fn stats(&self) -> TransportStats {
         TransportStats::default()
+    }
+    /// The last secure-handshake errors ("PEER: reason", oldest first); empty without TLS.
+    fn security_errors(&self) -> Vec<String> {
+        Vec::new()
     }
 }

@@ -73,18 +73,20 @@ mod error;
 mod interface;
 mod locator;
 mod port;
+mod secure;
 pub mod tcp;
 mod udp;
 
 pub use api::{
     AnnouncedLocators, HandlerFactory, MessageHandler, MessageMeta, Transport, TransportKind,
-    TransportStats,
+    TransportStats, TLSV4_LOCATOR_KIND,
 };
 pub use connected::{DEFAULT_CONNECTED_SEND_SOCKETS, MAX_CONNECTED_SEND_SOCKETS};
 pub use error::{PortError, TransportError};
 pub use interface::{list_interfaces, InterfaceSelector, NetworkInterface};
 pub use locator::UdpLocator;
 pub use port::{ParticipantPorts, PortMapping, MAX_PARTICIPANT_ID};
+pub use secure::{SecureChannel, SecurityHandle, StreamSecurity};
 pub use tcp::{TcpConfig, TcpTransport, DEFAULT_TCP_PORT};
 pub use udp::{
     BufferSizes, Received, TrafficKind, UdpConfig, UdpReceiver, UdpTransport,

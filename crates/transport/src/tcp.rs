@@ -50,7 +50,8 @@ use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 
 use crate::{
     AnnouncedLocators, HandlerFactory, InterfaceSelector, MessageHandler, MessageMeta,
-    NetworkInterface, TrafficKind, Transport, TransportError, TransportKind, TransportStats,
+    NetworkInterface, SecureChannel, SecurityHandle, StreamSecurity, TrafficKind, Transport,
+    TransportError, TransportKind, TransportStats,
 };
 
 /// The server port RTI perftest uses with `-transport TCP`.
@@ -88,6 +89,12 @@ pub struct TcpConfig {
     /// The participant's RTPS header; when set, dialled connections start with a hello
     /// (see the module documentation) so the acceptor can answer on them. Default: `None`.
     pub rtps_header: Option<[u8; RTPS_HEADER]>,
+    /// A secure channel (TLS) for every connection: the transport is then
+    /// [`TransportKind::Tlsv4`] and no byte of RTPS crosses before the handshake completed.
+    /// Default: `None` (plain TCP).
+    pub security: Option<SecurityHandle>,
+    /// How long a secure handshake may take. Default: 5 s.
+    pub handshake_timeout: Duration,
 }
 
 impl Default for TcpConfig {
@@ -101,6 +108,8 @@ impl Default for TcpConfig {
             connect_timeout: Duration::from_secs(2),
             retry_interval: Duration::from_secs(1),
             rtps_header: None,
+            security: None,
+            handshake_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -256,6 +265,27 @@ struct Counters {
     frame_errors: AtomicU64,
     queue_drops: AtomicU64,
     unreachable: AtomicU64,
+    handshake_failures: AtomicU64,
+    resumed: AtomicU64,
+}
+
+/// A secure connection's channel, and what was sent before its handshake completed.
+#[derive(Default)]
+struct Crypto {
+    channel: Option<Box<dyn SecureChannel>>,
+    /// Framed plaintext messages waiting for the handshake (dialled connections).
+    pending: Vec<u8>,
+    /// Sealed bytes of the message being sent (reused).
+    sealed: Vec<u8>,
+}
+
+impl std::fmt::Debug for Crypto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Crypto")
+            .field("established", &self.channel.is_some())
+            .field("pending", &self.pending.len())
+            .finish()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -276,6 +306,9 @@ struct Conn {
     stream: OnceLock<TcpStream>,
     tx: Mutex<Tx>,
     tx_cv: Condvar,
+    /// `Some` on a secure transport: every byte goes through the channel (lock order:
+    /// `crypto`, then `tx`).
+    crypto: Option<Mutex<Crypto>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -283,7 +316,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Conn {
-    fn new(id: u64, dialled: bool, route: Option<SocketAddrV4>) -> Self {
+    fn new(id: u64, dialled: bool, route: Option<SocketAddrV4>, secure: bool) -> Self {
         Self {
             id,
             dialled,
@@ -291,6 +324,7 @@ impl Conn {
             stream: OnceLock::new(),
             tx: Mutex::new(Tx::default()),
             tx_cv: Condvar::new(),
+            crypto: secure.then(|| Mutex::new(Crypto::default())),
         }
     }
 
@@ -311,7 +345,7 @@ impl Conn {
         }
         let framed = total + 8;
         let ml = msg_len(framed);
-        let mut tx = lock(&self.tx);
+        let tx = lock(&self.tx);
         if tx.closed {
             return Err(io::ErrorKind::ConnectionReset.into());
         }
@@ -323,6 +357,62 @@ impl Conn {
             iov[3 + i] = IoSlice::new(b);
         }
         let iov = &iov[..bufs.len() + 2];
+        if let Some(crypto) = &self.crypto {
+            drop(tx);
+            return self.send_sealed(crypto, iov, framed, cap);
+        }
+        self.send_raw(tx, iov, framed, cap)
+    }
+
+    /// Seals one framed message and sends it; before the handshake it waits (bounded) in
+    /// `pending`. Sealed bytes are never dropped (that would break the stream): the queue
+    /// limit is checked first.
+    fn send_sealed(
+        &self,
+        crypto: &Mutex<Crypto>,
+        iov: &[IoSlice<'_>],
+        framed: usize,
+        cap: usize,
+    ) -> io::Result<()> {
+        let mut c = lock(crypto);
+        let Crypto {
+            channel,
+            pending,
+            sealed,
+        } = &mut *c;
+        let Some(channel) = channel else {
+            if pending.len().saturating_add(framed) > cap {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            for b in iov {
+                pending.extend_from_slice(b);
+            }
+            return Ok(());
+        };
+        let tx = lock(&self.tx);
+        if tx.closed {
+            return Err(io::ErrorKind::ConnectionReset.into());
+        }
+        if tx.queue.len().saturating_add(framed) > cap {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        sealed.clear();
+        if let Err(e) = channel.seal(iov, sealed) {
+            drop(tx);
+            return Err(e);
+        }
+        let n = sealed.len();
+        self.send_raw(tx, &[IoSlice::new(sealed)], n, usize::MAX)
+    }
+
+    /// Writes `iov` (`framed` bytes) directly when nothing is queued, else queues it.
+    fn send_raw(
+        &self,
+        mut tx: MutexGuard<'_, Tx>,
+        iov: &[IoSlice<'_>],
+        framed: usize,
+        cap: usize,
+    ) -> io::Result<()> {
         let mut sent = 0;
         if tx.connected && !tx.busy && tx.queue.is_empty() {
             if let Some(stream) = self.stream.get() {
@@ -371,6 +461,24 @@ impl Conn {
     }
 }
 
+/// A reader thread's state.
+struct Rx {
+    handler: Box<dyn MessageHandler>,
+    meta: MessageMeta,
+    deframer: Deframer,
+    first: bool,
+}
+
+/// Recent handshake errors, each logged once per peer and reason.
+#[derive(Debug, Default)]
+struct SecurityErrors {
+    recent: std::collections::VecDeque<String>,
+    logged: std::collections::HashSet<String>,
+}
+
+/// How many handshake errors [`TcpTransport::security_errors`] keeps.
+const KEPT_SECURITY_ERRORS: usize = 32;
+
 struct Shared {
     interface: NetworkInterface,
     local: SocketAddrV4,
@@ -382,6 +490,10 @@ struct Shared {
     connect_timeout: Duration,
     retry_interval: Duration,
     hello: Option<Vec<u8>>,
+    security: Option<Arc<dyn StreamSecurity>>,
+    handshake_timeout: Duration,
+    /// The last secure-handshake errors ("peer: reason"), and which were logged.
+    security_errors: Mutex<SecurityErrors>,
     routes: Mutex<HashMap<SocketAddrV4, Arc<Conn>>>,
     conns: Mutex<Vec<Arc<Conn>>>,
     failed: Mutex<HashMap<SocketAddrV4, Instant>>,
@@ -455,6 +567,9 @@ impl TcpTransport {
                 connect_timeout: config.connect_timeout,
                 retry_interval: config.retry_interval,
                 hello,
+                security: config.security.as_ref().map(|h| Arc::clone(&h.0)),
+                handshake_timeout: config.handshake_timeout,
+                security_errors: Mutex::new(SecurityErrors::default()),
                 routes: Mutex::new(HashMap::new()),
                 conns: Mutex::new(Vec::new()),
                 failed: Mutex::new(HashMap::new()),
@@ -469,6 +584,15 @@ impl TcpTransport {
     /// The server address announced as this participant's locator.
     pub fn local_addr(&self) -> SocketAddrV4 {
         self.shared.local
+    }
+
+    /// The last secure-handshake errors (at most 32, oldest first), each "PEER: reason".
+    pub fn security_errors(&self) -> Vec<String> {
+        lock(&self.shared.security_errors)
+            .recent
+            .iter()
+            .cloned()
+            .collect()
     }
 }
 
@@ -495,6 +619,7 @@ impl Shared {
             self.next_id.fetch_add(1, Ordering::Relaxed),
             true,
             Some(dst),
+            self.security.is_some(),
         ));
         routes.insert(dst, Arc::clone(&conn));
         lock(&self.conns).push(Arc::clone(&conn));
@@ -527,7 +652,34 @@ impl Shared {
             return;
         }
         let _ = stream.set_nodelay(true);
-        if let Some(h) = &self.hello {
+        let mut stream = stream;
+        if let (Some(sec), Some(crypto)) = (&self.security, &conn.crypto) {
+            let channel = match self.handshake(&mut stream, dst, |s| sec.connect(s, dst)) {
+                Some(c) => c,
+                None => {
+                    lock(&self.failed).insert(dst, Instant::now());
+                    self.close(&conn);
+                    return;
+                }
+            };
+            // The hello and what was sent during the handshake, sealed, before anything
+            // else can be written (the writer thread starts below; direct sends need
+            // `connected`).
+            let mut c = lock(crypto);
+            let mut plain = self.hello.clone().unwrap_or_default();
+            plain.append(&mut c.pending);
+            let mut wire = Vec::new();
+            let mut channel = channel;
+            let ok = plain.is_empty()
+                || (channel.seal(&[IoSlice::new(&plain)], &mut wire).is_ok()
+                    && (&stream).write_all(&wire).is_ok());
+            c.channel = Some(channel);
+            drop(c);
+            if !ok {
+                self.close(&conn);
+                return;
+            }
+        } else if let Some(h) = &self.hello {
             if (&stream).write_all(h).is_err() {
                 self.close(&conn);
                 return;
@@ -604,62 +756,201 @@ impl Shared {
             self.close(&conn);
             return;
         };
-        let mut handler: Box<dyn MessageHandler> = factory();
         let src = match stream.peer_addr() {
             Ok(SocketAddr::V4(a)) => a,
             _ => SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
         };
-        let meta = MessageMeta {
-            transport: TransportKind::Tcpv4,
-            src,
-            dst: self.local,
-            multicast: false,
-            traffic: TrafficKind::UserData,
-        };
-        let mut deframer = Deframer::new();
-        let mut first = true;
-        'read: loop {
-            let n = match stream.read(deframer.spare()) {
-                Ok(0) => {
-                    if deframer.pending() > 0 {
-                        self.stats.frame_errors.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(peer = %src, error = %FrameError::Truncated, "TCP connection closed mid-frame");
-                    }
-                    break;
-                }
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            };
-            deframer.filled(n);
-            loop {
-                match deframer.next_message() {
-                    Ok(Some(msg)) => {
-                        if first && !conn.dialled {
-                            first = false;
-                            if let Some(server) = parse_hello(msg) {
-                                if !self.identify(&conn, server) {
-                                    break 'read;
-                                }
-                                continue;
-                            }
-                        }
-                        first = false;
-                        if self.shutdown.load(Ordering::Relaxed) {
-                            break 'read;
-                        }
-                        handler.on_message(msg, &meta);
-                    }
-                    Ok(None) => break,
-                    Err(e) => {
-                        self.stats.frame_errors.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(peer = %src, error = %e, "closing a TCP connection: bad frame");
-                        break 'read;
-                    }
+        // An accepted secure connection: the server side of the handshake, before anything
+        // is read as RTPS.
+        if let (Some(sec), Some(crypto), false) = (&self.security, &conn.crypto, conn.dialled) {
+            match self.handshake(&mut stream, src, |s| sec.accept(s, src)) {
+                Some(c) => lock(crypto).channel = Some(c),
+                None => {
+                    self.close(&conn);
+                    return;
                 }
             }
         }
+        let mut rx = Rx {
+            handler: factory(),
+            meta: MessageMeta {
+                transport: self.kind(),
+                src,
+                dst: self.local,
+                multicast: false,
+                traffic: TrafficKind::UserData,
+            },
+            deframer: Deframer::new(),
+            first: true,
+        };
+        let mut wire = if conn.crypto.is_some() {
+            vec![0u8; 64 * 1024]
+        } else {
+            Vec::new()
+        };
+        let mut plain = Vec::new();
+        let mut reply = Vec::new();
+        // Records that arrived with the end of the handshake are opened before reading more.
+        let mut buffered = conn.crypto.is_some();
+        loop {
+            let Some(crypto) = &conn.crypto else {
+                let n = match stream.read(rx.deframer.spare()) {
+                    Ok(0) => {
+                        self.truncated(&rx, src);
+                        break;
+                    }
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                rx.deframer.filled(n);
+                if !self.drain(&conn, &mut rx) {
+                    break;
+                }
+                continue;
+            };
+            let n = if std::mem::take(&mut buffered) {
+                0
+            } else {
+                match stream.read(&mut wire) {
+                    Ok(0) => {
+                        self.truncated(&rx, src);
+                        break;
+                    }
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            };
+            plain.clear();
+            reply.clear();
+            {
+                let mut c = lock(crypto);
+                let Some(channel) = c.channel.as_mut() else {
+                    break;
+                };
+                if let Err(e) = channel.open(&wire[..n], &mut plain, &mut reply) {
+                    drop(c);
+                    self.security_error(src, &e);
+                    break;
+                }
+                if !reply.is_empty() {
+                    let _ = conn.send_raw(
+                        lock(&conn.tx),
+                        &[IoSlice::new(&reply)],
+                        reply.len(),
+                        usize::MAX,
+                    );
+                }
+            }
+            let mut off = 0;
+            let mut ok = true;
+            while ok && off < plain.len() {
+                let spare = rx.deframer.spare();
+                let k = spare.len().min(plain.len() - off);
+                spare[..k].copy_from_slice(&plain[off..off + k]);
+                rx.deframer.filled(k);
+                off += k;
+                ok = self.drain(&conn, &mut rx);
+            }
+            if !ok {
+                break;
+            }
+        }
         self.close(&conn);
+    }
+
+    /// Logs a stream that ended in the middle of a message.
+    fn truncated(&self, rx: &Rx, src: SocketAddrV4) {
+        if rx.deframer.pending() > 0 {
+            self.stats.frame_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(peer = %src, error = %FrameError::Truncated, "TCP connection closed mid-frame");
+        }
+    }
+
+    /// Hands every complete buffered message to the handler; `false` when the connection
+    /// must close (bad frame, tie-break lost, shutdown).
+    fn drain(&self, conn: &Arc<Conn>, rx: &mut Rx) -> bool {
+        loop {
+            match rx.deframer.next_message() {
+                Ok(Some(msg)) => {
+                    if rx.first && !conn.dialled {
+                        rx.first = false;
+                        if let Some(server) = parse_hello(msg) {
+                            if !self.identify(conn, server) {
+                                return false;
+                            }
+                            continue;
+                        }
+                    }
+                    rx.first = false;
+                    if self.shutdown.load(Ordering::Relaxed) {
+                        return false;
+                    }
+                    rx.handler.on_message(msg, &rx.meta);
+                }
+                Ok(None) => return true,
+                Err(e) => {
+                    self.stats.frame_errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(peer = %rx.meta.src, error = %e, "closing a TCP connection: bad frame");
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// Runs a secure handshake with [`TcpConfig::handshake_timeout`]; a failure is counted
+    /// and recorded (logged once per peer address and reason).
+    fn handshake(
+        &self,
+        stream: &mut TcpStream,
+        peer: SocketAddrV4,
+        run: impl FnOnce(&mut TcpStream) -> io::Result<Box<dyn SecureChannel>>,
+    ) -> Option<Box<dyn SecureChannel>> {
+        let t = Some(self.handshake_timeout);
+        let _ = stream.set_read_timeout(t);
+        let _ = stream.set_write_timeout(t);
+        let r = run(stream);
+        let _ = stream.set_read_timeout(None);
+        let _ = stream.set_write_timeout(None);
+        match r {
+            Ok(c) => {
+                if c.resumed() {
+                    self.stats.resumed.fetch_add(1, Ordering::Relaxed);
+                }
+                Some(c)
+            }
+            Err(e) => {
+                self.stats
+                    .handshake_failures
+                    .fetch_add(1, Ordering::Relaxed);
+                self.security_error(peer, &e);
+                None
+            }
+        }
+    }
+
+    fn security_error(&self, peer: SocketAddrV4, e: &io::Error) {
+        let mut s = lock(&self.security_errors);
+        if s.recent.len() >= KEPT_SECURITY_ERRORS {
+            s.recent.pop_front();
+        }
+        s.recent.push_back(format!("{peer}: {e}"));
+        // Accepted connections come from ever new ports: once per address and reason.
+        if s.logged.len() >= 1024 {
+            s.logged.clear();
+        }
+        if s.logged.insert(format!("{}: {e}", peer.ip())) {
+            tracing::error!(%peer, reason = %e, "TLS connection refused");
+        }
+    }
+
+    fn kind(&self) -> TransportKind {
+        if self.security.is_some() {
+            TransportKind::Tlsv4
+        } else {
+            TransportKind::Tcpv4
+        }
     }
 
     /// An accepted connection says it comes from the participant serving `server`; returns
@@ -725,6 +1016,7 @@ impl Shared {
                 self.next_id.fetch_add(1, Ordering::Relaxed),
                 false,
                 None,
+                self.security.is_some(),
             ));
             let _ = conn.stream.set(stream);
             lock(&conn.tx).connected = true;
@@ -775,7 +1067,11 @@ impl Shared {
 
 impl Transport for TcpTransport {
     fn kind(&self) -> TransportKind {
-        TransportKind::Tcpv4
+        self.shared.kind()
+    }
+
+    fn security_errors(&self) -> Vec<String> {
+        TcpTransport::security_errors(self)
     }
 
     fn max_message_size(&self) -> usize {
@@ -865,6 +1161,8 @@ impl Transport for TcpTransport {
             frame_errors: c.frame_errors.load(Ordering::Relaxed),
             send_queue_drops: c.queue_drops.load(Ordering::Relaxed),
             unreachable_drops: c.unreachable.load(Ordering::Relaxed),
+            handshake_failures: c.handshake_failures.load(Ordering::Relaxed),
+            resumed_sessions: c.resumed.load(Ordering::Relaxed),
         }
     }
 }

@@ -779,6 +779,8 @@ impl Locator {
     pub const KIND_RTI_SHMEM: i32 = 0x0100_0000;
     /// RTI UDPv4 WAN.
     pub const KIND_RTI_UDPV4_WAN: i32 = 0x0100_0001;
+    /// FerroDDS TLS over TCPv4 (Cyclone DDS's TCP framing inside TLS; vendor-specific).
+    pub const KIND_FERRODDS_TLSV4: i32 = 0x0fdd_0004;
     /// `LOCATOR_PORT_INVALID`.
     pub const PORT_INVALID: u32 = 0;
     /// `LOCATOR_INVALID`.
@@ -822,7 +824,7 @@ impl Locator {
     #[must_use]
     pub fn ipv4(&self) -> Option<Ipv4Addr> {
         match self.kind {
-            Self::KIND_UDPV4 | Self::KIND_TCPV4 => Some(Ipv4Addr::new(
+            Self::KIND_UDPV4 | Self::KIND_TCPV4 | Self::KIND_FERRODDS_TLSV4 => Some(Ipv4Addr::new(
                 self.address[12],
                 self.address[13],
                 self.address[14],
@@ -863,11 +865,14 @@ impl Locator {
         self.ipv4_destination()
     }
 
-    /// The destination socket address of a UDPv4 or TCPv4 locator: `None` for other kinds and
-    /// for ports that are invalid (0) or do not fit 16 bits.
+    /// The destination socket address of a UDPv4, TCPv4 or TLSv4 locator: `None` for other
+    /// kinds and for ports that are invalid (0) or do not fit 16 bits.
     #[must_use]
     pub fn ipv4_destination(&self) -> Option<SocketAddrV4> {
-        if self.kind != Self::KIND_UDPV4 && self.kind != Self::KIND_TCPV4 {
+        if !matches!(
+            self.kind,
+            Self::KIND_UDPV4 | Self::KIND_TCPV4 | Self::KIND_FERRODDS_TLSV4
+        ) {
             return None;
         }
         let port = u16::try_from(self.port).ok().filter(|p| *p != 0)?;

@@ -77,6 +77,9 @@ pub enum Transport {
     /// RTPS over TCPv4 (perftest `-transport TCP`, raw: plain TCP sockets, Cyclone DDS:
     /// `General/Transport=tcp`).
     Tcp,
+    /// RTPS over TLS over TCPv4 (perftest `-transport TLS` with its built-in test identity;
+    /// FerroDDS only: no raw TLS baseline yet, and Cyclone DDS's TLS is not built here).
+    Tls,
 }
 
 macro_rules! named_enum {
@@ -107,7 +110,7 @@ macro_rules! named_enum {
 named_enum!(System, "system", System::Ferrodds => "ferrodds", System::Raw => "raw", System::Cyclone => "cyclone");
 named_enum!(TestKind, "test", TestKind::Latency => "latency", TestKind::Throughput => "throughput");
 named_enum!(Reliability, "reliability", Reliability::Reliable => "reliable", Reliability::BestEffort => "best-effort");
-named_enum!(Transport, "transport", Transport::Udpv4 => "udpv4", Transport::Shmem => "shmem", Transport::Tcp => "tcp");
+named_enum!(Transport, "transport", Transport::Udpv4 => "udpv4", Transport::Shmem => "shmem", Transport::Tcp => "tcp", Transport::Tls => "tls");
 
 impl Transport {
     /// The value of perftest's `-transport` option.
@@ -116,6 +119,7 @@ impl Transport {
             Transport::Udpv4 => "UDPv4",
             Transport::Shmem => "SHMEM",
             Transport::Tcp => "TCP",
+            Transport::Tls => "TLS",
         }
     }
 
@@ -535,9 +539,13 @@ mod tests {
         // Raw UDP stops at one datagram; raw TCP carries large samples.
         assert!(!has(System::Raw, Transport::Udpv4, 1_048_576));
         assert!(has(System::Raw, Transport::Tcp, 1_048_576));
-        // SHMEM has neither baseline.
-        m.transports = vec![Transport::Shmem];
-        assert!(m.scenarios().iter().all(|s| s.system == System::Ferrodds));
+        // SHMEM and TLS have neither baseline.
+        for t in [Transport::Shmem, Transport::Tls] {
+            m.transports = vec![t];
+            let sc = m.scenarios();
+            assert!(!sc.is_empty() && sc.iter().all(|s| s.system == System::Ferrodds));
+        }
+        assert_eq!("tls".parse::<Transport>().unwrap().perftest_name(), "TLS");
         assert_eq!(
             config_label(
                 System::Raw,

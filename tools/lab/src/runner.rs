@@ -223,8 +223,14 @@ fn perftest_commands(
     }
     let side = |own: &Option<String>, other: &Option<String>, own_port: u16, other_port: u16| {
         let mut v: Vec<String> = Vec::new();
-        let tcp_dds = s.transport == Transport::Tcp && s.system == System::Ferrodds;
-        if s.transport == Transport::Udpv4 || s.transport == Transport::Tcp {
+        let stream = matches!(s.transport, Transport::Tcp | Transport::Tls);
+        let tcp_dds = stream && s.system == System::Ferrodds;
+        let scheme = if s.transport == Transport::Tls {
+            "tlsv4_lan"
+        } else {
+            "tcpv4_lan"
+        };
+        if s.transport == Transport::Udpv4 || stream {
             if let Some(a) = own {
                 v.extend(["-nic".into(), a.clone()]);
             }
@@ -233,7 +239,7 @@ fn perftest_commands(
             }
             if let Some(a) = other {
                 let peer = if tcp_dds {
-                    format!("0@tcpv4_lan://{a}:{other_port}")
+                    format!("0@{scheme}://{a}:{other_port}")
                 } else {
                     // Raw TCP and UDP: the address (ports follow the raw formula).
                     a.clone()

@@ -601,3 +601,106 @@ fn tcp_bad_peer_is_a_clear_error() {
         r.stderr
     );
 }
+
+/// `-transport TLS` between two processes on 127.0.0.1 with the built-in test identity, as
+/// the published command lines run it (plus the ports, both processes being on one host).
+fn tls_pair(
+    domain: &str,
+    ports: (&str, &str),
+    pub_args: &[&str],
+    sub_args: &[&str],
+) -> (common::Finished, common::Finished) {
+    let pub_peer = format!("0@tlsv4_lan://127.0.0.1:{}", ports.1);
+    let sub_peer = format!("tlsv4_lan://127.0.0.1:{}", ports.0);
+    let mut s = vec!["-nic", "127.0.0.1", "-transport", "TLS"];
+    s.extend(["-transportServerBindPort", ports.1, "-peer", &sub_peer]);
+    s.extend_from_slice(sub_args);
+    let mut p = vec!["-nic", "127.0.0.1", "-transport", "TLS"];
+    p.extend(["-transportServerBindPort", ports.0, "-peer", &pub_peer]);
+    p.extend_from_slice(pub_args);
+    pair(domain, &p, &s)
+}
+
+#[test]
+fn tls_latency_and_throughput_with_the_built_in_identity() {
+    let (p, s) = tls_pair(
+        "79",
+        ("27474", "27475"),
+        &["-latencyTest", "-exec", "2", "-noPrint", "-dataLen", "1024"],
+        &["-noPrint", "-dataLen", "1024"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(
+        p.stderr.contains("\tKind: TLS (FerroDDS RTPS over TLS 1.3")
+            && p.stderr.contains("\tTLS Identity: built-in test CA")
+            && p.stderr
+                .contains("\tInitial peers: tlsv4_lan://127.0.0.1:27475"),
+        "{}",
+        p.stderr
+    );
+    let l = latency_summary(&p.stdout);
+    assert!(l[1] > 0.0 && l[5] < 20_000.0, "{l:?}");
+    let (p, s) = tls_pair(
+        "80",
+        ("27476", "27477"),
+        &[
+            "-numIter",
+            "2000",
+            "-latencyCount",
+            "100",
+            "-noPrint",
+            "-dataLen",
+            "63000",
+        ],
+        &["-noPrint", "-dataLen", "63000"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    let t = throughput_summary(&s.stdout);
+    assert_eq!((t[1], t[4]), (2000.0, 0.0), "{t:?}");
+}
+
+#[test]
+fn tls_bad_files_and_options_are_clear_errors() {
+    let r = common::run(
+        &[
+            "-pub",
+            "-transport",
+            "TLS",
+            "-transportCertAuthority",
+            "/nonexistent/ca.pem",
+            "-transportCertFile",
+            "c.pem",
+            "-transportPrivateKey",
+            "k.pem",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_ne!(r.code, Some(0));
+    assert!(r.stderr.contains("/nonexistent/ca.pem"), "{}", r.stderr);
+    for (args, want) in [
+        (
+            &["-pub", "-transportCertFile", "c.pem"][..],
+            "need '-transport TLS'",
+        ),
+        (
+            &["-pub", "-transport", "TLS", "-transportCertFile", "c.pem"][..],
+            "give all of",
+        ),
+        (
+            &[
+                "-pub",
+                "-transport",
+                "TLS",
+                "-peer",
+                "tcpv4_lan://127.0.0.1:7400",
+            ][..],
+            "with -transport TLS peers are tlsv4_lan://ADDR:PORT",
+        ),
+    ] {
+        let r = common::run(args, Duration::from_secs(10));
+        assert_eq!(r.code, Some(1), "{args:?}");
+        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+    }
+}

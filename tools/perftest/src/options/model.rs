@@ -152,6 +152,12 @@ pub struct Options {
     pub transport: Option<String>,
     /// `-enableTCP`: TCP beside UDPv4.
     pub enable_tcp: bool,
+    /// `-transportCertAuthority` (TLS: PEM file of the CA certificates).
+    pub tls_ca_file: Option<String>,
+    /// `-transportCertFile` (TLS: PEM file of this side's certificate chain).
+    pub tls_cert_file: Option<String>,
+    /// `-transportPrivateKey` (TLS: PEM file of this side's private key).
+    pub tls_key_file: Option<String>,
     /// `-transportServerBindPort` (TCP server port; 7400 when not given).
     pub tcp_server_port: Option<u16>,
     /// `-nic`.
@@ -260,6 +266,9 @@ impl Default for Options {
             best_effort: false,
             transport: None,
             enable_tcp: false,
+            tls_ca_file: None,
+            tls_cert_file: None,
+            tls_key_file: None,
             tcp_server_port: None,
             nic: None,
             peers: Vec::new(),

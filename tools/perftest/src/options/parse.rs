@@ -198,7 +198,7 @@ impl Options {
             "-bestEffort" => self.best_effort = true,
             "-transport" => {
                 match v {
-                    "UDPv4" | "TCP" if caps.transports.contains(&v) => {}
+                    "UDPv4" | "TCP" | "TLS" if caps.transports.contains(&v) => {}
                     "UDPv4" | "UDPv6" | "SHMEM" | "TCP" | "TLS" | "DTLS" | "WAN" | "UDPv4_WAN" => {
                         return Err(refuse_transport(name, v, caps))
                     }
@@ -291,6 +291,15 @@ impl Options {
             "-enableTCP" => return Err(refuse_transport(name, "TCP", caps)),
             "-transportVerbosity" if caps.dds_entities == Support::Yes => {
                 self.transport_verbosity = Some(num32(name, v, 0, 3)?);
+            }
+            "-transportCertAuthority" if caps.transports.contains(&"TLS") => {
+                self.tls_ca_file = Some(v.to_string());
+            }
+            "-transportCertFile" if caps.transports.contains(&"TLS") => {
+                self.tls_cert_file = Some(v.to_string());
+            }
+            "-transportPrivateKey" if caps.transports.contains(&"TLS") => {
+                self.tls_key_file = Some(v.to_string());
             }
             "-transportServerBindPort" if caps.transports.contains(&"TCP") => {
                 self.tcp_server_port = Some(num(name, v, 1, 65535)? as u16);

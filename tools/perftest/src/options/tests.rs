@@ -237,17 +237,19 @@ fn batching_rules() {
 #[test]
 fn capability_refusals_name_the_reason() {
     let cases = [
-        ("-transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4 and TCP are available."),
+        ("-transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4, TCP and TLS are available."),
         ("-raw -transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4 and TCP are available with -rawTransport."),
         ("-raw -transport TCP -noBlockingSockets", "'-noBlockingSockets' is not supported by FerroDDS perftest: raw TCP writes block (TCP flow control); -noBlockingSockets is for raw UDP."),
         ("-raw -transport TCP -dataLen 10485761", "'-dataLen' 10485761 is out of range: 28..=10485760 for the raw TCP transport."),
         ("-raw -transport TCP -transportServerBindPort 7401", "'-transportServerBindPort' is not used with -rawTransport: the raw ports follow the RTPS port formula."),
         ("-raw -enableTCP", "'-enableTCP' is not used with -rawTransport: use '-transport TCP'."),
         ("-raw -transport TCP -peer tcpv4_lan://10.0.0.1:7400", "Invalid value 'tcpv4_lan://10.0.0.1:7400' for '-peer': expected an IPv4 address."),
-        ("-enableSharedMemory", "'-enableSharedMemory' is not supported by FerroDDS perftest: only UDPv4 and TCP are available."),
+        ("-enableSharedMemory", "'-enableSharedMemory' is not supported by FerroDDS perftest: only UDPv4, TCP and TLS are available."),
         ("-transportVerbosity 4", "Invalid value '4' for '-transportVerbosity': value out of range."),
-        ("-transportPrivateKey k.pem", "'-transportPrivateKey' is not supported by FerroDDS perftest: of the transport settings only -transportServerBindPort and -transportVerbosity are available."),
-        ("-transportServerBindPort 7401", "'-transportServerBindPort' needs '-transport TCP' or '-enableTCP'."),
+        ("-transportPrivateKey k.pem", "'-transportCertAuthority', '-transportCertFile' and '-transportPrivateKey' need '-transport TLS'."),
+        ("-transportPublicAddress 1.2.3.4:7400", "'-transportPublicAddress' is not supported by FerroDDS perftest: of the transport settings only -transportServerBindPort, -transportVerbosity and the TLS files (-transportCertAuthority, -transportCertFile, -transportPrivateKey) are available."),
+        ("-transport TLS -peer tcpv4_lan://10.0.0.1:7400", "Invalid value 'tcpv4_lan://10.0.0.1:7400' for '-peer': unknown scheme: with -transport TLS peers are tlsv4_lan://ADDR:PORT."),
+        ("-transportServerBindPort 7401", "'-transportServerBindPort' needs '-transport TCP', '-transport TLS' or '-enableTCP'."),
         ("-transport TCP -peer udpv4://10.0.0.1:7400", "Invalid value 'udpv4://10.0.0.1:7400' for '-peer': unknown scheme: with -transport TCP peers are tcpv4_lan://ADDR:PORT."),
         ("-durability 2", "'-durability' is not supported by FerroDDS perftest: only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available."),
         ("-raw -durability 3", "'-durability' is not supported by FerroDDS perftest: only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available."),

@@ -8,7 +8,7 @@ use super::model::{
     Options, PubRate, Role, DEFAULT_SCAN_SECONDS, MAX_BOUNDED_SEQ_SIZE, OVERHEAD_BYTES,
 };
 use super::parse::unsupported;
-use super::values::{parse_raw_pub_peer, parse_raw_sub_peer, parse_tcp_peer};
+use super::values::{parse_raw_pub_peer, parse_raw_sub_peer, parse_tcp_peer, parse_tls_peer};
 
 impl Options {
     pub(super) fn validate(&mut self, caps: &Capabilities) -> Result<(), OptionError> {
@@ -79,8 +79,12 @@ impl Options {
             }
         } else {
             let tcp_only = self.transport.as_deref() == Some("TCP");
+            let tls = self.transport.as_deref() == Some("TLS");
             for p in &self.peers {
-                if tcp_only || (self.enable_tcp && p.parse::<std::net::Ipv4Addr>().is_err()) {
+                if tls {
+                    parse_tls_peer(p)?;
+                } else if tcp_only || (self.enable_tcp && p.parse::<std::net::Ipv4Addr>().is_err())
+                {
                     parse_tcp_peer(p)?;
                 } else if p.parse::<std::net::Ipv4Addr>().is_err() {
                     return Err(OptionError::BadValue {
@@ -91,9 +95,20 @@ impl Options {
                     });
                 }
             }
-            if self.tcp_server_port.is_some() && !tcp_only && !self.enable_tcp {
+            if self.tcp_server_port.is_some() && !tcp_only && !tls && !self.enable_tcp {
                 return Err(OptionError::Conflict(
-                    "'-transportServerBindPort' needs '-transport TCP' or '-enableTCP'.",
+                    "'-transportServerBindPort' needs '-transport TCP', '-transport TLS' or '-enableTCP'.",
+                ));
+            }
+            let files = [&self.tls_ca_file, &self.tls_cert_file, &self.tls_key_file];
+            if !tls && files.iter().any(|f| f.is_some()) {
+                return Err(OptionError::Conflict(
+                    "'-transportCertAuthority', '-transportCertFile' and '-transportPrivateKey' need '-transport TLS'.",
+                ));
+            }
+            if tls && files.iter().any(|f| f.is_some()) && !files.iter().all(|f| f.is_some()) {
+                return Err(OptionError::Conflict(
+                    "With your own TLS identity give all of '-transportCertAuthority', '-transportCertFile' and '-transportPrivateKey' (none: the built-in test identity).",
                 ));
             }
         }

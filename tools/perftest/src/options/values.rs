@@ -211,19 +211,35 @@ pub fn parse_raw_pub_peer(
 /// A TCP peer: `[N@]tcpv4_lan://ADDR[:PORT]` or `ADDR[:PORT]`, the port 7400 when not given
 /// (RTI's default server port).
 pub fn parse_tcp_peer(p: &str) -> Result<std::net::SocketAddrV4, OptionError> {
+    parse_stream_peer(p, "tcpv4_lan")
+}
+
+/// A TLS peer: `[N@]tlsv4_lan://ADDR[:PORT]` or `ADDR[:PORT]` (port 7400 when not given).
+pub fn parse_tls_peer(p: &str) -> Result<std::net::SocketAddrV4, OptionError> {
+    parse_stream_peer(p, "tlsv4_lan")
+}
+
+fn parse_stream_peer(p: &str, scheme_name: &str) -> Result<std::net::SocketAddrV4, OptionError> {
     let bad = |reason| OptionError::BadValue {
         option: "-peer",
         value: p.to_string(),
         reason,
     };
     // RTI's peer descriptor: an optional participant-index limit before '@'.
+    let tls = scheme_name == "tlsv4_lan";
     let rest = match p.split_once('@') {
         Some((n, rest)) if n.parse::<u32>().is_ok() => rest,
+        Some(_) if tls => return Err(bad("expected [N@]tlsv4_lan://ADDR:PORT")),
         Some(_) => return Err(bad("expected [N@]tcpv4_lan://ADDR:PORT")),
         None => p,
     };
     let addr = match rest.split_once("://") {
-        Some((scheme, addr)) if scheme.eq_ignore_ascii_case("tcpv4_lan") => addr,
+        Some((scheme, addr)) if scheme.eq_ignore_ascii_case(scheme_name) => addr,
+        Some(_) if tls => {
+            return Err(bad(
+                "unknown scheme: with -transport TLS peers are tlsv4_lan://ADDR:PORT",
+            ))
+        }
         Some(_) => {
             return Err(bad(
                 "unknown scheme: with -transport TCP peers are tcpv4_lan://ADDR:PORT",

@@ -9,14 +9,15 @@ use ferrodds::cdr::types::{TestData, TestDataKeyed, TestDataKeyedLarge, TestData
 use ferrodds::{
     Batching, Config, DataReader, DataReaderListener, DataReaderQos, DataWriter, DataWriterQos,
     DdsError, DomainParticipant, FlowController, Interface, Publisher, PublisherQos,
-    ResourceLimits, Subscriber, SubscriberQos, TopicQos, TopicType, Transports,
+    ResourceLimits, Subscriber, SubscriberQos, TlsConfig, TopicQos, TopicType, Transports,
 };
 
 use crate::error::PerftestError;
 use crate::harness::stopping;
 use crate::message::TestMessage;
 use crate::options::{
-    parse_tcp_peer, BatchingState, FlowControllerName, Options, CONTROL_INSTANCE, FINISHED_SIZE,
+    parse_tcp_peer, parse_tls_peer, BatchingState, FlowControllerName, Options, CONTROL_INSTANCE,
+    FINISHED_SIZE,
 };
 use crate::transport::{OnMessage, Reader, TopicKind, Transport, Writer};
 
@@ -126,10 +127,14 @@ impl DdsTransport {
             loopback = matches!(iface, Interface::Address(a) if a.is_loopback()) || nic == "lo";
             config = config.interface(iface);
         }
-        let tcp_only = opts.transport.as_deref() == Some("TCP");
+        let tls = opts.transport.as_deref() == Some("TLS");
+        let tcp_only = opts.transport.as_deref() == Some("TCP") || tls;
         let tcp = tcp_only || opts.enable_tcp;
         // (Validated by the option parser: TCP peers are locators, UDP ones IPv4 addresses.)
-        let (mut peers, tcp_peers): (Vec<Ipv4Addr>, Vec<SocketAddrV4>) = if tcp_only {
+        let (mut peers, tcp_peers): (Vec<Ipv4Addr>, Vec<SocketAddrV4>) = if tls {
+            let t = opts.peers.iter().filter_map(|p| parse_tls_peer(p).ok());
+            (Vec::new(), t.collect())
+        } else if tcp_only {
             let t = opts.peers.iter().filter_map(|p| parse_tcp_peer(p).ok());
             (Vec::new(), t.collect())
         } else {
@@ -144,7 +149,9 @@ impl DdsTransport {
         let tcp_port = opts.tcp_server_port.unwrap_or(ferrodds::DEFAULT_TCP_PORT);
         if tcp {
             config = config
-                .transports(if tcp_only {
+                .transports(if tls {
+                    Transports::Tlsv4
+                } else if tcp_only {
                     Transports::Tcpv4
                 } else {
                     Transports::Udpv4AndTcpv4
@@ -152,6 +159,13 @@ impl DdsTransport {
                 .tcp_port(tcp_port)
                 .tcp_peers(tcp_peers.clone());
         }
+        let tls_source = if tls {
+            let (cfg, source) = tls_config(opts)?;
+            config = config.tls(cfg);
+            Some(source)
+        } else {
+            None
+        };
         if tcp_only {
             config = config.multicast(false);
         } else if (loopback || !peers.is_empty()) && !opts.multicast {
@@ -189,8 +203,11 @@ impl DdsTransport {
             (true, true) => TypeKind::KeyedLarge,
         };
         let mut peer_list: Vec<String> = peers.iter().map(ToString::to_string).collect();
-        peer_list.extend(tcp_peers.iter().map(|p| format!("tcpv4_lan://{p}")));
-        let kind_line = if tcp_only {
+        let scheme = if tls { "tlsv4_lan" } else { "tcpv4_lan" };
+        peer_list.extend(tcp_peers.iter().map(|p| format!("{scheme}://{p}")));
+        let kind_line = if tls {
+            "Kind: TLS (FerroDDS RTPS over TLS 1.3 over TCPv4, Cyclone DDS framing inside; mutual authentication)"
+        } else if tcp_only {
             "Kind: TCP (FerroDDS RTPS over TCPv4, Cyclone DDS framing)"
         } else if tcp {
             "Kind: UDPv4 + TCP (FerroDDS RTPS; TCP with Cyclone DDS framing)"
@@ -208,6 +225,9 @@ impl DdsTransport {
         ];
         if tcp {
             lines.push(format!("TCP Server Bind Port: {tcp_port}"));
+        }
+        if let Some(source) = &tls_source {
+            lines.push(format!("TLS Identity: {source}"));
         }
         if opts.asynchronous {
             lines.push(format!("Flow Controller: {}", opts.flow_controller.name()));
@@ -521,5 +541,44 @@ impl<T: PerfType> Reader for DdsReader<T> {
 
     fn matched(&self) -> u32 {
         self.reader.matched_count()
+    }
+}
+
+/// The built-in test CA and identity (`resource/tls`, for testing only).
+const TEST_CA: &[u8] = include_bytes!("../../../resource/tls/ca.pem");
+const TEST_CERT: &[u8] = include_bytes!("../../../resource/tls/identity.pem");
+const TEST_KEY: &[u8] = include_bytes!("../../../resource/tls/identity_key.pem");
+/// The name the built-in test identity is valid for.
+const TEST_NAME: &str = "ferrodds-perftest";
+
+/// The TLS files of the options, or the built-in test identity; and how to describe them.
+fn tls_config(opts: &Options) -> Result<(TlsConfig, String), PerftestError> {
+    match (&opts.tls_ca_file, &opts.tls_cert_file, &opts.tls_key_file) {
+        (Some(ca), Some(cert), Some(key)) => {
+            let cfg = TlsConfig::from_pem_files(ca, cert, key)
+                .map_err(dds_tls("reading the TLS files"))?;
+            Ok((
+                cfg,
+                format!("CA {ca}, certificate {cert}, key {key} (peers checked by address)"),
+            ))
+        }
+        _ => Ok((
+            TlsConfig {
+                ca_certificates: TEST_CA.to_vec(),
+                certificate_chain: TEST_CERT.to_vec(),
+                private_key: TEST_KEY.to_vec(),
+                peer_name: Some(TEST_NAME.to_string()),
+                allow_tls12: false,
+            },
+            "built-in test CA and identity (resource/tls: for testing only, the key is public)"
+                .to_string(),
+        )),
+    }
+}
+
+fn dds_tls(context: &'static str) -> impl Fn(ferrodds::TlsError) -> PerftestError {
+    move |e| PerftestError::Dds {
+        context,
+        source: e.into(),
     }
 }
