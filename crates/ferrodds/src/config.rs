@@ -163,6 +163,13 @@ pub struct Config {
     pub tcp_peers: Vec<SocketAddrV4>,
     /// TLS identity and trust anchors, required with [`Transports::Tlsv4`]. Default: `None`.
     pub tls: Option<ferrodds_transport_tls::TlsConfig>,
+    /// UDPv4_WAN (with UDPv4): one fixed UDP port for all traffic and a public address
+    /// announced, for a participant behind a port-forwarding NAT; no multicast. Discovery goes
+    /// to [`Config::wan_peers`]. Default: `None`.
+    pub udp_wan: Option<ferrodds_transport::WanConfig>,
+    /// UDPv4_WAN discovery peers: the address and port of each peer's WAN socket. Default:
+    /// empty.
+    pub wan_peers: Vec<SocketAddrV4>,
 }
 
 impl Default for Config {
@@ -190,6 +197,8 @@ impl Default for Config {
             tcp_port: ferrodds_transport::DEFAULT_TCP_PORT,
             tcp_peers: Vec::new(),
             tls: None,
+            udp_wan: None,
+            wan_peers: Vec::new(),
         }
     }
 }
@@ -266,6 +275,17 @@ impl Config {
     /// Sets [`Config::tcp_peers`].
     pub fn tcp_peers(mut self, peers: Vec<SocketAddrV4>) -> Self {
         self.tcp_peers = peers;
+        self
+    }
+    /// Sets [`Config::udp_wan`] (and turns multicast off).
+    pub fn udp_wan(mut self, wan: ferrodds_transport::WanConfig) -> Self {
+        self.udp_wan = Some(wan);
+        self.multicast = false;
+        self
+    }
+    /// Sets [`Config::wan_peers`].
+    pub fn wan_peers(mut self, peers: Vec<SocketAddrV4>) -> Self {
+        self.wan_peers = peers;
         self
     }
     /// Sets [`Config::tls`].

@@ -80,7 +80,9 @@ pub use config::{
     ENV_STATS,
 };
 pub use error::{DdsError, DdsResult};
-pub use ferrodds_transport::{TransportKind, TransportStats, DEFAULT_TCP_PORT};
+pub use ferrodds_transport::{
+    TransportKind, TransportStats, WanConfig, DEFAULT_TCP_PORT, DEFAULT_WAN_PORT,
+};
 pub use ferrodds_transport_tls::{TlsConfig, TlsError};
 pub use participant::{DomainParticipant, Publisher, Subscriber, Topic, VENDOR_ID};
 pub use qos::{

@@ -106,6 +106,10 @@ impl DomainParticipant {
             udp.recv_buffer_bytes = Some(config.recv_buffer_bytes);
             udp.send_buffer_bytes = Some(config.send_buffer_bytes);
             udp.max_message_size = config.max_message_size;
+            if let Some(wan) = config.udp_wan {
+                udp.wan = Some(wan);
+                udp.multicast_enabled = false;
+            }
             Some(UdpTransport::new(&udp)?)
         } else {
             None
@@ -165,7 +169,10 @@ impl DomainParticipant {
         if config.multicast {
             spdp_destinations.extend(loc(udp_kind, &udp_locators.metatraffic_multicast));
         }
-        if udp.is_some() {
+        if udp.is_some() && config.udp_wan.is_some() {
+            // WAN peers are reached at their one port.
+            spdp_destinations.extend(loc(udp_kind, &config.wan_peers));
+        } else if udp.is_some() {
             let ports = PortMapping::RTPS_DEFAULT;
             for peer in &config.initial_peers {
                 for pid in 0..=config.max_peer_participant_id {

@@ -58,6 +58,15 @@ pub enum TransportError {
     /// The configured maximum message size is 0 or above 65507 bytes.
     #[error("max message size {0} is outside 1..=65507")]
     InvalidMaxMessageSize(usize),
+    /// The UDPv4_WAN host port is taken.
+    #[error("cannot bind the UDPv4_WAN host port {port} (in use?): {source}")]
+    WanPortInUse {
+        /// The port.
+        port: u16,
+        /// The bind error.
+        #[source]
+        source: io::Error,
+    },
     /// The explicitly requested participant id is already taken on this host.
     #[error("participant id {participant_id} is in use (port {port}): {source}")]
     ParticipantIdInUse {

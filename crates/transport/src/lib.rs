@@ -89,6 +89,6 @@ pub use port::{ParticipantPorts, PortMapping, MAX_PARTICIPANT_ID};
 pub use secure::{SecureChannel, SecurityHandle, StreamSecurity};
 pub use tcp::{TcpConfig, TcpTransport, DEFAULT_TCP_PORT};
 pub use udp::{
-    BufferSizes, Received, TrafficKind, UdpConfig, UdpReceiver, UdpTransport,
-    DEFAULT_MULTICAST_GROUP, MAX_UDP_PAYLOAD, SHUTDOWN_POLL,
+    BufferSizes, Received, TrafficKind, UdpConfig, UdpReceiver, UdpTransport, WanConfig,
+    DEFAULT_MULTICAST_GROUP, DEFAULT_WAN_PORT, MAX_UDP_PAYLOAD, SHUTDOWN_POLL,
 };

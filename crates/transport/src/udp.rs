@@ -62,7 +62,26 @@ pub struct UdpConfig {
     /// 0 sends everything on the one unconnected socket. Default 32, at most 1024 (larger
     /// values are clamped). Linux only: elsewhere the value is ignored and treated as 0.
     pub connected_send_sockets: usize,
+    /// UDPv4_WAN mode: one fixed port for everything and a public address announced (see
+    /// [`WanConfig`]). Default `None` (the RTPS port formula, two unicast ports).
+    pub wan: Option<WanConfig>,
 }
+
+/// UDPv4_WAN: the participant receives every datagram on one fixed port and sends from it
+/// too, and announces a public address (a NAT's forwarded address and port) as all its unicast
+/// locators (kind UDPv4), so a peer outside the NAT reaches it both ways. No multicast. The
+/// periodic SPDP announcements to the peers (every `spdp_period`, 3 s by default) keep a NAT's
+/// mapping open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WanConfig {
+    /// The local port (default [`DEFAULT_WAN_PORT`]).
+    pub host_port: u16,
+    /// Where peers reach this participant; `None`: the interface address and `host_port`.
+    pub public_address: Option<SocketAddrV4>,
+}
+
+/// The UDPv4_WAN host port RTI's examples use.
+pub const DEFAULT_WAN_PORT: u16 = 7400;
 
 impl Default for UdpConfig {
     fn default() -> Self {
@@ -86,6 +105,7 @@ impl UdpConfig {
             port_mapping: PortMapping::RTPS_DEFAULT,
             max_message_size: MAX_UDP_PAYLOAD,
             connected_send_sockets: DEFAULT_CONNECTED_SEND_SOCKETS,
+            wan: None,
         }
     }
 }
@@ -282,6 +302,9 @@ impl UdpTransport {
             }
         }
         let interface = config.interface.resolve()?;
+        if let Some(wan) = config.wan {
+            return Self::new_wan(config, wan, interface);
+        }
         check_multicast(&interface, config.multicast_enabled)?;
         let mapping = &config.port_mapping;
         let domain_id = config.domain_id;
@@ -440,6 +463,66 @@ impl UdpTransport {
             source_port,
             metatraffic_multicast,
             default_multicast,
+        })
+    }
+
+    /// UDPv4_WAN: one socket on `wan.host_port` receives everything and sends everything.
+    fn new_wan(
+        config: &UdpConfig,
+        wan: WanConfig,
+        interface: NetworkInterface,
+    ) -> Result<Self, TransportError> {
+        let participant_id = config.participant_id.unwrap_or(0);
+        let ports = config
+            .port_mapping
+            .ports(config.domain_id, participant_id)?;
+        let socket = match bind_unicast(wan.host_port, config.recv_buffer_bytes) {
+            Ok(s) => s,
+            Err(BindFailure::InUse(port, source)) => {
+                return Err(TransportError::WanPortInUse { port, source })
+            }
+            Err(BindFailure::Fatal(e)) => return Err(e),
+        };
+        if let Some(n) = config.send_buffer_bytes {
+            socket
+                .set_send_buffer_size(n)
+                .map_err(TransportError::socket("set SO_SNDBUF"))?;
+        }
+        let send_socket = socket
+            .try_clone()
+            .map_err(TransportError::socket("clone the WAN socket"))?;
+        let buffer_sizes = BufferSizes {
+            send: socket
+                .send_buffer_size()
+                .map_err(TransportError::socket("get SO_SNDBUF"))?,
+            recv: socket
+                .recv_buffer_size()
+                .map_err(TransportError::socket("get SO_RCVBUF"))?,
+        };
+        let local = SocketAddrV4::new(interface.address, wan.host_port);
+        let public = wan.public_address.unwrap_or(local);
+        let recv_sockets = vec![into_recv_socket(
+            socket,
+            TrafficKind::Metatraffic,
+            false,
+            public,
+        )?];
+        Ok(Self {
+            domain_id: config.domain_id,
+            participant_id,
+            ports,
+            metatraffic_unicast: [UdpLocator::new(*public.ip(), public.port())],
+            default_unicast: [UdpLocator::new(*public.ip(), public.port())],
+            interface,
+            send_socket,
+            connected: ConnectedSockets::new(0, wan.host_port, config.send_buffer_bytes),
+            recv_sockets,
+            shutdown: Arc::new(AtomicBool::new(false)),
+            max_message_size: config.max_message_size,
+            buffer_sizes,
+            source_port: wan.host_port,
+            metatraffic_multicast: Vec::new(),
+            default_multicast: Vec::new(),
         })
     }
 

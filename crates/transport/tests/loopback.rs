@@ -489,3 +489,53 @@ fn concurrent_senders_with_more_destinations_than_connected_sockets() {
     }
     assert!(seen.iter().flatten().all(|s| *s));
 }
+
+#[test]
+fn wan_mode_uses_one_port_and_announces_the_public_address() {
+    use ferrodds_transport::{Transport, WanConfig};
+    let public = SocketAddrV4::new(Ipv4Addr::new(203, 0, 113, 7), 17400);
+    let a = UdpTransport::new(&UdpConfig {
+        wan: Some(WanConfig {
+            host_port: 27450,
+            public_address: Some(public),
+        }),
+        ..lo_config(228)
+    })
+    .unwrap();
+    let b = UdpTransport::new(&UdpConfig {
+        wan: Some(WanConfig {
+            host_port: 27451,
+            public_address: None,
+        }),
+        ..lo_config(228)
+    })
+    .unwrap();
+    let l = Transport::locators(&a);
+    assert_eq!(l.metatraffic_unicast, vec![public]);
+    assert_eq!(l.default_unicast, vec![public]);
+    assert!(l.metatraffic_multicast.is_empty() && l.default_multicast.is_empty());
+    assert_eq!(
+        Transport::locators(&b).default_unicast,
+        vec![SocketAddrV4::new(Ipv4Addr::LOCALHOST, 27451)]
+    );
+    // One receive socket; what a sends leaves from its host port.
+    assert_eq!(b.receivers().len(), 1);
+    let rx = common::Collector::spawn(b.receivers().remove(0));
+    a.send_to(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 27451), b"RTPS wan")
+        .unwrap();
+    let (got, bytes) = rx.next(WAIT).expect("datagram");
+    assert_eq!(bytes, b"RTPS wan");
+    assert_eq!(got.src.port(), 27450);
+    // The host port is exclusive.
+    let e = UdpTransport::new(&UdpConfig {
+        wan: Some(WanConfig {
+            host_port: 27450,
+            public_address: None,
+        }),
+        ..lo_config(228)
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("UDPv4_WAN host port 27450"), "{e}");
+    a.shutdown();
+    b.shutdown();
+}

@@ -152,6 +152,10 @@ pub struct Options {
     pub transport: Option<String>,
     /// `-enableTCP`: TCP beside UDPv4.
     pub enable_tcp: bool,
+    /// `-transportPublicAddress ADDR[:PORT]` (UDPv4_WAN: the address peers reach us at).
+    pub wan_public_address: Option<std::net::SocketAddrV4>,
+    /// `-transportHostPort` (UDPv4_WAN: the one local UDP port; 7400 when not given).
+    pub wan_host_port: Option<u16>,
     /// `-transportCertAuthority` (TLS: PEM file of the CA certificates).
     pub tls_ca_file: Option<String>,
     /// `-transportCertFile` (TLS: PEM file of this side's certificate chain).
@@ -266,6 +270,8 @@ impl Default for Options {
             best_effort: false,
             transport: None,
             enable_tcp: false,
+            wan_public_address: None,
+            wan_host_port: None,
             tls_ca_file: None,
             tls_cert_file: None,
             tls_key_file: None,

@@ -14,7 +14,9 @@ use super::table::Side::{Pub, Sub};
 use super::table::{lookup, OptionSpec};
 use crate::transport::{Backend, Capabilities, Support};
 
-use super::values::{num, num32, parse_affinity, parse_priorities, parse_rate_method, parse_scan};
+use super::values::{
+    num, num32, parse_affinity, parse_priorities, parse_rate_method, parse_scan, parse_wan_address,
+};
 
 pub(super) fn unsupported(option: &'static str, reason: &'static str) -> OptionError {
     OptionError::Unsupported { option, reason }
@@ -198,7 +200,7 @@ impl Options {
             "-bestEffort" => self.best_effort = true,
             "-transport" => {
                 match v {
-                    "UDPv4" | "TCP" | "TLS" if caps.transports.contains(&v) => {}
+                    "UDPv4" | "TCP" | "TLS" | "UDPv4_WAN" if caps.transports.contains(&v) => {}
                     "UDPv4" | "UDPv6" | "SHMEM" | "TCP" | "TLS" | "DTLS" | "WAN" | "UDPv4_WAN" => {
                         return Err(refuse_transport(name, v, caps))
                     }
@@ -291,6 +293,12 @@ impl Options {
             "-enableTCP" => return Err(refuse_transport(name, "TCP", caps)),
             "-transportVerbosity" if caps.dds_entities == Support::Yes => {
                 self.transport_verbosity = Some(num32(name, v, 0, 3)?);
+            }
+            "-transportPublicAddress" if caps.transports.contains(&"UDPv4_WAN") => {
+                self.wan_public_address = Some(parse_wan_address(name, v)?);
+            }
+            "-transportHostPort" if caps.transports.contains(&"UDPv4_WAN") => {
+                self.wan_host_port = Some(num(name, v, 1, 65535)? as u16);
             }
             "-transportCertAuthority" if caps.transports.contains(&"TLS") => {
                 self.tls_ca_file = Some(v.to_string());

@@ -322,7 +322,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "-transport",
         Value,
         Both,
-        "<UDPv4|TCP|TLS> Transport (TCP: Cyclone DDS framing, server port 7400; TLS: the same inside TLS 1.3)",
+        "<UDPv4|TCP|TLS|UDPv4_WAN> Transport (TCP: Cyclone DDS framing, server port 7400; TLS: the same inside TLS 1.3)",
     ),
     o(
         "-transportCertAuthority",
@@ -336,14 +336,24 @@ pub const OPTIONS: &[OptionSpec] = &[
         Both,
         "<file> TLS: PEM certificate chain (default: the built-in test identity)",
     ),
-    o("-transportHostPort", Value, Both, ""),
+    o(
+        "-transportHostPort",
+        Value,
+        Both,
+        "<port> UDPv4_WAN: the one local UDP port (default 7400)",
+    ),
     o(
         "-transportPrivateKey",
         Value,
         Both,
         "<file> TLS: PEM private key (default: the built-in test identity's)",
     ),
-    o("-transportPublicAddress", Value, Both, ""),
+    o(
+        "-transportPublicAddress",
+        Value,
+        Both,
+        "<ip[:port]> UDPv4_WAN: the address peers reach this side at (a NAT's forwarded port)",
+    ),
     o("-transportSecureWan", Flag, Both, ""),
     o(
         "-transportServerBindPort",

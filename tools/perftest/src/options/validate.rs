@@ -8,7 +8,9 @@ use super::model::{
     Options, PubRate, Role, DEFAULT_SCAN_SECONDS, MAX_BOUNDED_SEQ_SIZE, OVERHEAD_BYTES,
 };
 use super::parse::unsupported;
-use super::values::{parse_raw_pub_peer, parse_raw_sub_peer, parse_tcp_peer, parse_tls_peer};
+use super::values::{
+    parse_raw_pub_peer, parse_raw_sub_peer, parse_tcp_peer, parse_tls_peer, parse_wan_peer,
+};
 
 impl Options {
     pub(super) fn validate(&mut self, caps: &Capabilities) -> Result<(), OptionError> {
@@ -80,8 +82,11 @@ impl Options {
         } else {
             let tcp_only = self.transport.as_deref() == Some("TCP");
             let tls = self.transport.as_deref() == Some("TLS");
+            let wan = self.transport.as_deref() == Some("UDPv4_WAN");
             for p in &self.peers {
-                if tls {
+                if wan {
+                    parse_wan_peer(p)?;
+                } else if tls {
                     parse_tls_peer(p)?;
                 } else if tcp_only || (self.enable_tcp && p.parse::<std::net::Ipv4Addr>().is_err())
                 {
@@ -98,6 +103,16 @@ impl Options {
             if self.tcp_server_port.is_some() && !tcp_only && !tls && !self.enable_tcp {
                 return Err(OptionError::Conflict(
                     "'-transportServerBindPort' needs '-transport TCP', '-transport TLS' or '-enableTCP'.",
+                ));
+            }
+            if !wan && (self.wan_public_address.is_some() || self.wan_host_port.is_some()) {
+                return Err(OptionError::Conflict(
+                    "'-transportPublicAddress' and '-transportHostPort' need '-transport UDPv4_WAN'.",
+                ));
+            }
+            if wan && self.multicast {
+                return Err(OptionError::Conflict(
+                    "UDPv4_WAN has no multicast ('-multicast' cannot be used with it).",
                 ));
             }
             let files = [&self.tls_ca_file, &self.tls_cert_file, &self.tls_key_file];

@@ -214,6 +214,37 @@ pub fn parse_tcp_peer(p: &str) -> Result<std::net::SocketAddrV4, OptionError> {
     parse_stream_peer(p, "tcpv4_lan")
 }
 
+/// A UDPv4_WAN peer: `[N@]udpv4_wan://ADDR[:PORT]` or `ADDR[:PORT]` (port 7400 when not given).
+pub fn parse_wan_peer(p: &str) -> Result<std::net::SocketAddrV4, OptionError> {
+    parse_stream_peer(p, "udpv4_wan")
+}
+
+/// `-transportPublicAddress ADDR[:PORT]`; the port is 0 (the host port) when not given.
+pub(super) fn parse_wan_address(
+    option: &'static str,
+    v: &str,
+) -> Result<std::net::SocketAddrV4, OptionError> {
+    let bad = |reason| OptionError::BadValue {
+        option,
+        value: v.to_string(),
+        reason,
+    };
+    let (ip, port) = match v.split_once(':') {
+        Some((ip, port)) => (
+            ip,
+            port.parse::<u16>()
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| bad("expected a port in 1..=65535"))?,
+        ),
+        None => (v, 0),
+    };
+    let ip = ip
+        .parse()
+        .map_err(|_| bad("expected ADDR[:PORT] with an IPv4 address"))?;
+    Ok(std::net::SocketAddrV4::new(ip, port))
+}
+
 /// A TLS peer: `[N@]tlsv4_lan://ADDR[:PORT]` or `ADDR[:PORT]` (port 7400 when not given).
 pub fn parse_tls_peer(p: &str) -> Result<std::net::SocketAddrV4, OptionError> {
     parse_stream_peer(p, "tlsv4_lan")
@@ -226,25 +257,28 @@ fn parse_stream_peer(p: &str, scheme_name: &str) -> Result<std::net::SocketAddrV
         reason,
     };
     // RTI's peer descriptor: an optional participant-index limit before '@'.
-    let tls = scheme_name == "tlsv4_lan";
+    let (form, scheme_error) = match scheme_name {
+        "tlsv4_lan" => (
+            "expected [N@]tlsv4_lan://ADDR:PORT",
+            "unknown scheme: with -transport TLS peers are tlsv4_lan://ADDR:PORT",
+        ),
+        "udpv4_wan" => (
+            "expected [N@]udpv4_wan://ADDR:PORT",
+            "unknown scheme: with -transport UDPv4_WAN peers are udpv4_wan://ADDR:PORT",
+        ),
+        _ => (
+            "expected [N@]tcpv4_lan://ADDR:PORT",
+            "unknown scheme: with -transport TCP peers are tcpv4_lan://ADDR:PORT",
+        ),
+    };
     let rest = match p.split_once('@') {
         Some((n, rest)) if n.parse::<u32>().is_ok() => rest,
-        Some(_) if tls => return Err(bad("expected [N@]tlsv4_lan://ADDR:PORT")),
-        Some(_) => return Err(bad("expected [N@]tcpv4_lan://ADDR:PORT")),
+        Some(_) => return Err(bad(form)),
         None => p,
     };
     let addr = match rest.split_once("://") {
         Some((scheme, addr)) if scheme.eq_ignore_ascii_case(scheme_name) => addr,
-        Some(_) if tls => {
-            return Err(bad(
-                "unknown scheme: with -transport TLS peers are tlsv4_lan://ADDR:PORT",
-            ))
-        }
-        Some(_) => {
-            return Err(bad(
-                "unknown scheme: with -transport TCP peers are tcpv4_lan://ADDR:PORT",
-            ))
-        }
+        Some(_) => return Err(bad(scheme_error)),
         None => rest,
     };
     let (ip, port) = match addr.split_once(':') {

@@ -10,14 +10,15 @@ use ferrodds::{
     Batching, Config, DataReader, DataReaderListener, DataReaderQos, DataWriter, DataWriterQos,
     DdsError, DomainParticipant, FlowController, Interface, Publisher, PublisherQos,
     ResourceLimits, Subscriber, SubscriberQos, TlsConfig, TopicQos, TopicType, Transports,
+    WanConfig,
 };
 
 use crate::error::PerftestError;
 use crate::harness::stopping;
 use crate::message::TestMessage;
 use crate::options::{
-    parse_tcp_peer, parse_tls_peer, BatchingState, FlowControllerName, Options, CONTROL_INSTANCE,
-    FINISHED_SIZE,
+    parse_tcp_peer, parse_tls_peer, parse_wan_peer, BatchingState, FlowControllerName, Options,
+    CONTROL_INSTANCE, FINISHED_SIZE,
 };
 use crate::transport::{OnMessage, Reader, TopicKind, Transport, Writer};
 
@@ -128,10 +129,21 @@ impl DdsTransport {
             config = config.interface(iface);
         }
         let tls = opts.transport.as_deref() == Some("TLS");
+        let wan = opts.transport.as_deref() == Some("UDPv4_WAN");
         let tcp_only = opts.transport.as_deref() == Some("TCP") || tls;
         let tcp = tcp_only || opts.enable_tcp;
         // (Validated by the option parser: TCP peers are locators, UDP ones IPv4 addresses.)
-        let (mut peers, tcp_peers): (Vec<Ipv4Addr>, Vec<SocketAddrV4>) = if tls {
+        let wan_peers: Vec<SocketAddrV4> = if wan {
+            opts.peers
+                .iter()
+                .filter_map(|p| parse_wan_peer(p).ok())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (mut peers, tcp_peers): (Vec<Ipv4Addr>, Vec<SocketAddrV4>) = if wan {
+            (Vec::new(), Vec::new())
+        } else if tls {
             let t = opts.peers.iter().filter_map(|p| parse_tls_peer(p).ok());
             (Vec::new(), t.collect())
         } else if tcp_only {
@@ -166,7 +178,25 @@ impl DdsTransport {
         } else {
             None
         };
-        if tcp_only {
+        let wan_line = if wan {
+            let host_port = opts.wan_host_port.unwrap_or(ferrodds::DEFAULT_WAN_PORT);
+            let public = opts.wan_public_address.map(|a| {
+                SocketAddrV4::new(*a.ip(), if a.port() == 0 { host_port } else { a.port() })
+            });
+            config = config
+                .udp_wan(WanConfig {
+                    host_port,
+                    public_address: public,
+                })
+                .wan_peers(wan_peers.clone());
+            Some(format!(
+                "UDPv4_WAN Host Port: {host_port}, Public Address: {}",
+                public.map_or_else(|| "the interface address".to_string(), |a| a.to_string())
+            ))
+        } else {
+            None
+        };
+        if tcp_only || wan {
             config = config.multicast(false);
         } else if (loopback || !peers.is_empty()) && !opts.multicast {
             config = config.multicast(false);
@@ -205,7 +235,10 @@ impl DdsTransport {
         let mut peer_list: Vec<String> = peers.iter().map(ToString::to_string).collect();
         let scheme = if tls { "tlsv4_lan" } else { "tcpv4_lan" };
         peer_list.extend(tcp_peers.iter().map(|p| format!("{scheme}://{p}")));
-        let kind_line = if tls {
+        peer_list.extend(wan_peers.iter().map(|p| format!("udpv4_wan://{p}")));
+        let kind_line = if wan {
+            "Kind: UDPv4_WAN (FerroDDS RTPS over UDPv4 on one port, public address announced)"
+        } else if tls {
             "Kind: TLS (FerroDDS RTPS over TLS 1.3 over TCPv4, Cyclone DDS framing inside; mutual authentication)"
         } else if tcp_only {
             "Kind: TCP (FerroDDS RTPS over TCPv4, Cyclone DDS framing)"
@@ -225,6 +258,9 @@ impl DdsTransport {
         ];
         if tcp {
             lines.push(format!("TCP Server Bind Port: {tcp_port}"));
+        }
+        if let Some(l) = wan_line {
+            lines.push(l);
         }
         if let Some(source) = &tls_source {
             lines.push(format!("TLS Identity: {source}"));

@@ -33,10 +33,10 @@ pub use backend::*;
 
 /// What the DDS backend (FerroDDS) can do.
 pub const CAPABILITIES: Capabilities = Capabilities {
-    transports: &["UDPv4", "TCP", "TLS"],
-    transport_limit: "only UDPv4, TCP and TLS are available",
+    transports: &["UDPv4", "TCP", "TLS", "UDPv4_WAN"],
+    transport_limit: "only UDPv4, TCP, TLS and UDPv4_WAN are available",
     transport_settings: Support::No(
-        "of the transport settings only -transportServerBindPort, -transportVerbosity and the TLS files (-transportCertAuthority, -transportCertFile, -transportPrivateKey) are available",
+        "of the transport settings only -transportServerBindPort, -transportVerbosity, the TLS files (-transportCertAuthority, -transportCertFile, -transportPrivateKey), -transportPublicAddress and -transportHostPort are available",
     ),
     max_durability: 1,
     durability_limit: "only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available",
