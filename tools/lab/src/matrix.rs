@@ -78,7 +78,7 @@ pub enum Transport {
     /// `General/Transport=tcp`).
     Tcp,
     /// RTPS over TLS over TCPv4 (perftest `-transport TLS` with its built-in test identity;
-    /// FerroDDS only: no raw TLS baseline yet, and Cyclone DDS's TLS is not built here).
+    /// raw: plain TLS sockets; no Cyclone DDS baseline: its TLS is not built here).
     Tls,
 }
 
@@ -125,7 +125,7 @@ impl Transport {
 
     /// Whether perftest's raw mode (and so the raw baseline) exists for this transport.
     pub fn has_raw_baseline(self) -> bool {
-        matches!(self, Transport::Udpv4 | Transport::Tcp)
+        matches!(self, Transport::Udpv4 | Transport::Tcp | Transport::Tls)
     }
 
     /// Whether the Cyclone DDS baseline runs over this transport.
@@ -235,6 +235,7 @@ pub fn config_label(
     let mut s = match system {
         // The raw transport has no reliability and no keys: label it by what it is.
         System::Raw if transport == Transport::Tcp => return "raw TCP".to_string(),
+        System::Raw if transport == Transport::Tls => return "raw TLS".to_string(),
         System::Raw => "raw UDP".to_string(),
         _ => format!(
             "{} {} {}",
@@ -374,7 +375,7 @@ impl MatrixSpec {
                                             !keyed
                                                 && transport.has_raw_baseline()
                                                 && (size <= LARGE_THRESHOLD
-                                                    || transport == Transport::Tcp)
+                                                    || transport != Transport::Udpv4)
                                                 && reliability == raw_reliability
                                         }
                                         System::Cyclone => {
@@ -539,12 +540,26 @@ mod tests {
         // Raw UDP stops at one datagram; raw TCP carries large samples.
         assert!(!has(System::Raw, Transport::Udpv4, 1_048_576));
         assert!(has(System::Raw, Transport::Tcp, 1_048_576));
-        // SHMEM and TLS have neither baseline.
-        for t in [Transport::Shmem, Transport::Tls] {
-            m.transports = vec![t];
-            let sc = m.scenarios();
-            assert!(!sc.is_empty() && sc.iter().all(|s| s.system == System::Ferrodds));
-        }
+        // SHMEM has neither baseline; TLS the raw one only.
+        m.transports = vec![Transport::Shmem];
+        let sc = m.scenarios();
+        assert!(!sc.is_empty() && sc.iter().all(|s| s.system == System::Ferrodds));
+        m.transports = vec![Transport::Tls];
+        let sc = m.scenarios();
+        assert!(sc
+            .iter()
+            .any(|s| s.system == System::Raw && s.size == 1_048_576));
+        assert!(!sc.iter().any(|s| s.system == System::Cyclone));
+        assert_eq!(
+            config_label(
+                System::Raw,
+                Reliability::Reliable,
+                false,
+                false,
+                Transport::Tls
+            ),
+            "raw TLS"
+        );
         assert_eq!("tls".parse::<Transport>().unwrap().perftest_name(), "TLS");
         assert_eq!(
             config_label(

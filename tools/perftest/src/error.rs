@@ -92,6 +92,15 @@ pub enum PerftestError {
         #[source]
         source: ferrodds::DdsError,
     },
+    /// The TLS configuration cannot be used.
+    #[error("TLS error while {context}: {source}")]
+    Tls {
+        /// What was being done.
+        context: &'static str,
+        /// The TLS error.
+        #[source]
+        source: ferrodds_transport_tls::TlsError,
+    },
     /// A feature of the selected backend that does not exist (yet).
     #[error("{0}")]
     NotAvailable(&'static str),

@@ -53,7 +53,9 @@ pub fn startup_summary(opts: &Options, batching: BatchingState, transport: &[Str
     }
     line(&format!(
         "\tReliability: {}",
-        if opts.backend() == Backend::RawTcp {
+        if opts.backend() == Backend::RawTcp && opts.transport.as_deref() == Some("TLS") {
+            "Reliable (raw TLS stream)"
+        } else if opts.backend() == Backend::RawTcp {
             "Reliable (raw TCP stream)"
         } else if opts.raw {
             "Best Effort (raw sockets)"

@@ -109,7 +109,10 @@ fn semantic_conflicts() {
 #[test]
 fn unsupported_features_fail_loudly() {
     for (args, opt) in [
-        (&["-rawTransport", "-transport", "TLS"][..], "'-transport'"),
+        (
+            &["-rawTransport", "-transport", "SHMEM"][..],
+            "'-transport'",
+        ),
         (&["-transport", "SHMEM"][..], "'-transport'"),
         (
             &["-secureGovernanceFile", "g.xml"][..],

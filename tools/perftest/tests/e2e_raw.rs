@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{latency_summary, spawn, throughput_summary, wait};
+use common::{latency_summary, spawn, throughput_summary, wait, wait_killed_after};
 
 const T: Duration = Duration::from_secs(40);
 
@@ -420,4 +420,52 @@ fn tcp_large_samples_batching_and_two_subscribers() {
         let t = throughput_summary(&s.stdout);
         assert!(t[1] > 10.0 && t[4] == 0.0, "sub {i}: {t:?}");
     }
+}
+
+#[test]
+fn tls_raw_baseline_counts_exactly_and_refuses_foreign_identities() {
+    // Raw TLS with the built-in identity: a stream, so every sample arrives.
+    let (p, s) = pair(
+        "26",
+        &[
+            "-transport",
+            "TLS",
+            "-numIter",
+            "5000",
+            "-latencyCount",
+            "100",
+            "-dataLen",
+            "1024",
+        ],
+        &["-transport", "TLS"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(
+        p.stderr.contains("Kind: TLS (raw TLS 1.3 over TCP sockets"),
+        "{}",
+        p.stderr
+    );
+    assert_eq!(throughput_summary(&s.stdout)[1], 5000.0);
+    assert!(latency_summary(&p.stdout)[1] > 0.0);
+    // A TLS publisher against a plain raw TCP subscriber: the handshakes of the subscriber's
+    // connections fail and say why.
+    let sub = spawn(&["-sub", "-raw", "-transport", "TCP", "-domain", "26"]);
+    let p = spawn(&[
+        "-pub",
+        "-raw",
+        "-transport",
+        "TLS",
+        "-domain",
+        "26",
+        "-exec",
+        "3",
+    ]);
+    let p = wait_killed_after(p, Duration::from_secs(6));
+    let _ = wait_killed_after(sub, Duration::from_secs(1));
+    assert!(
+        p.stderr.contains("raw TLS: connection with") && p.stderr.contains("does not speak TLS"),
+        "{}",
+        p.stderr
+    );
 }

@@ -54,7 +54,8 @@ impl Options {
             .iter()
             .any(|a| lookup(a.as_ref()).is_some_and(|s| s.name == "-rawTransport"));
         let tcp = args.windows(2).any(|w| {
-            lookup(w[0].as_ref()).is_some_and(|s| s.name == "-transport") && w[1].as_ref() == "TCP"
+            lookup(w[0].as_ref()).is_some_and(|s| s.name == "-transport")
+                && matches!(w[1].as_ref(), "TCP" | "TLS")
         });
         let backend = if raw && tcp {
             Backend::RawTcp

@@ -21,7 +21,7 @@ pub enum BatchingState {
 impl Options {
     /// The backend selected by the options (`-rawTransport` or DDS).
     pub fn backend(&self) -> Backend {
-        if self.raw && self.transport.as_deref() == Some("TCP") {
+        if self.raw && matches!(self.transport.as_deref(), Some("TCP" | "TLS")) {
             Backend::RawTcp
         } else if self.raw {
             Backend::Raw

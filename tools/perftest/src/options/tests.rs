@@ -238,9 +238,9 @@ fn batching_rules() {
 fn capability_refusals_name_the_reason() {
     let cases = [
         ("-transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4, TCP, TLS and UDPv4_WAN are available."),
-        ("-raw -transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4 and TCP are available with -rawTransport."),
-        ("-raw -transport TCP -noBlockingSockets", "'-noBlockingSockets' is not supported by FerroDDS perftest: raw TCP writes block (TCP flow control); -noBlockingSockets is for raw UDP."),
-        ("-raw -transport TCP -dataLen 10485761", "'-dataLen' 10485761 is out of range: 28..=10485760 for the raw TCP transport."),
+        ("-raw -transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4, TCP and TLS are available with -rawTransport."),
+        ("-raw -transport TCP -noBlockingSockets", "'-noBlockingSockets' is not supported by FerroDDS perftest: raw TCP/TLS writes block (TCP flow control); -noBlockingSockets is for raw UDP."),
+        ("-raw -transport TCP -dataLen 10485761", "'-dataLen' 10485761 is out of range: 28..=10485760 for the raw TCP/TLS transport."),
         ("-raw -transport TCP -transportServerBindPort 7401", "'-transportServerBindPort' is not used with -rawTransport: the raw ports follow the RTPS port formula."),
         ("-raw -enableTCP", "'-enableTCP' is not used with -rawTransport: use '-transport TCP'."),
         ("-raw -transport TCP -peer tcpv4_lan://10.0.0.1:7400", "Invalid value 'tcpv4_lan://10.0.0.1:7400' for '-peer': expected an IPv4 address."),

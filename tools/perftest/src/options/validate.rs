@@ -115,17 +115,19 @@ impl Options {
                     "UDPv4_WAN has no multicast ('-multicast' cannot be used with it).",
                 ));
             }
-            let files = [&self.tls_ca_file, &self.tls_cert_file, &self.tls_key_file];
-            if !tls && files.iter().any(|f| f.is_some()) {
-                return Err(OptionError::Conflict(
-                    "'-transportCertAuthority', '-transportCertFile' and '-transportPrivateKey' need '-transport TLS'.",
-                ));
-            }
-            if tls && files.iter().any(|f| f.is_some()) && !files.iter().all(|f| f.is_some()) {
-                return Err(OptionError::Conflict(
-                    "With your own TLS identity give all of '-transportCertAuthority', '-transportCertFile' and '-transportPrivateKey' (none: the built-in test identity).",
-                ));
-            }
+        }
+        // The TLS files, raw or DDS.
+        let tls = self.transport.as_deref() == Some("TLS");
+        let files = [&self.tls_ca_file, &self.tls_cert_file, &self.tls_key_file];
+        if !tls && files.iter().any(|f| f.is_some()) {
+            return Err(OptionError::Conflict(
+                "'-transportCertAuthority', '-transportCertFile' and '-transportPrivateKey' need '-transport TLS'.",
+            ));
+        }
+        if tls && files.iter().any(|f| f.is_some()) && !files.iter().all(|f| f.is_some()) {
+            return Err(OptionError::Conflict(
+                "With your own TLS identity give all of '-transportCertAuthority', '-transportCertFile' and '-transportPrivateKey' (none: the built-in test identity).",
+            ));
         }
         if let Some(sizes) = &self.scan {
             let max = *sizes.last().unwrap_or(&self.data_len);

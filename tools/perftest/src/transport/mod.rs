@@ -16,6 +16,7 @@ use crate::message::TestMessage;
 pub mod dds;
 pub mod raw;
 pub mod raw_tcp;
+pub mod tls;
 
 /// Whether a backend has a feature; when not, the reason printed after the option name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -33,7 +33,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     non_blocking_sockets: Support::Yes,
     batching: Support::Yes,
     transports: &["UDPv4"],
-    transport_limit: "only UDPv4 and TCP are available with -rawTransport",
+    transport_limit: "only UDPv4, TCP and TLS are available with -rawTransport",
     transport_settings: Support::No("not available with -rawTransport"),
     ..dds::CAPABILITIES
 };

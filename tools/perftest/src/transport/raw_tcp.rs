@@ -1,5 +1,7 @@
 //! Raw TCP transport (`-rawTransport -transport TCP`): plain TCP sockets without RTPS,
-//! the baseline for FerroDDS over TCP as [`super::raw`] is for UDP.
+//! the baseline for FerroDDS over TCP as [`super::raw`] is for UDP. With `-transport TLS` the
+//! same over TLS 1.3 (the TLS identity of [`super::tls`], mutual authentication, the handshake
+//! when a connection opens): the baseline for FerroDDS over TLS.
 //!
 //! Ports are the raw UDP ones ([`super::raw::port`]), as TCP ports: every reader listens
 //! on its port (the publisher's `Latency` and `Announcement`, each subscriber's
@@ -12,10 +14,14 @@
 //! by [`SEND_TIMEOUT`] so a stuck receiver cannot hang the publisher. A frame longer than
 //! a batch plus the largest sample closes that connection (logged).
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::AsFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use ferrodds_transport::{SecureChannel, StreamSecurity};
+use ferrodds_transport_tls::RustlsSecurity;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -32,11 +38,11 @@ use crate::transport::{raw, Capabilities, Reader, Support, TopicKind, Transport,
 /// [`MAX_RAW_TCP_DATA_LEN`] and blocking sockets only.
 pub const CAPABILITIES: Capabilities = Capabilities {
     max_data_len: MAX_RAW_TCP_DATA_LEN,
-    data_len_mode: "the raw TCP transport",
+    data_len_mode: "the raw TCP/TLS transport",
     non_blocking_sockets: Support::No(
-        "raw TCP writes block (TCP flow control); -noBlockingSockets is for raw UDP",
+        "raw TCP/TLS writes block (TCP flow control); -noBlockingSockets is for raw UDP",
     ),
-    transports: &["TCP"],
+    transports: &["TCP", "TLS"],
     ..raw::CAPABILITIES
 };
 
@@ -52,7 +58,6 @@ pub const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 const READ_CHUNK: usize = 256 * 1024;
 
 /// The raw TCP backend.
-#[derive(Debug)]
 pub struct RawTcpTransport {
     role: Role,
     domain: u32,
@@ -66,6 +71,42 @@ pub struct RawTcpTransport {
     max_payload: usize,
     recv_buffer: usize,
     send_buffer: usize,
+    /// `-transport TLS`: the TLS configuration, and how it is described.
+    tls: Option<(Arc<RustlsSecurity>, String)>,
+}
+
+impl std::fmt::Debug for RawTcpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawTcpTransport")
+            .field("role", &self.role)
+            .field("nic", &self.nic)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long a raw TLS handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Runs a handshake with [`HANDSHAKE_TIMEOUT`]; an error is printed (naming the peer and
+/// the reason) and the connection dropped.
+fn handshake(
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    run: impl FnOnce(&mut TcpStream) -> io::Result<Box<dyn SecureChannel>>,
+) -> Option<Box<dyn SecureChannel>> {
+    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
+    let r = run(stream);
+    let _ = stream.set_read_timeout(None);
+    let _ = stream.set_write_timeout(Some(SEND_TIMEOUT));
+    match r {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("raw TLS: connection with {peer} refused: {e}");
+            None
+        }
+    }
 }
 
 impl RawTcpTransport {
@@ -95,7 +136,18 @@ impl RawTcpTransport {
         for (_, s) in &pub_targets {
             port(opts.domain, s + 1, false)?;
         }
+        let tls = if opts.transport.as_deref() == Some("TLS") {
+            let (cfg, source) = super::tls::tls_config(opts)?;
+            let sec = RustlsSecurity::new(&cfg).map_err(|e| PerftestError::Tls {
+                context: "loading the TLS identity",
+                source: e,
+            })?;
+            Some((Arc::new(sec), source))
+        } else {
+            None
+        };
         Ok(RawTcpTransport {
+            tls,
             role: opts.role,
             domain: opts.domain,
             sid: opts.sid,
@@ -186,9 +238,12 @@ impl Transport for RawTcpTransport {
                 .map(|addr| Target {
                     addr,
                     stream: None,
+                    channel: None,
                     last_attempt: None,
                 })
                 .collect(),
+            tls: self.tls.as_ref().map(|(s, _)| Arc::clone(s)),
+            sealed: Vec::new(),
             nic: self.nic,
             send_buffer: self.send_buffer,
             encoder: Encoder::new(self.max_payload),
@@ -226,6 +281,7 @@ impl Transport for RawTcpTransport {
         s.set_nonblocking(true)
             .map_err(PerftestError::io("making a listener non-blocking"))?;
         Ok(Box::new(RawTcpReader {
+            tls: self.tls.as_ref().map(|(s, _)| Arc::clone(s)),
             listener: s.into(),
             conns: Vec::new(),
             expected,
@@ -236,8 +292,14 @@ impl Transport for RawTcpTransport {
     }
 
     fn describe(&self) -> Vec<String> {
+        let kind = match &self.tls {
+            None => "Kind: TCP (raw sockets, no RTPS; 4-byte length framing, TCP_NODELAY)".to_string(),
+            Some((_, source)) => format!(
+                "Kind: TLS (raw TLS 1.3 over TCP sockets, no RTPS; 4-byte length framing; identity: {source})"
+            ),
+        };
         let mut v = vec![
-            "Kind: TCP (raw sockets, no RTPS; 4-byte length framing, TCP_NODELAY)".to_string(),
+            kind,
             format!("Nic: {}", self.nic),
             "Use Multicast: False".to_string(),
             "Blocking Sockets: Yes".to_string(),
@@ -273,27 +335,42 @@ impl Transport for RawTcpTransport {
 struct Target {
     addr: SocketAddr,
     stream: Option<TcpStream>,
+    /// With TLS: the connection's channel.
+    channel: Option<Box<dyn SecureChannel>>,
     last_attempt: Option<Instant>,
 }
 
 impl Target {
-    /// The connection, dialling when there is none and the last attempt is old enough.
-    fn connection(
+    /// Whether there is a connection, dialling (and with TLS running the handshake) when
+    /// there is none and the last attempt is old enough.
+    fn connect(
         &mut self,
         nic: Ipv4Addr,
         send_buffer: usize,
-    ) -> Result<Option<&mut TcpStream>, PerftestError> {
+        tls: Option<&RustlsSecurity>,
+    ) -> Result<bool, PerftestError> {
         if self.stream.is_none()
             && self
                 .last_attempt
                 .is_none_or(|t| t.elapsed() >= RECONNECT_INTERVAL)
         {
             self.last_attempt = Some(Instant::now());
-            if let Some(s) = dial(self.addr, nic, send_buffer)? {
-                self.stream = Some(s);
+            if let Some(mut s) = dial(self.addr, nic, send_buffer)? {
+                match tls {
+                    None => self.stream = Some(s),
+                    Some(sec) => {
+                        let SocketAddr::V4(server) = self.addr else {
+                            return Ok(false);
+                        };
+                        if let Some(c) = handshake(&mut s, self.addr, |s| sec.connect(s, server)) {
+                            self.channel = Some(c);
+                            self.stream = Some(s);
+                        }
+                    }
+                }
             }
         }
-        Ok(self.stream.as_mut())
+        Ok(self.stream.is_some())
     }
 }
 
@@ -340,6 +417,9 @@ fn dial(
 
 struct RawTcpWriter {
     conns: Vec<Target>,
+    tls: Option<Arc<RustlsSecurity>>,
+    /// Sealed bytes of a frame (TLS).
+    sealed: Vec<u8>,
     nic: Ipv4Addr,
     send_buffer: usize,
     encoder: Encoder,
@@ -361,10 +441,26 @@ impl RawTcpWriter {
         let len = (self.buf.len() - FRAME_HEADER) as u32;
         self.buf[..FRAME_HEADER].copy_from_slice(&len.to_le_bytes());
         for t in &mut self.conns {
-            let Some(stream) = t.connection(self.nic, self.send_buffer)? else {
+            if !t.connect(self.nic, self.send_buffer, self.tls.as_deref())? {
+                continue;
+            }
+            let Some(stream) = t.stream.as_mut() else {
                 continue;
             };
-            if let Err(e) = stream.write_all(&self.buf) {
+            let bytes: &[u8] = match &mut t.channel {
+                None => &self.buf,
+                Some(ch) => {
+                    self.sealed.clear();
+                    if let Err(e) = ch.seal(&[IoSlice::new(&self.buf)], &mut self.sealed) {
+                        eprintln!("raw TLS: sealing for {} failed: {e}", t.addr);
+                        t.stream = None;
+                        t.channel = None;
+                        continue;
+                    }
+                    &self.sealed
+                }
+            };
+            if let Err(e) = stream.write_all(bytes) {
                 // The receiver went away (or stopped reading for SEND_TIMEOUT): the frame
                 // is lost and the target is dialled again on a later write.
                 if !matches!(
@@ -376,6 +472,7 @@ impl RawTcpWriter {
                     eprintln!("raw TCP: dropping the connection to {}: {e}", t.addr);
                 }
                 t.stream = None;
+                t.channel = None;
             }
         }
         self.buf.clear();
@@ -434,7 +531,7 @@ impl Writer for RawTcpWriter {
             }
             std::thread::sleep((deadline - now).min(RECONNECT_INTERVAL));
             for t in &mut self.conns {
-                t.connection(self.nic, self.send_buffer)?;
+                t.connect(self.nic, self.send_buffer, self.tls.as_deref())?;
             }
         }
     }
@@ -446,6 +543,8 @@ struct Conn {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// With TLS: the channel, and the bytes read from the socket before opening.
+    tls: Option<(Box<dyn SecureChannel>, Vec<u8>)>,
 }
 
 /// What reading a connection gave.
@@ -457,12 +556,13 @@ enum ReadOutcome {
 }
 
 impl Conn {
-    fn new(stream: TcpStream) -> Conn {
+    fn new(stream: TcpStream, channel: Option<Box<dyn SecureChannel>>) -> Conn {
         Conn {
             stream,
             buf: vec![0; READ_CHUNK],
             start: 0,
             end: 0,
+            tls: channel.map(|c| (c, vec![0; READ_CHUNK])),
         }
     }
 
@@ -514,6 +614,43 @@ impl Conn {
                 self.buf.resize(self.buf.len() + READ_CHUNK, 0);
             }
         }
+        if let Some((channel, wire)) = &mut self.tls {
+            return match self.stream.read(wire) {
+                Ok(0) => ReadOutcome::Closed,
+                Ok(n) => {
+                    // Plaintext goes after what is buffered (the buffer grows as needed).
+                    let mut plain = std::mem::take(&mut self.buf);
+                    plain.truncate(self.end);
+                    let mut reply = Vec::new();
+                    let r = channel.open(&wire[..n], &mut plain, &mut reply);
+                    self.end = plain.len();
+                    let cap = plain.capacity();
+                    plain.resize(cap, 0);
+                    self.buf = plain;
+                    if !reply.is_empty() {
+                        let _ = self.stream.write_all(&reply);
+                    }
+                    match r {
+                        Ok(()) => ReadOutcome::Data,
+                        Err(e) => {
+                            eprintln!("raw TLS: closing a connection: {e}");
+                            ReadOutcome::Closed
+                        }
+                    }
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    ReadOutcome::Data
+                }
+                Err(_) => ReadOutcome::Closed,
+            };
+        }
         match self.stream.read(&mut self.buf[self.end..]) {
             Ok(0) => ReadOutcome::Closed,
             Ok(n) => {
@@ -536,6 +673,7 @@ impl Conn {
 }
 
 struct RawTcpReader {
+    tls: Option<Arc<RustlsSecurity>>,
     listener: TcpListener,
     conns: Vec<Conn>,
     /// Connections expected (1 on a subscriber; the subscriber count on the publisher).
@@ -550,12 +688,23 @@ impl RawTcpReader {
     fn accept(&mut self) {
         loop {
             match self.listener.accept() {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
                     let s = Socket::from(stream);
                     set_buffers(&s, self.recv_buffer, 1 << 16);
                     let _ = s.set_tcp_nodelay(true);
                     let _ = s.set_nonblocking(false);
-                    self.conns.push(Conn::new(s.into()));
+                    let mut stream: TcpStream = s.into();
+                    let channel = match (&self.tls, peer) {
+                        (None, _) => None,
+                        (Some(sec), SocketAddr::V4(p)) => {
+                            match handshake(&mut stream, peer, |s| sec.accept(s, p)) {
+                                Some(c) => Some(c),
+                                None => continue,
+                            }
+                        }
+                        (Some(_), SocketAddr::V6(_)) => continue,
+                    };
+                    self.conns.push(Conn::new(stream, channel));
                     self.timeout = None;
                 }
                 Err(_) => return,

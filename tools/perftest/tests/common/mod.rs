@@ -65,6 +65,27 @@ pub(crate) fn wait(mut child: Child, timeout: Duration, what: &str) -> Finished 
     }
 }
 
+/// Lets `child` run `after`, then interrupts it (SIGINT, as Ctrl-C) if still running and
+/// returns what it printed (bounded: killed 5 s later).
+#[allow(dead_code)]
+pub(crate) fn wait_killed_after(child: Child, after: Duration) -> Finished {
+    let end = Instant::now() + after;
+    let id = child.id();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(end.saturating_duration_since(Instant::now()));
+        let _ = Command::new("kill")
+            .args(["-INT", &id.to_string()])
+            .status();
+    });
+    let f = wait(
+        child,
+        after + Duration::from_secs(5),
+        "interrupted perftest",
+    );
+    let _ = stopper.join();
+    f
+}
+
 /// Runs the binary to completion with a timeout.
 pub(crate) fn run(args: &[&str], timeout: Duration) -> Finished {
     wait(spawn(args), timeout, &format!("perftest {args:?}"))

@@ -9,8 +9,7 @@ use ferrodds::cdr::types::{TestData, TestDataKeyed, TestDataKeyedLarge, TestData
 use ferrodds::{
     Batching, Config, DataReader, DataReaderListener, DataReaderQos, DataWriter, DataWriterQos,
     DdsError, DomainParticipant, FlowController, Interface, Publisher, PublisherQos,
-    ResourceLimits, Subscriber, SubscriberQos, TlsConfig, TopicQos, TopicType, Transports,
-    WanConfig,
+    ResourceLimits, Subscriber, SubscriberQos, TopicQos, TopicType, Transports, WanConfig,
 };
 
 use crate::error::PerftestError;
@@ -172,7 +171,7 @@ impl DdsTransport {
                 .tcp_peers(tcp_peers.clone());
         }
         let tls_source = if tls {
-            let (cfg, source) = tls_config(opts)?;
+            let (cfg, source) = crate::transport::tls::tls_config(opts)?;
             config = config.tls(cfg);
             Some(source)
         } else {
@@ -577,44 +576,5 @@ impl<T: PerfType> Reader for DdsReader<T> {
 
     fn matched(&self) -> u32 {
         self.reader.matched_count()
-    }
-}
-
-/// The built-in test CA and identity (`resource/tls`, for testing only).
-const TEST_CA: &[u8] = include_bytes!("../../../resource/tls/ca.pem");
-const TEST_CERT: &[u8] = include_bytes!("../../../resource/tls/identity.pem");
-const TEST_KEY: &[u8] = include_bytes!("../../../resource/tls/identity_key.pem");
-/// The name the built-in test identity is valid for.
-const TEST_NAME: &str = "ferrodds-perftest";
-
-/// The TLS files of the options, or the built-in test identity; and how to describe them.
-fn tls_config(opts: &Options) -> Result<(TlsConfig, String), PerftestError> {
-    match (&opts.tls_ca_file, &opts.tls_cert_file, &opts.tls_key_file) {
-        (Some(ca), Some(cert), Some(key)) => {
-            let cfg = TlsConfig::from_pem_files(ca, cert, key)
-                .map_err(dds_tls("reading the TLS files"))?;
-            Ok((
-                cfg,
-                format!("CA {ca}, certificate {cert}, key {key} (peers checked by address)"),
-            ))
-        }
-        _ => Ok((
-            TlsConfig {
-                ca_certificates: TEST_CA.to_vec(),
-                certificate_chain: TEST_CERT.to_vec(),
-                private_key: TEST_KEY.to_vec(),
-                peer_name: Some(TEST_NAME.to_string()),
-                allow_tls12: false,
-            },
-            "built-in test CA and identity (resource/tls: for testing only, the key is public)"
-                .to_string(),
-        )),
-    }
-}
-
-fn dds_tls(context: &'static str) -> impl Fn(ferrodds::TlsError) -> PerftestError {
-    move |e| PerftestError::Dds {
-        context,
-        source: e.into(),
     }
 }
