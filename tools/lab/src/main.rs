@@ -89,7 +89,7 @@ struct RunArgs {
     /// Batching (8192 B): on, off or both.
     #[arg(long)]
     batching: Option<String>,
-    /// Transports: udpv4,tcp,tls,shmem (comma-separated).
+    /// Transports: udpv4,tcp,tls,udpv4-wan,shmem (comma-separated).
     #[arg(long)]
     transport: Option<String>,
     /// Systems: ferrodds,raw,cyclone.

@@ -80,6 +80,9 @@ pub enum Transport {
     /// RTPS over TLS over TCPv4 (perftest `-transport TLS` with its built-in test identity;
     /// raw: plain TLS sockets; no Cyclone DDS baseline: its TLS is not built here).
     Tls,
+    /// UDPv4_WAN: one UDP port per participant, public address announced (FerroDDS only;
+    /// raw UDP is its baseline in the UDPv4 rows).
+    Udpv4Wan,
 }
 
 macro_rules! named_enum {
@@ -110,7 +113,7 @@ macro_rules! named_enum {
 named_enum!(System, "system", System::Ferrodds => "ferrodds", System::Raw => "raw", System::Cyclone => "cyclone");
 named_enum!(TestKind, "test", TestKind::Latency => "latency", TestKind::Throughput => "throughput");
 named_enum!(Reliability, "reliability", Reliability::Reliable => "reliable", Reliability::BestEffort => "best-effort");
-named_enum!(Transport, "transport", Transport::Udpv4 => "udpv4", Transport::Shmem => "shmem", Transport::Tcp => "tcp", Transport::Tls => "tls");
+named_enum!(Transport, "transport", Transport::Udpv4 => "udpv4", Transport::Shmem => "shmem", Transport::Tcp => "tcp", Transport::Tls => "tls", Transport::Udpv4Wan => "udpv4-wan");
 
 impl Transport {
     /// The value of perftest's `-transport` option.
@@ -120,6 +123,7 @@ impl Transport {
             Transport::Shmem => "SHMEM",
             Transport::Tcp => "TCP",
             Transport::Tls => "TLS",
+            Transport::Udpv4Wan => "UDPv4_WAN",
         }
     }
 
@@ -544,6 +548,13 @@ mod tests {
         m.transports = vec![Transport::Shmem];
         let sc = m.scenarios();
         assert!(!sc.is_empty() && sc.iter().all(|s| s.system == System::Ferrodds));
+        m.transports = vec![Transport::Udpv4Wan];
+        let sc = m.scenarios();
+        assert!(!sc.is_empty() && sc.iter().all(|s| s.system == System::Ferrodds));
+        assert_eq!(
+            "udpv4_wan".parse::<Transport>().unwrap().perftest_name(),
+            "UDPv4_WAN"
+        );
         m.transports = vec![Transport::Tls];
         let sc = m.scenarios();
         assert!(sc

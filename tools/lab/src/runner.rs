@@ -225,6 +225,18 @@ fn perftest_commands(
         let mut v: Vec<String> = Vec::new();
         let stream = matches!(s.transport, Transport::Tcp | Transport::Tls);
         let tcp_dds = stream && s.system == System::Ferrodds;
+        if s.transport == Transport::Udpv4Wan {
+            // One port per side, each announcing the address and port it is reached at.
+            if let Some(a) = own {
+                v.extend(["-nic".into(), a.clone()]);
+                v.extend(["-transportPublicAddress".into(), format!("{a}:{own_port}")]);
+            }
+            v.extend(["-transportHostPort".into(), own_port.to_string()]);
+            if let Some(a) = other {
+                v.extend(["-peer".into(), format!("0@udpv4_wan://{a}:{other_port}")]);
+            }
+            return v;
+        }
         let scheme = if s.transport == Transport::Tls {
             "tlsv4_lan"
         } else {

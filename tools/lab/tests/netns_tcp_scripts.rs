@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 use common::{perftest, temp_dir};
 use ferrodds_lab::testbed::{is_root, Impairments, Testbed};
 
+/// One testbed at a time (its namespace names come from the process id).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 const PUB_ADDR: &str = "172.16.0.1";
 const SUB_ADDR: &str = "172.16.0.2";
 const SIZES: [u32; 12] = [
@@ -24,11 +27,13 @@ const SIZES: [u32; 12] = [
 /// Counters of what leaves each namespace, by protocol and port.
 const COUNTERS: &str = "table inet ferrocount {
   counter udp_out { }
+  counter udp7400_out { }
   counter tcp7400_out { }
   counter tcp_other_out { }
   counter other_ip_out { }
   chain output {
     type filter hook output priority 0; policy accept;
+    udp sport 7400 udp dport 7400 counter name udp7400_out accept
     meta l4proto udp counter name udp_out accept
     tcp sport 7400 counter name tcp7400_out accept
     tcp dport 7400 counter name tcp7400_out accept
@@ -151,6 +156,7 @@ fn published_tcp_scripts_run_unchanged_between_namespaces() {
         println!("SKIPPED: the namespace test needs root");
         return;
     }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tb = Testbed::create_with_addresses(Impairments::default(), PUB_ADDR, SUB_ADDR)
         .expect("testbed");
     install_counters(&tb.ns_pub);
@@ -236,10 +242,100 @@ fn published_tcp_scripts_run_unchanged_between_namespaces() {
             packets(ns, "tcp_other_out"),
         );
         println!("{ns}: UDP {udp}, TCP port 7400 {tcp7400}, other TCP {tcp_other}");
-        assert_eq!(udp, 0, "{ns} sent UDP");
+        assert_eq!(udp + packets(ns, "udp7400_out"), 0, "{ns} sent UDP");
         assert_eq!(tcp_other, 0, "{ns} sent TCP on another port");
         assert!(tcp7400 > 1000, "{ns}: {tcp7400} TCP packets on port 7400");
     }
     drop(tb);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The suite script's TLS and UDPv4_WAN cases (`scripts/published/suite.sh`, as the published
+/// base script selects them with `--transport`) between the same two namespaces: one CSV row
+/// per size on each side; over TLS every packet on TCP port 7400, over UDPv4_WAN every UDP
+/// datagram on port 7400 (one port per participant).
+#[test]
+fn published_suite_script_tls_and_wan_cases_between_namespaces() {
+    if !is_root() {
+        println!("SKIPPED: the namespace test needs root");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let perftest = perftest();
+    let perftest = perftest.to_str().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/published/suite.sh");
+    let dir = temp_dir("suite-scripts");
+    let out = dir.join("results");
+    let out_s = out.to_str().unwrap();
+    let sizes = "32 1024 63000";
+    for transport in ["TLS", "UDPv4_WAN"] {
+        let tb = Testbed::create_with_addresses(Impairments::default(), PUB_ADDR, SUB_ADDR)
+            .expect("testbed");
+        install_counters(&tb.ns_pub);
+        install_counters(&tb.ns_sub);
+        let env = [("PERFTEST", perftest), ("SIZES", sizes)];
+        let sub_public = format!("{SUB_ADDR}:7400");
+        let pub_public = format!("{PUB_ADDR}:7400");
+        let mut sub_args = vec![
+            "sub",
+            "--transport",
+            transport,
+            "--peer",
+            PUB_ADDR,
+            "--nic",
+            &tb.veth_sub,
+            "--out",
+            out_s,
+        ];
+        let mut pub_args = vec![
+            "pub",
+            "--transport",
+            transport,
+            "--peer",
+            SUB_ADDR,
+            "--nic",
+            &tb.veth_pub,
+            "--exec",
+            "1",
+            "--out",
+            out_s,
+        ];
+        if transport == "UDPv4_WAN" {
+            sub_args.extend(["--public-address", &sub_public]);
+            pub_args.extend(["--public-address", &pub_public]);
+        }
+        let sub_log = dir.join(format!("sub-{transport}.log"));
+        let pub_log = dir.join(format!("pub-{transport}.log"));
+        let sub = spawn_script(&tb.ns_sub, &script, &sub_args, &env, &sub_log);
+        let publ = spawn_script(&tb.ns_pub, &script, &pub_args, &env, &pub_log);
+        wait_both(publ, sub, Duration::from_secs(120), &[&pub_log, &sub_log]);
+        let lower = transport.to_lowercase();
+        for side in ["pub", "sub"] {
+            let f = out.join(format!("{lower}_{side}.csv"));
+            assert_eq!(row_sizes(&f), vec![32, 1024, 63000], "{}", f.display());
+        }
+        for ns in [&tb.ns_pub, &tb.ns_sub] {
+            let (udp, udp7400, tcp7400, tcp_other) = (
+                packets(ns, "udp_out"),
+                packets(ns, "udp7400_out"),
+                packets(ns, "tcp7400_out"),
+                packets(ns, "tcp_other_out"),
+            );
+            println!(
+                "{transport} {ns}: UDP 7400→7400 {udp7400}, other UDP {udp}, TCP port 7400 {tcp7400}, other TCP {tcp_other}"
+            );
+            if transport == "TLS" {
+                assert_eq!(udp + udp7400, 0, "{ns} sent UDP over TLS");
+                assert_eq!(tcp_other, 0);
+                assert!(tcp7400 > 100);
+            } else {
+                // One port per participant: every datagram from 7400 to 7400.
+                assert_eq!(tcp7400 + tcp_other, 0, "{ns} sent TCP over UDPv4_WAN");
+                assert_eq!(udp, 0, "{ns} sent UDP on other ports");
+                assert!(udp7400 > 100);
+            }
+        }
+        drop(tb);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -89,7 +89,8 @@ fn tcp_transport_axis_with_raw_tcp_and_cyclone_over_tcp() {
     };
     let out = output_bounded(
         lab()
-            .args(["run", "--transport", "udpv4,tcp", "--systems", systems])
+            .args(["run", "--transport", "udpv4,tcp,tls,udpv4-wan"])
+            .args(["--systems", systems])
             .args([
                 "--tests",
                 "latency",
@@ -116,8 +117,9 @@ fn tcp_transport_axis_with_raw_tcp_and_cyclone_over_tcp() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let s = record::read_results(&out_dir).unwrap();
+    // UDPv4 and TCP: every system; TLS: FerroDDS and raw TLS; UDPv4_WAN: FerroDDS.
     let n_sys = if ddsperf { 3 } else { 2 };
-    assert_eq!(s.runs.len(), 2 * n_sys, "{stderr}");
+    assert_eq!(s.runs.len(), 2 * n_sys + 3, "{stderr}");
     let mut labels = Vec::new();
     for r in &s.runs {
         assert_eq!(
@@ -164,7 +166,14 @@ fn tcp_transport_axis_with_raw_tcp_and_cyclone_over_tcp() {
             }
         }
     }
-    for want in ["raw TCP", "raw UDP", "ferrodds reliable unkeyed tcp"] {
+    for want in [
+        "raw TCP",
+        "raw UDP",
+        "raw TLS",
+        "ferrodds reliable unkeyed tcp",
+        "ferrodds reliable unkeyed tls",
+        "ferrodds reliable unkeyed udpv4-wan",
+    ] {
         assert!(labels.iter().any(|l| l == want), "{want} not in {labels:?}");
     }
     let html = std::fs::read_to_string(out_dir.join(files::REPORT_HTML)).unwrap();
