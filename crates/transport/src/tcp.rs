@@ -19,6 +19,18 @@
 //! implementations treat the hello as a harmless `INFO_REPLY`; with them traffic flows on one
 //! connection each way (as Cyclone DDS does itself).
 //!
+//! # TLS
+//!
+//! With [`TcpConfig::security`] every connection first runs the secure handshake (the dialler
+//! as client, the acceptor as server, bounded by [`TcpConfig::handshake_timeout`]); only then is
+//! anything written or read as RTPS, and every byte after goes through the connection's
+//! [`SecureChannel`] (sealing and the write that follows are atomic, so records stay in
+//! order). Messages sent while a dialled connection is still in its handshake wait, bounded, and
+//! go first after it. A failed handshake is counted, kept for
+//! [`TcpTransport::security_errors`] and logged once per peer address and reason; a dialled
+//! peer is retried after [`TcpConfig::retry_interval`]. The transport is then
+//! [`TransportKind::Tlsv4`].
+//!
 //! # Sending never blocks
 //!
 //! [`TcpTransport::send`] writes directly from the caller's thread with `MSG_DONTWAIT` when the
