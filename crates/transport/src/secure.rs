@@ -25,11 +25,6 @@ pub trait StreamSecurity: Send + Sync + fmt::Debug {
         stream: &mut TcpStream,
         peer: SocketAddrV4,
     ) -> io::Result<Box<dyn SecureChannel>>;
-    /// Whether the last handshake of `connect` to `server` resumed a session (no full
-    /// handshake); for tests and statistics.
-    fn resumed(&self, _channel: &dyn SecureChannel) -> bool {
-        false
-    }
 }
 
 /// One connection's secure channel after the handshake.

@@ -510,30 +510,26 @@ fn tcp_pair(
     pub_args: &[&str],
     sub_args: &[&str],
 ) -> (common::Finished, common::Finished) {
-    let pub_peer = format!("0@tcpv4_lan://127.0.0.1:{}", ports.1);
-    let sub_peer = format!("tcpv4_lan://127.0.0.1:{}", ports.0);
-    // -nic pins the server socket and the announced locator to loopback.
-    let mut s = vec![
-        "-nic",
-        "127.0.0.1",
-        "-transport",
-        "TCP",
-        "-transportServerBindPort",
-        ports.1,
-        "-peer",
-    ];
-    s.push(&sub_peer);
+    stream_pair(("TCP", "tcpv4_lan"), domain, ports, pub_args, sub_args)
+}
+
+/// A pair over a stream transport (`-transport` name, peer scheme) on 127.0.0.1: each side
+/// on its own server port and given the other's; `-nic` pins the server socket and the
+/// announced locator to loopback.
+fn stream_pair(
+    (transport, scheme): (&str, &str),
+    domain: &str,
+    ports: (&str, &str),
+    pub_args: &[&str],
+    sub_args: &[&str],
+) -> (common::Finished, common::Finished) {
+    let pub_peer = format!("0@{scheme}://127.0.0.1:{}", ports.1);
+    let sub_peer = format!("{scheme}://127.0.0.1:{}", ports.0);
+    let mut s = vec!["-nic", "127.0.0.1", "-transport", transport];
+    s.extend(["-transportServerBindPort", ports.1, "-peer", &sub_peer]);
     s.extend_from_slice(sub_args);
-    let mut p = vec![
-        "-nic",
-        "127.0.0.1",
-        "-transport",
-        "TCP",
-        "-transportServerBindPort",
-        ports.0,
-        "-peer",
-    ];
-    p.push(&pub_peer);
+    let mut p = vec!["-nic", "127.0.0.1", "-transport", transport];
+    p.extend(["-transportServerBindPort", ports.0, "-peer", &pub_peer]);
     p.extend_from_slice(pub_args);
     pair(domain, &p, &s)
 }
@@ -610,15 +606,7 @@ fn tls_pair(
     pub_args: &[&str],
     sub_args: &[&str],
 ) -> (common::Finished, common::Finished) {
-    let pub_peer = format!("0@tlsv4_lan://127.0.0.1:{}", ports.1);
-    let sub_peer = format!("tlsv4_lan://127.0.0.1:{}", ports.0);
-    let mut s = vec!["-nic", "127.0.0.1", "-transport", "TLS"];
-    s.extend(["-transportServerBindPort", ports.1, "-peer", &sub_peer]);
-    s.extend_from_slice(sub_args);
-    let mut p = vec!["-nic", "127.0.0.1", "-transport", "TLS"];
-    p.extend(["-transportServerBindPort", ports.0, "-peer", &pub_peer]);
-    p.extend_from_slice(pub_args);
-    pair(domain, &p, &s)
+    stream_pair(("TLS", "tlsv4_lan"), domain, ports, pub_args, sub_args)
 }
 
 #[test]

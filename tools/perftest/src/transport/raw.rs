@@ -49,26 +49,25 @@ pub fn port(domain: u32, participant: u32, second: bool) -> Result<u16, Perftest
     })
 }
 
-/// The raw UDP backend.
-#[derive(Debug)]
-pub struct RawTransport {
+/// Who talks to whom in raw mode (UDP or TCP): this process's role, the `-nic` address, the
+/// publisher's targets or the subscriber's publisher, and the RTPS port formula's ports.
+#[derive(Debug, Clone)]
+pub struct Endpoints {
     role: Role,
     domain: u32,
     sid: u32,
-    nic: Ipv4Addr,
-    /// Publisher: (address, sid) send targets; subscriber: the publisher address.
-    pub_targets: Vec<(Ipv4Addr, u32)>,
-    sub_peer: Ipv4Addr,
-    batch: Option<usize>,
-    max_payload: usize,
-    recv_buffer: usize,
-    send_buffer: usize,
-    non_blocking: bool,
+    /// The `-nic` address (127.0.0.1 by default).
+    pub nic: Ipv4Addr,
+    /// Publisher: (address, sid) send targets.
+    pub pub_targets: Vec<(Ipv4Addr, u32)>,
+    /// Subscriber: the publisher address.
+    pub sub_peer: Ipv4Addr,
 }
 
-impl RawTransport {
-    /// Builds the backend from the options (`batch` is the decided batch size in bytes).
-    pub fn new(opts: &Options, batch: Option<usize>) -> Result<Self, PerftestError> {
+impl Endpoints {
+    /// From `-nic`, `-peer`, `-numSubscribers`, `-sidMultiSubTest` and `-domain`; every port
+    /// is checked here, so a bad domain fails before anything starts.
+    pub fn from_options(opts: &Options) -> Result<Self, PerftestError> {
         let nic = match &opts.nic {
             Some(n) => n.parse().map_err(|_| {
                 PerftestError::NotAvailable("raw transport: -nic must be an IPv4 address")
@@ -88,31 +87,24 @@ impl RawTransport {
         } else if let Some(p) = opts.peers.first() {
             sub_peer = parse_raw_sub_peer(p)?;
         }
-        // Check every port up front so a bad domain fails before anything starts.
         port(opts.domain, 0, true)?;
         port(opts.domain, opts.sid + 1, false)?;
         for (_, s) in &pub_targets {
             port(opts.domain, s + 1, false)?;
         }
-        let max_payload = opts.payload_len().max(FINISHED_SIZE + 1);
-        if encoded_len(opts.payload_len()) > MAX_DATAGRAM {
-            return Err(PerftestError::NotAvailable(
-                "raw transport: -dataLen does not fit one UDP datagram",
-            ));
-        }
-        Ok(RawTransport {
+        Ok(Endpoints {
             role: opts.role,
             domain: opts.domain,
             sid: opts.sid,
             nic,
             pub_targets,
             sub_peer,
-            batch,
-            max_payload,
-            recv_buffer: opts.receive_buffer_size.unwrap_or(4 << 20) as usize,
-            send_buffer: opts.send_buffer_size.unwrap_or(1 << 20) as usize,
-            non_blocking: opts.no_blocking_sockets,
         })
+    }
+
+    /// The role.
+    pub fn role(&self) -> Role {
+        self.role
     }
 
     /// The ports this process uses, for the start-up summary.
@@ -135,11 +127,92 @@ impl RawTransport {
         v
     }
 
+    /// Where a writer of `topic` sends.
+    pub fn writer_targets(&self, topic: TopicKind) -> Result<Vec<SocketAddr>, PerftestError> {
+        match (self.role, topic) {
+            (Role::Publisher, TopicKind::Throughput) => self
+                .pub_targets
+                .iter()
+                .map(|(a, s)| port(self.domain, s + 1, false).map(|p| SocketAddr::from((*a, p))))
+                .collect(),
+            (Role::Subscriber, TopicKind::Latency) => Ok(vec![SocketAddr::from((
+                self.sub_peer,
+                port(self.domain, 0, false)?,
+            ))]),
+            (Role::Subscriber, TopicKind::Announcement) => Ok(vec![SocketAddr::from((
+                self.sub_peer,
+                port(self.domain, 0, true)?,
+            ))]),
+            _ => Err(PerftestError::NotAvailable(
+                "raw transport: this role does not write that topic",
+            )),
+        }
+    }
+
+    /// The port a reader of `topic` binds.
+    pub fn reader_port(&self, topic: TopicKind) -> Result<u16, PerftestError> {
+        match (self.role, topic) {
+            (Role::Publisher, TopicKind::Latency) => port(self.domain, 0, false),
+            (Role::Publisher, TopicKind::Announcement) => port(self.domain, 0, true),
+            (Role::Subscriber, TopicKind::Throughput) => port(self.domain, self.sid + 1, false),
+            _ => Err(PerftestError::NotAvailable(
+                "raw transport: this role does not read that topic",
+            )),
+        }
+    }
+
+    /// The "Initial peers" line of the start-up summary.
+    pub fn peers_line(&self) -> String {
+        match self.role {
+            Role::Publisher => {
+                let peers: Vec<String> = self
+                    .pub_targets
+                    .iter()
+                    .map(|(a, s)| format!("{a}:{s}"))
+                    .collect();
+                format!("Initial peers: {}", peers.join(", "))
+            }
+            Role::Subscriber => format!("Initial peers: {}", self.sub_peer),
+        }
+    }
+}
+
+/// The raw UDP backend.
+#[derive(Debug)]
+pub struct RawTransport {
+    ep: Endpoints,
+    batch: Option<usize>,
+    max_payload: usize,
+    recv_buffer: usize,
+    send_buffer: usize,
+    non_blocking: bool,
+}
+
+impl RawTransport {
+    /// Builds the backend from the options (`batch` is the decided batch size in bytes).
+    pub fn new(opts: &Options, batch: Option<usize>) -> Result<Self, PerftestError> {
+        let ep = Endpoints::from_options(opts)?;
+        let max_payload = opts.payload_len().max(FINISHED_SIZE + 1);
+        if encoded_len(opts.payload_len()) > MAX_DATAGRAM {
+            return Err(PerftestError::NotAvailable(
+                "raw transport: -dataLen does not fit one UDP datagram",
+            ));
+        }
+        Ok(RawTransport {
+            ep,
+            batch,
+            max_payload,
+            recv_buffer: opts.receive_buffer_size.unwrap_or(4 << 20) as usize,
+            send_buffer: opts.send_buffer_size.unwrap_or(1 << 20) as usize,
+            non_blocking: opts.no_blocking_sockets,
+        })
+    }
+
     fn socket(&self, bind_port: u16) -> Result<UdpSocket, PerftestError> {
         let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))
             .map_err(PerftestError::io("creating a UDP socket"))?;
         set_buffers(&s, self.recv_buffer, self.send_buffer);
-        s.bind(&SocketAddr::V4(SocketAddrV4::new(self.nic, bind_port)).into())
+        s.bind(&SocketAddr::V4(SocketAddrV4::new(self.ep.nic, bind_port)).into())
             .map_err(PerftestError::io(
                 "binding a UDP socket (is the port in use?)",
             ))?;
@@ -148,7 +221,7 @@ impl RawTransport {
 }
 
 /// Sets socket buffer sizes, forcing past `rmem_max`/`wmem_max` when privileged.
-fn set_buffers(s: &Socket, recv: usize, send: usize) {
+pub(super) fn set_buffers(s: &Socket, recv: usize, send: usize) {
     use nix::sys::socket::{setsockopt, sockopt};
     let fd = s.as_fd();
     if setsockopt(&fd, sockopt::RcvBufForce, &recv).is_err() {
@@ -161,30 +234,7 @@ fn set_buffers(s: &Socket, recv: usize, send: usize) {
 
 impl Transport for RawTransport {
     fn create_writer(&mut self, topic: TopicKind) -> Result<Box<dyn Writer>, PerftestError> {
-        let targets: Vec<SocketAddr> = match (self.role, topic) {
-            (Role::Publisher, TopicKind::Throughput) => self
-                .pub_targets
-                .iter()
-                .map(|(a, s)| port(self.domain, s + 1, false).map(|p| SocketAddr::from((*a, p))))
-                .collect::<Result<_, _>>()?,
-            (Role::Subscriber, TopicKind::Latency) => {
-                vec![SocketAddr::from((
-                    self.sub_peer,
-                    port(self.domain, 0, false)?,
-                ))]
-            }
-            (Role::Subscriber, TopicKind::Announcement) => {
-                vec![SocketAddr::from((
-                    self.sub_peer,
-                    port(self.domain, 0, true)?,
-                ))]
-            }
-            _ => {
-                return Err(PerftestError::NotAvailable(
-                    "raw transport: this role does not write that topic",
-                ))
-            }
-        };
+        let targets = self.ep.writer_targets(topic)?;
         let socket = self.socket(0)?;
         if self.non_blocking {
             socket
@@ -207,16 +257,7 @@ impl Transport for RawTransport {
     }
 
     fn create_reader(&mut self, topic: TopicKind) -> Result<Box<dyn Reader>, PerftestError> {
-        let bind_port = match (self.role, topic) {
-            (Role::Publisher, TopicKind::Latency) => port(self.domain, 0, false)?,
-            (Role::Publisher, TopicKind::Announcement) => port(self.domain, 0, true)?,
-            (Role::Subscriber, TopicKind::Throughput) => port(self.domain, self.sid + 1, false)?,
-            _ => {
-                return Err(PerftestError::NotAvailable(
-                    "raw transport: this role does not read that topic",
-                ))
-            }
-        };
+        let bind_port = self.ep.reader_port(topic)?;
         let socket = self.socket(bind_port)?;
         Ok(Box::new(RawReader {
             socket,
@@ -228,29 +269,19 @@ impl Transport for RawTransport {
     fn describe(&self) -> Vec<String> {
         let mut v = vec![
             "Kind: UDPv4 (raw sockets, no RTPS)".to_string(),
-            format!("Nic: {}", self.nic),
+            format!("Nic: {}", self.ep.nic),
             "Use Multicast: False".to_string(),
             format!(
                 "Blocking Sockets: {}",
                 if self.non_blocking { "No" } else { "Yes" }
             ),
         ];
-        let ports: Vec<String> = self.ports().iter().map(u16::to_string).collect();
+        let ports: Vec<String> = self.ep.ports().iter().map(u16::to_string).collect();
         v.push(format!(
             "The following ports will be used: {}",
             ports.join(", ")
         ));
-        match self.role {
-            Role::Publisher => {
-                let peers: Vec<String> = self
-                    .pub_targets
-                    .iter()
-                    .map(|(a, s)| format!("{a}:{s}"))
-                    .collect();
-                v.push(format!("Initial peers: {}", peers.join(", ")));
-            }
-            Role::Subscriber => v.push(format!("Initial peers: {}", self.sub_peer)),
-        }
+        v.push(self.ep.peers_line());
         v
     }
 

@@ -28,10 +28,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::error::PerftestError;
 use crate::message::{decode_datagram, encoded_len, Encoder, TestMessage};
-use crate::options::{
-    parse_raw_pub_peer, parse_raw_sub_peer, Options, Role, FINISHED_SIZE, MAX_RAW_TCP_DATA_LEN,
-};
-use crate::transport::raw::{port, MAX_DATAGRAM};
+use crate::options::{Options, Role, FINISHED_SIZE, MAX_RAW_TCP_DATA_LEN};
+use crate::transport::raw::{set_buffers, Endpoints, MAX_DATAGRAM};
 use crate::transport::{raw, Capabilities, Reader, Support, TopicKind, Transport, Writer};
 
 /// What the raw TCP backend can do: as raw UDP, but samples up to
@@ -59,13 +57,7 @@ const READ_CHUNK: usize = 256 * 1024;
 
 /// The raw TCP backend.
 pub struct RawTcpTransport {
-    role: Role,
-    domain: u32,
-    sid: u32,
-    nic: Ipv4Addr,
-    /// Publisher: (address, sid) send targets; subscriber: the publisher address.
-    pub_targets: Vec<(Ipv4Addr, u32)>,
-    sub_peer: Ipv4Addr,
+    ep: Endpoints,
     num_subscribers: u32,
     batch: Option<usize>,
     max_payload: usize,
@@ -78,8 +70,8 @@ pub struct RawTcpTransport {
 impl std::fmt::Debug for RawTcpTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RawTcpTransport")
-            .field("role", &self.role)
-            .field("nic", &self.nic)
+            .field("role", &self.ep.role())
+            .field("nic", &self.ep.nic)
             .field("tls", &self.tls.is_some())
             .finish_non_exhaustive()
     }
@@ -112,30 +104,7 @@ fn handshake(
 impl RawTcpTransport {
     /// Builds the backend from the options (`batch` is the decided batch size in bytes).
     pub fn new(opts: &Options, batch: Option<usize>) -> Result<Self, PerftestError> {
-        let nic = match &opts.nic {
-            Some(n) => n.parse().map_err(|_| {
-                PerftestError::NotAvailable("raw transport: -nic must be an IPv4 address")
-            })?,
-            None => Ipv4Addr::LOCALHOST,
-        };
-        let mut pub_targets = Vec::new();
-        let mut sub_peer = Ipv4Addr::LOCALHOST;
-        if opts.role == Role::Publisher {
-            if opts.peers.is_empty() {
-                pub_targets.extend((0..opts.num_subscribers).map(|s| (Ipv4Addr::LOCALHOST, s)));
-            }
-            for p in &opts.peers {
-                let (addr, ids) = parse_raw_pub_peer(p, opts.num_subscribers)?;
-                pub_targets.extend(ids.into_iter().map(|s| (addr, s)));
-            }
-        } else if let Some(p) = opts.peers.first() {
-            sub_peer = parse_raw_sub_peer(p)?;
-        }
-        port(opts.domain, 0, true)?;
-        port(opts.domain, opts.sid + 1, false)?;
-        for (_, s) in &pub_targets {
-            port(opts.domain, s + 1, false)?;
-        }
+        let ep = Endpoints::from_options(opts)?;
         let tls = if opts.transport.as_deref() == Some("TLS") {
             let (cfg, source) = super::tls::tls_config(opts)?;
             let sec = RustlsSecurity::new(&cfg).map_err(|e| PerftestError::Tls {
@@ -148,38 +117,13 @@ impl RawTcpTransport {
         };
         Ok(RawTcpTransport {
             tls,
-            role: opts.role,
-            domain: opts.domain,
-            sid: opts.sid,
-            nic,
-            pub_targets,
-            sub_peer,
+            ep,
             num_subscribers: opts.num_subscribers,
             batch,
             max_payload: opts.payload_len().max(FINISHED_SIZE + 1),
             recv_buffer: opts.receive_buffer_size.unwrap_or(4 << 20) as usize,
             send_buffer: opts.send_buffer_size.unwrap_or(1 << 20) as usize,
         })
-    }
-
-    /// The ports this process uses, for the start-up summary.
-    pub fn ports(&self) -> Vec<u16> {
-        let mut v = Vec::new();
-        match self.role {
-            Role::Publisher => {
-                v.extend(port(self.domain, 0, false));
-                v.extend(port(self.domain, 0, true));
-                for (_, s) in &self.pub_targets {
-                    v.extend(port(self.domain, s + 1, false));
-                }
-            }
-            Role::Subscriber => {
-                v.extend(port(self.domain, self.sid + 1, false));
-                v.extend(port(self.domain, 0, false));
-                v.extend(port(self.domain, 0, true));
-            }
-        }
-        v
     }
 }
 
@@ -189,43 +133,9 @@ fn max_frame() -> usize {
     MAX_DATAGRAM + encoded_len(MAX_RAW_TCP_DATA_LEN as usize)
 }
 
-fn set_buffers(s: &Socket, recv: usize, send: usize) {
-    use nix::sys::socket::{setsockopt, sockopt};
-    let fd = s.as_fd();
-    if setsockopt(&fd, sockopt::RcvBufForce, &recv).is_err() {
-        let _ = s.set_recv_buffer_size(recv);
-    }
-    if setsockopt(&fd, sockopt::SndBufForce, &send).is_err() {
-        let _ = s.set_send_buffer_size(send);
-    }
-}
-
 impl Transport for RawTcpTransport {
     fn create_writer(&mut self, topic: TopicKind) -> Result<Box<dyn Writer>, PerftestError> {
-        let targets: Vec<SocketAddr> = match (self.role, topic) {
-            (Role::Publisher, TopicKind::Throughput) => self
-                .pub_targets
-                .iter()
-                .map(|(a, s)| port(self.domain, s + 1, false).map(|p| SocketAddr::from((*a, p))))
-                .collect::<Result<_, _>>()?,
-            (Role::Subscriber, TopicKind::Latency) => {
-                vec![SocketAddr::from((
-                    self.sub_peer,
-                    port(self.domain, 0, false)?,
-                ))]
-            }
-            (Role::Subscriber, TopicKind::Announcement) => {
-                vec![SocketAddr::from((
-                    self.sub_peer,
-                    port(self.domain, 0, true)?,
-                ))]
-            }
-            _ => {
-                return Err(PerftestError::NotAvailable(
-                    "raw transport: this role does not write that topic",
-                ))
-            }
-        };
+        let targets = self.ep.writer_targets(topic)?;
         let batch = if topic == TopicKind::Throughput {
             self.batch.map(|b| b.min(MAX_DATAGRAM))
         } else {
@@ -244,7 +154,7 @@ impl Transport for RawTcpTransport {
                 .collect(),
             tls: self.tls.as_ref().map(|(s, _)| Arc::clone(s)),
             sealed: Vec::new(),
-            nic: self.nic,
+            nic: self.ep.nic,
             send_buffer: self.send_buffer,
             encoder: Encoder::new(self.max_payload),
             buf: Vec::with_capacity(cap),
@@ -253,17 +163,8 @@ impl Transport for RawTcpTransport {
     }
 
     fn create_reader(&mut self, topic: TopicKind) -> Result<Box<dyn Reader>, PerftestError> {
-        let bind_port = match (self.role, topic) {
-            (Role::Publisher, TopicKind::Latency) => port(self.domain, 0, false)?,
-            (Role::Publisher, TopicKind::Announcement) => port(self.domain, 0, true)?,
-            (Role::Subscriber, TopicKind::Throughput) => port(self.domain, self.sid + 1, false)?,
-            _ => {
-                return Err(PerftestError::NotAvailable(
-                    "raw transport: this role does not read that topic",
-                ))
-            }
-        };
-        let expected = match self.role {
+        let bind_port = self.ep.reader_port(topic)?;
+        let expected = match self.ep.role() {
             Role::Publisher => self.num_subscribers as usize,
             Role::Subscriber => 1,
         };
@@ -272,7 +173,7 @@ impl Transport for RawTcpTransport {
         s.set_reuse_address(true)
             .map_err(PerftestError::io("setting SO_REUSEADDR"))?;
         set_buffers(&s, self.recv_buffer, self.send_buffer);
-        s.bind(&SocketAddr::V4(SocketAddrV4::new(self.nic, bind_port)).into())
+        s.bind(&SocketAddr::V4(SocketAddrV4::new(self.ep.nic, bind_port)).into())
             .map_err(PerftestError::io(
                 "binding a TCP listener (is the port in use?)",
             ))?;
@@ -300,26 +201,16 @@ impl Transport for RawTcpTransport {
         };
         let mut v = vec![
             kind,
-            format!("Nic: {}", self.nic),
+            format!("Nic: {}", self.ep.nic),
             "Use Multicast: False".to_string(),
             "Blocking Sockets: Yes".to_string(),
         ];
-        let ports: Vec<String> = self.ports().iter().map(u16::to_string).collect();
+        let ports: Vec<String> = self.ep.ports().iter().map(u16::to_string).collect();
         v.push(format!(
             "The following TCP ports will be used: {}",
             ports.join(", ")
         ));
-        match self.role {
-            Role::Publisher => {
-                let peers: Vec<String> = self
-                    .pub_targets
-                    .iter()
-                    .map(|(a, s)| format!("{a}:{s}"))
-                    .collect();
-                v.push(format!("Initial peers: {}", peers.join(", ")));
-            }
-            Role::Subscriber => v.push(format!("Initial peers: {}", self.sub_peer)),
-        }
+        v.push(self.ep.peers_line());
         v
     }
 
@@ -614,49 +505,14 @@ impl Conn {
                 self.buf.resize(self.buf.len() + READ_CHUNK, 0);
             }
         }
-        if let Some((channel, wire)) = &mut self.tls {
-            return match self.stream.read(wire) {
-                Ok(0) => ReadOutcome::Closed,
-                Ok(n) => {
-                    // Plaintext goes after what is buffered (the buffer grows as needed).
-                    let mut plain = std::mem::take(&mut self.buf);
-                    plain.truncate(self.end);
-                    let mut reply = Vec::new();
-                    let r = channel.open(&wire[..n], &mut plain, &mut reply);
-                    self.end = plain.len();
-                    let cap = plain.capacity();
-                    plain.resize(cap, 0);
-                    self.buf = plain;
-                    if !reply.is_empty() {
-                        let _ = self.stream.write_all(&reply);
-                    }
-                    match r {
-                        Ok(()) => ReadOutcome::Data,
-                        Err(e) => {
-                            eprintln!("raw TLS: closing a connection: {e}");
-                            ReadOutcome::Closed
-                        }
-                    }
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    ReadOutcome::Data
-                }
-                Err(_) => ReadOutcome::Closed,
-            };
-        }
-        match self.stream.read(&mut self.buf[self.end..]) {
-            Ok(0) => ReadOutcome::Closed,
-            Ok(n) => {
-                self.end += n;
-                ReadOutcome::Data
-            }
+        // With TLS the socket's bytes go to `wire` first, else straight into the buffer.
+        let dst = match &mut self.tls {
+            Some((_, wire)) => &mut wire[..],
+            None => &mut self.buf[self.end..],
+        };
+        let n = match self.stream.read(dst) {
+            Ok(0) => return ReadOutcome::Closed,
+            Ok(n) => n,
             Err(e)
                 if matches!(
                     e.kind(),
@@ -665,9 +521,32 @@ impl Conn {
                         | io::ErrorKind::Interrupted
                 ) =>
             {
-                ReadOutcome::Data
+                return ReadOutcome::Data
             }
-            Err(_) => ReadOutcome::Closed,
+            Err(_) => return ReadOutcome::Closed,
+        };
+        let Some((channel, wire)) = &mut self.tls else {
+            self.end += n;
+            return ReadOutcome::Data;
+        };
+        // Plaintext goes after what is buffered (the buffer grows as needed).
+        let mut plain = std::mem::take(&mut self.buf);
+        plain.truncate(self.end);
+        let mut reply = Vec::new();
+        let r = channel.open(&wire[..n], &mut plain, &mut reply);
+        self.end = plain.len();
+        let cap = plain.capacity();
+        plain.resize(cap, 0);
+        self.buf = plain;
+        if !reply.is_empty() {
+            let _ = self.stream.write_all(&reply);
+        }
+        match r {
+            Ok(()) => ReadOutcome::Data,
+            Err(e) => {
+                eprintln!("raw TLS: closing a connection: {e}");
+                ReadOutcome::Closed
+            }
         }
     }
 }
