@@ -25,8 +25,9 @@
 //!   readers newly ask to be repaired: SNs by ACKNACK, fragments by
 //!   NACK_FRAG) and bytes delivered (what their ACKNACKs newly acknowledge,
 //!   as sent, with headers) over evaluation windows of at least
-//!   [`MIN_WINDOW`] (and four smoothed round trips) and
-//!   [`MIN_WINDOW_DATAGRAMS`] datagrams. The **delivery rate** is measured
+//!   [`MIN_WINDOW`] (and four smoothed round trips) of sending (idle
+//!   times do not count) and [`MIN_WINDOW_DATAGRAMS`] datagrams (or
+//!   [`MIN_WINDOW_BYTES`]). The **delivery rate** is measured
 //!   over intervals of at least [`DELIVERY_INTERVAL`] (a reader waiting for
 //!   a repair acknowledges nothing, then a burst; longer intervals average
 //!   that out), the larger of the last [`DELIVERY_SAMPLES`].
@@ -86,6 +87,10 @@ pub const MIN_WINDOW: u64 = 10_000_000;
 pub const MAX_WINDOW: u64 = 250_000_000;
 /// Datagrams a window must hold before it is judged (unless `MAX_WINDOW` passed).
 pub const MIN_WINDOW_DATAGRAMS: u64 = 100;
+/// Bytes a window may hold instead of [`MIN_WINDOW_DATAGRAMS`] datagrams
+/// (100 of an Ethernet MTU: on loopback, whose datagrams reach 64 KiB, a
+/// hundred of them would make windows of megabytes).
+pub const MIN_WINDOW_BYTES: u64 = 150_000;
 /// Token bucket depth, in time at the current rate.
 pub const BURST: u64 = 1_000_000;
 /// Lowest rate (bytes/s) a decrease can reach.
@@ -395,10 +400,18 @@ impl Pacer {
             // (Windows feed only decisions, which a disabled pacer never makes.)
             return;
         }
-        if self.win_datagrams == 0 || now.0.saturating_sub(self.last_sent.0) > MIN_WINDOW {
-            // A window starts with its first datagram after an idle time
-            // (which would dilute the goodput).
+        let idle = now.0.saturating_sub(self.last_sent.0);
+        if self.win_datagrams == 0 {
             self.reset_window(now);
+        } else if idle > MIN_WINDOW {
+            // An idle time does not count in the window (it would dilute
+            // the goodput), but the window goes on: a sender of one large
+            // sample per round trip (a latency test) sends a few datagrams
+            // between idle times, and would never complete a window (and
+            // never leave the initial rate) if each idle time restarted it.
+            self.win_start = self
+                .win_start
+                .saturating_add(core::time::Duration::from_nanos(idle));
         }
         self.last_sent = now;
         self.win_sent += len as u64;
@@ -428,7 +441,9 @@ impl Pacer {
         }
         let elapsed = now.0.saturating_sub(self.win_start.0);
         let window = MIN_WINDOW.max(4 * srtt.unwrap_or(0)).min(MAX_WINDOW);
-        if elapsed < window || (self.win_datagrams < MIN_WINDOW_DATAGRAMS && elapsed < MAX_WINDOW) {
+        let enough =
+            self.win_datagrams >= MIN_WINDOW_DATAGRAMS || self.win_sent >= MIN_WINDOW_BYTES;
+        if elapsed < window || (!enough && elapsed < MAX_WINDOW) {
             return false;
         }
         if now < self.hold_until {
@@ -694,6 +709,42 @@ mod tests {
         link.run(&mut p, &mut t, 2000, 1e9);
         let got = mbps(link.run(&mut p, &mut t, 4000, 1e9), 4000);
         assert!(got > 8.5, "{got} Mbit/s, {:?}", p.stats);
+    }
+
+    #[test]
+    fn one_large_sample_per_round_trip_leaves_the_initial_rate() {
+        // A latency test of 1 MiB samples on loopback: 16 datagrams of
+        // 65,536 B, acknowledged 100 µs after the last one, then 20 ms idle
+        // (the echo) before the next sample. Each idle time used to restart
+        // the evaluation window, which never held enough datagrams to be
+        // judged: the rate stayed at 12.5 MB/s and a sample took 80 ms.
+        let mut p = Pacer::new(true);
+        let mut t = 0u64;
+        let mut last_sample_ns = 0;
+        for _ in 0..200 {
+            let start = t;
+            for _ in 0..16 {
+                while !p.may_send(Timestamp(t), Some(100_000)) {
+                    t = p.next_send_at().expect("waiting").0;
+                }
+                p.on_sent(Timestamp(t), 65_536);
+            }
+            last_sample_ns = t - start;
+            t += 100_000;
+            p.on_rtt(Timestamp(t), 100_000);
+            p.on_delivered(Timestamp(t), 16 * 65_536, Some(100_000));
+            // (No timer judges the window in the idle time: the first
+            // datagram of the next sample finds a full bucket.)
+            t += 20_000_000;
+        }
+        assert_eq!(p.stats.decreases, 0);
+        assert!(
+            p.rate().unwrap() > 64.0 * INITIAL_RATE,
+            "rate {:?} B/s, {:?}",
+            p.rate(),
+            p.stats
+        );
+        assert!(last_sample_ns < 2_000_000, "{last_sample_ns} ns per sample");
     }
 
     #[test]
