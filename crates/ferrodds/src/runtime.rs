@@ -28,7 +28,7 @@ use ferrodds_transport::{MessageHandler, MessageMeta, Transport, TransportKind};
 use crate::capture::CaptureTap;
 use crate::entity::{ReaderShared, WriterShared};
 use crate::qos::FlowController;
-use crate::sync::{lock, wait_timeout};
+use crate::sync::{lock, wait_timeout, Deadline};
 
 /// An asynchronous writer and its token bucket (bytes).
 struct AsyncWriter {
@@ -650,17 +650,19 @@ impl Inner {
 
     /// Waits until at least `n` remote participants are known.
     pub(crate) fn wait_for_participants(&self, n: usize, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         let mut g = lock(&self.discovered);
         loop {
             if g.len() >= n {
                 return true;
             }
-            let now = Instant::now();
-            if now >= deadline || self.is_shut_down() {
+            let Some(left) = deadline.remaining() else {
+                return false;
+            };
+            if self.is_shut_down() {
                 return false;
             }
-            g = wait_timeout(&self.discovered_cv, g, deadline - now);
+            g = wait_timeout(&self.discovered_cv, g, left);
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferrodds_rtps::ReaderId;
 
@@ -10,7 +10,7 @@ use crate::entity::{ReaderShared, WaitSetSignal, Waiters, WriterShared};
 use crate::error::{DdsError, DdsResult};
 use crate::runtime::Inner;
 use crate::status::StatusMask;
-use crate::sync::{lock, wait_timeout};
+use crate::sync::{lock, wait_timeout, Deadline};
 
 /// Triggers while its reader has samples that were not read yet.
 #[derive(Clone)]
@@ -227,7 +227,7 @@ impl WaitSet {
     /// Waits until at least one attached condition is triggered and returns the triggered
     /// ones; [`DdsError::Timeout`] if none triggers within `timeout`.
     pub fn wait(&self, timeout: Duration) -> DdsResult<Vec<Condition>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         loop {
             let generation = *lock(&self.signal.generation);
             let active: Vec<Condition> = self
@@ -239,10 +239,9 @@ impl WaitSet {
             if !active.is_empty() {
                 return Ok(active);
             }
-            let now = Instant::now();
-            if now >= deadline {
+            let Some(left) = deadline.remaining() else {
                 return Err(DdsError::Timeout);
-            }
+            };
             let g = lock(&self.signal.generation);
             if *g == generation {
                 // Bounded so that a condition changing without a notification (e.g. a
@@ -250,7 +249,7 @@ impl WaitSet {
                 drop(wait_timeout(
                     &self.signal.cv,
                     g,
-                    (deadline - now).min(Duration::from_millis(50)),
+                    left.min(Duration::from_millis(50)),
                 ));
             }
         }
@@ -268,6 +267,7 @@ impl Drop for WaitSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn guard_condition_wakes_waitset() {

@@ -2,7 +2,7 @@
 
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferrodds_cdr::TopicType;
 use ferrodds_rtps::{
@@ -16,7 +16,7 @@ use crate::qos::{DataWriterQos, PublishMode};
 use crate::runtime::{wall_time, Inner, Pending, TxScratch};
 use crate::sample::InstanceHandle;
 use crate::status::{DataWriterListener, OfferedIncompatibleQosStatus, PublicationMatchedStatus};
-use crate::sync::lock;
+use crate::sync::{lock, Deadline};
 use crate::typesupport;
 use crate::waitset::StatusCondition;
 
@@ -274,16 +274,16 @@ impl<T: TopicType> DataWriter<T> {
                     if self.inner.is_shut_down() {
                         return Err(DdsError::AlreadyDeleted);
                     }
-                    let now = Instant::now();
-                    let deadline =
-                        *deadline.get_or_insert(now + self.qos.reliability.max_blocking_time);
-                    if now >= deadline {
+                    let deadline = *deadline.get_or_insert_with(|| {
+                        Deadline::after(self.qos.reliability.max_blocking_time)
+                    });
+                    let Some(left) = deadline.remaining() else {
                         return Err(DdsError::Timeout);
-                    }
+                    };
                     if let Some(g) = gen {
                         // Re-check at least every 10 ms in case a wake-up is missed.
                         self.shared
-                            .wait_resources(g, (deadline - now).min(Duration::from_millis(10)));
+                            .wait_resources(g, left.min(Duration::from_millis(10)));
                     }
                     // First refusal: no wait, read the generation and try again (space
                     // freed between the attempt and this read is then not missed).
@@ -298,7 +298,7 @@ impl<T: TopicType> DataWriter<T> {
     /// Blocks until every matched reliable reader acknowledged everything written so far, or
     /// fails with [`DdsError::Timeout`].
     pub fn wait_for_acknowledgments(&self, timeout: Duration) -> DdsResult<()> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         loop {
             if self.inner.is_shut_down() {
                 return Err(DdsError::AlreadyDeleted);
@@ -310,12 +310,11 @@ impl<T: TopicType> DataWriter<T> {
             {
                 return Ok(());
             }
-            let now = Instant::now();
-            if now >= deadline {
+            let Some(left) = deadline.remaining() else {
                 return Err(DdsError::Timeout);
-            }
+            };
             self.shared
-                .wait_acked(gen, (deadline - now).min(Duration::from_millis(20)));
+                .wait_acked(gen, left.min(Duration::from_millis(20)));
         }
     }
 

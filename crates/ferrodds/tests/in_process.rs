@@ -1001,3 +1001,55 @@ fn take_each_lends_samples_like_take() {
         }
     });
 }
+
+/// `Duration::MAX` means "wait for ever" (as in the engine) in every API that takes a timeout,
+/// including `max_blocking_time` while a writer's history is full: no overflow panic.
+#[test]
+fn infinite_timeouts_wait_without_panicking() {
+    with_timeout(60, || {
+        let a = participant(157);
+        let b = participant(157);
+        assert!(a.wait_for_participants(1, Duration::MAX));
+        let ta = a
+            .create_topic::<TestData>("forever", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestData>("forever", TopicQos::default())
+            .unwrap();
+        let limits = ferrodds::ResourceLimits {
+            max_samples: Some(4),
+            ..Default::default()
+        };
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(
+                &ta,
+                DataWriterQos::default()
+                    .reliable()
+                    .keep_all()
+                    .resource_limits(limits)
+                    .max_blocking_time(Duration::MAX),
+            )
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        assert!(w.wait_for_matched(1, Duration::MAX));
+        assert!(r.wait_for_matched(1, Duration::MAX));
+        let mut ws = WaitSet::new();
+        ws.attach_condition(r.create_readcondition());
+        // 200 samples through a history of 4: the writer blocks (for ever, at most) until
+        // the reader acknowledges.
+        for i in 0..200 {
+            w.write(&test_data(i)).unwrap();
+        }
+        w.wait_for_acknowledgments(Duration::MAX).unwrap();
+        assert!(r.wait_for_data(Duration::MAX).unwrap());
+        assert!(!ws.wait(Duration::MAX).unwrap().is_empty());
+        let samples = collect(&r, 200);
+        check_in_order(&samples, 200);
+    });
+}

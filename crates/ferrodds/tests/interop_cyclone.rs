@@ -82,7 +82,7 @@ fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
         peer.wait_line(PEER_WAIT, |l| l == "MATCHED 1");
         for i in 0..n {
             w.write(&keyed_data(i, i)).unwrap();
-            if !reliable && i % 50 == 49 {
+            if !reliable && i % 25 == 24 {
                 std::thread::sleep(Duration::from_millis(3));
             }
         }
@@ -102,7 +102,7 @@ fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
         peer.wait_line(PEER_WAIT, |l| l == "MATCHED 1");
         for i in 0..n {
             w.write(&test_data(i)).unwrap();
-            if !reliable && i % 50 == 49 {
+            if !reliable && i % 25 == 24 {
                 std::thread::sleep(Duration::from_millis(3));
             }
         }
@@ -118,10 +118,28 @@ fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
         "Cyclone subscriber failed; last lines {:?}",
         lines.iter().rev().take(5).collect::<Vec<_>>()
     );
-    assert_eq!(samples.len(), written as usize, "sample count at Cyclone");
+    if reliable {
+        assert_eq!(samples.len(), written as usize, "sample count at Cyclone");
+    } else {
+        // Best effort over UDP: a Python subscriber that a loaded CI machine stalls for a few
+        // milliseconds overflows its socket buffer (each small datagram costs about 2 KiB of
+        // it). Losses are what best effort allows; more than 2 % is not a scheduling hiccup.
+        let min = written as usize * 98 / 100;
+        assert!(
+            samples.len() >= min && samples.len() <= written as usize,
+            "best-effort sample count at Cyclone: {} of {written}",
+            samples.len()
+        );
+    }
+    let mut last = None;
     for (i, (key, seq, good)) in samples.iter().enumerate() {
         assert!(good, "content mismatch at sample {i}");
-        assert_eq!(*seq, i as u32, "order at Cyclone");
+        if reliable {
+            assert_eq!(*seq, i as u32, "order at Cyclone");
+        } else {
+            assert!(last < Some(*seq), "order at Cyclone: {seq} after {last:?}");
+            last = Some(*seq);
+        }
         assert_eq!(*key, if keyed { *seq } else { 0 });
     }
 }

@@ -137,8 +137,9 @@ fn shapes_publisher_to_this_process() {
             "--rate",
             "200",
             "--wait-matched",
+            // No time limit (this used to panic): `--count` ends the run.
             "--duration",
-            "30",
+            "inf",
         ])
         .spawn()
         .expect("spawn shapes");

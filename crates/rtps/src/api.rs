@@ -297,6 +297,9 @@ pub struct Stats {
     pub unknown_submessages: u64,
     /// Submessages ignored because they name no matched endpoint.
     pub unmatched_submessages: u64,
+    /// SPDP disposals ignored because they named a participant other than
+    /// the one that sent them (only a participant may announce its own end).
+    pub foreign_disposes: u64,
     /// Datagrams produced by `poll_transmit`.
     pub sent_datagrams: u64,
     /// DATA submessages sent (including repairs).

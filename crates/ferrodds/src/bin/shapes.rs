@@ -83,7 +83,7 @@ struct Args {
     /// Stop after this many samples (published or received).
     #[arg(long)]
     count: Option<u64>,
-    /// Stop after this many seconds.
+    /// Stop after this many seconds (`inf`: only `--count` ends the run).
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
     /// Publication rate in samples per second (0 = as fast as possible).
@@ -148,7 +148,11 @@ fn config(args: &Args) -> Result<Config, ferrodds::DdsError> {
 }
 
 fn run(args: &Args) -> Result<ExitCode, ferrodds::DdsError> {
-    let deadline = Instant::now() + Duration::from_secs_f64(args.duration.max(0.0));
+    // `--duration inf` (or any duration past what a clock can hold): until `--count`.
+    let deadline = Duration::try_from_secs_f64(args.duration.max(0.0))
+        .ok()
+        .and_then(|d| Instant::now().checked_add(d))
+        .unwrap_or_else(far_future);
     let dp = DomainParticipant::with_config(args.domain, config(args)?)?;
     let topic = dp.create_topic::<ShapeType>(args.topic.name(), TopicQos::default())?;
     let keep_all = args.keep_all || args.sequence;
@@ -297,4 +301,11 @@ fn run(args: &Args) -> Result<ExitCode, ferrodds::DdsError> {
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A deadline that never comes in practice (a hundred years away).
+fn far_future() -> Instant {
+    let now = Instant::now();
+    now.checked_add(Duration::from_secs(100 * 365 * 86_400))
+        .unwrap_or(now)
 }

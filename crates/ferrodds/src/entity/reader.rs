@@ -8,7 +8,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferrodds_rtps::Event;
 
@@ -18,7 +18,7 @@ use crate::status::{
     DataReaderListener, RequestedIncompatibleQosStatus, SampleLostStatus, StatusMask,
     SubscriptionMatchedStatus,
 };
-use crate::sync::{lock, wait_timeout};
+use crate::sync::{lock, wait_timeout, Deadline};
 
 #[derive(Default)]
 struct ReaderStatus {
@@ -67,7 +67,7 @@ impl ReaderShared {
     /// engine's reader cache (it takes the engine lock; no lock of this reader is held
     /// while it runs).
     pub(crate) fn wait_for_data(&self, timeout: Duration, has_unread: impl Fn() -> bool) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         loop {
             if has_unread() {
                 return true;
@@ -78,16 +78,11 @@ impl ReaderShared {
                 st.data_flag = false;
                 continue;
             }
-            let now = Instant::now();
-            if now >= deadline {
+            let Some(left) = deadline.remaining() else {
                 return false;
-            }
+            };
             st.waiting += 1;
-            st = wait_timeout(
-                &self.cv,
-                st,
-                (deadline - now).min(Duration::from_millis(100)),
-            );
+            st = wait_timeout(&self.cv, st, left.min(Duration::from_millis(100)));
             st.waiting -= 1;
             drop(st);
         }
@@ -141,18 +136,17 @@ impl ReaderShared {
 
     /// Waits until at least `n` writers are matched.
     pub(crate) fn wait_for_matched(&self, n: u32, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         let mut st = lock(&self.status);
         loop {
             if st.matched.current_count >= n {
                 return true;
             }
-            let now = Instant::now();
-            if now >= deadline {
+            let Some(left) = deadline.remaining() else {
                 return false;
-            }
+            };
             st.waiting += 1;
-            st = wait_timeout(&self.cv, st, deadline - now);
+            st = wait_timeout(&self.cv, st, left);
             st.waiting -= 1;
         }
     }
@@ -265,6 +259,7 @@ mod tests {
     use super::*;
     use crate::entity::WaitSetSignal;
     use ferrodds_rtps::{EntityId, Guid, GuidPrefix};
+    use std::time::Instant;
 
     #[test]
     fn a_waiter_sees_data_that_arrives_during_its_wait_and_the_flag_tracks_it() {

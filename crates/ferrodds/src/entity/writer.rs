@@ -2,7 +2,7 @@
 //! generations that blocked writes wait on, the listener and attached wait sets.
 
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferrodds_rtps::Event;
 
@@ -11,7 +11,7 @@ use crate::qos::QosPolicyId;
 use crate::status::{
     DataWriterListener, OfferedIncompatibleQosStatus, PublicationMatchedStatus, StatusMask,
 };
-use crate::sync::{lock, wait_timeout};
+use crate::sync::{lock, wait_timeout, Deadline};
 
 #[derive(Default)]
 struct WriterStatus {
@@ -87,17 +87,16 @@ impl WriterShared {
 
     /// Waits until at least `n` readers are matched.
     pub(crate) fn wait_for_matched(&self, n: u32, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         let mut st = lock(&self.status);
         loop {
             if st.matched.current_count >= n {
                 return true;
             }
-            let now = Instant::now();
-            if now >= deadline {
+            let Some(left) = deadline.remaining() else {
                 return false;
-            }
-            st = wait_timeout(&self.cv, st, deadline - now);
+            };
+            st = wait_timeout(&self.cv, st, left);
         }
     }
 
@@ -188,6 +187,7 @@ impl WriterShared {
 mod tests {
     use super::*;
     use ferrodds_rtps::{EntityId, Guid, GuidPrefix};
+    use std::time::Instant;
 
     #[test]
     fn writer_status_generations_advance() {

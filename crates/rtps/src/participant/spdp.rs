@@ -94,8 +94,12 @@ impl Participant {
                 .map(|k| Guid::from_bytes(k).prefix)
                 .or_else(|| discovery::key_guid(payload).map(|g| g.prefix))
                 .unwrap_or(src);
-            if prefix != self.config.guid_prefix {
+            if prefix == src && prefix != self.config.guid_prefix {
                 self.remove_participant(prefix);
+            } else if prefix != src {
+                // Anyone could name another participant (or us): it ends by
+                // its own disposal or its lease.
+                self.stats.foreign_disposes += 1;
             }
             return;
         }

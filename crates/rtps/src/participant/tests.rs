@@ -467,3 +467,41 @@ fn malformed_datagrams_are_counted() {
     assert_eq!(s.malformed_datagrams, 3);
     assert_eq!(s.unknown_submessages, 1);
 }
+
+#[test]
+fn an_spdp_dispose_removes_only_its_sender() {
+    let mut a = Participant::new(cfg(1), Timestamp(0));
+    let mut b = Participant::new(cfg(2), Timestamp(0));
+    let mut c = Participant::new(cfg(3), Timestamp(0));
+    let mut t = Timestamp(0);
+    for _ in 0..100 {
+        t = t.saturating_add(core::time::Duration::from_millis(1));
+        for p in [&mut b, &mut c] {
+            if p.poll_timeout().is_some_and(|d| d <= t) {
+                p.handle_timeout(t);
+            }
+            for (d, _) in drain(p, t) {
+                a.handle_datagram(t, None, &d);
+            }
+        }
+    }
+    assert_eq!(a.discovered_participants().len(), 2);
+    let prefix = |n: u8| cfg(n).guid_prefix;
+    // b leaves; a copy of its disposal that claims to come from c (RTPS header's GUID
+    // prefix rewritten: c names b) is ignored and counted.
+    b.announce_leave();
+    let leave = drain(&mut b, t);
+    assert!(!leave.is_empty());
+    for (d, _) in &leave {
+        let mut forged = d.clone();
+        forged[8..20].copy_from_slice(&prefix(3).0);
+        a.handle_datagram(t, None, &forged);
+    }
+    assert_eq!(a.discovered_participants(), vec![prefix(2), prefix(3)]);
+    assert!(a.stats().foreign_disposes >= 1);
+    // The real one removes b.
+    for (d, _) in &leave {
+        a.handle_datagram(t, None, d);
+    }
+    assert_eq!(a.discovered_participants(), vec![prefix(3)]);
+}
