@@ -722,14 +722,20 @@ mod tests {
         // ignores SIGINT is killed after the grace time.
         let polite = CommandSpec::new("sh").args([
             "-c",
-            "trap 'echo summary; exit 0' INT; echo started; while :; do sleep 0.05; done",
+            // (`wait` returns at once when a trapped signal arrives; a foreground `sleep`
+            // would delay the trap until it ends.)
+            "trap 'echo summary; exit 0' INT; echo started; while :; do sleep 0.05 & wait $!; done",
         ]);
         let deaf = CommandSpec::new("sh").args(["-c", "trap '' INT; sleep 30"]);
         let o = run_pair(&polite, &deaf, t2, &stop).unwrap();
         assert_eq!(o.ending, Ending::TimedOut);
         assert_eq!(
             o.server.stdout.split_whitespace().collect::<Vec<_>>(),
-            ["started", "summary"]
+            ["started", "summary"],
+            "server status {:?}, stderr {:?}, elapsed {:?}",
+            o.server.status,
+            o.server.stderr,
+            o.elapsed
         );
         assert_eq!(o.server.status.unwrap().code(), Some(0));
         assert!(o.client.status.is_none(), "the deaf client was killed");
