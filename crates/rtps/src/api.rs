@@ -300,6 +300,9 @@ pub struct Stats {
     /// SPDP disposals ignored because they named a participant other than
     /// the one that sent them (only a participant may announce its own end).
     pub foreign_disposes: u64,
+    /// Periodic HEARTBEATs not sent to unresponsive readers (no ACKNACK for
+    /// ten HEARTBEATs: heartbeated one time in ten until they answer).
+    pub unresponsive_heartbeats_skipped: u64,
     /// Datagrams produced by `poll_transmit`.
     pub sent_datagrams: u64,
     /// DATA submessages sent (including repairs).

@@ -59,7 +59,20 @@ pub(crate) struct ReaderProxy {
     pub(crate) last_nackfrag: Option<i32>,
     /// When unacknowledged SNs were last resent (for NACK suppression).
     pub(crate) resent: BTreeMap<i64, Timestamp>,
+    /// Periodic HEARTBEATs (and tail-loss probes) since this reader last
+    /// sent an ACKNACK: past [`MAX_UNANSWERED_HEARTBEATS`] it is heartbeated
+    /// only every [`UNRESPONSIVE_HEARTBEAT_DIVISOR`]th time.
+    pub(crate) unanswered_hbs: u32,
 }
+
+/// Periodic HEARTBEATs a reader may leave unanswered before it counts as
+/// unresponsive (as RTI's `max_heartbeat_retries`, 10 by default): a crashed
+/// reader before its lease ends, or one of the thousands of participants a
+/// hostile host may announce with locators nobody listens on.
+pub(crate) const MAX_UNANSWERED_HEARTBEATS: u32 = 10;
+/// An unresponsive reader gets one periodic HEARTBEAT in this many (one a
+/// second at the default 100 ms period) until it answers again.
+pub(crate) const UNRESPONSIVE_HEARTBEAT_DIVISOR: u32 = 10;
 
 impl ReaderProxy {
     pub(crate) fn new(
@@ -83,6 +96,7 @@ impl ReaderProxy {
             frag_requests: BTreeMap::new(),
             last_nackfrag: None,
             resent: BTreeMap::new(),
+            unanswered_hbs: 0,
         }
     }
 

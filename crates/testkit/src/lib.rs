@@ -39,6 +39,8 @@
 //!   period of an asynchronous publisher would.
 #![forbid(unsafe_code)]
 
+pub mod flood;
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::net::Ipv4Addr;

@@ -32,7 +32,10 @@ use crate::history::{CacheChange, HistoryCache};
 use crate::instance::{
     InstanceState, KeyExtractor, KeyHasherBuilder, ReaderCache, TakeOutcome, TakenSample,
 };
-use crate::proxy::{Change, Outcome, ReaderProxy, WriterProxy, MAX_OUT_OF_ORDER};
+use crate::proxy::{
+    Change, Outcome, ReaderProxy, WriterProxy, MAX_OUT_OF_ORDER, MAX_UNANSWERED_HEARTBEATS,
+    UNRESPONSIVE_HEARTBEAT_DIVISOR,
+};
 use crate::qos::{
     check_compatible, Durability, EndpointQos, History, ReaderQos, Reliability, ReliabilityKind,
     WriterQos,
@@ -138,6 +141,9 @@ pub struct Participant {
     /// datagrams from one peer costs no map lookup (that map is keyed by
     /// remote-chosen prefixes, so its hasher is seeded with our own prefix).
     heard: Option<(GuidPrefix, Timestamp)>,
+    /// No remote participant's lease ends before this (leases only move later
+    /// when heard): the timer scans them only from then on.
+    next_lease_check: Timestamp,
     /// `config.heartbeat_period / 20` in nanoseconds: the least time between
     /// two pushes whose HEARTBEAT asks for an ACKNACK (computed once: a
     /// `Duration` division costs tens of instructions per push).
@@ -299,6 +305,7 @@ impl Participant {
                 timeout: now,
             },
             heard: None,
+            next_lease_check: Timestamp(0),
             ack_request_ns,
             notify: false,
             rtt: RttEstimator::default(),

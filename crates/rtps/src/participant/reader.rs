@@ -20,6 +20,9 @@ pub(super) struct LocalReader {
     /// Some proxy may have `ack_pending`; false guarantees none has (see
     /// [`Work`]).
     pub(super) ack_work: bool,
+    /// Where the next scan for pending ACKNACKs starts (the proxy served
+    /// last; see `LocalWriter::repair_cursor`).
+    pub(super) ack_cursor: usize,
 }
 
 impl LocalReader {
@@ -59,6 +62,7 @@ pub(super) fn builtin_reader(
         key_extractor: None,
         notify: false,
         ack_work: false,
+        ack_cursor: 0,
     }
 }
 
@@ -92,6 +96,7 @@ impl Participant {
             key_extractor: None,
             notify: false,
             ack_work: false,
+            ack_cursor: 0,
         }));
         let id = ReaderId(self.readers.len() - 1);
         self.announce_endpoint(IDX_SEDP_SUB, &data, now);

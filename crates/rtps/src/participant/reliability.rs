@@ -143,6 +143,7 @@ impl Participant {
         if !p.reliable {
             return;
         }
+        p.unanswered_hbs = 0;
         // Losses of data sent before the last decrease do not count again,
         // but a repair sent after it that is lost does.
         let recovery = w.recovery_sn;

@@ -33,25 +33,38 @@ impl Participant {
     }
 
     pub(super) fn remove_participant(&mut self, prefix: GuidPrefix) {
-        if self.participants.remove(&prefix).is_none() {
+        self.remove_participants(&[prefix]);
+    }
+
+    /// Removes remote participants (in the order given) with one pass over
+    /// the builtin proxies and remote endpoints, however many there are: the
+    /// thousands of participants a flood announced expire together.
+    pub(super) fn remove_participants(&mut self, prefixes: &[GuidPrefix]) {
+        let gone: Vec<GuidPrefix> = prefixes
+            .iter()
+            .copied()
+            .filter(|p| self.participants.remove(p).is_some())
+            .collect();
+        if gone.is_empty() {
             return;
         }
-        if self.heard.is_some_and(|(p, _)| p == prefix) {
+        let set: std::collections::HashSet<GuidPrefix> = gone.iter().copied().collect();
+        if self.heard.is_some_and(|(p, _)| set.contains(&p)) {
             self.heard = None;
         }
         for i in [IDX_SEDP_PUB, IDX_SEDP_SUB] {
             if let Some(w) = self.writers[i].as_mut() {
-                w.proxies.retain(|p| p.guid.prefix != prefix);
+                w.proxies.retain(|p| !set.contains(&p.guid.prefix));
                 w.proxies_changed();
             }
             if let Some(r) = self.readers[i].as_mut() {
-                r.proxies.retain(|p| p.guid.prefix != prefix);
+                r.proxies.retain(|p| !set.contains(&p.guid.prefix));
             }
         }
         let mut ws: Vec<Guid> = self
             .remote_writers
             .keys()
-            .filter(|g| g.prefix == prefix)
+            .filter(|g| set.contains(&g.prefix))
             .copied()
             .collect();
         ws.sort_unstable();
@@ -61,14 +74,16 @@ impl Participant {
         let mut rs: Vec<Guid> = self
             .remote_readers
             .keys()
-            .filter(|g| g.prefix == prefix)
+            .filter(|g| set.contains(&g.prefix))
             .copied()
             .collect();
         rs.sort_unstable();
         for g in rs {
             self.remove_remote_reader(g);
         }
-        self.events.push_back(Event::ParticipantLost { prefix });
+        for prefix in gone {
+            self.events.push_back(Event::ParticipantLost { prefix });
+        }
     }
 
     /// Writes the lease renewal cached in `heard` back to `participants`.
@@ -123,6 +138,9 @@ impl Participant {
                 let set = data.builtin_endpoints;
                 // The lease duration may have shrunk.
                 self.work.arm(now.saturating_add(data.lease_duration));
+                self.next_lease_check = self
+                    .next_lease_check
+                    .min(now.saturating_add(data.lease_duration));
                 p.data = data;
                 self.match_builtins(prefix, set);
                 self.refresh_locators(prefix);
@@ -134,6 +152,9 @@ impl Participant {
         }
         let set = data.builtin_endpoints;
         self.work.arm(now.saturating_add(data.lease_duration));
+        self.next_lease_check = self
+            .next_lease_check
+            .min(now.saturating_add(data.lease_duration));
         self.participants.insert(
             prefix,
             RemoteParticipant {

@@ -505,3 +505,80 @@ fn an_spdp_dispose_removes_only_its_sender() {
     }
     assert_eq!(a.discovered_participants(), vec![prefix(3)]);
 }
+
+/// A reliable reader that stops answering (crashed before its lease ends, or a fake
+/// participant whose locators nobody listens on) is heartbeated ten times, then one time in
+/// ten until it answers again.
+#[test]
+fn unresponsive_readers_are_heartbeated_less_often() {
+    let ms = core::time::Duration::from_millis(1);
+    let mut a = Participant::new(cfg(1), Timestamp(0));
+    let w = a.create_writer(wattrs(false), Timestamp(0)).unwrap();
+    let mut b = Participant::new(cfg(2), Timestamp(0));
+    let mut ra = rattrs(false);
+    ra.qos.reliability = Reliability::RELIABLE;
+    let r = b.create_reader(ra, Timestamp(0)).unwrap();
+    let mut t = Timestamp(0);
+    let exchange = |a: &mut Participant, b: &mut Participant, t: Timestamp, to_b: bool| {
+        for p in [&mut *a, &mut *b] {
+            if p.poll_timeout().is_some_and(|d| d <= t) {
+                p.handle_timeout(t);
+            }
+        }
+        let from_a = drain(a, t);
+        for (d, _) in drain(b, t) {
+            a.handle_datagram(t, None, &d);
+        }
+        if to_b {
+            for (d, _) in &from_a {
+                b.handle_datagram(t, None, d);
+            }
+        }
+        from_a
+    };
+    while a.matched_reader_count(w) == 0 && t.0 < 2_000_000_000 {
+        t = t.saturating_add(ms);
+        exchange(&mut a, &mut b, t, true);
+    }
+    assert_eq!(a.matched_reader_count(w), 1);
+    for _ in 0..500 {
+        t = t.saturating_add(ms);
+        exchange(&mut a, &mut b, t, true);
+    }
+    let req = WriteRequest {
+        kind: ChangeKind::Alive,
+        key_hash: None,
+        serialized_payload: &[0, 1, 0, 0, 7],
+        source_timestamp: None,
+    };
+    a.write(w, req, t).unwrap();
+    // b goes silent for 10 s (less than its 20 s lease): what does a send to its user locator?
+    let b_user = cfg(2).default_unicast_locators[0];
+    let mut to_b = 0;
+    for _ in 0..10_000 {
+        t = t.saturating_add(ms);
+        for (_, dst) in exchange(&mut a, &mut b, t, false) {
+            if dst.contains(&b_user) {
+                to_b += 1;
+            }
+        }
+    }
+    // 10 s of 100 ms periods: 100 HEARTBEATs (plus the first tail-loss probes) before; now
+    // about ten, then one a second.
+    eprintln!("{to_b} datagrams to the silent reader");
+    assert!(
+        (10..=30).contains(&to_b),
+        "{to_b} datagrams to the silent reader"
+    );
+    assert!(a.stats().unresponsive_heartbeats_skipped >= 70);
+    // b answers again: it gets the sample and heartbeats are back to every period.
+    for _ in 0..2_000 {
+        t = t.saturating_add(ms);
+        exchange(&mut a, &mut b, t, true);
+    }
+    assert!(
+        b.take_sample(r).is_some(),
+        "the sample reached b once it answered"
+    );
+    assert!(a.is_acknowledged_by_all(w));
+}

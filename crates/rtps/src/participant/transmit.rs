@@ -152,7 +152,13 @@ impl Participant {
             }
             let room = r.room();
             let reader_eid = r.guid.entity_id;
-            for p in r.proxies.iter_mut().filter(|p| p.ack_pending) {
+            let n = r.proxies.len();
+            let start = r.ack_cursor.min(n);
+            for i in (start..n).chain(0..start) {
+                let p = &mut r.proxies[i];
+                if !p.ack_pending {
+                    continue;
+                }
                 if p.locators.is_empty() {
                     p.ack_pending = false;
                     continue;
@@ -234,6 +240,7 @@ impl Participant {
                         self.stats.sent_nack_frags += 1;
                     }
                     fill_dests(out, p.locators.iter());
+                    r.ack_cursor = i;
                     return Some(e.len());
                 }
             }
@@ -478,7 +485,10 @@ impl Participant {
             let last = w.pushed;
             let first = w.hb_first().min(last + 1);
             let writer_eid = w.guid.entity_id;
-            for p in w.proxies.iter_mut() {
+            let n = w.proxies.len();
+            let start = w.repair_cursor.min(n);
+            for i in (start..n).chain(0..start) {
+                let p = &mut w.proxies[i];
                 let repairs_due = p.repairs_requested() && now >= p.repair_due;
                 if !p.reliable || !(p.gap_pending || p.hb_pending || repairs_due) {
                     continue;
@@ -599,6 +609,7 @@ impl Participant {
                     p.hb_pending = false;
                 }
                 fill_dests(out, p.locators.iter());
+                w.repair_cursor = i;
                 return Some(e.len());
             }
             w.repair_work = w.proxies.iter().any(ReaderProxy::has_repair_work);

@@ -84,15 +84,20 @@ impl Participant {
             self.next_spdp = now.saturating_add(period);
         }
         self.flush_heard();
-        let mut expired: Vec<GuidPrefix> = self
-            .participants
-            .iter()
-            .filter(|(_, p)| now >= p.last_heard.saturating_add(p.data.lease_duration))
-            .map(|(k, _)| *k)
-            .collect();
-        expired.sort_unstable();
-        for prefix in expired {
-            self.remove_participant(prefix);
+        if now >= self.next_lease_check {
+            let mut expired: Vec<GuidPrefix> = Vec::new();
+            let mut next = Timestamp(u64::MAX);
+            for (k, p) in &self.participants {
+                let end = p.last_heard.saturating_add(p.data.lease_duration);
+                if now >= end {
+                    expired.push(*k);
+                } else {
+                    next = next.min(end);
+                }
+            }
+            self.next_lease_check = next;
+            expired.sort_unstable();
+            self.remove_participants(&expired);
         }
         // Best effort: incomplete fragmented samples expire.
         let timeout = self.config.reassembly.best_effort_timeout;
@@ -118,6 +123,14 @@ impl Participant {
                 Some(_) => {
                     let last = w.last_sn;
                     for p in w.proxies.iter_mut().filter(|p| p.lagging(last)) {
+                        p.unanswered_hbs = p.unanswered_hbs.saturating_add(1);
+                        if p.unanswered_hbs > MAX_UNANSWERED_HEARTBEATS
+                            && p.unanswered_hbs % UNRESPONSIVE_HEARTBEAT_DIVISOR != 0
+                        {
+                            // Unresponsive: heartbeated less often until it answers.
+                            self.stats.unresponsive_heartbeats_skipped += 1;
+                            continue;
+                        }
                         p.hb_pending = true;
                         self.work.watch_reader_proxy(&mut w.repair_work, p);
                     }

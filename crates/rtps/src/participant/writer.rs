@@ -50,6 +50,10 @@ pub(super) struct LocalWriter {
     /// Some proxy may have repair work ([`ReaderProxy::has_repair_work`]);
     /// false guarantees none has (see [`Work`]).
     pub(super) repair_work: bool,
+    /// Where the next scan for repair work starts (the proxy served last):
+    /// a scan from the first proxy each time costs O(proxies²) per round of
+    /// HEARTBEATs to thousands of readers.
+    pub(super) repair_cursor: usize,
     /// How new data is pushed, derived from `proxies`; `None` after they (or
     /// their locators) changed: every such place calls
     /// [`LocalWriter::proxies_changed`].
@@ -155,6 +159,7 @@ impl LocalWriter {
             recovery_sn: 0,
             recovery_at: Timestamp(0),
             repair_work: false,
+            repair_cursor: 0,
             plan: None,
             sizes: Sizes {
                 max_data: 0,

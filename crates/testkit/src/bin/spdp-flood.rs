@@ -4,7 +4,9 @@
 //! Each fake participant is a real SPDP announcement (made by the sans-IO engine) with its GUID
 //! prefix replaced by a distinct one; its metatraffic and user locators are 127.0.0.1 with a
 //! port nobody listens on (`--bogus-port`), so whatever a victim sends to them stays on
-//! loopback and is refused there. Only loopback targets are accepted.
+//! loopback and is refused there. `--bogus-address` names another locator address: use it only
+//! inside a network namespace, where what the victim sends there cannot leave. Only loopback
+//! targets are accepted.
 //!
 //! ```text
 //! spdp-flood --target 127.0.0.1:7410 --target 127.0.0.1:7412 --count 50000 --seconds 10
@@ -16,19 +18,21 @@ use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use ferrodds_rtps::{GuidPrefix, Locator, Participant, ParticipantConfig, Timestamp};
+use ferrodds_testkit::flood::SpdpFlood;
 
 struct Args {
     targets: Vec<SocketAddrV4>,
     count: u32,
     seconds: f64,
     bogus_port: u16,
+    bogus_address: Ipv4Addr,
+    lease: f64,
     domain: u32,
 }
 
 fn usage() -> &'static str {
     "usage: spdp-flood --target 127.0.0.1:PORT [--target ...] [--count N (50000)] \
-     [--seconds S (10)] [--bogus-port P (9)] [--domain D (0)]"
+     [--seconds S (10)] [--bogus-port P (9)] [--bogus-address A (127.0.0.1)] [--lease S (20)] [--domain D (0)]"
 }
 
 fn parse() -> Result<Args, String> {
@@ -37,6 +41,8 @@ fn parse() -> Result<Args, String> {
         count: 50_000,
         seconds: 10.0,
         bogus_port: 9,
+        bogus_address: Ipv4Addr::LOCALHOST,
+        lease: 20.0,
         domain: 0,
     };
     let mut it = std::env::args().skip(1);
@@ -64,6 +70,16 @@ fn parse() -> Result<Args, String> {
             "--bogus-port" => {
                 a.bogus_port = v()?.parse().map_err(|e| format!("--bogus-port: {e}"))?
             }
+            "--bogus-address" => {
+                let s = v()?;
+                a.bogus_address = s.parse().map_err(|e| format!("--bogus-address {s}: {e}"))?
+            }
+            "--lease" => {
+                a.lease = v()?.parse().map_err(|e| format!("--lease: {e}"))?;
+                if !(a.lease.is_finite() && a.lease > 0.0 && a.lease < 1e6) {
+                    return Err("--lease must be a number of seconds".into());
+                }
+            }
             "--domain" => a.domain = v()?.parse().map_err(|e| format!("--domain: {e}"))?,
             "-h" | "--help" => return Err(usage().into()),
             _ => return Err(format!("unknown option {k}\n{}", usage())),
@@ -75,31 +91,6 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
-/// One SPDP announcement of a participant with `template` as its GUID prefix.
-fn template(domain: u32, prefix: GuidPrefix, bogus_port: u16) -> Vec<u8> {
-    let bogus = Locator::udpv4(Ipv4Addr::LOCALHOST, bogus_port);
-    let cfg = ParticipantConfig {
-        domain_id: domain,
-        guid_prefix: prefix,
-        metatraffic_unicast_locators: vec![bogus],
-        default_unicast_locators: vec![bogus],
-        spdp_destinations: vec![bogus],
-        ..ParticipantConfig::default()
-    };
-    let mut p = Participant::new(cfg, Timestamp(0));
-    let mut buf = vec![0u8; 65_536];
-    for ms in 0..100u64 {
-        let now = Timestamp(ms * 1_000_000);
-        if p.poll_timeout().is_some_and(|t| t <= now) {
-            p.handle_timeout(now);
-        }
-        if let Some(t) = p.poll_transmit(now, &mut buf) {
-            return buf[..t.len].to_vec();
-        }
-    }
-    Vec::new()
-}
-
 fn main() -> ExitCode {
     let args = match parse() {
         Ok(a) => a,
@@ -108,19 +99,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // A recognisable prefix whose last 4 bytes are replaced per fake participant.
-    let base = GuidPrefix([0x01, 0xfd, 0xf1, 0x00, 0xd0, 0x0d, 0xf1, 0x00, 0, 0, 0, 0]);
-    let tpl = template(args.domain, base, args.bogus_port);
-    let spots: Vec<usize> = tpl
-        .windows(12)
-        .enumerate()
-        .filter(|(_, w)| *w == base.0)
-        .map(|(i, _)| i)
-        .collect();
-    if tpl.is_empty() || spots.is_empty() {
+    let Some(mut flood) = SpdpFlood::new(
+        args.domain,
+        (args.bogus_address, args.bogus_port),
+        Duration::from_secs_f64(args.lease),
+    ) else {
         eprintln!("spdp-flood: could not make an SPDP announcement");
         return ExitCode::FAILURE;
-    }
+    };
     let sock = match UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)) {
         Ok(s) => s,
         Err(e) => {
@@ -130,15 +116,12 @@ fn main() -> ExitCode {
     };
     let start = Instant::now();
     let per = Duration::from_secs_f64(args.seconds / f64::from(args.count.max(1)));
-    let mut msg = tpl.clone();
     let mut sent = 0u64;
     for i in 0..args.count {
-        for &s in &spots {
-            msg[s + 8..s + 12].copy_from_slice(&(i + 1).to_be_bytes());
-        }
+        let msg = flood.announcement(i);
         for t in &args.targets {
             // (A refused datagram is what a flood expects; keep going.)
-            if sock.send_to(&msg, t).is_ok() {
+            if sock.send_to(msg, t).is_ok() {
                 sent += 1;
             }
         }

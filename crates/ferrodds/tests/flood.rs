@@ -1,0 +1,176 @@
+//! Hostile networks: a flood of fake SPDP participants (as one misbehaving host on a plant
+//! network could announce) must not starve user data, must stay within bounded memory, and the
+//! fakes must expire by lease once the flood stops.
+//!
+//! Two participants on loopback run a reliable flow at a fixed rate while 20,000 fake
+//! participants, whose locators are a loopback port nobody listens on, are announced to both
+//! participants' SPDP unicast ports in 4 s.
+
+mod common;
+
+use std::net::{Ipv4Addr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use common::*;
+use ferrodds::cdr::types::TestData;
+use ferrodds::{DataReaderQos, DataWriterQos, PublisherQos, SubscriberQos, TopicQos};
+use ferrodds_testkit::flood::SpdpFlood;
+
+const DOMAIN: u32 = 158;
+const FAKES: u32 = 20_000;
+const FLOOD: Duration = Duration::from_secs(4);
+const FAKE_LEASE: Duration = Duration::from_secs(3);
+/// The flow: this many samples per second for `FLOW` (the flood runs from its second 1).
+const RATE: u32 = 1_000;
+const FLOW: Duration = Duration::from_secs(6);
+/// Share of the flow's samples that must go out on time: 95 % (the target; optimised builds
+/// keep 99–100 %), 90 % in unoptimised test builds, where the engine's per-datagram work costs
+/// about ten times as much (measured 96.6–99.6 % there).
+const MIN_KEPT_PERCENT: u32 = if cfg!(debug_assertions) { 90 } else { 95 };
+/// Resident memory the flood may add (the participants keep at most 4,096 remote
+/// participants each; measured about 21 MiB).
+const MAX_RSS_GROWTH_KIB: u64 = 64 * 1024;
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Takes samples until `n` arrived (or `WAIT` passes).
+fn collect(reader: &ferrodds::DataReader<TestData>, n: usize) -> Vec<ferrodds::Sample<TestData>> {
+    let deadline = Instant::now() + WAIT;
+    let mut out = Vec::new();
+    while out.len() < n && Instant::now() < deadline {
+        let _ = reader.wait_for_data(Duration::from_millis(100));
+        out.extend(
+            reader
+                .take()
+                .unwrap()
+                .into_iter()
+                .filter(|s| s.info.valid_data),
+        );
+    }
+    out
+}
+
+fn spdp_unicast_port(domain: u32, participant_id: u32) -> u16 {
+    (7400 + 250 * domain + 10 + 2 * participant_id) as u16
+}
+
+#[test]
+fn spdp_flood_does_not_starve_user_data_and_expires_by_lease() {
+    with_timeout(90, || {
+        let a = participant(DOMAIN);
+        let b = participant(DOMAIN);
+        let ta = a
+            .create_topic::<TestData>("flooded", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestData>("flooded", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(
+                &ta,
+                DataWriterQos::default()
+                    .reliable()
+                    .keep_all()
+                    .max_blocking_time(Duration::from_secs(10)),
+            )
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
+        let targets = [
+            (
+                Ipv4Addr::LOCALHOST,
+                spdp_unicast_port(DOMAIN, a.participant_id()),
+            ),
+            (
+                Ipv4Addr::LOCALHOST,
+                spdp_unicast_port(DOMAIN, b.participant_id()),
+            ),
+        ];
+        let rss_before = rss_kib();
+
+        let flood = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            let mut f = SpdpFlood::new(DOMAIN, (Ipv4Addr::LOCALHOST, 9), FAKE_LEASE)
+                .expect("an SPDP announcement");
+            let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+            let start = Instant::now();
+            let mut peak = 0;
+            for i in 0..FAKES {
+                let msg = f.announcement(i);
+                for t in targets {
+                    let _ = sock.send_to(msg, t);
+                }
+                if i % 1000 == 0 {
+                    peak = peak.max(rss_kib());
+                }
+                let due = FLOOD * (i + 1) / FAKES;
+                if let Some(d) = due.checked_sub(start.elapsed()) {
+                    std::thread::sleep(d);
+                }
+            }
+            (start.elapsed(), peak.max(rss_kib()))
+        });
+
+        // The flow: samples at a fixed rate (a late write does not catch up).
+        let start = Instant::now();
+        let n = RATE * FLOW.as_secs() as u32;
+        let mut written = 0u32;
+        for i in 0..n {
+            let due = FLOW * i / n;
+            match due.checked_sub(start.elapsed()) {
+                Some(d) => std::thread::sleep(d),
+                None if start.elapsed() > due + Duration::from_millis(50) => continue,
+                None => {}
+            }
+            let mut s = test_data(written);
+            s.bin_data = vec![7; 1024];
+            w.write(&s).unwrap();
+            written += 1;
+        }
+        let (flood_took, rss_peak) = flood.join().unwrap();
+        w.wait_for_acknowledgments(WAIT).unwrap();
+        let samples = collect(&r, written as usize);
+        let fakes_a = a.discovered_participants().len() - 1;
+        eprintln!(
+            "flood: {FAKES} fakes in {flood_took:?}; flow wrote {written} of {n} samples, \
+             {} received; RSS {rss_before} -> peak {rss_peak} KiB; a knows {fakes_a} fakes",
+            samples.len()
+        );
+        assert!(
+            written >= n * MIN_KEPT_PERCENT / 100,
+            "the flow kept {written} of {n} samples on time"
+        );
+        assert_eq!(samples.len(), written as usize, "nothing lost");
+        for (i, s) in samples.iter().enumerate() {
+            assert_eq!(s.data.as_ref().unwrap().seq_num, i as u32, "order");
+        }
+        assert!(
+            rss_peak.saturating_sub(rss_before) <= MAX_RSS_GROWTH_KIB,
+            "RSS grew from {rss_before} to {rss_peak} KiB"
+        );
+        // The fakes expire by lease once the flood stops (lease 3 s, checked every second).
+        let deadline = Instant::now() + FAKE_LEASE + Duration::from_secs(5);
+        while Instant::now() < deadline
+            && (a.discovered_participants().len() > 1 || b.discovered_participants().len() > 1)
+        {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert_eq!(a.discovered_participants(), vec![b.guid_prefix()]);
+        assert_eq!(b.discovered_participants(), vec![a.guid_prefix()]);
+    });
+}
