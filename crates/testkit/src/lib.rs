@@ -39,6 +39,7 @@
 //!   period of an asynchronous publisher would.
 #![forbid(unsafe_code)]
 
+pub mod engine_input;
 pub mod flood;
 
 use std::cmp::Reverse;
