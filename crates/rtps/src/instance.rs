@@ -264,7 +264,8 @@ impl ReaderCache {
     }
 
     /// No writer is left: every alive instance becomes `NotAliveNoWriters`
-    /// (disposed ones stay disposed).
+    /// (disposed ones stay disposed), and instances without queued samples
+    /// are reclaimed (no writer can bring them back to life but a new one).
     pub(crate) fn no_writers(&mut self) {
         let mark = |i: &mut ReaderInstance| {
             if i.state == InstanceState::Alive {
@@ -273,8 +274,12 @@ impl ReaderCache {
         };
         if let Some(i) = self.instances.unkeyed.as_mut() {
             mark(i);
+            if i.queue.is_empty() {
+                self.instances.unkeyed = None;
+            }
         }
         self.instances.keyed.values_mut().for_each(mark);
+        self.instances.keyed.retain(|_, i| !i.queue.is_empty());
     }
 
     /// Queues `s`; with `depth`, first drops the instance's oldest queued
@@ -337,9 +342,16 @@ impl ReaderCache {
                 self.live -= 1;
                 let e = inst.queue.pop_front()?;
                 self.unread -= usize::from(!e.read);
+                let instance_state = inst.state;
+                if inst.queue.is_empty() && instance_state == InstanceState::NotAliveNoWriters {
+                    // No writer and nothing left to take: the instance's resources are
+                    // reclaimed (a writer of ever new keys that unregisters them must not
+                    // grow this map for ever); a later sample starts it anew.
+                    self.instances.remove(key.as_ref());
+                }
                 return Some(TakenSample {
                     sample: e.sample,
-                    instance_state: inst.state,
+                    instance_state,
                     read: e.read,
                 });
             }
@@ -419,6 +431,42 @@ mod tests {
         );
         assert_eq!(c.instance_state(Some(&[9; 16])), None);
         assert_eq!(c.instance_count(), 3);
+    }
+
+    #[test]
+    fn instances_without_writers_or_samples_are_reclaimed() {
+        let mut c = ReaderCache::new(3);
+        // A writer of ever new keys that unregisters each: nothing stays once taken.
+        for k in 0..200u8 {
+            c.push(s(k, 2 * i64::from(k), ChangeKind::Alive), None);
+            c.push(
+                s(k, 2 * i64::from(k) + 1, ChangeKind::NotAliveUnregistered),
+                None,
+            );
+        }
+        assert_eq!(c.instance_count(), 200);
+        let taken: Vec<InstanceState> = core::iter::from_fn(|| c.pop())
+            .map(|t| t.instance_state)
+            .collect();
+        assert_eq!(taken.len(), 400);
+        assert!(taken.iter().all(|s| *s == InstanceState::NotAliveNoWriters));
+        assert_eq!(c.instance_count(), 0);
+        // Alive and disposed instances stay while writers may write them again...
+        c.push(s(1, 500, ChangeKind::Alive), None);
+        c.push(s(2, 501, ChangeKind::NotAliveDisposed), None);
+        c.push(s(3, 502, ChangeKind::Alive), None);
+        while c.pop().is_some() {}
+        assert_eq!(c.instance_count(), 3);
+        c.push(s(3, 503, ChangeKind::Alive), None);
+        // ...until no writer is left: those without queued samples go at once.
+        c.no_writers();
+        assert_eq!(c.instance_count(), 1);
+        assert_eq!(
+            c.instance_state(Some(&[3; 16])),
+            Some(InstanceState::NotAliveNoWriters)
+        );
+        assert!(c.pop().is_some());
+        assert_eq!(c.instance_count(), 0);
     }
 
     #[test]

@@ -182,10 +182,9 @@ fn main() {
         b.reader_instance_state(r, &key(0)),
         Some(InstanceState::NotAliveDisposed)
     );
-    assert_eq!(
-        b.reader_instance_state(r, &key(1)),
-        Some(InstanceState::NotAliveNoWriters)
-    );
+    // Unregistered and every sample taken: the instance is reclaimed.
+    assert_eq!(b.reader_instance_state(r, &key(1)), None);
+    assert_eq!(b.reader_instance_count(r), N as usize - 1);
     assert_eq!(
         b.reader_instance_state(r, &key(2)),
         Some(InstanceState::Alive)
