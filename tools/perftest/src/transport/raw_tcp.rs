@@ -448,13 +448,33 @@ enum ReadOutcome {
 
 impl Conn {
     fn new(stream: TcpStream, channel: Option<Box<dyn SecureChannel>>) -> Conn {
-        Conn {
+        let mut c = Conn {
             stream,
             buf: vec![0; READ_CHUNK],
             start: 0,
             end: 0,
             tls: channel.map(|c| (c, vec![0; READ_CHUNK])),
+        };
+        // Records that arrived with the end of the handshake are already inside the channel:
+        // open them now, or a ping among them waits for the next bytes on the socket (which,
+        // in a ping-pong, never come).
+        if let Some((channel, _)) = &mut c.tls {
+            let mut plain = std::mem::take(&mut c.buf);
+            plain.truncate(0);
+            let mut reply = Vec::new();
+            let r = channel.open(&[], &mut plain, &mut reply);
+            c.end = plain.len();
+            let len = plain.len().max(READ_CHUNK);
+            plain.resize(len, 0);
+            c.buf = plain;
+            if !reply.is_empty() {
+                let _ = c.stream.write_all(&reply);
+            }
+            if let Err(e) = r {
+                eprintln!("raw TLS: a record after the handshake: {e}");
+            }
         }
+        c
     }
 
     /// Delivers every complete frame buffered; `Err` on a frame above `max_frame`.
