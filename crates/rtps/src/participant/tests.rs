@@ -600,21 +600,20 @@ fn a_replayed_session_is_not_delivered_twice() {
     let r = b.create_reader(ra, Timestamp(0)).unwrap();
     let mut t = Timestamp(0);
     let mut captured: Vec<Vec<u8>> = Vec::new();
-    let step =
-        |a: &mut Participant, b: &mut Participant, t: Timestamp, cap: &mut Vec<Vec<u8>>| {
-            for p in [&mut *a, &mut *b] {
-                if p.poll_timeout().is_some_and(|d| d <= t) {
-                    p.handle_timeout(t);
-                }
+    let step = |a: &mut Participant, b: &mut Participant, t: Timestamp, cap: &mut Vec<Vec<u8>>| {
+        for p in [&mut *a, &mut *b] {
+            if p.poll_timeout().is_some_and(|d| d <= t) {
+                p.handle_timeout(t);
             }
-            for (d, _) in drain(a, t) {
-                b.handle_datagram(t, None, &d);
-                cap.push(d);
-            }
-            for (d, _) in drain(b, t) {
-                a.handle_datagram(t, None, &d);
-            }
-        };
+        }
+        for (d, _) in drain(a, t) {
+            b.handle_datagram(t, None, &d);
+            cap.push(d);
+        }
+        for (d, _) in drain(b, t) {
+            a.handle_datagram(t, None, &d);
+        }
+    };
     while a.matched_reader_count(w) == 0 && t.0 < 2_000_000_000 {
         t = t.saturating_add(ms);
         step(&mut a, &mut b, t, &mut captured);
