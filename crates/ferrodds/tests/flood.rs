@@ -150,11 +150,17 @@ fn spdp_flood_does_not_starve_user_data_and_expires_by_lease() {
         w.wait_for_acknowledgments(WAIT).unwrap();
         let samples = collect(&r, written as usize);
         let fakes_a = a.discovered_participants().len() - 1;
+        let refused = a.engine_stats().refused_participants;
         eprintln!(
             "flood: {FAKES} fakes in {flood_took:?}; flow wrote {written} of {n} samples, \
-             {} received; RSS {rss_before} -> peak {rss_peak} KiB; a knows {fakes_a} fakes",
+             {} received; RSS {rss_before} -> peak {rss_peak} KiB; a knows {fakes_a} fakes, \
+             refused {refused}",
             samples.len()
         );
+        // More fakes than the bound: the rest were refused, and counted.
+        if fakes_a >= 4_000 {
+            assert!(refused > 0, "a knows {fakes_a} fakes and refused none");
+        }
         assert!(
             written >= n * MIN_KEPT_PERCENT / 100,
             "the flow kept {written} of {n} samples on time"

@@ -303,6 +303,13 @@ pub struct Stats {
     /// Periodic HEARTBEATs not sent to unresponsive readers (no ACKNACK for
     /// ten HEARTBEATs: heartbeated one time in ten until they answer).
     pub unresponsive_heartbeats_skipped: u64,
+    /// SPDP announcements of new participants ignored because 4,096 remote
+    /// participants are known already (the bound on what a flood can make
+    /// us keep).
+    pub refused_participants: u64,
+    /// SEDP announcements of new remote endpoints ignored because 16,384
+    /// remote writers (or readers) are known already.
+    pub refused_endpoints: u64,
     /// Datagrams produced by `poll_transmit`.
     pub sent_datagrams: u64,
     /// DATA submessages sent (including repairs).

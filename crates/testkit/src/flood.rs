@@ -72,3 +72,37 @@ impl SpdpFlood {
         prefix.0[..8] == BASE.0[..8]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A participant keeps at most 4,096 remote participants; the announcements beyond are
+    /// refused and counted, and every fake expires by its lease.
+    #[test]
+    fn remote_participants_are_bounded_and_refusals_counted() {
+        let mut f =
+            SpdpFlood::new(0, (Ipv4Addr::LOCALHOST, 9), Duration::from_secs(2)).expect("seed");
+        let cfg = ParticipantConfig {
+            guid_prefix: GuidPrefix([1, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
+            metatraffic_unicast_locators: vec![Locator::udpv4(Ipv4Addr::LOCALHOST, 7410)],
+            default_unicast_locators: vec![Locator::udpv4(Ipv4Addr::LOCALHOST, 7411)],
+            ..ParticipantConfig::default()
+        };
+        let mut p = Participant::new(cfg, Timestamp(0));
+        let t = Timestamp(1_000_000);
+        for i in 0..5_000 {
+            p.handle_datagram(t, None, f.announcement(i));
+        }
+        assert_eq!(p.discovered_participants().len(), 4_096);
+        assert!(p
+            .discovered_participants()
+            .into_iter()
+            .all(SpdpFlood::is_fake));
+        assert_eq!(p.stats().refused_participants, 904);
+        // Past their 2 s lease they are gone.
+        let later = Timestamp(3_100_000_000);
+        p.handle_timeout(later);
+        assert!(p.discovered_participants().is_empty());
+    }
+}

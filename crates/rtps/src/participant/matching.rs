@@ -161,6 +161,7 @@ impl Participant {
         if !self.remote_writers.contains_key(&data.guid)
             && self.remote_writers.len() >= MAX_REMOTE_ENDPOINTS
         {
+            self.stats.refused_endpoints += 1;
             return;
         }
         for ri in FIRST_USER..self.readers.len() {
@@ -173,6 +174,7 @@ impl Participant {
         if !self.remote_readers.contains_key(&data.guid)
             && self.remote_readers.len() >= MAX_REMOTE_ENDPOINTS
         {
+            self.stats.refused_endpoints += 1;
             return;
         }
         for wi in FIRST_USER..self.writers.len() {

@@ -148,6 +148,7 @@ impl Participant {
             return;
         }
         if self.participants.len() >= MAX_PARTICIPANTS {
+            self.stats.refused_participants += 1;
             return;
         }
         let set = data.builtin_endpoints;
