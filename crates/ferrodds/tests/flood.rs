@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use ferrodds::cdr::types::TestData;
-use ferrodds::{DataReaderQos, DataWriterQos, PublisherQos, SubscriberQos, TopicQos};
+use ferrodds::{
+    DataReader, DataReaderQos, DataWriter, DataWriterQos, DomainParticipant, PublisherQos,
+    SubscriberQos, TopicQos,
+};
 use ferrodds_testkit::flood::SpdpFlood;
 
 const DOMAIN: u32 = 158;
@@ -46,7 +49,7 @@ fn rss_kib() -> u64 {
 }
 
 /// Takes samples until `n` arrived (or `WAIT` passes).
-fn collect(reader: &ferrodds::DataReader<TestData>, n: usize) -> Vec<ferrodds::Sample<TestData>> {
+fn collect(reader: &DataReader<TestData>, n: usize) -> Vec<ferrodds::Sample<TestData>> {
     let deadline = Instant::now() + WAIT;
     let mut out = Vec::new();
     while out.len() < n && Instant::now() < deadline {
@@ -62,6 +65,85 @@ fn collect(reader: &ferrodds::DataReader<TestData>, n: usize) -> Vec<ferrodds::S
     out
 }
 
+/// Two loopback participants in `domain` with a matched reliable KEEP_ALL writer (in the first)
+/// and reader (in the second) on `topic`.
+fn matched_pair(
+    domain: u32,
+    topic: &str,
+) -> (
+    DomainParticipant,
+    DomainParticipant,
+    DataWriter<TestData>,
+    DataReader<TestData>,
+) {
+    let a = participant(domain);
+    let b = participant(domain);
+    let ta = a
+        .create_topic::<TestData>(topic, TopicQos::default())
+        .unwrap();
+    let tb = b
+        .create_topic::<TestData>(topic, TopicQos::default())
+        .unwrap();
+    let w = a
+        .create_publisher(PublisherQos::default())
+        .unwrap()
+        .create_datawriter(
+            &ta,
+            DataWriterQos::default()
+                .reliable()
+                .keep_all()
+                .max_blocking_time(Duration::from_secs(10)),
+        )
+        .unwrap();
+    let r = b
+        .create_subscriber(SubscriberQos::default())
+        .unwrap()
+        .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+        .unwrap();
+    assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
+    (a, b, w, r)
+}
+
+/// The flow: 1024 B samples at [`RATE`] for [`FLOW`], each at its due time (a write more
+/// than 50 ms late is skipped, not caught up). Returns (written, scheduled).
+fn run_flow(w: &DataWriter<TestData>) -> (u32, u32) {
+    let start = Instant::now();
+    let n = RATE * FLOW.as_secs() as u32;
+    let mut written = 0u32;
+    for i in 0..n {
+        let due = FLOW * i / n;
+        match due.checked_sub(start.elapsed()) {
+            Some(d) => std::thread::sleep(d),
+            None if start.elapsed() > due + Duration::from_millis(50) => continue,
+            None => {}
+        }
+        let mut s = test_data(written);
+        s.bin_data = vec![7; 1024];
+        w.write(&s).unwrap();
+        written += 1;
+    }
+    (written, n)
+}
+
+/// Waits until the flow is acknowledged and takes the `written` samples.
+fn acknowledged_and_received(
+    w: &DataWriter<TestData>,
+    r: &DataReader<TestData>,
+    written: u32,
+) -> Vec<ferrodds::Sample<TestData>> {
+    w.wait_for_acknowledgments(WAIT).unwrap();
+    collect(r, written as usize)
+}
+
+/// Enough of the flow went out on time, and nothing written was lost.
+fn assert_flow_kept(written: u32, n: u32, received: usize) {
+    assert!(
+        written >= n * MIN_KEPT_PERCENT / 100,
+        "the flow kept {written} of {n} samples on time"
+    );
+    assert_eq!(received, written as usize, "nothing lost");
+}
+
 fn spdp_unicast_port(domain: u32, participant_id: u32) -> u16 {
     (7400 + 250 * domain + 10 + 2 * participant_id) as u16
 }
@@ -70,31 +152,7 @@ fn spdp_unicast_port(domain: u32, participant_id: u32) -> u16 {
 fn spdp_flood_does_not_starve_user_data_and_expires_by_lease() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     with_timeout(90, || {
-        let a = participant(DOMAIN);
-        let b = participant(DOMAIN);
-        let ta = a
-            .create_topic::<TestData>("flooded", TopicQos::default())
-            .unwrap();
-        let tb = b
-            .create_topic::<TestData>("flooded", TopicQos::default())
-            .unwrap();
-        let w = a
-            .create_publisher(PublisherQos::default())
-            .unwrap()
-            .create_datawriter(
-                &ta,
-                DataWriterQos::default()
-                    .reliable()
-                    .keep_all()
-                    .max_blocking_time(Duration::from_secs(10)),
-            )
-            .unwrap();
-        let r = b
-            .create_subscriber(SubscriberQos::default())
-            .unwrap()
-            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
-            .unwrap();
-        assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
+        let (a, b, w, r) = matched_pair(DOMAIN, "flooded");
         let targets = [
             (
                 Ipv4Addr::LOCALHOST,
@@ -130,25 +188,9 @@ fn spdp_flood_does_not_starve_user_data_and_expires_by_lease() {
             (start.elapsed(), peak.max(rss_kib()))
         });
 
-        // The flow: samples at a fixed rate (a late write does not catch up).
-        let start = Instant::now();
-        let n = RATE * FLOW.as_secs() as u32;
-        let mut written = 0u32;
-        for i in 0..n {
-            let due = FLOW * i / n;
-            match due.checked_sub(start.elapsed()) {
-                Some(d) => std::thread::sleep(d),
-                None if start.elapsed() > due + Duration::from_millis(50) => continue,
-                None => {}
-            }
-            let mut s = test_data(written);
-            s.bin_data = vec![7; 1024];
-            w.write(&s).unwrap();
-            written += 1;
-        }
+        let (written, n) = run_flow(&w);
         let (flood_took, rss_peak) = flood.join().unwrap();
-        w.wait_for_acknowledgments(WAIT).unwrap();
-        let samples = collect(&r, written as usize);
+        let samples = acknowledged_and_received(&w, &r, written);
         let fakes_a = a.discovered_participants().len() - 1;
         let refused = a.engine_stats().refused_participants;
         eprintln!(
@@ -161,11 +203,7 @@ fn spdp_flood_does_not_starve_user_data_and_expires_by_lease() {
         if fakes_a >= 4_000 {
             assert!(refused > 0, "a knows {fakes_a} fakes and refused none");
         }
-        assert!(
-            written >= n * MIN_KEPT_PERCENT / 100,
-            "the flow kept {written} of {n} samples on time"
-        );
-        assert_eq!(samples.len(), written as usize, "nothing lost");
+        assert_flow_kept(written, n, samples.len());
         for (i, s) in samples.iter().enumerate() {
             assert_eq!(s.data.as_ref().unwrap().seq_num, i as u32, "order");
         }
@@ -194,35 +232,11 @@ fn garbage_at_a_high_rate_is_dropped_and_counted() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     with_timeout(90, || {
         const D: u32 = 159;
-        let a = participant(D);
-        let b = participant(D);
-        let ta = a
-            .create_topic::<TestData>("garbage", TopicQos::default())
-            .unwrap();
-        let tb = b
-            .create_topic::<TestData>("garbage", TopicQos::default())
-            .unwrap();
-        let w = a
-            .create_publisher(PublisherQos::default())
-            .unwrap()
-            .create_datawriter(
-                &ta,
-                DataWriterQos::default()
-                    .reliable()
-                    .keep_all()
-                    .max_blocking_time(Duration::from_secs(10)),
-            )
-            .unwrap();
-        let r = b
-            .create_subscriber(SubscriberQos::default())
-            .unwrap()
-            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
-            .unwrap();
-        assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
+        let (a, b, w, r) = matched_pair(D, "garbage");
         let mut targets = Vec::new();
         for p in [&a, &b] {
             let meta = spdp_unicast_port(D, p.participant_id());
-            // Metatraffic unicast and user unicast (d1 = 10, d3 = 11).
+            // Metatraffic unicast, user unicast (d1 = 10, d3 = 11) and the SPDP multicast port.
             targets.push((Ipv4Addr::LOCALHOST, meta));
             targets.push((Ipv4Addr::LOCALHOST, meta + 1));
             targets.push((Ipv4Addr::LOCALHOST, (7400 + 250 * D) as u16));
@@ -283,24 +297,9 @@ fn garbage_at_a_high_rate_is_dropped_and_counted() {
             }
             sent
         });
-        let start = Instant::now();
-        let n = RATE * FLOW.as_secs() as u32;
-        let mut written = 0u32;
-        for i in 0..n {
-            let due = FLOW * i / n;
-            match due.checked_sub(start.elapsed()) {
-                Some(d) => std::thread::sleep(d),
-                None if start.elapsed() > due + Duration::from_millis(50) => continue,
-                None => {}
-            }
-            let mut s = test_data(written);
-            s.bin_data = vec![7; 1024];
-            w.write(&s).unwrap();
-            written += 1;
-        }
+        let (written, n) = run_flow(&w);
         let sent = garbage.join().unwrap();
-        w.wait_for_acknowledgments(WAIT).unwrap();
-        let samples = collect(&r, written as usize);
+        let samples = acknowledged_and_received(&w, &r, written);
         let dropped =
             b.engine_stats().malformed_datagrams + a.engine_stats().malformed_datagrams - before;
         eprintln!(
@@ -308,11 +307,7 @@ fn garbage_at_a_high_rate_is_dropped_and_counted() {
              {n}, {} received",
             samples.len()
         );
-        assert!(
-            written >= n * MIN_KEPT_PERCENT / 100,
-            "the flow kept {written} of {n} samples on time"
-        );
-        assert_eq!(samples.len(), written as usize, "nothing lost");
+        assert_flow_kept(written, n, samples.len());
         // Random bytes without the RTPS magic are dropped before the engine; the rest it
         // counts (some random datagrams may be dropped by the kernel under load).
         assert!(

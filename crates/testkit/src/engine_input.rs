@@ -45,17 +45,21 @@ fn config(n: u8) -> ParticipantConfig {
     }
 }
 
+fn reliability(reliable: bool) -> Reliability {
+    if reliable {
+        Reliability::RELIABLE
+    } else {
+        Reliability::BEST_EFFORT
+    }
+}
+
 fn writer_attrs(topic: &str, keyed: bool, reliable: bool) -> WriterAttributes {
     WriterAttributes {
         topic_name: topic.into(),
         type_name: "FuzzType".into(),
         keyed,
         qos: WriterQos {
-            reliability: if reliable {
-                Reliability::RELIABLE
-            } else {
-                Reliability::BEST_EFFORT
-            },
+            reliability: reliability(reliable),
             history: History::KeepAll,
             ..WriterQos::default()
         },
@@ -68,11 +72,7 @@ fn reader_attrs(topic: &str, keyed: bool, reliable: bool) -> ReaderAttributes {
         type_name: "FuzzType".into(),
         keyed,
         qos: ReaderQos {
-            reliability: if reliable {
-                Reliability::RELIABLE
-            } else {
-                Reliability::BEST_EFFORT
-            },
+            reliability: reliability(reliable),
             history: History::KeepAll,
             ..ReaderQos::default()
         },

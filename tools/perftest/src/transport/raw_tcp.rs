@@ -458,21 +458,8 @@ impl Conn {
         // Records that arrived with the end of the handshake are already inside the channel:
         // open them now, or a ping among them waits for the next bytes on the socket (which,
         // in a ping-pong, never come).
-        if let Some((channel, _)) = &mut c.tls {
-            let mut plain = std::mem::take(&mut c.buf);
-            plain.truncate(0);
-            let mut reply = Vec::new();
-            let r = channel.open(&[], &mut plain, &mut reply);
-            c.end = plain.len();
-            let len = plain.len().max(READ_CHUNK);
-            plain.resize(len, 0);
-            c.buf = plain;
-            if !reply.is_empty() {
-                let _ = c.stream.write_all(&reply);
-            }
-            if let Err(e) = r {
-                eprintln!("raw TLS: a record after the handshake: {e}");
-            }
+        if let Err(e) = c.open_tls(0) {
+            eprintln!("raw TLS: a record after the handshake: {e}");
         }
         c
     }
@@ -545,9 +532,24 @@ impl Conn {
             }
             Err(_) => return ReadOutcome::Closed,
         };
-        let Some((channel, wire)) = &mut self.tls else {
+        if self.tls.is_none() {
             self.end += n;
             return ReadOutcome::Data;
+        }
+        match self.open_tls(n) {
+            Ok(()) => ReadOutcome::Data,
+            Err(e) => {
+                eprintln!("raw TLS: closing a connection: {e}");
+                ReadOutcome::Closed
+            }
+        }
+    }
+
+    /// With TLS: opens the first `n` bytes of `wire` (and whatever the channel holds already)
+    /// into the buffer after what is there, and sends what the channel must answer.
+    fn open_tls(&mut self, n: usize) -> io::Result<()> {
+        let Some((channel, wire)) = &mut self.tls else {
+            return Ok(());
         };
         // Plaintext goes after what is buffered (the buffer grows as needed).
         let mut plain = std::mem::take(&mut self.buf);
@@ -561,13 +563,7 @@ impl Conn {
         if !reply.is_empty() {
             let _ = self.stream.write_all(&reply);
         }
-        match r {
-            Ok(()) => ReadOutcome::Data,
-            Err(e) => {
-                eprintln!("raw TLS: closing a connection: {e}");
-                ReadOutcome::Closed
-            }
-        }
+        r
     }
 }
 
