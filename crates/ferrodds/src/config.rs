@@ -147,6 +147,20 @@ pub struct Config {
     /// Most bytes held for reassembly of fragmented samples, per remote writer and reader /
     /// for the whole participant. Default: 32 MiB / 64 MiB.
     pub max_reassembly_bytes: (usize, usize),
+    /// Most samples under reassembly (incomplete) at once per remote writer and reader; a
+    /// fragment of a further sample is refused (and repaired later when reliable). Default:
+    /// 256.
+    pub max_reassembly_samples: usize,
+    /// Bounds on the discovery and out-of-order state remote peers can make the participant
+    /// keep: remote participants (default 4,096), remote endpoints (16,384 writers and as many
+    /// readers), endpoints of one remote participant (4,096), changes a reliable reader buffers
+    /// out of order per writer (32,768, and 256 MiB). What goes beyond is ignored and counted
+    /// in [`crate::DomainParticipant::engine_stats`] (`refused_participants`,
+    /// `refused_endpoints`, `out_of_order_overflows`); fragments refused by the reassembly
+    /// bounds above are counted in `reassembly_overflows`, and datagrams the kernel dropped
+    /// because the receive buffer ([`Config::recv_buffer_bytes`]) was full in
+    /// [`crate::DomainParticipant::transport_stats`] (`receive_buffer_drops`).
+    pub peer_limits: crate::PeerLimits,
     /// When set, every datagram sent and received by the participant is written to this
     /// pcapng file (synthetic Ethernet/IPv4/UDP headers, with direction). Default: `None`.
     pub capture_file: Option<PathBuf>,
@@ -191,6 +205,8 @@ impl Default for Config {
             fragment_size: 0,
             max_sample_size: 16 << 20,
             max_reassembly_bytes: (32 << 20, 64 << 20),
+            max_reassembly_samples: 256,
+            peer_limits: crate::PeerLimits::default(),
             capture_file: None,
             entity_name: None,
             transports: Transports::Udpv4,
@@ -366,6 +382,16 @@ impl Config {
     /// Sets [`Config::max_reassembly_bytes`] (per writer, per participant).
     pub fn max_reassembly_bytes(mut self, per_writer: usize, total: usize) -> Self {
         self.max_reassembly_bytes = (per_writer, total);
+        self
+    }
+    /// Sets [`Config::max_reassembly_samples`].
+    pub fn max_reassembly_samples(mut self, samples: usize) -> Self {
+        self.max_reassembly_samples = samples;
+        self
+    }
+    /// Sets [`Config::peer_limits`].
+    pub fn peer_limits(mut self, limits: crate::PeerLimits) -> Self {
+        self.peer_limits = limits;
         self
     }
     /// Sets [`Config::capture_file`].

@@ -80,6 +80,7 @@ pub use config::{
     ENV_STATS,
 };
 pub use error::{DdsError, DdsResult};
+pub use ferrodds_rtps::PeerLimits;
 pub use ferrodds_transport::{
     TransportKind, TransportStats, WanConfig, DEFAULT_TCP_PORT, DEFAULT_WAN_PORT,
 };

@@ -218,8 +218,10 @@ impl DomainParticipant {
                 max_sample_size: config.max_sample_size,
                 max_bytes_per_writer: config.max_reassembly_bytes.0,
                 max_bytes_total: config.max_reassembly_bytes.1,
+                max_samples_per_writer: config.max_reassembly_samples.max(1),
                 ..ferrodds_rtps::ReassemblyLimits::default()
             },
+            peer_limits: config.peer_limits,
             entity_name: config.entity_name.clone(),
             congestion_control: config.congestion_control,
             ..ParticipantConfig::default()

@@ -4,7 +4,8 @@
 //!
 //! Two participants on loopback run a reliable flow at a fixed rate while 20,000 fake
 //! participants, whose locators are a loopback port nobody listens on, are announced to both
-//! participants' SPDP unicast ports in 4 s.
+//! participants' SPDP unicast ports in 4 s; or while one fake participant announces 50,000
+//! endpoints in 4 s; or while garbage arrives at a high rate.
 
 mod common;
 
@@ -17,7 +18,7 @@ use ferrodds::{
     DataReader, DataReaderQos, DataWriter, DataWriterQos, DomainParticipant, PublisherQos,
     SubscriberQos, TopicQos,
 };
-use ferrodds_testkit::flood::SpdpFlood;
+use ferrodds_testkit::flood::{SedpFlood, SpdpFlood};
 
 const DOMAIN: u32 = 158;
 const FAKES: u32 = 20_000;
@@ -314,5 +315,105 @@ fn garbage_at_a_high_rate_is_dropped_and_counted() {
             dropped > sent / 4,
             "{dropped} of {sent} counted as malformed"
         );
+    });
+}
+
+/// One real-looking participant announces 50,000 endpoints (SEDP publications) in 4 s to both
+/// participants while the same reliable flow runs: each keeps at most
+/// `max_endpoints_per_participant` (4,096) of them and counts the rest as refused, memory stays
+/// bounded, the flow keeps its rate with nothing lost, and the endpoints go with the fake's
+/// lease.
+#[test]
+fn sedp_flood_from_one_participant_is_bounded() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    with_timeout(90, || {
+        const D: u32 = 157;
+        const ENDPOINTS: u32 = 50_000;
+        const PER_DATAGRAM: u32 = 50;
+        let (a, b, w, r) = matched_pair(D, "sedp-flooded");
+        let targets = [
+            (
+                Ipv4Addr::LOCALHOST,
+                spdp_unicast_port(D, a.participant_id()),
+            ),
+            (
+                Ipv4Addr::LOCALHOST,
+                spdp_unicast_port(D, b.participant_id()),
+            ),
+        ];
+        let rss_before = rss_kib();
+        let flood = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            let mut f = SedpFlood::new(D, (Ipv4Addr::LOCALHOST, 9), FAKE_LEASE)
+                .expect("an SEDP announcement");
+            let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+            let mut buf = vec![0u8; 65_000];
+            let start = Instant::now();
+            let mut peak = 0;
+            let mut announced = Instant::now() - Duration::from_secs(1);
+            for first in (0..ENDPOINTS).step_by(PER_DATAGRAM as usize) {
+                if announced.elapsed() >= Duration::from_millis(500) {
+                    for t in targets {
+                        let _ = sock.send_to(f.announcement(), t);
+                    }
+                    announced = Instant::now();
+                    // Let the announcement be matched before its endpoints arrive.
+                    if first == 0 {
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                }
+                let len = f.publications(first, PER_DATAGRAM, &mut buf).expect("fits");
+                for t in targets {
+                    let _ = sock.send_to(&buf[..len], t);
+                }
+                if first % 5_000 == 0 {
+                    peak = peak.max(rss_kib());
+                }
+                let due = FLOOD * (first + PER_DATAGRAM) / ENDPOINTS;
+                if let Some(d) = due.checked_sub(start.elapsed()) {
+                    std::thread::sleep(d);
+                }
+            }
+            (start.elapsed(), peak.max(rss_kib()))
+        });
+        let (written, n) = run_flow(&w);
+        let (flood_took, rss_peak) = flood.join().unwrap();
+        let samples = acknowledged_and_received(&w, &r, written);
+        let (ra, rb) = (
+            a.engine_stats().refused_endpoints,
+            b.engine_stats().refused_endpoints,
+        );
+        eprintln!(
+            "SEDP flood: {ENDPOINTS} endpoints in {flood_took:?}; flow wrote {written} of {n}, \
+             {} received; RSS {rss_before} -> peak {rss_peak} KiB; refused {ra} / {rb}",
+            samples.len()
+        );
+        assert_flow_kept(written, n, samples.len());
+        for (i, s) in samples.iter().enumerate() {
+            assert_eq!(s.data.as_ref().unwrap().seq_num, i as u32, "order");
+        }
+        // Each participant kept at most 4,096 of the fake's endpoints. (A few datagrams may
+        // be lost on loopback under load: the SEDP writer's HEARTBEATs then make the reader
+        // wait for repairs the fake never sends, so only a lower bound holds.)
+        let limit = u64::from(ENDPOINTS) - 4_096;
+        assert!(
+            ra > 0 && ra <= limit && rb > 0 && rb <= limit,
+            "{ra} / {rb}"
+        );
+        assert!(
+            rss_peak.saturating_sub(rss_before) <= MAX_RSS_GROWTH_KIB,
+            "RSS grew from {rss_before} to {rss_peak} KiB"
+        );
+        let deadline = Instant::now() + FAKE_LEASE + Duration::from_secs(5);
+        while Instant::now() < deadline
+            && (a.discovered_participants().len() > 1 || b.discovered_participants().len() > 1)
+        {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert_eq!(a.discovered_participants(), vec![b.guid_prefix()]);
+        assert_eq!(b.discovered_participants(), vec![a.guid_prefix()]);
+        // The real endpoints were never displaced.
+        assert_eq!(w.publication_matched_status().current_count, 1);
+        assert_eq!(r.subscription_matched_status().current_count, 1);
     });
 }

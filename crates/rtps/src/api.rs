@@ -44,6 +44,9 @@ pub struct ParticipantConfig {
     /// Bounds of DATA_FRAG reassembly on the receive side; its
     /// `max_sample_size` is also the largest payload `write` accepts.
     pub reassembly: ReassemblyLimits,
+    /// Bounds on the discovery and out-of-order state remote peers can make
+    /// this participant keep.
+    pub peer_limits: PeerLimits,
     /// Optional PID_ENTITY_NAME announced in SPDP.
     pub entity_name: Option<String>,
     /// Pace reliable traffic (new data and repairs) at a rate that adapts to
@@ -71,8 +74,48 @@ impl Default for ParticipantConfig {
             max_message_size: 65000,
             fragment_size: 0,
             reassembly: ReassemblyLimits::default(),
+            peer_limits: PeerLimits::default(),
             entity_name: None,
             congestion_control: true,
+        }
+    }
+}
+
+/// Bounds on the state remote peers can make a participant keep, beside
+/// [`ReassemblyLimits`]; part of [`ParticipantConfig`]. Whatever a network
+/// peer announces or sends beyond them is ignored and counted in [`Stats`],
+/// so no allocation grows without bound with what arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerLimits {
+    /// Most remote participants known at once (default 4,096). Announcements
+    /// of further ones are ignored until some leave or expire
+    /// ([`Stats::refused_participants`]).
+    pub max_remote_participants: usize,
+    /// Most remote writers known at once, and separately most remote readers
+    /// (default 16,384; [`Stats::refused_endpoints`]).
+    pub max_remote_endpoints: usize,
+    /// Most remote writers plus readers of one remote participant (default
+    /// 4,096; [`Stats::refused_endpoints`]), so that one participant cannot
+    /// take the whole of `max_remote_endpoints`.
+    pub max_endpoints_per_participant: usize,
+    /// Most changes a reliable reader buffers out of order behind a missing
+    /// one, per remote writer (default 32,768: behind one lost datagram, what
+    /// a window of small batched samples carries). Further changes are
+    /// dropped and repaired later ([`Stats::out_of_order_overflows`]).
+    pub max_out_of_order_samples: usize,
+    /// Most payload bytes buffered out of order per remote writer beyond its
+    /// first 64 changes (default 256 MiB; [`Stats::out_of_order_overflows`]).
+    pub max_out_of_order_bytes: usize,
+}
+
+impl Default for PeerLimits {
+    fn default() -> Self {
+        Self {
+            max_remote_participants: 4096,
+            max_remote_endpoints: 16_384,
+            max_endpoints_per_participant: 4096,
+            max_out_of_order_samples: 32_768,
+            max_out_of_order_bytes: 256 << 20,
         }
     }
 }
@@ -303,13 +346,23 @@ pub struct Stats {
     /// Periodic HEARTBEATs not sent to unresponsive readers (no ACKNACK for
     /// ten HEARTBEATs: heartbeated one time in ten until they answer).
     pub unresponsive_heartbeats_skipped: u64,
-    /// SPDP announcements of new participants ignored because 4,096 remote
-    /// participants are known already (the bound on what a flood can make
-    /// us keep).
+    /// SPDP announcements of new participants ignored because
+    /// [`PeerLimits::max_remote_participants`] are known already (the
+    /// bound on what a flood can make us keep).
     pub refused_participants: u64,
-    /// SEDP announcements of new remote endpoints ignored because 16,384
-    /// remote writers (or readers) are known already.
+    /// SEDP announcements of new remote endpoints ignored because
+    /// [`PeerLimits::max_remote_endpoints`] remote writers (or readers),
+    /// or [`PeerLimits::max_endpoints_per_participant`] of the announcing
+    /// participant, are known already.
     pub refused_endpoints: u64,
+    /// Reliable changes dropped because the reader's out-of-order buffer for
+    /// their writer was full ([`PeerLimits::max_out_of_order_samples`] /
+    /// `max_out_of_order_bytes`); the writer resends them later.
+    pub out_of_order_overflows: u64,
+    /// DATA_FRAGs refused because reassembly was at its limits
+    /// ([`ReassemblyLimits`]: byte budgets or incomplete samples per writer);
+    /// also counted in `rejected_fragments`.
+    pub reassembly_overflows: u64,
     /// Datagrams produced by `poll_transmit`.
     pub sent_datagrams: u64,
     /// DATA submessages sent (including repairs).

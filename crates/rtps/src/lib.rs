@@ -189,8 +189,8 @@ mod sn_set;
 mod types;
 
 pub use api::{
-    EngineError, Event, ParticipantConfig, ReaderAttributes, ReaderId, Sample, Stats, Transmit,
-    WriteError, WriteRequest, WriterAttributes, WriterId,
+    EngineError, Event, ParticipantConfig, PeerLimits, ReaderAttributes, ReaderId, Sample, Stats,
+    Transmit, WriteError, WriteRequest, WriterAttributes, WriterId,
 };
 pub use instance::{InstanceState, KeyExtractor, TakeOutcome, TakenSample};
 pub use participant::Participant;

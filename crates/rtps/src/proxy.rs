@@ -8,14 +8,12 @@ use crate::sn_set::SnSet;
 use crate::types::{ChangeKind, Timestamp};
 use crate::{Guid, Locator, Time};
 
-/// Most out-of-order changes buffered per writer proxy (a writer does not
-/// push further ahead of a reader's acknowledgements: behind one lost
-/// datagram a reader must hold all that a window of small batched samples
-/// carries, or drop it and have it resent, 256 SNs per ACKNACK).
+/// How far a local writer pushes new data past its slowest reliable reader's
+/// acknowledgement: the default of [`crate::PeerLimits::max_out_of_order_samples`]
+/// (behind one lost datagram a reader must hold all that a window of small
+/// batched samples carries, or drop it and have it resent, 256 SNs per
+/// ACKNACK).
 pub(crate) const MAX_OUT_OF_ORDER: usize = 32768;
-/// Most payload bytes of out-of-order changes buffered per writer proxy
-/// beyond its first [`MIN_OUT_OF_ORDER`] changes.
-const MAX_OUT_OF_ORDER_BYTES: usize = 256 << 20;
 /// Out-of-order changes a writer proxy buffers whatever their size.
 const MIN_OUT_OF_ORDER: usize = 64;
 /// Most outstanding repair requests per reader proxy.
@@ -226,6 +224,11 @@ pub(crate) struct WriterProxy {
     pub(crate) buffer: BTreeMap<i64, Option<Change>>,
     /// Payload bytes held in `buffer`.
     pub(crate) buffer_bytes: usize,
+    /// Most entries of `buffer` ([`crate::PeerLimits::max_out_of_order_samples`]).
+    max_buffer: usize,
+    /// Most payload bytes of `buffer` beyond its first [`MIN_OUT_OF_ORDER`]
+    /// entries ([`crate::PeerLimits::max_out_of_order_bytes`]).
+    max_buffer_bytes: usize,
     /// Highest SN known to exist.
     pub(crate) max_seen: i64,
     /// A HEARTBEAT established where the writer starts.
@@ -260,6 +263,8 @@ pub(crate) struct Outcome {
     pub(crate) delivered: Vec<(i64, Change)>,
     /// Changes dropped (duplicate, old, no room).
     pub(crate) dropped: u64,
+    /// Of `dropped`: those for which the out-of-order buffer had no room.
+    pub(crate) overflow: u64,
     /// SNs found unavailable.
     pub(crate) lost: u64,
 }
@@ -279,6 +284,8 @@ impl WriterProxy {
             next: 1,
             buffer: BTreeMap::new(),
             buffer_bytes: 0,
+            max_buffer: MAX_OUT_OF_ORDER,
+            max_buffer_bytes: 256 << 20,
             max_seen: 0,
             synced: false,
             last_hb: None,
@@ -295,6 +302,14 @@ impl WriterProxy {
             nack_frag_due: None,
             answered_hb: (None, None),
         }
+    }
+
+    /// Bounds the out-of-order buffer to `samples` changes and `bytes` payload
+    /// bytes (beyond its first few changes).
+    pub(crate) fn with_out_of_order_limits(mut self, samples: usize, bytes: usize) -> Self {
+        self.max_buffer = samples.max(1);
+        self.max_buffer_bytes = bytes;
+        self
     }
 
     /// Adds a fragment; returns the whole change once complete. Fragments of
@@ -364,8 +379,8 @@ impl WriterProxy {
     /// Whether a change of `len` payload bytes may be buffered out of order.
     fn buffer_has_room(&self, len: usize) -> bool {
         let n = self.buffer.len();
-        n < MIN_OUT_OF_ORDER
-            || (n < MAX_OUT_OF_ORDER && self.buffer_bytes + len <= MAX_OUT_OF_ORDER_BYTES)
+        n < MIN_OUT_OF_ORDER.min(self.max_buffer)
+            || (n < self.max_buffer && self.buffer_bytes + len <= self.max_buffer_bytes)
     }
 
     /// Removes and returns the buffered entries below `sn`.
@@ -433,6 +448,7 @@ impl WriterProxy {
             self.buffer.insert(sn, Some(change));
         } else {
             out.dropped += 1;
+            out.overflow += 1;
         }
     }
 
@@ -449,7 +465,7 @@ impl WriterProxy {
         } else if start > self.next {
             let stop = end.min(start + 256);
             for sn in start..stop {
-                if self.buffer.len() >= MAX_OUT_OF_ORDER {
+                if self.buffer.len() >= self.max_buffer {
                     break;
                 }
                 self.buffer.entry(sn).or_insert(None);
@@ -461,7 +477,7 @@ impl WriterProxy {
             if sn == self.next {
                 self.buffer_bytes -= self.buffer.remove(&sn).as_ref().map_or(0, held_len);
                 self.next += 1;
-            } else if sn > self.next && self.buffer.len() < MAX_OUT_OF_ORDER {
+            } else if sn > self.next && self.buffer.len() < self.max_buffer {
                 self.buffer.entry(sn).or_insert(None);
             }
         }

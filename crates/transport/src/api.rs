@@ -115,6 +115,10 @@ pub struct TransportStats {
     pub handshake_failures: u64,
     /// Secure handshakes that resumed an earlier session instead of a full handshake.
     pub resumed_sessions: u64,
+    /// Datagrams the kernel dropped because one of the transport's receive sockets had its
+    /// buffer (`SO_RCVBUF`) full (UDP, Linux: the socket's `drops` in `/proc/net/udp`; 0
+    /// where that is not available).
+    pub receive_buffer_drops: u64,
 }
 
 /// A transport: sends RTPS messages to addresses of its kind and delivers received ones to

@@ -1175,6 +1175,7 @@ impl Transport for TcpTransport {
             unreachable_drops: c.unreachable.load(Ordering::Relaxed),
             handshake_failures: c.handshake_failures.load(Ordering::Relaxed),
             resumed_sessions: c.resumed.load(Ordering::Relaxed),
+            receive_buffer_drops: 0,
         }
     }
 }

@@ -744,9 +744,60 @@ impl UdpReceiver {
     }
 }
 
+/// The inode of socket `fd` of this process (`socket:[N]` in `/proc/self/fd`).
+fn socket_inode(fd: i32) -> Option<u64> {
+    let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+    let link = link.to_str()?;
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// Sums the `drops` column of the lines of `table` (the format of `/proc/net/udp`) whose
+/// inode is in `inodes`.
+fn drops_of(table: &str, inodes: &[u64]) -> u64 {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // sl local rem st tx:rx tr:tm retrnsmt uid timeout inode ref pointer drops
+            let inode: u64 = f.get(9)?.parse().ok()?;
+            let drops: u64 = f.get(12)?.parse().ok()?;
+            inodes.contains(&inode).then_some(drops)
+        })
+        .sum()
+}
+
+impl UdpTransport {
+    /// Datagrams the kernel dropped on this transport's receive sockets (buffer full).
+    fn receive_buffer_drops(&self) -> u64 {
+        use std::os::fd::AsRawFd;
+        let inodes: Vec<u64> = self
+            .recv_sockets
+            .iter()
+            .filter_map(|r| socket_inode(r.socket.as_raw_fd()))
+            .collect();
+        if inodes.is_empty() {
+            return 0;
+        }
+        std::fs::read_to_string("/proc/net/udp")
+            .map(|t| drops_of(&t, &inodes))
+            .unwrap_or(0)
+    }
+}
+
 impl crate::Transport for UdpTransport {
     fn kind(&self) -> crate::TransportKind {
         crate::TransportKind::Udpv4
+    }
+
+    fn stats(&self) -> crate::TransportStats {
+        crate::TransportStats {
+            receive_buffer_drops: self.receive_buffer_drops(),
+            ..crate::TransportStats::default()
+        }
     }
 
     fn max_message_size(&self) -> usize {
@@ -856,6 +907,36 @@ mod tests {
         }
         iface.multicast = true;
         assert!(check_multicast(&iface, true).is_ok());
+    }
+
+    /// A receive socket whose small buffer overflows (nobody reads it) shows the kernel's
+    /// drops in the transport's counters.
+    #[test]
+    fn receive_buffer_drops_are_counted() {
+        use crate::Transport;
+        let mut c = lo_config(203);
+        c.recv_buffer_bytes = Some(4096);
+        let t = UdpTransport::new(&c).unwrap();
+        assert_eq!(t.stats().receive_buffer_drops, 0);
+        let port = t.metatraffic_unicast[0].0.port();
+        let tx = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        for _ in 0..200 {
+            tx.send_to(&[0u8; 1000], (Ipv4Addr::LOCALHOST, port))
+                .unwrap();
+        }
+        let drops = t.stats().receive_buffer_drops;
+        assert!((150..=200).contains(&drops), "{drops} drops");
+    }
+
+    #[test]
+    fn drops_are_read_for_our_sockets_only() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n\
+            1: 0100007F:1CF2 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4242 2 0000000000000000 17\n\
+            2: 0100007F:1CF3 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4343 2 0000000000000000 5\n\
+            3: 0100007F:1CF4 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 99 2 0000000000000000 1000\n";
+        assert_eq!(drops_of(table, &[4242, 4343]), 22);
+        assert_eq!(drops_of(table, &[]), 0);
+        assert_eq!(drops_of("garbage\nnot a table", &[1]), 0);
     }
 
     #[test]

@@ -302,8 +302,12 @@ fn run_opts(opts: Options) -> Result<(), PerftestError> {
         batching,
         printer: Arc::new(Mutex::new(printer)),
     };
-    match ctx.opts.role {
+    let result = match ctx.opts.role {
         Role::Publisher => run_publisher(&ctx, transport.as_mut()),
         Role::Subscriber => run_subscriber(&ctx, transport.as_mut()),
+    };
+    for line in transport.resource_report(ctx.opts.show_resource_limits) {
+        eprintln!("{line}");
     }
+    result
 }

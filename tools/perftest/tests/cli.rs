@@ -104,6 +104,7 @@ fn semantic_conflicts() {
         "Invalid value '127.0.0.1:5' for '-peer'",
     );
     fails_with(&["-instances", "4"], "needs '-keyed'");
+    fails_with(&["-raw", "-showResourceLimits"], "raw sockets have none");
 }
 
 #[test]

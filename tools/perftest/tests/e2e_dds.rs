@@ -56,12 +56,35 @@ fn throughput(domain: &str, extra: &[&str], reliable: bool) {
 fn latency_reliable() {
     let (p, s) = pair(
         "60",
-        &["-latencyTest", "-exec", "2", "-noPrint"],
+        &[
+            "-latencyTest",
+            "-exec",
+            "2",
+            "-noPrint",
+            "-showResourceLimits",
+        ],
         &["-noPrint"],
     );
     assert_ok(&p, "pub");
     assert_ok(&s, "sub");
     assert!(p.stderr.contains("\tReliability: Reliable"));
+    // -showResourceLimits: the limits at start, how often each was exceeded at the end (and
+    // nothing from the subscriber, which did not ask and exceeded none).
+    assert!(
+        p.stderr
+            .contains("Resource limits: remote participants 4096, remote endpoints 16384"),
+        "{}",
+        p.stderr
+    );
+    assert!(
+        p.stderr.contains(
+            "Resource limits exceeded: refused participants 0, refused endpoints 0, \
+             out-of-order overflows 0, reassembly overflows 0, receive buffer drops 0"
+        ),
+        "{}",
+        p.stderr
+    );
+    assert!(!s.stderr.contains("Resource limits"), "{}", s.stderr);
     let l = latency_summary(&p.stdout);
     assert!(l[1] > 0.0 && l[3] > 0.0 && l[5] <= l[4], "{l:?}");
     let t = throughput_summary(&s.stdout);

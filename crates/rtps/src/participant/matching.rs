@@ -127,6 +127,10 @@ impl Participant {
                     locators,
                     self.config.reassembly,
                     self.reasm_budget.clone(),
+                )
+                .with_out_of_order_limits(
+                    self.config.peer_limits.max_out_of_order_samples,
+                    self.config.peer_limits.max_out_of_order_bytes,
                 );
                 self.work.watch_writer_proxy(&mut r.ack_work, &p);
                 r.proxies.push(p);
@@ -157,11 +161,47 @@ impl Participant {
         }
     }
 
-    pub(super) fn on_remote_writer(&mut self, data: EndpointData) {
-        if !self.remote_writers.contains_key(&data.guid)
-            && self.remote_writers.len() >= MAX_REMOTE_ENDPOINTS
+    /// Remote writers plus readers known (discovered through SEDP, within
+    /// [`crate::PeerLimits`]).
+    pub fn remote_endpoint_count(&self) -> usize {
+        self.remote_writers.len() + self.remote_readers.len()
+    }
+
+    /// Whether a new remote endpoint `guid` (a writer if `writer`) fits the
+    /// [`crate::PeerLimits`]; counts it against its participant if so.
+    fn admit_remote_endpoint(&mut self, guid: Guid, writer: bool) -> bool {
+        let known = if writer {
+            &self.remote_writers
+        } else {
+            &self.remote_readers
+        };
+        if known.contains_key(&guid) {
+            return true;
+        }
+        let limits = self.config.peer_limits;
+        let of_participant = self.endpoint_counts.get(&guid.prefix).copied().unwrap_or(0);
+        if known.len() >= limits.max_remote_endpoints
+            || of_participant as usize >= limits.max_endpoints_per_participant
         {
             self.stats.refused_endpoints += 1;
+            return false;
+        }
+        *self.endpoint_counts.entry(guid.prefix).or_insert(0) += 1;
+        true
+    }
+
+    /// Uncounts a remote endpoint of participant `prefix`.
+    pub(super) fn release_remote_endpoint(&mut self, prefix: GuidPrefix) {
+        if let Some(n) = self.endpoint_counts.get_mut(&prefix) {
+            *n -= 1;
+            if *n == 0 {
+                self.endpoint_counts.remove(&prefix);
+            }
+        }
+    }
+
+    pub(super) fn on_remote_writer(&mut self, data: EndpointData) {
+        if !self.admit_remote_endpoint(data.guid, true) {
             return;
         }
         for ri in FIRST_USER..self.readers.len() {
@@ -171,10 +211,7 @@ impl Participant {
     }
 
     pub(super) fn on_remote_reader(&mut self, data: EndpointData) {
-        if !self.remote_readers.contains_key(&data.guid)
-            && self.remote_readers.len() >= MAX_REMOTE_ENDPOINTS
-        {
-            self.stats.refused_endpoints += 1;
+        if !self.admit_remote_endpoint(data.guid, false) {
             return;
         }
         for wi in FIRST_USER..self.writers.len() {
@@ -184,7 +221,9 @@ impl Participant {
     }
 
     pub(super) fn remove_remote_reader(&mut self, guid: Guid) {
-        self.remote_readers.remove(&guid);
+        if self.remote_readers.remove(&guid).is_some() {
+            self.release_remote_endpoint(guid.prefix);
+        }
         for wi in 0..self.writers.len() {
             let Some(w) = self.writers[wi].as_mut() else {
                 continue;
@@ -241,6 +280,10 @@ impl Participant {
                         locs.clone(),
                         self.config.reassembly,
                         self.reasm_budget.clone(),
+                    )
+                    .with_out_of_order_limits(
+                        self.config.peer_limits.max_out_of_order_samples,
+                        self.config.peer_limits.max_out_of_order_bytes,
                     );
                     self.work.watch_writer_proxy(&mut r.ack_work, &p);
                     r.proxies.push(p);

@@ -40,7 +40,7 @@ use crate::qos::{
     check_compatible, Durability, EndpointQos, History, ReaderQos, Reliability, ReliabilityKind,
     WriterQos,
 };
-use crate::reassembly::{FragmentRef, ReassemblyBudget};
+use crate::reassembly::{FragmentRef, ReassemblyBudget, Rejected};
 use crate::sn_set::SnSet;
 use crate::types::{ChangeKind, Timestamp};
 use crate::{EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time};
@@ -85,10 +85,6 @@ const HBF_LEN: usize = 28;
 const MAX_NACK_FRAGS: usize = 8;
 /// Smallest configurable fragment size.
 const MIN_FRAGMENT: usize = 64;
-/// Most remote participants tracked.
-const MAX_PARTICIPANTS: usize = 4096;
-/// Most remote endpoints tracked (per kind).
-const MAX_REMOTE_ENDPOINTS: usize = 1 << 14;
 
 /// Number of quick SPDP announcements after start.
 const INITIAL_ANNOUNCEMENTS: u32 = 5;
@@ -118,6 +114,8 @@ pub struct Participant {
     participants: SeededMap<GuidPrefix, RemoteParticipant>,
     remote_writers: SeededMap<Guid, EndpointData>,
     remote_readers: SeededMap<Guid, EndpointData>,
+    /// Remote writers plus readers known per remote participant.
+    endpoint_counts: SeededMap<GuidPrefix, u32>,
     spdp_payload: Vec<u8>,
     next_spdp: Timestamp,
     spdp_sent: u32,
@@ -207,6 +205,7 @@ fn map_hasher(prefix: GuidPrefix) -> KeyHasherBuilder {
 fn reset_scratch(scratch: &mut Outcome) -> &mut Outcome {
     scratch.delivered.clear();
     scratch.dropped = 0;
+    scratch.overflow = 0;
     scratch.lost = 0;
     scratch
 }
@@ -291,6 +290,7 @@ impl Participant {
             participants: HashMap::with_hasher(map_hasher(prefix)),
             remote_writers: HashMap::with_hasher(map_hasher(prefix)),
             remote_readers: HashMap::with_hasher(map_hasher(prefix)),
+            endpoint_counts: HashMap::with_hasher(map_hasher(prefix)),
             next_spdp: now,
             spdp_sent: 0,
             spdp_queue: VecDeque::new(),

@@ -244,7 +244,9 @@ impl Participant {
     }
 
     pub(super) fn remove_remote_writer(&mut self, guid: Guid) {
-        self.remote_writers.remove(&guid);
+        if self.remote_writers.remove(&guid).is_some() {
+            self.release_remote_endpoint(guid.prefix);
+        }
         for (ri, r) in self.readers.iter_mut().enumerate() {
             let Some(r) = r.as_mut() else { continue };
             if let Some(i) = r.proxies.iter().position(|p| p.guid == guid) {

@@ -179,6 +179,7 @@ impl Participant {
             p.on_data(d.sn, change, room, out);
             self.work.watch_writer_proxy(&mut r.ack_work, p);
             self.stats.dropped_samples += out.dropped;
+            self.stats.out_of_order_overflows += out.overflow;
             Self::deliver(
                 r,
                 ReaderId(ri),
@@ -243,8 +244,11 @@ impl Participant {
             let change = match change {
                 Ok(Some(c)) => c,
                 Ok(None) => continue,
-                Err(_) => {
+                Err(e) => {
                     self.stats.rejected_fragments += 1;
+                    if matches!(e, Rejected::OverBudget | Rejected::TooManySamples) {
+                        self.stats.reassembly_overflows += 1;
+                    }
                     continue;
                 }
             };
@@ -252,6 +256,7 @@ impl Participant {
             p.on_data(f.sn, change, room, out);
             self.work.watch_writer_proxy(&mut r.ack_work, p);
             self.stats.dropped_samples += out.dropped;
+            self.stats.out_of_order_overflows += out.overflow;
             Self::deliver(
                 r,
                 ReaderId(ri),

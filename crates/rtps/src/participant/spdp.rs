@@ -147,7 +147,7 @@ impl Participant {
             }
             return;
         }
-        if self.participants.len() >= MAX_PARTICIPANTS {
+        if self.participants.len() >= self.config.peer_limits.max_remote_participants {
             self.stats.refused_participants += 1;
             return;
         }

@@ -8,17 +8,21 @@
 //! inside a network namespace, where what the victim sends there cannot leave. Only loopback
 //! targets are accepted.
 //!
+//! With `--endpoints`, one fake participant announces `--count` SEDP publications instead
+//! (50 per datagram, its SPDP announcement repeated every 500 ms).
+//!
 //! ```text
 //! spdp-flood --target 127.0.0.1:7410 --target 127.0.0.1:7412 --count 50000 --seconds 10
+//! spdp-flood --target 127.0.0.1:7410 --endpoints --count 50000 --seconds 10
 //! ```
-//! Prints `SENT <datagrams> <participants>` at the end.
+//! Prints `SENT <datagrams> <participants or endpoints>` at the end.
 #![forbid(unsafe_code)]
 
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use ferrodds_testkit::flood::SpdpFlood;
+use ferrodds_testkit::flood::{SedpFlood, SpdpFlood};
 
 struct Args {
     targets: Vec<SocketAddrV4>,
@@ -28,11 +32,12 @@ struct Args {
     bogus_address: Ipv4Addr,
     lease: f64,
     domain: u32,
+    endpoints: bool,
 }
 
 fn usage() -> &'static str {
     "usage: spdp-flood --target 127.0.0.1:PORT [--target ...] [--count N (50000)] \
-     [--seconds S (10)] [--bogus-port P (9)] [--bogus-address A (127.0.0.1)] [--lease S (20)] [--domain D (0)]"
+     [--seconds S (10)] [--bogus-port P (9)] [--bogus-address A (127.0.0.1)] [--lease S (20)] [--domain D (0)] [--endpoints]"
 }
 
 fn parse() -> Result<Args, String> {
@@ -44,6 +49,7 @@ fn parse() -> Result<Args, String> {
         bogus_address: Ipv4Addr::LOCALHOST,
         lease: 20.0,
         domain: 0,
+        endpoints: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -81,6 +87,7 @@ fn parse() -> Result<Args, String> {
                 }
             }
             "--domain" => a.domain = v()?.parse().map_err(|e| format!("--domain: {e}"))?,
+            "--endpoints" => a.endpoints = true,
             "-h" | "--help" => return Err(usage().into()),
             _ => return Err(format!("unknown option {k}\n{}", usage())),
         }
@@ -99,6 +106,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.endpoints {
+        return sedp_flood(&args);
+    }
     let Some(mut flood) = SpdpFlood::new(
         args.domain,
         (args.bogus_address, args.bogus_port),
@@ -107,12 +117,8 @@ fn main() -> ExitCode {
         eprintln!("spdp-flood: could not make an SPDP announcement");
         return ExitCode::FAILURE;
     };
-    let sock = match UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("spdp-flood: bind: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(sock) = bind() else {
+        return ExitCode::FAILURE;
     };
     let start = Instant::now();
     let per = Duration::from_secs_f64(args.seconds / f64::from(args.count.max(1)));
@@ -126,6 +132,64 @@ fn main() -> ExitCode {
             }
         }
         let due = per * (i + 1);
+        let el = start.elapsed();
+        if due > el {
+            std::thread::sleep(due - el);
+        }
+    }
+    println!("SENT {sent} {}", args.count);
+    ExitCode::SUCCESS
+}
+
+fn bind() -> Option<UdpSocket> {
+    UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
+        .map_err(|e| eprintln!("spdp-flood: bind: {e}"))
+        .ok()
+}
+
+/// `--endpoints`: one fake participant announcing `--count` publications.
+fn sedp_flood(args: &Args) -> ExitCode {
+    const PER_DATAGRAM: u32 = 50;
+    let Some(mut flood) = SedpFlood::new(
+        args.domain,
+        (args.bogus_address, args.bogus_port),
+        Duration::from_secs_f64(args.lease),
+    ) else {
+        eprintln!("spdp-flood: could not make an SEDP announcement");
+        return ExitCode::FAILURE;
+    };
+    let Some(sock) = bind() else {
+        return ExitCode::FAILURE;
+    };
+    let mut buf = vec![0u8; 65_000];
+    let datagrams = args.count.div_ceil(PER_DATAGRAM).max(1);
+    let per = Duration::from_secs_f64(args.seconds / f64::from(datagrams));
+    let start = Instant::now();
+    let mut announced: Option<Instant> = None;
+    let mut sent = 0u64;
+    for d in 0..datagrams {
+        if announced.is_none_or(|t| t.elapsed() >= Duration::from_millis(500)) {
+            for t in &args.targets {
+                let _ = sock.send_to(flood.announcement(), t);
+            }
+            if announced.is_none() {
+                // Let the announcement be matched before its endpoints arrive.
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            announced = Some(Instant::now());
+        }
+        let first = d * PER_DATAGRAM;
+        let n = PER_DATAGRAM.min(args.count - first);
+        let Some(len) = flood.publications(first, n, &mut buf) else {
+            eprintln!("spdp-flood: a datagram of {n} publications does not fit");
+            return ExitCode::FAILURE;
+        };
+        for t in &args.targets {
+            if sock.send_to(&buf[..len], t).is_ok() {
+                sent += 1;
+            }
+        }
+        let due = per * (d + 1);
         let el = start.elapsed();
         if due > el {
             std::thread::sleep(due - el);

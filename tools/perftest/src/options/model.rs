@@ -152,6 +152,9 @@ pub struct Options {
     pub transport: Option<String>,
     /// `-enableTCP`: TCP beside UDPv4.
     pub enable_tcp: bool,
+    /// `-showResourceLimits`: print the participant's resource limits at start and how often
+    /// each was exceeded at the end.
+    pub show_resource_limits: bool,
     /// `-transportPublicAddress ADDR[:PORT]` (UDPv4_WAN: the address peers reach us at).
     pub wan_public_address: Option<std::net::SocketAddrV4>,
     /// `-transportHostPort` (UDPv4_WAN: the one local UDP port; 7400 when not given).
@@ -270,6 +273,7 @@ impl Default for Options {
             best_effort: false,
             transport: None,
             enable_tcp: false,
+            show_resource_limits: false,
             wan_public_address: None,
             wan_host_port: None,
             tls_ca_file: None,

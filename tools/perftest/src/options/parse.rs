@@ -323,8 +323,15 @@ impl Options {
             | "-loadDataFromFile"
             | "-maximumAllocableBufferSize"
             | "-writerStats"
-            | "-cacheStats"
-            | "-showResourceLimits" => return Err(unsupported(name, NOT_IN_TOOL)),
+            | "-cacheStats" => return Err(unsupported(name, NOT_IN_TOOL)),
+            "-showResourceLimits" if caps.dds_entities == Support::Yes => {
+                self.show_resource_limits = true;
+            }
+            "-showResourceLimits" => {
+                return Err(OptionError::Conflict(
+                    "'-showResourceLimits' shows DDS resource limits: raw sockets have none.",
+                ))
+            }
             "-waitsetDelayUsec" | "-waitsetEventCount" => {
                 return Err(unsupported(
                     name,

@@ -295,7 +295,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         Both,
         "<n> Writer queue size, default 50",
     ),
-    o("-showResourceLimits", Flag, Both, ""),
+    o(
+        "-showResourceLimits",
+        Flag,
+        Both,
+        "Print resource limits, and how often each was exceeded",
+    ),
     o("-showSerializationTime", Flag, Pub, ""),
     o(
         "-sidMultiSubTest",

@@ -181,4 +181,9 @@ pub trait Transport {
     fn reliable(&self) -> bool;
     /// Whether discovery matching must be awaited (false for raw sockets).
     fn needs_discovery(&self) -> bool;
+    /// Lines printed at the end of the run: how often each resource limit was exceeded.
+    /// Without `all`, nothing when no limit was (`-showResourceLimits` sets `all`).
+    fn resource_report(&self, _all: bool) -> Vec<String> {
+        Vec::new()
+    }
 }

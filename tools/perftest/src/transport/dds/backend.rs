@@ -217,6 +217,7 @@ impl DdsTransport {
         }
         let multicast = config.multicast;
         let iface = format!("{:?}", config.interface);
+        let limits_line = opts.show_resource_limits.then(|| limits_line(&config));
         let participant = DomainParticipant::with_config(opts.domain, config)
             .map_err(dds("creating the participant"))?;
         let publisher = participant
@@ -270,6 +271,7 @@ impl DdsTransport {
         if !peer_list.is_empty() {
             lines.push(format!("Initial peers: {}", peer_list.join(", ")));
         }
+        lines.extend(limits_line);
         Ok(DdsTransport {
             participant,
             publisher,
@@ -412,6 +414,51 @@ impl Transport for DdsTransport {
     fn needs_discovery(&self) -> bool {
         true
     }
+
+    fn resource_report(&self, all: bool) -> Vec<String> {
+        let s = self.participant.engine_stats();
+        let rx_drops: u64 = self
+            .participant
+            .transport_stats()
+            .iter()
+            .map(|(_, t)| t.receive_buffer_drops)
+            .sum();
+        let counts = [
+            ("refused participants", s.refused_participants),
+            ("refused endpoints", s.refused_endpoints),
+            ("out-of-order overflows", s.out_of_order_overflows),
+            ("reassembly overflows", s.reassembly_overflows),
+            ("receive buffer drops", rx_drops),
+        ];
+        if !all && counts.iter().all(|&(_, n)| n == 0) {
+            return Vec::new();
+        }
+        let list: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        vec![format!("Resource limits exceeded: {}", list.join(", "))]
+    }
+}
+
+/// The `-showResourceLimits` line of the start-up summary: the participant's bounds on what
+/// peers can make it keep.
+fn limits_line(config: &Config) -> String {
+    let l = &config.peer_limits;
+    let mib = |b: usize| b >> 20;
+    format!(
+        "Resource limits: remote participants {}, remote endpoints {} writers + {} readers \
+         ({} per participant), out-of-order {} samples / {} MiB per writer, reassembly {} \
+         samples / {} MiB per writer, {} MiB in all, max sample {} MiB, receive buffer {} KiB",
+        l.max_remote_participants,
+        l.max_remote_endpoints,
+        l.max_remote_endpoints,
+        l.max_endpoints_per_participant,
+        l.max_out_of_order_samples,
+        mib(l.max_out_of_order_bytes),
+        config.max_reassembly_samples,
+        mib(config.max_reassembly_bytes.0),
+        mib(config.max_reassembly_bytes.1),
+        config.max_sample_size >> 20,
+        config.recv_buffer_bytes >> 10,
+    )
 }
 
 struct DdsWriter<T: PerfType> {
