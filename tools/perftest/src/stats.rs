@@ -74,7 +74,8 @@ impl LatencyStats {
     pub fn new(capacity: usize, prealloc: usize) -> Self {
         let n = prealloc.min(capacity);
         let mut values = Vec::with_capacity(n);
-        values.resize(n, 0u32);
+        // (Not zeros: `vec![0; n]` would come from calloc, whose pages stay untouched.)
+        values.resize(n, u32::MAX);
         std::hint::black_box(&mut values);
         values.clear();
         LatencyStats {
