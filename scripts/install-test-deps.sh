@@ -34,4 +34,18 @@ fi
 
 # Cyclone DDS's Python package (its own libddsc) in target/peers-venv, for the interop tests.
 bash "$(dirname "$0")/setup-python-peers.sh" >&2
+
+# Every tool the tests need must now be on PATH (an install that silently failed would
+# otherwise show up as skipped or failing tests far from its cause).
+missing=()
+for tool in tshark ddsperf ip tc nft chromium; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+cargo fuzz --version >/dev/null 2>&1 || missing+=(cargo-fuzz)
+"$(dirname "$0")/../target/peers-venv/bin/python" -c 'import cyclonedds' >/dev/null 2>&1 ||
+  missing+=("cyclonedds (python, target/peers-venv)")
+if ((${#missing[@]})); then
+  echo "install-test-deps: still missing after installing: ${missing[*]}" >&2
+  exit 1
+fi
 echo "install-test-deps: ok (tshark $(tshark --version | head -1 | awk '{print $3}'), $(cargo fuzz --version))" >&2

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
@@ -296,9 +296,13 @@ pub fn write_rtps_pcapng<M: AsRef<[u8]>>(
     Ok(())
 }
 
-/// Whether the environment asks to skip tshark checks ([`SKIP_ENV`] = `1`).
+/// Whether the environment asks to skip tshark checks ([`SKIP_ENV`] = `1`) and may: under
+/// `CI=true` only with `FERRODDS_ALLOW_SKIP=1` too (a CI run must not pass by skipping; the
+/// same rule as `ferrodds_testkit::skip`).
 pub fn skip_requested() -> bool {
-    std::env::var_os(SKIP_ENV).is_some_and(|v| v == "1")
+    let ci = std::env::var("CI").as_deref() == Ok("true")
+        && std::env::var("FERRODDS_ALLOW_SKIP").as_deref() != Ok("1");
+    !ci && std::env::var_os(SKIP_ENV).is_some_and(|v| v == "1")
 }
 
 fn tshark_program() -> OsString {
@@ -328,7 +332,18 @@ pub fn require_tshark() -> Result<bool, TsharkError> {
 
 fn skip_or(e: io::Error) -> Result<bool, TsharkError> {
     if skip_requested() {
-        eprintln!("SKIPPED tshark check: tshark unavailable ({e}) and {SKIP_ENV}=1");
+        let line = format!("SKIPPED: tshark check: tshark unavailable ({e}) and {SKIP_ENV}=1");
+        eprintln!("{line}");
+        // Counted by scripts/test.sh (see `ferrodds_testkit::skip`).
+        if let Some(log) = std::env::var_os("FERRODDS_SKIP_LOG") {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+            {
+                let _ = f.write_all(format!("{line}\n").as_bytes());
+            }
+        }
         Ok(false)
     } else {
         Err(TsharkError::NotFound(e))

@@ -38,11 +38,7 @@ fn ddsperf_available() -> bool {
         .status()
         .is_ok();
     if !ok {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "ddsperf missing under CI=true: run scripts/install-test-deps.sh"
-        );
-        eprintln!("SKIPPED: ddsperf not installed");
+        ferrodds_testkit::skip("ddsperf not installed");
     }
     ok
 }

@@ -478,14 +478,14 @@ fn multicast_discovery_and_delivery_across_veth() {
         Err(_) => {}
     }
     if !is_root() {
-        println!("SKIPPED: needs root for network namespaces (not running as root)");
+        ferrodds_testkit::skip("needs root for network namespaces (not running as root)");
         return;
     }
     with_timeout(OUTER_SECS, || {
         let hosts = match Hosts::create() {
             Ok(h) => h,
             Err(e) => {
-                println!("SKIPPED: could not create network namespaces: {e}");
+                ferrodds_testkit::skip(&format!("could not create network namespaces: {e}"));
                 return;
             }
         };

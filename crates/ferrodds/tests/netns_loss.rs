@@ -211,13 +211,13 @@ fn reliable_100k_samples_over_10_percent_loss() {
     with_timeout(330, || {
         let can = ip(&["netns", "list"]).is_ok_and(|o| o.status.success());
         if !can {
-            println!("SKIPPED: needs root and `ip netns` for network namespaces");
+            ferrodds_testkit::skip("needs root and `ip netns` for network namespaces");
             return;
         }
         let ns = match Netns::create() {
             Ok(ns) => ns,
             Err(e) => {
-                println!("SKIPPED: could not create network namespaces: {e}");
+                ferrodds_testkit::skip(&format!("could not create network namespaces: {e}"));
                 return;
             }
         };

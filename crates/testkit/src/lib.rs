@@ -41,6 +41,9 @@
 
 pub mod engine_input;
 pub mod flood;
+pub mod skip;
+
+pub use skip::skip;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -257,7 +257,7 @@ fn cyclone_to_engine_with(
     reliable: bool,
 ) {
     if !ddsperf_available() {
-        eprintln!("SKIPPED: ddsperf not installed");
+        ferrodds_testkit::skip("ddsperf not installed");
         return;
     }
     let _permit = permit();
@@ -396,7 +396,7 @@ fn engine_to_cyclone_with(
     reliable: bool,
 ) {
     if !ddsperf_available() {
-        eprintln!("SKIPPED: ddsperf not installed");
+        ferrodds_testkit::skip("ddsperf not installed");
         return;
     }
     let _permit = permit();

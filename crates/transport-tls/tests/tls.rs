@@ -396,8 +396,7 @@ fn no_plaintext_rtps_on_the_wire() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !have_tshark {
-        assert!(std::env::var_os("CI").is_none(), "tshark missing in CI");
-        println!("SKIPPED: tshark not installed");
+        ferrodds_testkit::skip("tshark not installed");
         return;
     }
     let ca = Ca::new("FerroDDS test CA");

@@ -59,7 +59,7 @@ impl Drop for Netns {
 /// process may not.
 fn new_netns() -> Option<Netns> {
     if !is_root() {
-        println!("SKIPPED: needs root for network namespaces (not running as root)");
+        ferrodds_testkit::skip("needs root for network namespaces (not running as root)");
         return None;
     }
     let name = format!(
@@ -70,14 +70,14 @@ fn new_netns() -> Option<Netns> {
     match Command::new("ip").args(["netns", "add", &name]).output() {
         Ok(o) if o.status.success() => {}
         Ok(o) => {
-            println!(
-                "SKIPPED: needs root for network namespaces (ip netns add: {})",
+            ferrodds_testkit::skip(&format!(
+                "needs root for network namespaces (ip netns add: {})",
                 String::from_utf8_lossy(&o.stderr).trim()
-            );
+            ));
             return None;
         }
         Err(e) => {
-            println!("SKIPPED: needs root for network namespaces (ip: {e})");
+            ferrodds_testkit::skip(&format!("needs root for network namespaces (ip: {e})"));
             return None;
         }
     }

@@ -33,7 +33,7 @@ fn lab_namespaces() -> Vec<String> {
 #[test]
 fn netns_with_nftables_loss() {
     if !is_root() {
-        println!("SKIPPED: netns topology test needs root");
+        ferrodds_testkit::skip("netns topology test needs root");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -102,7 +102,7 @@ fn netns_with_nftables_loss() {
 #[test]
 fn netns_delay_without_netem_fails_clearly_and_cleans_up() {
     if !is_root() {
-        println!("SKIPPED: netns topology test needs root");
+        ferrodds_testkit::skip("netns topology test needs root");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -167,7 +167,7 @@ const RATE_RUN_TIMEOUT_S: u32 = 22;
 /// least [`MIN_MBPS`] ([`MIN_MBPS_LOSSY`] with loss) and no lost sample.
 fn reliable_63000_at_100_mbit(loss_pct: u32) {
     if !is_root() {
-        println!("SKIPPED: netns topology test needs root");
+        ferrodds_testkit::skip("netns topology test needs root");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -321,7 +321,7 @@ fn netns_100mbit_reliable_63000_one_pct_loss() {
 #[test]
 fn netns_reliable_latency_one_pct_loss_repairs_in_round_trips() {
     if !is_root() {
-        println!("SKIPPED: netns topology test needs root");
+        ferrodds_testkit::skip("netns topology test needs root");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -394,7 +394,7 @@ fn netns_needs_root() {
         return;
     }
     if common_setpriv().is_none() {
-        println!("SKIPPED: setpriv not installed, cannot drop root to check the message");
+        ferrodds_testkit::skip("setpriv not installed, cannot drop root to check the message");
         return;
     }
     let dir = temp_dir("netns-noroot");
@@ -418,7 +418,7 @@ fn netns_needs_root() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     if stderr.contains("Permission denied") && !stderr.contains("needs root") {
-        println!("SKIPPED: the lab binary is not reachable by an unprivileged user here");
+        ferrodds_testkit::skip("the lab binary is not reachable by an unprivileged user here");
         return;
     }
     assert_eq!(out.status.code(), Some(2), "{stderr}");

@@ -153,7 +153,7 @@ fn row_sizes(file: &Path) -> Vec<u32> {
 #[test]
 fn published_tcp_scripts_run_unchanged_between_namespaces() {
     if !is_root() {
-        println!("SKIPPED: the namespace test needs root");
+        ferrodds_testkit::skip("the namespace test needs root");
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -257,7 +257,7 @@ fn published_tcp_scripts_run_unchanged_between_namespaces() {
 #[test]
 fn published_suite_script_tls_and_wan_cases_between_namespaces() {
     if !is_root() {
-        println!("SKIPPED: the namespace test needs root");
+        ferrodds_testkit::skip("the namespace test needs root");
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -194,7 +194,7 @@ fn latency_row(stdout: &str) -> Option<Vec<f64>> {
 #[test]
 fn udpv4_wan_crosses_a_port_forwarding_nat_where_plain_udpv4_cannot() {
     if !is_root() {
-        println!("SKIPPED: the NAT namespace test needs root");
+        ferrodds_testkit::skip("the NAT namespace test needs root");
         return;
     }
     let nat = Nat::create();

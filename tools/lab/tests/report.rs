@@ -180,7 +180,7 @@ fn find_browser() -> Option<PathBuf> {
 fn report_renders_in_headless_chromium() {
     let Some(browser) = find_browser() else {
         if std::env::var("FERRODDS_SKIP_BROWSER").as_deref() == Ok("1") {
-            println!("SKIPPED: chromium not installed and FERRODDS_SKIP_BROWSER=1");
+            ferrodds_testkit::skip("chromium not installed and FERRODDS_SKIP_BROWSER=1");
             return;
         }
         panic!(

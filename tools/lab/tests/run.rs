@@ -18,7 +18,7 @@ fn quick_style_run_against_raw_dds_and_cyclone() {
     let systems = if have_cyclone {
         "ferrodds,raw,cyclone"
     } else {
-        println!("note: ddsperf not installed, Cyclone baseline not exercised");
+        ferrodds_testkit::skip("ddsperf not installed: the Cyclone baseline of the run");
         "ferrodds,raw"
     };
     let out = output_bounded(
@@ -77,11 +77,10 @@ fn quick_style_run_against_raw_dds_and_cyclone() {
 fn tcp_transport_axis_with_raw_tcp_and_cyclone_over_tcp() {
     let out_dir = temp_dir("tcp");
     let ddsperf = ferrodds_lab::runner::find_program("ddsperf").is_some();
-    // CI installs Cyclone DDS; elsewhere the Cyclone baseline is skipped with a note.
-    assert!(
-        ddsperf || std::env::var_os("CI").is_none(),
-        "ddsperf missing in CI"
-    );
+    // CI installs Cyclone DDS; elsewhere the Cyclone baseline is skipped (and counted).
+    if !ddsperf {
+        ferrodds_testkit::skip("ddsperf not installed: the Cyclone baseline of the run");
+    }
     let systems = if ddsperf {
         "ferrodds,raw,cyclone"
     } else {

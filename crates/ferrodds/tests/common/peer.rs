@@ -18,7 +18,7 @@ pub fn repo_root() -> PathBuf {
 pub fn cyclone_python() -> Option<PathBuf> {
     let py = repo_root().join("target/peers-venv/bin/python");
     if std::env::var("FERRODDS_SKIP_INTEROP").as_deref() == Ok("1") {
-        eprintln!("SKIPPED: FERRODDS_SKIP_INTEROP=1 set, Cyclone DDS interop not run");
+        ferrodds_testkit::skip("FERRODDS_SKIP_INTEROP=1 set, Cyclone DDS interop not run");
         return None;
     }
     let ok = py.exists()
