@@ -121,13 +121,14 @@ impl Participant {
                     return;
                 }
                 let reliable = r.qos.reliability.kind == ReliabilityKind::Reliable;
-                let p = WriterProxy::new(
+                let mut p = WriterProxy::new(
                     writer.guid,
                     reliable,
                     locators,
                     self.config.reassembly,
                     self.reasm_budget.clone(),
                 );
+                p.continue_counts(self.count_floor);
                 self.work.watch_writer_proxy(&mut r.ack_work, &p);
                 r.proxies.push(p);
                 self.events.push_back(Event::SubscriptionMatched {
@@ -235,13 +236,14 @@ impl Participant {
             if let Some(r) = self.readers[ri].as_mut() {
                 let guid = Guid::new(prefix, eid);
                 if !r.proxies.iter().any(|p| p.guid == guid) {
-                    let p = WriterProxy::new(
+                    let mut p = WriterProxy::new(
                         guid,
                         true,
                         locs.clone(),
                         self.config.reassembly,
                         self.reasm_budget.clone(),
                     );
+                    p.continue_counts(self.count_floor);
                     self.work.watch_writer_proxy(&mut r.ack_work, &p);
                     r.proxies.push(p);
                 }
