@@ -105,7 +105,7 @@ echo
 echo "| minute | 32 B p50 / p99 / p99.99 (µs) | 1 MiB p50 / p99 / p99.99 (µs) | RSS pub/sub 32 B (KiB) | RSS pub/sub 1 MiB (KiB) |"
 echo "|---|---|---|---|---|"
 paste -d' ' "$out/.p32" "$out/.p1m" | while read -r m a50 a99 a9999 _ b50 b99 b9999; do
-  last=$(awk -F, -v s=$((m * 60 - 1)) 'NR > 1 && $1 <= s {l = $0} END {print l}' "$out/rss.csv")
+  last=$(awk -F, -v s=$((m * 60 - 1)) 'NR > 1 && $1 <= s && $2 > 0 && $3 > 0 && $4 > 0 && $5 > 0 {l = $0} END {print l}' "$out/rss.csv")
   IFS=, read -r _ p32 s32 p1m s1m <<<"$last"
   echo "$m,$a50,$a99,$a9999,$b50,$b99,$b9999,$p32,$s32,$p1m,$s1m" >>"$out/minutes.csv"
   echo "| $m | $a50 / $a99 / $a9999 | $b50 / $b99 / $b9999 | $p32 / $s32 | $p1m / $s1m |"

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::DdsError;
+use crate::GuidPrefix;
 
 /// Environment variable overriding [`Config::interface`] (a name such as `lo` or an IPv4
 /// address such as `127.0.0.1`).
@@ -184,6 +185,19 @@ pub struct Config {
     /// UDPv4_WAN discovery peers: the address and port of each peer's WAN socket. Default:
     /// empty.
     pub wan_peers: Vec<SocketAddrV4>,
+    /// The participant's GUID prefix. Default: `None` = a fresh one (vendor id, host, process
+    /// id, counter and random bits), different for every participant and run.
+    ///
+    /// A fixed prefix gives a process the same identity across restarts (e.g. for peers
+    /// configured with it). Every participant alive in a domain must have its own: two with
+    /// the same prefix corrupt each other's sessions. A restarted participant is a new
+    /// *incarnation* of the prefix (its sequence numbers start from 1 again): it announces the
+    /// wall-clock time of its creation, and FerroDDS peers that still remember the previous run
+    /// drop its state and discover the new one at once (other implementations may keep the
+    /// old state until its lease ends: choose `lease_duration` accordingly). Starting with
+    /// the FerroDDS vendor id (`[0x01, 0xfd]`, [`crate::VENDOR_ID`]) avoids prefixes of other
+    /// vendors. The all-zero prefix (`GUIDPREFIX_UNKNOWN`) is refused.
+    pub guid_prefix: Option<GuidPrefix>,
 }
 
 impl Default for Config {
@@ -215,6 +229,7 @@ impl Default for Config {
             tls: None,
             udp_wan: None,
             wan_peers: Vec::new(),
+            guid_prefix: None,
         }
     }
 }
@@ -404,6 +419,11 @@ impl Config {
         self.entity_name = name;
         self
     }
+    /// Sets [`Config::guid_prefix`].
+    pub fn guid_prefix(mut self, prefix: Option<GuidPrefix>) -> Self {
+        self.guid_prefix = prefix;
+        self
+    }
 
     pub(crate) fn validate(&self) -> Result<(), DdsError> {
         if self.max_message_size < 1024 || self.max_message_size > 65_507 {
@@ -419,6 +439,11 @@ impl Config {
         if self.lease_duration < self.spdp_period {
             return Err(DdsError::BadParameter {
                 what: "lease_duration must not be shorter than spdp_period",
+            });
+        }
+        if self.guid_prefix == Some(GuidPrefix([0; 12])) {
+            return Err(DdsError::BadParameter {
+                what: "guid_prefix must not be GUIDPREFIX_UNKNOWN (all zeros)",
             });
         }
         Ok(())
@@ -491,6 +516,14 @@ mod tests {
             .lease_duration(Duration::from_secs(1))
             .validate()
             .is_err());
+        assert!(Config::loopback()
+            .guid_prefix(Some(GuidPrefix([0; 12])))
+            .validate()
+            .is_err());
+        assert!(Config::loopback()
+            .guid_prefix(Some(GuidPrefix([1, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])))
+            .validate()
+            .is_ok());
         let lb = Config::loopback();
         assert!(!lb.multicast);
         assert_eq!(lb.initial_peers, vec![Ipv4Addr::LOCALHOST]);

@@ -57,6 +57,16 @@ pub(crate) fn new_guid_prefix() -> GuidPrefix {
     GuidPrefix(p)
 }
 
+/// This run's incarnation stamp ([`ParticipantConfig::incarnation`]): the wall clock in
+/// nanoseconds since the UNIX epoch (0 for a clock before it), so that a participant restarted
+/// with the same [`Config::guid_prefix`] announces a later one than its previous run (unless
+/// the clock went back in between: peers then wait for the previous run's lease to end).
+fn incarnation() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// IPv4 + UDP header bytes: a datagram of MTU − this fits one IP packet.
 const IP_UDP_HEADERS: usize = 28;
 
@@ -97,7 +107,7 @@ impl DomainParticipant {
             Interface::Name(n) => InterfaceSelector::Name(n.clone()),
             Interface::Address(a) => InterfaceSelector::Address(*a),
         };
-        let guid_prefix = new_guid_prefix();
+        let guid_prefix = config.guid_prefix.unwrap_or_else(new_guid_prefix);
         let udp = if config.transports.udp() {
             let mut udp = UdpConfig::new(domain_id);
             udp.participant_id = config.participant_id;
@@ -224,6 +234,7 @@ impl DomainParticipant {
             peer_limits: config.peer_limits,
             entity_name: config.entity_name.clone(),
             congestion_control: config.congestion_control,
+            incarnation: Some(incarnation()),
             ..ParticipantConfig::default()
         };
         let engine = Participant::new(engine_cfg, Timestamp(0));

@@ -54,6 +54,16 @@ pub struct ParticipantConfig {
     /// on. Off, the engine sends as fast as it is polled (HEARTBEAT and NACK
     /// timing still follow the measured round trip).
     pub congestion_control: bool,
+    /// Which run of the participant this is, among runs with the same GUID
+    /// prefix (a process restarted with a fixed prefix): announced in SPDP
+    /// (a FerroDDS vendor-specific parameter) and ordered, a later run having
+    /// a larger value; the runtime uses the wall clock at creation in
+    /// nanoseconds since the UNIX epoch. A peer that knows this prefix with a
+    /// smaller value takes an announcement with a larger one as a restart: it
+    /// drops the old run's endpoints and state at once and discovers the new
+    /// run afresh (its sequence numbers start from 1 again). Default `None`:
+    /// not announced (a restart is then noticed when the old run's lease ends).
+    pub incarnation: Option<u64>,
 }
 
 impl Default for ParticipantConfig {
@@ -77,6 +87,7 @@ impl Default for ParticipantConfig {
             peer_limits: PeerLimits::default(),
             entity_name: None,
             congestion_control: true,
+            incarnation: None,
         }
     }
 }
@@ -363,6 +374,16 @@ pub struct Stats {
     /// ([`ReassemblyLimits`]: byte budgets or incomplete samples per writer);
     /// also counted in `rejected_fragments`.
     pub reassembly_overflows: u64,
+    /// Known remote participants that announced a later incarnation (a
+    /// restart with the same GUID prefix): the old one was dropped with its
+    /// endpoints and the new one discovered afresh.
+    pub participant_restarts: u64,
+    /// SPDP announcements and disposals of a known participant ignored as
+    /// older than what it last announced (a lower sequence number or an
+    /// earlier incarnation): a replay, a reordered datagram, or a restart
+    /// that announces no later incarnation (which then waits for the old
+    /// one's lease, and no longer renews it).
+    pub stale_announcements: u64,
     /// Datagrams produced by `poll_transmit`.
     pub sent_datagrams: u64,
     /// DATA submessages sent (including repairs).

@@ -42,6 +42,11 @@ pub(crate) const PID_ENDPOINT_GUID: u16 = 0x005a;
 pub(crate) const PID_ENTITY_NAME: u16 = 0x0062;
 pub(crate) const PID_DATA_REPRESENTATION: u16 = 0x0073;
 pub(crate) const PID_DOMAIN_TAG: u16 = 0x4014;
+/// FerroDDS vendor-specific (bit 15 set, DDSI-RTPS 2.5 §9.6.2.2.1: interpreted
+/// only when the sender's vendor id is FerroDDS): the participant's
+/// incarnation ([`crate::ParticipantConfig::incarnation`]), in SPDP
+/// announcements and disposals.
+pub(crate) const PID_FERRODDS_INCARNATION: u16 = 0x8001;
 
 /// Builtin endpoint set bits we use.
 pub(crate) mod bes {
@@ -69,6 +74,27 @@ const MAX_NAME_LEN: usize = 1024;
 
 const PL_CDR_LE: [u8; 4] = [0x00, 0x03, 0x00, 0x00];
 
+/// An incarnation value on the wire: 8 octets, the high then the low 32 bits,
+/// each in the list's byte order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Incarnation(u64);
+
+impl<'a> ParameterValue<'a> for Incarnation {
+    fn decode(value: &'a [u8], endian: Endianness) -> Result<Self, WireError> {
+        let hi = u32::decode(value, endian)?;
+        let lo = u32::decode(value.get(4..).unwrap_or(&[]), endian)?;
+        Ok(Self((u64::from(hi) << 32) | u64::from(lo)))
+    }
+    fn encoded_len(&self) -> usize {
+        8
+    }
+    fn encode(&self, endian: Endianness, out: &mut [u8]) -> Result<usize, WireError> {
+        let (hi, rest) = out.split_at_mut(out.len().min(4));
+        let n = ((self.0 >> 32) as u32).encode(endian, hi)?;
+        Ok(n + (self.0 as u32).encode(endian, rest)?)
+    }
+}
+
 /// SPDPdiscoveredParticipantData (the subset we use).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SpdpData {
@@ -84,6 +110,8 @@ pub(crate) struct SpdpData {
     pub(crate) default_multicast: Vec<Locator>,
     pub(crate) lease_duration: Duration,
     pub(crate) entity_name: Option<String>,
+    /// The FerroDDS incarnation stamp, when the sender is FerroDDS and sent one.
+    pub(crate) incarnation: Option<u64>,
 }
 
 /// DiscoveredWriterData / DiscoveredReaderData (the subset we use).
@@ -241,6 +269,9 @@ impl SpdpData {
         if let Some(n) = &self.entity_name {
             w.push(PID_ENTITY_NAME, &n.as_str());
         }
+        if let Some(i) = self.incarnation {
+            w.push(PID_FERRODDS_INCARNATION, &Incarnation(i));
+        }
         w.finish()
     }
 
@@ -261,8 +292,11 @@ impl SpdpData {
             default_multicast: Vec::new(),
             lease_duration: Duration::from_secs(100),
             entity_name: None,
+            incarnation: None,
         };
         let mut have_guid = false;
+        // (Vendor-specific: applied once the vendor id is known, wherever it is.)
+        let mut incarnation = None;
         for p in list {
             let p = p.ok()?;
             match p.pid {
@@ -289,9 +323,13 @@ impl SpdpData {
                     d.lease_duration = std_duration(val(&p, e)?);
                 }
                 PID_ENTITY_NAME => d.entity_name = val::<&str>(&p, e).map(str::to_owned),
+                PID_FERRODDS_INCARNATION => incarnation = val::<Incarnation>(&p, e),
                 other if must_understand(other) => return None,
                 _ => {}
             }
+        }
+        if d.vendor == VendorId::FERRODDS.0 {
+            d.incarnation = incarnation.map(|i| i.0);
         }
         have_guid.then_some(d)
     }
@@ -515,14 +553,31 @@ pub(crate) fn endpoint_key_payload(guid: Guid) -> Vec<u8> {
     w.finish()
 }
 
-/// Key-only payload for an SPDP dispose: PL_CDR_LE { PARTICIPANT_GUID }.
-pub(crate) fn participant_key_payload(prefix: GuidPrefix) -> Vec<u8> {
+/// Key-only payload for an SPDP dispose: PL_CDR_LE { PARTICIPANT_GUID }, and
+/// the FerroDDS incarnation when there is one.
+pub(crate) fn participant_key_payload(prefix: GuidPrefix, incarnation: Option<u64>) -> Vec<u8> {
     let mut w = PlWriter::new();
     w.push(
         PID_PARTICIPANT_GUID,
         &Guid::new(prefix, EntityId::PARTICIPANT),
     );
+    if let Some(i) = incarnation {
+        w.push(PID_FERRODDS_INCARNATION, &Incarnation(i));
+    }
     w.finish()
+}
+
+/// The FerroDDS incarnation in a key-only SPDP dispose payload (the caller
+/// knows the sender is FerroDDS from its announcements).
+pub(crate) fn key_incarnation(payload: &[u8]) -> Option<u64> {
+    let list = pl_body(payload)?;
+    for p in list {
+        let p = p.ok()?;
+        if p.pid == PID_FERRODDS_INCARNATION {
+            return val::<Incarnation>(&p, list.endianness()).map(|i| i.0);
+        }
+    }
+    None
 }
 
 /// The GUID in a key-only builtin payload (ENDPOINT_GUID, PARTICIPANT_GUID or KEY_HASH).
@@ -569,10 +624,18 @@ mod tests {
             default_multicast: vec![],
             lease_duration: Duration::from_secs(20),
             entity_name: Some("p1".into()),
+            incarnation: Some(0x0123_4567_89ab_cdef),
         };
         let bytes = d.encode();
         assert_eq!(&bytes[..2], &[0, 3]);
-        assert_eq!(SpdpData::decode(&bytes), Some(d));
+        assert_eq!(SpdpData::decode(&bytes), Some(d.clone()));
+        // The incarnation is vendor-specific: another vendor's parameter 0x8001
+        // means something else.
+        let other = SpdpData {
+            vendor: [1, 0x10],
+            ..d.clone()
+        };
+        assert_eq!(SpdpData::decode(&other.encode()).unwrap().incarnation, None);
         // Truncations never panic, never succeed wrongly with a different GUID.
         for cut in 0..bytes.len() {
             if let Some(x) = SpdpData::decode(&bytes[..cut]) {
@@ -644,8 +707,18 @@ mod tests {
         let g = Guid::new(GuidPrefix([4; 12]), EntityId([0, 0, 9, 3]));
         assert_eq!(key_guid(&endpoint_key_payload(g)), Some(g));
         assert_eq!(
-            key_guid(&participant_key_payload(GuidPrefix([4; 12]))).map(|g| g.prefix),
+            key_guid(&participant_key_payload(GuidPrefix([4; 12]), None)).map(|g| g.prefix),
             Some(GuidPrefix([4; 12]))
+        );
+        let stamped = participant_key_payload(GuidPrefix([4; 12]), Some(u64::MAX - 5));
+        assert_eq!(
+            key_guid(&stamped).map(|g| g.prefix),
+            Some(GuidPrefix([4; 12]))
+        );
+        assert_eq!(key_incarnation(&stamped), Some(u64::MAX - 5));
+        assert_eq!(
+            key_incarnation(&participant_key_payload(GuidPrefix([4; 12]), None)),
+            None
         );
         assert_eq!(key_guid(&[0, 3]), None);
     }
@@ -709,6 +782,7 @@ mod golden_tests {
             default_multicast: vec![loc(1, [239, 255, 0, 1], 7401)],
             lease_duration: Duration::from_millis(20_100),
             entity_name: Some("golden".into()),
+            incarnation: None,
         }
     }
 
@@ -819,7 +893,7 @@ mod golden_tests {
             expect(&["000300005a0010000102030405060708090a0b0c0000010201000000",])
         );
         assert_eq!(
-            hex(&participant_key_payload(GuidPrefix([3; 12]))),
+            hex(&participant_key_payload(GuidPrefix([3; 12]), None)),
             expect(&["0003000050001000030303030303030303030303000001c101000000",])
         );
     }

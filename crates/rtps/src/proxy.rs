@@ -312,6 +312,16 @@ impl WriterProxy {
         self
     }
 
+    /// Starts this proxy's ACKNACK and NACK_FRAG counts after `floor`, the
+    /// highest count the participant has sent: the remote writer may still
+    /// hold counts from an earlier proxy of ours for the same GUIDs (we lost
+    /// and rediscovered it, or one of us restarted), and would ignore lower
+    /// ones as duplicates (ACKNACK §8.3.7.1 and NACK_FRAG `count`).
+    pub(crate) fn continue_counts(&mut self, floor: i32) {
+        self.ack_count = floor;
+        self.nack_frag_count = floor;
+    }
+
     /// Adds a fragment; returns the whole change once complete. Fragments of
     /// samples already delivered (or known irrelevant) are ignored.
     pub(crate) fn on_fragment(

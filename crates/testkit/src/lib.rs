@@ -71,6 +71,16 @@ fn socket_addr(l: &Locator) -> Option<SocketAddrV4> {
     ))
 }
 
+/// Every locator a participant with `cfg` receives on.
+fn node_locators(cfg: &ParticipantConfig) -> Vec<Locator> {
+    let mut locators = Vec::new();
+    locators.extend(cfg.metatraffic_unicast_locators.iter().copied());
+    locators.extend(cfg.metatraffic_multicast_locators.iter().copied());
+    locators.extend(cfg.default_unicast_locators.iter().copied());
+    locators.extend(cfg.default_multicast_locators.iter().copied());
+    locators
+}
+
 /// splitmix64: a tiny deterministic PRNG.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
@@ -467,11 +477,7 @@ impl Network {
 
     /// Adds a participant with a custom configuration.
     pub fn add_participant_with(&mut self, cfg: ParticipantConfig) -> usize {
-        let mut locators = Vec::new();
-        locators.extend(cfg.metatraffic_unicast_locators.iter().copied());
-        locators.extend(cfg.metatraffic_multicast_locators.iter().copied());
-        locators.extend(cfg.default_unicast_locators.iter().copied());
-        locators.extend(cfg.default_multicast_locators.iter().copied());
+        let locators = node_locators(&cfg);
         let participant = Participant::new(cfg, self.now);
         self.nodes.push(Node {
             participant,
@@ -486,6 +492,22 @@ impl Network {
         self.nodes[i].participant.handle_timeout(self.now);
         self.flush(i);
         i
+    }
+
+    /// Restarts node `i` as a new process would (after a crash): a fresh
+    /// engine with `cfg` (typically the same GUID prefix and locators) and
+    /// no entities, running from now. Its earlier events and samples stay in
+    /// [`Node::events`] and [`Node::samples`]; datagrams still in flight to
+    /// it reach the new engine.
+    pub fn restart(&mut self, i: usize, cfg: ParticipantConfig) {
+        let locators = node_locators(&cfg);
+        let node = &mut self.nodes[i];
+        node.participant = Participant::new(cfg, self.now);
+        node.readers.clear();
+        node.crashed = false;
+        node.locators = locators;
+        node.participant.handle_timeout(self.now);
+        self.flush(i);
     }
 
     /// The engine of node `i`.

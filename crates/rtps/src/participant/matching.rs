@@ -121,7 +121,7 @@ impl Participant {
                     return;
                 }
                 let reliable = r.qos.reliability.kind == ReliabilityKind::Reliable;
-                let p = WriterProxy::new(
+                let mut p = WriterProxy::new(
                     writer.guid,
                     reliable,
                     locators,
@@ -132,6 +132,7 @@ impl Participant {
                     self.config.peer_limits.max_out_of_order_samples,
                     self.config.peer_limits.max_out_of_order_bytes,
                 );
+                p.continue_counts(self.count_floor);
                 self.work.watch_writer_proxy(&mut r.ack_work, &p);
                 r.proxies.push(p);
                 self.events.push_back(Event::SubscriptionMatched {
@@ -274,7 +275,7 @@ impl Participant {
             if let Some(r) = self.readers[ri].as_mut() {
                 let guid = Guid::new(prefix, eid);
                 if !r.proxies.iter().any(|p| p.guid == guid) {
-                    let p = WriterProxy::new(
+                    let mut p = WriterProxy::new(
                         guid,
                         true,
                         locs.clone(),
@@ -285,6 +286,7 @@ impl Participant {
                         self.config.peer_limits.max_out_of_order_samples,
                         self.config.peer_limits.max_out_of_order_bytes,
                     );
+                    p.continue_counts(self.count_floor);
                     self.work.watch_writer_proxy(&mut r.ack_work, &p);
                     r.proxies.push(p);
                 }

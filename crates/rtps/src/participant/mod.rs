@@ -118,6 +118,11 @@ pub struct Participant {
     endpoint_counts: SeededMap<GuidPrefix, u32>,
     spdp_payload: Vec<u8>,
     next_spdp: Timestamp,
+    /// Periodic SPDP announcements so far. Each is a new change of the SPDP
+    /// writer (its sequence number is this count), so that peers can tell an
+    /// older announcement (a replay, or an earlier run of a participant
+    /// restarted with the same GUID prefix) from the latest; the immediate
+    /// replies to newly discovered participants resend the latest.
     spdp_sent: u32,
     spdp_queue: VecDeque<Vec<Locator>>,
     /// Reused proxy outcome (keeps its capacity: no allocation per sample).
@@ -153,6 +158,10 @@ pub struct Participant {
     rto: core::time::Duration,
     /// Pacing and congestion control of user data and repairs.
     pacer: Pacer,
+    /// The highest ACKNACK or NACK_FRAG count sent by any of our readers:
+    /// a new writer proxy counts on from there
+    /// ([`WriterProxy::continue_counts`]).
+    count_floor: i32,
 }
 
 fn builtin_writer(
@@ -251,6 +260,7 @@ impl Participant {
             default_multicast: config.default_multicast_locators.clone(),
             lease_duration: config.lease_duration,
             entity_name: config.entity_name.clone(),
+            incarnation: config.incarnation,
         };
         Self {
             reasm_budget: ReassemblyBudget::new(),
@@ -311,6 +321,7 @@ impl Participant {
             rtt: RttEstimator::default(),
             rto,
             pacer,
+            count_floor: 0,
         }
     }
 

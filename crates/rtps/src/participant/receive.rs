@@ -21,7 +21,13 @@ impl Participant {
             // Our own prefix (local loopback) is never a remote participant.
             _ if src_prefix == ours => {}
             _ => {
-                if let Some(p) = self.participants.get_mut(&src_prefix) {
+                // (A contested participant's lease is renewed only by its own
+                // SPDP announcements: see `spdp`.)
+                if let Some(p) = self
+                    .participants
+                    .get_mut(&src_prefix)
+                    .filter(|p| !p.contested)
+                {
                     p.last_heard = now;
                     self.flush_heard();
                     self.heard = Some((src_prefix, now));

@@ -1,5 +1,49 @@
-//! Participant discovery (SPDP): remote participants, their leases and
-//! leaving.
+//! Participant discovery (SPDP): remote participants, their leases,
+//! leaving, and restarts (a new incarnation of a known GUID prefix).
+//!
+//! # Incarnations
+//!
+//! DDSI-RTPS requires GUIDs to be unique but says nothing of a participant
+//! that crashes and comes back with the same GUID prefix (a process with a
+//! configured prefix): for the protocol it is the same participant, whose
+//! writers' sequence numbers and HEARTBEAT/ACKNACK counts went backwards, so
+//! its peers, which remember higher ones, drop what it sends as old
+//! (§8.4.10.4, §8.3.7.5, §8.3.7.1) — and since every datagram it sends renews
+//! the lease of the participant they remember, that state never expires. The
+//! only ends the specification gives a participant are its lease (the
+//! leaseDuration of its SPDP data, §8.5.3) and its disposal.
+//!
+//! An SPDP announcement from a known prefix is therefore classified
+//! ([`Announcement`]):
+//!
+//! - A FerroDDS participant announces an *incarnation* stamp (vendor-specific
+//!   parameter; the wall clock at creation). A larger stamp than the one
+//!   known is a restart: the old incarnation is removed at once (its
+//!   endpoints unmatched, every proxy dropped, [`Event::ParticipantLost`]) and
+//!   the announcement is handled as a new participant's.
+//! - A smaller stamp, or the same one (or none) with a lower SPDP sequence
+//!   number than the last announcement, is stale: a replay of old traffic, a
+//!   reordered datagram — or a restart that cannot be told from either (an
+//!   implementation without the stamp, a wall clock that went backwards). It
+//!   changes nothing, and from then on only the known incarnation's own
+//!   announcements renew its lease, not every datagram with its prefix: a live
+//!   participant announces itself several times per lease and stays; a dead
+//!   one ends by its lease although its successor talks, and the successor is
+//!   then discovered as new. (Without stamps this holds only while the
+//!   successor's sequence numbers stay below the old run's last: once they
+//!   catch up, nothing tells them apart. The FerroDDS runtime always stamps;
+//!   other implementations derive a new prefix for every run.)
+//!
+//! Why not take a lower sequence number as a restart at once: anyone who
+//! captured one announcement could then tear a live participant down (and
+//! every match of it) by replaying it. With the stamp, replayed traffic only
+//! ever carries the live incarnation's stamp or an earlier one, and is
+//! ignored; forging a later stamp needs no replay — but an unauthenticated
+//! forger can equally forge a disposal, which only DDS-Security prevents.
+//! SPDP disposals carry the stamp too: one of an earlier incarnation is stale.
+//! (Replayed *user data* of an earlier incarnation whose sequence numbers lie
+//! beyond the new incarnation's is indistinguishable from new data; only
+//! message authentication, DDS-Security, rejects it.)
 
 use super::*;
 
@@ -7,6 +51,54 @@ use super::*;
 pub(super) struct RemoteParticipant {
     pub(super) data: SpdpData,
     pub(super) last_heard: Timestamp,
+    /// SPDP sequence number of its latest announcement.
+    pub(super) spdp_sn: i64,
+    /// When it last announced itself.
+    pub(super) announced_at: Timestamp,
+    /// Stale announcements came in since then (possibly another incarnation
+    /// of this prefix): only its own announcements renew its lease, not every
+    /// datagram with its prefix.
+    pub(super) contested: bool,
+}
+
+/// An SPDP announcement from a known GUID prefix, compared with what it last
+/// announced (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Announcement {
+    /// The known incarnation (again, or with changed data).
+    Current,
+    /// A later incarnation: the known one restarted.
+    Newer,
+    /// Older than what is known: ignored.
+    Stale,
+}
+
+impl RemoteParticipant {
+    fn new(data: SpdpData, sn: i64, now: Timestamp) -> Self {
+        Self {
+            data,
+            last_heard: now,
+            spdp_sn: sn,
+            announced_at: now,
+            contested: false,
+        }
+    }
+
+    fn classify(&self, incarnation: Option<u64>, sn: i64) -> Announcement {
+        match (self.data.incarnation, incarnation) {
+            (Some(known), Some(i)) if i > known => Announcement::Newer,
+            (Some(known), Some(i)) if i < known => Announcement::Stale,
+            (None, Some(_)) => Announcement::Newer,
+            (Some(_), None) => Announcement::Stale,
+            _ if sn < self.spdp_sn => Announcement::Stale,
+            _ => Announcement::Current,
+        }
+    }
+
+    /// Whether a disposal carrying `incarnation` is of an earlier incarnation.
+    fn stale_disposal(&self, incarnation: Option<u64>) -> bool {
+        matches!((self.data.incarnation, incarnation), (Some(known), Some(i)) if i < known)
+    }
 }
 
 impl Participant {
@@ -110,6 +202,14 @@ impl Participant {
                 .or_else(|| discovery::key_guid(payload).map(|g| g.prefix))
                 .unwrap_or(src);
             if prefix == src && prefix != self.config.guid_prefix {
+                if self
+                    .participants
+                    .get(&prefix)
+                    .is_some_and(|p| p.stale_disposal(discovery::key_incarnation(payload)))
+                {
+                    self.stats.stale_announcements += 1;
+                    return;
+                }
                 self.remove_participant(prefix);
             } else if prefix != src {
                 // Anyone could name another participant (or us): it ends by
@@ -132,8 +232,36 @@ impl Participant {
         {
             return;
         }
+        let sn = d.sn;
         if let Some(p) = self.participants.get_mut(&prefix) {
+            match p.classify(data.incarnation, sn) {
+                Announcement::Current => {}
+                Announcement::Stale => {
+                    self.stats.stale_announcements += 1;
+                    if !p.contested {
+                        // Its lease counts from its own last announcement
+                        // (this datagram renewed it on arrival).
+                        p.contested = true;
+                        p.last_heard = p.announced_at;
+                        let end = p.announced_at.saturating_add(p.data.lease_duration);
+                        self.next_lease_check = self.next_lease_check.min(end);
+                        self.work.arm(end);
+                    }
+                    if self.heard.is_some_and(|(h, _)| h == prefix) {
+                        self.heard = None;
+                    }
+                    return;
+                }
+                Announcement::Newer => {
+                    self.stats.participant_restarts += 1;
+                    self.remove_participant(prefix);
+                    return self.add_participant(data, sn, now);
+                }
+            }
             p.last_heard = now;
+            p.announced_at = now;
+            p.spdp_sn = sn;
+            p.contested = false;
             if p.data != data {
                 let set = data.builtin_endpoints;
                 // The lease duration may have shrunk.
@@ -147,22 +275,24 @@ impl Participant {
             }
             return;
         }
+        self.add_participant(data, sn, now);
+    }
+
+    /// A participant not known (any more) announced itself with SPDP
+    /// sequence number `sn`.
+    fn add_participant(&mut self, data: SpdpData, sn: i64, now: Timestamp) {
         if self.participants.len() >= self.config.peer_limits.max_remote_participants {
             self.stats.refused_participants += 1;
             return;
         }
+        let prefix = data.guid_prefix;
         let set = data.builtin_endpoints;
         self.work.arm(now.saturating_add(data.lease_duration));
         self.next_lease_check = self
             .next_lease_check
             .min(now.saturating_add(data.lease_duration));
-        self.participants.insert(
-            prefix,
-            RemoteParticipant {
-                data,
-                last_heard: now,
-            },
-        );
+        self.participants
+            .insert(prefix, RemoteParticipant::new(data, sn, now));
         self.events
             .push_back(Event::ParticipantDiscovered { prefix });
         let dests = self.locators_for(prefix, &[], true);

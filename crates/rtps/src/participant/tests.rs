@@ -106,6 +106,47 @@ fn first_timeout_announces_spdp_to_the_destinations() {
     );
 }
 
+/// Each periodic announcement is a new change of the SPDP writer (sequence
+/// numbers 1, 2, ...; a disposal follows the last), so that peers can tell an
+/// older one — replayed, or of an earlier run with the same GUID prefix — from
+/// the latest. The incarnation stamp rides along in both.
+#[test]
+fn spdp_announcements_are_numbered_and_stamped() {
+    let mut c = cfg(1);
+    c.incarnation = Some(0x1122_3344_5566_7788);
+    let mut p = Participant::new(c, Timestamp(0));
+    let spdp = |d: &[u8]| {
+        let (_, subs) = codec::parse(d).unwrap();
+        let Some(Ok(Sub::Data(d))) = subs.into_iter().next() else {
+            panic!("no DATA");
+        };
+        (d.sn, d.payload.unwrap().to_vec())
+    };
+    let mut sns = Vec::new();
+    let mut t = Timestamp(0);
+    for _ in 0..3 {
+        p.handle_timeout(t);
+        for (d, _) in drain(&mut p, t) {
+            let (sn, payload) = spdp(&d);
+            assert_eq!(
+                SpdpData::decode(&payload).unwrap().incarnation,
+                Some(0x1122_3344_5566_7788)
+            );
+            sns.push(sn);
+        }
+        t = p.poll_timeout().unwrap();
+    }
+    assert_eq!(sns, vec![1, 2, 3]);
+    p.announce_leave();
+    let leave = drain(&mut p, t);
+    let (sn, payload) = spdp(&leave[0].0);
+    assert_eq!(sn, 4);
+    assert_eq!(
+        discovery::key_incarnation(&payload),
+        Some(0x1122_3344_5566_7788)
+    );
+}
+
 #[test]
 fn own_and_foreign_domain_announcements_are_ignored() {
     let mut a = Participant::new(cfg(1), Timestamp(0));
@@ -670,4 +711,13 @@ fn a_replayed_session_is_not_delivered_twice() {
         );
     }
     assert_eq!(b.discovered_participants().len(), 1);
+    // a's replayed earlier announcements (lower SPDP sequence numbers) were
+    // seen as stale, not as a restart of a.
+    assert!(b.stats().stale_announcements > 0);
+    assert_eq!(b.stats().participant_restarts, 0);
+    let mut lost = 0;
+    while let Some(e) = b.poll_event() {
+        lost += usize::from(matches!(e, Event::ParticipantLost { .. }));
+    }
+    assert_eq!(lost, 0);
 }

@@ -103,11 +103,23 @@ impl Participant {
         if self.leave_queue.is_empty() && self.spdp_queue.is_empty() {
             return None;
         }
+        let sn = i64::from(self.spdp_sent.max(1));
         if let Some(dests) = self.leave_queue.pop_front() {
             let mut e = Emitter::new(buf, limit, self.config.guid_prefix)?;
             let key = Guid::new(self.config.guid_prefix, EntityId::PARTICIPANT).to_bytes();
-            let payload = discovery::participant_key_payload(self.config.guid_prefix);
-            if e.data(SPDP_READER, SPDP_WRITER, 2, Some(&key), 3, &payload, true) {
+            let payload = discovery::participant_key_payload(
+                self.config.guid_prefix,
+                self.config.incarnation,
+            );
+            if e.data(
+                SPDP_READER,
+                SPDP_WRITER,
+                sn + 1,
+                Some(&key),
+                3,
+                &payload,
+                true,
+            ) {
                 fill_dests(out, dests.iter());
                 return Some(e.len());
             }
@@ -118,7 +130,7 @@ impl Participant {
             if e.data(
                 SPDP_READER,
                 SPDP_WRITER,
-                1,
+                sn,
                 Some(&key),
                 0,
                 &self.spdp_payload,
@@ -219,6 +231,7 @@ impl Participant {
                 p.answered_hb = (p.last_hb, p.last_hb_frag);
                 let final_flag = set.is_empty() && p.synced;
                 p.ack_count = p.ack_count.wrapping_add(1);
+                self.count_floor = self.count_floor.max(p.ack_count);
                 let mut e = Emitter::new(buf, limit, prefix)?;
                 if e.info_dst(p.guid.prefix)
                     && e.acknack(reader_eid, p.guid.entity_id, &set, p.ack_count, final_flag)
@@ -226,6 +239,7 @@ impl Participant {
                     // Partly received samples: ask for exactly the missing fragments.
                     for &(sn, base, bits, num_bits) in &nfs[..n_nf] {
                         p.nack_frag_count = p.nack_frag_count.wrapping_add(1);
+                        self.count_floor = self.count_floor.max(p.nack_frag_count);
                         if !e.nack_frag(
                             reader_eid,
                             p.guid.entity_id,
