@@ -15,6 +15,16 @@ pub enum LabError {
         /// The offending text.
         value: String,
     },
+    /// `--cpu` names a CPU this process may not run on.
+    #[error("invalid --cpu {list:?}: CPU {cpu} is not available here (allowed: {allowed})")]
+    CpuNotAvailable {
+        /// The first CPU that is not available.
+        cpu: usize,
+        /// The list as given.
+        list: String,
+        /// The CPUs this process may use.
+        allowed: String,
+    },
     /// A file or directory operation failed.
     #[error("{path}: {source}")]
     Io {

@@ -31,7 +31,9 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
-    /// Run the matrix (full by default, --quick for a first look).
+    /// Run the matrix (full by default, --quick for a first look). Exit status: 0 when every
+    /// run succeeded, 1 when any run failed or timed out (results and report are still
+    /// written), 2 for a bad command line, 130 when interrupted.
     Run(Box<RunArgs>),
     /// Regenerate report.html of a results directory from its recorded CSV/JSON.
     Report {
@@ -279,6 +281,9 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
             remote_perftest: a.remote_perftest.clone(),
         },
     };
+    if !a.no_pin {
+        runner::validate_cpu_list(&a.cpu, a.topology != Topo::Remote && !a.dry_run)?;
+    }
     let cpu = if a.no_pin {
         None
     } else if runner::find_program("taskset").is_some() {
@@ -390,6 +395,9 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode, LabError> {
     }
     Ok(if summary.interrupted {
         ExitCode::from(130)
+    } else if summary.runs_failed > 0 {
+        // Results and report are written, but a script must see that runs failed.
+        ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })

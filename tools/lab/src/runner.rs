@@ -26,6 +26,71 @@ pub const OUTPUT_CAP: usize = 4 << 20;
 /// and exit before they are killed.
 pub const TIMEOUT_INTERRUPT_GRACE: Duration = Duration::from_secs(3);
 
+/// Parses a `taskset -c` CPU list (`0`, `1-3`, `0,2,4-5`) into the CPU numbers.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, LabError> {
+    let bad = || LabError::BadValue {
+        what: "--cpu (expected a CPU list like 0, 1-3 or 0,2,4-5)",
+        value: s.to_string(),
+    };
+    let num = |t: &str| -> Result<usize, LabError> {
+        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        t.parse::<usize>()
+            .ok()
+            .filter(|n| *n < 1 << 16)
+            .ok_or_else(bad)
+    };
+    let mut cpus = Vec::new();
+    for item in s.split(',') {
+        match item.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b {
+                    return Err(bad());
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(num(item)?),
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// The CPUs this process may run on (`Cpus_allowed_list` of `/proc/self/status`), or `None`
+/// when that cannot be read.
+pub fn allowed_cpus() -> Option<Vec<usize>> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+    parse_cpu_list(list.trim()).ok()
+}
+
+/// Checks `--cpu` before anything runs: the list must parse and, when the processes run on
+/// this machine, name only CPUs this process may use (`taskset` would fail every run).
+pub fn validate_cpu_list(s: &str, local: bool) -> Result<(), LabError> {
+    let cpus = parse_cpu_list(s)?;
+    if local {
+        if let Some(allowed) = allowed_cpus() {
+            if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
+                return Err(LabError::CpuNotAvailable {
+                    cpu: *c,
+                    list: s.to_string(),
+                    allowed: allowed
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A program with arguments and extra environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommandSpec {
@@ -633,6 +698,23 @@ mod tests {
             cyclone_sub_uri: "file:///c.xml".into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0").unwrap(), vec![0]);
+        assert_eq!(parse_cpu_list("3,0-1,1").unwrap(), vec![0, 1, 3]);
+        for bad in ["", "a", "1-", "-1", "2-1", "0,,1", "1 ", "0x1", "99999"] {
+            assert!(parse_cpu_list(bad).is_err(), "{bad:?}");
+        }
+        let allowed = allowed_cpus().expect("Linux has /proc/self/status");
+        assert!(!allowed.is_empty());
+        assert!(validate_cpu_list(&allowed[0].to_string(), true).is_ok());
+        assert!(matches!(
+            validate_cpu_list("4095", true),
+            Err(LabError::CpuNotAvailable { cpu: 4095, .. })
+        ));
+        assert!(validate_cpu_list("4095", false).is_ok());
     }
 
     #[test]

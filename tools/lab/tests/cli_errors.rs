@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{lab, output_bounded, temp_dir};
+use common::{lab, output_bounded, script, temp_dir};
 
 fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -128,4 +128,45 @@ fn compare_rejects_negative_or_nan_thresholds() {
         assert_eq!(out.status.code(), Some(2), "{arg}: {err}");
         assert!(err.contains("threshold"), "{err}");
     }
+}
+
+#[test]
+fn a_bad_cpu_list_is_refused_before_anything_runs() {
+    let dir = temp_dir("badcpu");
+    let marker = dir.join("started");
+    let fake = script(&dir, "perftest", &format!("touch {}", marker.display()));
+    for (cpu, needle) in [
+        ("0-", "invalid --cpu"),
+        ("abc", "invalid --cpu"),
+        ("3-1", "invalid --cpu"),
+        ("4095", "CPU 4095 is not available here"),
+    ] {
+        let out = output_bounded(
+            lab()
+                .args([
+                    "run",
+                    "--systems",
+                    "raw",
+                    "--tests",
+                    "latency",
+                    "--sizes",
+                    "32",
+                ])
+                .args(["--repetitions", "1", "--execution-time", "1", "--cpu", cpu])
+                .arg("--perftest")
+                .arg(&fake)
+                .arg("--out")
+                .arg(dir.join("out")),
+            Duration::from_secs(20),
+        );
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "--cpu {cpu}: {err}");
+        assert!(err.contains(needle), "--cpu {cpu}: {err}");
+        assert!(!marker.exists(), "--cpu {cpu}: perftest was started");
+        assert!(
+            !dir.join("out").exists(),
+            "--cpu {cpu}: results were written"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -184,7 +184,7 @@ fn tcp_transport_axis_with_raw_tcp_and_cyclone_over_tcp() {
 }
 
 #[test]
-fn failed_runs_are_recorded_and_the_lab_goes_on() {
+fn failed_runs_are_recorded_the_lab_goes_on_and_exits_non_zero() {
     let dir = temp_dir("fail");
     let fake = script(
         &dir,
@@ -216,7 +216,13 @@ fn failed_runs_are_recorded_and_the_lab_goes_on() {
             .arg(dir.join("out")),
         Duration::from_secs(60),
     );
-    assert!(out.status.success());
+    // Every run failed: the results are written, and the exit status says so.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s = record::read_results(&dir.join("out")).unwrap();
     assert_eq!(s.runs.len(), 4);
     for r in &s.runs {
@@ -265,7 +271,11 @@ fn a_hanging_run_times_out() {
             .arg(dir.join("out")),
         Duration::from_secs(60),
     );
-    assert!(out.status.success());
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a timed-out run is a failed run"
+    );
     assert!(start.elapsed() < Duration::from_secs(20));
     let s = record::read_results(&dir.join("out")).unwrap();
     assert_eq!(s.runs.len(), 1);

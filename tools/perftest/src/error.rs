@@ -12,6 +12,22 @@ pub enum OptionError {
     /// An option that needs a value was last on the line or followed by another option.
     #[error("Missing value for '{0}'.")]
     MissingValue(&'static str),
+    /// A negative number where only non-negative values exist.
+    #[error("Invalid value '{value}' for '{option}': negative values are not allowed.")]
+    Negative {
+        /// Canonical option name.
+        option: &'static str,
+        /// The value as given.
+        value: String,
+    },
+    /// An option prefix that several options share.
+    #[error("Ambiguous option '{arg}': it could be {}.", candidates.join(", "))]
+    Ambiguous {
+        /// The argument as given.
+        arg: String,
+        /// The options it is a prefix of.
+        candidates: Vec<&'static str>,
+    },
     /// A value that does not parse or is out of range.
     #[error("Invalid value '{value}' for '{option}': {reason}.")]
     BadValue {

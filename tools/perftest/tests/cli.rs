@@ -58,6 +58,48 @@ fn unknown_and_malformed() {
 }
 
 #[test]
+fn numbers_with_trailing_garbage_are_refused() {
+    fails_with(
+        &["-dataLen", "100abc"],
+        "Invalid value '100abc' for '-dataLen'",
+    );
+    fails_with(
+        &["-pub", "-exec", "10s"],
+        "Invalid value '10s' for '-executionTime'",
+    );
+    fails_with(&["-domain", "1.0"], "Invalid value '1.0' for '-domain'");
+    fails_with(
+        &["-pub", "-pubRate", "100k:spin"],
+        "Invalid value '100k:spin' for '-pubRate'",
+    );
+}
+
+#[test]
+fn negative_numbers_have_their_own_message() {
+    for args in [
+        &["-dataLen", "-5"][..],
+        &["-pub", "-sleep", "-1"][..],
+        &["-pub", "-unbounded", "-100"][..],
+    ] {
+        fails_with(args, "negative values are not allowed");
+        let r = run(args, Duration::from_secs(10));
+        assert!(!r.stderr.contains("Missing value"), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn ambiguous_prefix_lists_the_candidates() {
+    fails_with(
+        &["-pub", "-latency"],
+        "Ambiguous option '-latency': it could be -latencyCount, -latencyFile, -latencyTest.",
+    );
+    fails_with(
+        &["-d", "100"],
+        "-dataLen, -doNotDropNetworkCapture, -domain",
+    );
+}
+
+#[test]
 fn role_groups() {
     fails_with(
         &["-sub", "-latencyTest"],

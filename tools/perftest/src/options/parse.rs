@@ -11,11 +11,12 @@ use super::model::{
 };
 use super::table::Arity::{Flag, Optional, Value};
 use super::table::Side::{Pub, Sub};
-use super::table::{lookup, OptionSpec};
+use super::table::{lookup, resolve, OptionSpec};
 use crate::transport::{Backend, Capabilities, Support};
 
 use super::values::{
-    num, num32, parse_affinity, parse_priorities, parse_rate_method, parse_scan, parse_wan_address,
+    is_negative_number, num, num32, parse_affinity, parse_priorities, parse_rate_method,
+    parse_scan, parse_wan_address,
 };
 
 pub(super) fn unsupported(option: &'static str, reason: &'static str) -> OptionError {
@@ -68,7 +69,7 @@ impl Options {
         let mut i = 0;
         while i < args.len() {
             let arg = args[i].as_ref();
-            let spec = lookup(arg).ok_or_else(|| OptionError::Unknown(arg.to_string()))?;
+            let spec = resolve(arg)?;
             i += 1;
             let value = match spec.arity {
                 Flag => None,
@@ -77,9 +78,21 @@ impl Options {
                         i += 1;
                         Some(v)
                     }
+                    Some(v) if is_negative_number(v) => {
+                        return Err(OptionError::Negative {
+                            option: spec.name,
+                            value: v.to_string(),
+                        })
+                    }
                     _ => return Err(OptionError::MissingValue(spec.name)),
                 },
                 Optional => match args.get(i).map(AsRef::as_ref) {
+                    Some(v) if is_negative_number(v) => {
+                        return Err(OptionError::Negative {
+                            option: spec.name,
+                            value: v.to_string(),
+                        })
+                    }
                     Some(v) if !v.starts_with('-') => {
                         i += 1;
                         Some(v)

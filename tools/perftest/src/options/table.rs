@@ -1,6 +1,8 @@
 //! The option table: every RTI Perftest option's name, arity, role group and help, the
 //! prefix lookup and the `-help` text.
 
+use crate::error::OptionError;
+
 /// Which role an option belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -402,31 +404,48 @@ pub const OPTIONS: &[OptionSpec] = &[
     o("-zeroCopy", Flag, Both, ""),
 ];
 
-/// Finds the option an argument names: exact `-help`/`-h`, otherwise the first option in
-/// byte order whose name starts with the argument, compared case-insensitively.
+/// Finds the option an argument names: a case-insensitive exact name, else the one option
+/// the argument is a case-insensitive prefix of (`-exec`, `-best`, `-noPrint`, `-raw`).
+/// `-help` and `-h` must be spelled out. `None` when no option or several match; use
+/// [`resolve`] for the reason.
 pub fn lookup(arg: &str) -> Option<&'static OptionSpec> {
+    resolve(arg).ok()
+}
+
+/// Like [`lookup`], with the error to report: an unknown argument, or a prefix shared by
+/// several options (listed, where RTI would silently take the first in byte order).
+pub fn resolve(arg: &str) -> Result<&'static OptionSpec, OptionError> {
     if arg.len() < 2 || !arg.starts_with('-') {
-        return None;
+        return Err(OptionError::Unknown(arg.to_string()));
+    }
+    if let Some(spec) = OPTIONS.iter().find(|s| s.name.eq_ignore_ascii_case(arg)) {
+        return Ok(spec);
     }
     let exact_only = |name: &str| name == "-h" || name == "-help";
-    if let Some(spec) = OPTIONS
+    let candidates: Vec<&'static OptionSpec> = OPTIONS
         .iter()
-        .find(|s| exact_only(s.name) && s.name.eq_ignore_ascii_case(arg))
-    {
-        return Some(spec);
+        .filter(|s| {
+            !exact_only(s.name)
+                && s.name.len() > arg.len()
+                && s.name.as_bytes()[..arg.len()].eq_ignore_ascii_case(arg.as_bytes())
+        })
+        .collect();
+    match candidates.as_slice() {
+        [] => Err(OptionError::Unknown(arg.to_string())),
+        [one] => Ok(one),
+        many => Err(OptionError::Ambiguous {
+            arg: arg.to_string(),
+            candidates: many.iter().map(|s| s.name).collect(),
+        }),
     }
-    OPTIONS.iter().find(|s| {
-        !exact_only(s.name)
-            && s.name.len() >= arg.len()
-            && s.name.as_bytes()[..arg.len()].eq_ignore_ascii_case(arg.as_bytes())
-    })
 }
 
 /// The `-help` text.
 pub fn help_text() -> String {
     let mut s = String::from(
         "Usage: perftest [options]\n\
-         Options match case-insensitively by prefix (e.g. -exec, -best, -noPrint, -raw).\n\
+         Options match case-insensitively by prefix (e.g. -exec, -best, -noPrint, -raw);\n\
+         a prefix shared by several options is an error that lists them.\n\
          Latency is printed one-way: round-trip time / 2, in microseconds.\n\n",
     );
     for spec in OPTIONS.iter().filter(|s| !s.help.is_empty()) {

@@ -28,12 +28,14 @@ fn prefixes_from_the_reference_scripts() {
         ("-noXML", "-noXmlQos"),
         ("-sid", "-sidMultiSubTest"),
         ("-dom", "-domain"),
-        ("-d", "-dataLen"),
-        ("-do", "-doNotDropNetworkCapture"),
+        ("-dataL", "-dataLen"),
+        ("-doNot", "-doNotDropNetworkCapture"),
         ("-datalen", "-dataLen"),
         ("-PUB", "-pub"),
-        ("-latency", "-latencyCount"),
-        ("-enable", "-enable-message-length"),
+        ("-pubRate", "-pubRate"),
+        ("-multicast", "-multicast"),
+        ("-transport", "-transport"),
+        ("-noprint", "-noPrintIntervals"),
         ("-help", "-help"),
         ("-H", "-h"),
     ];
@@ -44,6 +46,77 @@ fn prefixes_from_the_reference_scripts() {
     assert!(lookup("-hel").is_none(), "help must be exact");
     assert!(lookup("-bogus").is_none());
     assert!(lookup("dataLen").is_none());
+}
+
+#[test]
+fn ambiguous_prefixes_list_the_candidates() {
+    for (arg, candidates) in [
+        (
+            "-d",
+            &[
+                "-dataLen",
+                "-doNotDropNetworkCapture",
+                "-domain",
+                "-durability",
+                "-dynamicData",
+            ][..],
+        ),
+        (
+            "-latency",
+            &["-latencyCount", "-latencyFile", "-latencyTest"][..],
+        ),
+        ("-pubR", &["-pubRate", "-pubRatebps"][..]),
+    ] {
+        assert_eq!(
+            resolve(arg).unwrap_err(),
+            OptionError::Ambiguous {
+                arg: arg.to_string(),
+                candidates: candidates.to_vec(),
+            },
+            "{arg}"
+        );
+        assert!(lookup(arg).is_none());
+    }
+    let msg = parse("-pub -latency").unwrap_err().to_string();
+    assert_eq!(
+        msg,
+        "Ambiguous option '-latency': it could be -latencyCount, -latencyFile, -latencyTest."
+    );
+}
+
+#[test]
+fn numbers_are_strict() {
+    for (args, want) in [
+        ("-dataLen 100abc", "Invalid value '100abc' for '-dataLen'"),
+        ("-dataLen 1.5", "Invalid value '1.5' for '-dataLen'"),
+        ("-dataLen  ", "Missing value for '-dataLen'"),
+        ("-pub -exec 5s", "Invalid value '5s' for '-executionTime'"),
+        (
+            "-pub -pubRate 10x:spin",
+            "Invalid value '10x:spin' for '-pubRate'",
+        ),
+        ("-pub -scan 32:64k", "Invalid value '32:64k' for '-scan'"),
+        ("-domain 99999999999999999999999", "value out of range"),
+        (
+            "-dataLen -5",
+            "Invalid value '-5' for '-dataLen': negative values are not allowed.",
+        ),
+        (
+            "-pub -unbounded -100",
+            "Invalid value '-100' for '-unbounded': negative values",
+        ),
+        (
+            "-pub -pubRate -5:spin",
+            "Invalid value '-5:spin' for '-pubRate': negative values",
+        ),
+    ] {
+        let err = parse(args).unwrap_err().to_string();
+        assert!(err.contains(want), "{args}: {err}");
+    }
+    assert_eq!(parse("-dataLen +200").unwrap().data_len, 200);
+    assert_eq!(scan_u64("007"), Ok(7));
+    assert_eq!(scan_u64(" 7"), Err(NumError::NotANumber));
+    assert_eq!(scan_u64("-7"), Err(NumError::Negative));
 }
 
 #[test]
@@ -58,8 +131,8 @@ fn defaults_and_values() {
     let o = parse("-pub -latencyTest").unwrap();
     assert_eq!(o.effective_latency_count(), 1);
     assert_eq!(o.effective_num_iter(), 10_000_000);
-    // scanf semantics: trailing junk ignored.
-    assert_eq!(parse("-dataLen 128abc").unwrap().data_len, 128);
+    // Unlike RTI's scanf, trailing junk is refused (see numbers_are_strict).
+    assert!(parse("-dataLen 128abc").is_err());
 }
 
 #[test]

@@ -8,15 +8,49 @@ use super::model::{
     OVERHEAD_BYTES,
 };
 
-/// Reads a number the way `scanf("%llu")` does.
-pub fn scan_u64(s: &str) -> Option<u64> {
-    let t = s.trim_start();
-    let t = t.strip_prefix('+').unwrap_or(t);
-    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return None;
+/// Why a numeric value was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NumError {
+    /// Not a number at all, or digits followed by anything else (`100abc`, `1.5`).
+    NotANumber,
+    /// A negative number (`-5`).
+    Negative,
+    /// More digits than a 64-bit unsigned number holds.
+    TooLarge,
+}
+
+impl NumError {
+    /// The reason printed after the value.
+    pub fn reason(self) -> &'static str {
+        match self {
+            NumError::NotANumber => "expected a non-negative whole number, with nothing after it",
+            NumError::Negative => "negative values are not allowed",
+            NumError::TooLarge => "value out of range",
+        }
     }
-    t[..digits].parse().ok()
+}
+
+/// Reads a whole unsigned number: an optional `+` then decimal digits, nothing else.
+///
+/// Unlike `scanf("%llu")` (which RTI uses and which stops at the first non-digit, so
+/// `100abc` reads as 100), trailing characters are refused: a typo must not silently
+/// change the test.
+pub fn scan_u64(s: &str) -> Result<u64, NumError> {
+    if s.starts_with('-') && s[1..].bytes().next().is_some_and(|b| b.is_ascii_digit()) {
+        return Err(NumError::Negative);
+    }
+    let t = s.strip_prefix('+').unwrap_or(s);
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(NumError::NotANumber);
+    }
+    t.parse().map_err(|_| NumError::TooLarge)
+}
+
+/// Whether an argument is a negative number (which can only be a value, never an option).
+pub fn is_negative_number(s: &str) -> bool {
+    s.strip_prefix('-')
+        .and_then(|t| t.bytes().next())
+        .is_some_and(|b| b.is_ascii_digit() || b == b'.')
 }
 
 pub(super) fn num(option: &'static str, v: &str, min: u64, max: u64) -> Result<u64, OptionError> {
@@ -25,7 +59,13 @@ pub(super) fn num(option: &'static str, v: &str, min: u64, max: u64) -> Result<u
         value: v.to_string(),
         reason,
     };
-    let n = scan_u64(v).ok_or_else(|| bad("expected a non-negative number"))?;
+    let n = scan_u64(v).map_err(|e| match e {
+        NumError::Negative => OptionError::Negative {
+            option,
+            value: v.to_string(),
+        },
+        e => bad(e.reason()),
+    })?;
     if n < min || n > max {
         return Err(bad("value out of range"));
     }
@@ -54,7 +94,11 @@ pub(super) fn parse_rate_method(
         "sleep" => RateMethod::Sleep,
         _ => return Err(bad("the method must be 'spin' or 'sleep'")),
     };
-    let n = scan_u64(n).ok_or_else(|| bad("expected <rate>:spin or <rate>:sleep"))?;
+    let n = scan_u64(n).map_err(|e| match e {
+        NumError::Negative => bad("the rate must not be negative"),
+        NumError::TooLarge => bad("value out of range"),
+        NumError::NotANumber => bad("expected <rate>:spin or <rate>:sleep"),
+    })?;
     Ok((n, method))
 }
 
@@ -87,6 +131,7 @@ pub(super) fn parse_scan(v: &str) -> Result<Vec<u64>, OptionError> {
     let mut sizes = Vec::new();
     for part in v.split(':') {
         let n = scan_u64(part)
+            .ok()
             .filter(|n| (OVERHEAD_BYTES..=MAX_DATA_LEN).contains(n))
             .ok_or_else(|| OptionError::BadValue {
                 option: "-scan",
