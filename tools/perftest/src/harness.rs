@@ -318,18 +318,9 @@ pub fn run_publisher(ctx: &RunContext, transport: &mut dyn Transport) -> Result<
         } else {
             progress("No latency pongs were received (no latency summary).");
         }
-        if let Some(path) = &opts.latency_file {
-            progress(&format!(
-                "Saving latency information in \"{}\".",
-                path.display()
-            ));
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(PerftestError::io("opening the -latencyFile"))?;
-            write_latency_file(&mut f, st.stats.values())
-                .map_err(PerftestError::io("writing the -latencyFile"))?;
+        // With -scan the earlier sizes were saved at each size switch.
+        if st.stats.count() > 0 || opts.scan.is_none() {
+            save_latency_file(opts, st.stats.values())?;
         }
     }
     lock(&ctx.printer)
@@ -385,8 +376,26 @@ fn on_pong(m: &TestMessage, lat: &(Mutex<LatencyState>, Condvar), printer: &Mute
     let _ = lock(printer).latency_interval(&row);
 }
 
-/// Prints the latency summary of the size measured so far (a `-scan` size switch) and
-/// restarts the statistics: the next pong starts the next size.
+/// Appends one block of latency values (one size) to the `-latencyFile`, if asked for.
+fn save_latency_file(opts: &Options, values: &[u32]) -> Result<(), PerftestError> {
+    let Some(path) = &opts.latency_file else {
+        return Ok(());
+    };
+    progress(&format!(
+        "Saving latency information in \"{}\".",
+        path.display()
+    ));
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(PerftestError::io("opening the -latencyFile"))?;
+    write_latency_file(&mut f, values).map_err(PerftestError::io("writing the -latencyFile"))
+}
+
+/// Prints the latency summary of the size measured so far (a `-scan` size switch), saves
+/// its values to the `-latencyFile` (one block per size) and restarts the statistics: the
+/// next pong starts the next size.
 fn latency_size_summary(
     ctx: &RunContext,
     lat: &(Mutex<LatencyState>, Condvar),
@@ -399,6 +408,7 @@ fn latency_size_summary(
         lock(&ctx.printer)
             .latency_summary(&summary)
             .map_err(PerftestError::io("printing results"))?;
+        save_latency_file(&ctx.opts, st.stats.values())?;
     }
     st.stats.reset();
     st.current = None;

@@ -112,10 +112,12 @@ impl Printer {
         self.out.flush()
     }
 
+    /// The legacy "New data length" line: like RTI, only when both headers and intervals
+    /// are printed (so never under `-noPrintIntervals`).
     fn legacy_header(&mut self, data_len: u64) -> io::Result<()> {
         if self.legacy_size != Some(data_len) {
             self.legacy_size = Some(data_len);
-            if self.cfg.print_headers {
+            if self.cfg.print_headers && self.cfg.print_intervals {
                 writeln!(self.out, "\n\n********** New data length is {data_len}")?;
             }
         }
@@ -165,7 +167,8 @@ impl Printer {
                 // A summary closed the previous interval list of this size: start a new size.
                 self.json_open_size(data_len)?;
             }
-            write!(self.out, ",\n\t\t\t\"intervals\":[\n")?;
+            // RTI starts every interval object with a newline: a blank line follows `[`.
+            write!(self.out, ",\n\t\t\t\"intervals\":[\n\n")?;
             self.json.intervals_open = true;
         } else {
             writeln!(self.out, ",")?;
@@ -176,15 +179,28 @@ impl Printer {
         write!(self.out, "\t\t\t\t}}")
     }
 
-    fn json_summary(&mut self, data_len: u64, fields: &[(&str, String)]) -> io::Result<()> {
+    /// The summary object of a size. `tight_close` reproduces RTI's throughput summary, which
+    /// closes the interval list without a newline before its tabs (`}\t\t\t],`).
+    fn json_summary(
+        &mut self,
+        data_len: u64,
+        fields: &[(&str, String)],
+        tight_close: bool,
+    ) -> io::Result<()> {
         if !self.json.size_open {
             self.json_open_size(data_len)?;
         }
         if self.json.intervals_open {
-            write!(self.out, "\n\t\t\t]")?;
+            if tight_close {
+                writeln!(self.out, "\t\t\t],")?;
+            } else {
+                write!(self.out, "\n\t\t\t],\n")?;
+            }
             self.json.intervals_open = false;
+        } else {
+            writeln!(self.out, ",")?;
         }
-        write!(self.out, ",\n\t\t\t\"summary\":{{\n")?;
+        writeln!(self.out, "\t\t\t\"summary\":{{")?;
         write_json_fields(&mut self.out, fields, "\t\t\t\t")?;
         write!(self.out, "\t\t\t}}")?;
         self.json_close_size()?;
@@ -242,10 +258,9 @@ impl Printer {
             }
             OutputFormat::Json => {
                 let mut fields = vec![
-                    ("length", r.data_len.to_string()),
                     ("latency", r.latency.to_string()),
-                    ("latency_ave", f(r.ave, 1, 0)),
-                    ("latency_std", f(r.std, 1, 1)),
+                    ("latency_ave", f(r.ave, 1, 2)),
+                    ("latency_std", f(r.std, 1, 2)),
                     ("latency_min", r.min.to_string()),
                     ("latency_max", r.max.to_string()),
                 ];
@@ -306,8 +321,8 @@ impl Printer {
             }
             OutputFormat::Json => {
                 let mut fields = vec![
-                    ("latency_ave", f(s.ave, 1, 0)),
-                    ("latency_std", f(s.std, 1, 1)),
+                    ("latency_ave", f(s.ave, 1, 2)),
+                    ("latency_std", f(s.std, 1, 2)),
                     ("latency_min", s.min.to_string()),
                     ("latency_max", s.max.to_string()),
                     ("latency_50", s.p50.to_string()),
@@ -319,7 +334,7 @@ impl Printer {
                 if self.cfg.cpu {
                     fields.push(("CPU", f(s.cpu.unwrap_or(0.0), 1, 2)));
                 }
-                return self.json_summary(s.data_len, &fields);
+                return self.json_summary(s.data_len, &fields, false);
             }
         }
         self.flush()
@@ -383,7 +398,7 @@ impl Printer {
                     ("length", r.data_len.to_string()),
                     ("packets", r.total_samples.to_string()),
                     ("packets/s", r.samples_per_sec.to_string()),
-                    ("packets/s_ave", f(r.avg_samples_per_sec, 1, 0)),
+                    ("packets/s_ave", f(r.avg_samples_per_sec, 1, 2)),
                     ("mbps", f(r.mbps, 1, 1)),
                     ("mbps_ave", f(r.avg_mbps, 1, 1)),
                     ("lost", r.lost.to_string()),
@@ -452,7 +467,7 @@ impl Printer {
                 if self.cfg.cpu {
                     fields.push(("CPU", f(s.cpu.unwrap_or(0.0), 1, 2)));
                 }
-                return self.json_summary(s.data_len, &fields);
+                return self.json_summary(s.data_len, &fields, true);
             }
         }
         self.flush()
@@ -483,7 +498,7 @@ fn write_json_fields(
 ) -> io::Result<()> {
     for (i, (k, v)) in fields.iter().enumerate() {
         let sep = if i + 1 < fields.len() { "," } else { "" };
-        writeln!(out, "{indent}\"{k}\":{v}{sep}")?;
+        writeln!(out, "{indent}\"{k}\": {v}{sep}")?;
     }
     Ok(())
 }
@@ -520,6 +535,34 @@ fn process_cpu_time() -> Duration {
     }
 }
 
+/// Number of online processors of the machine, as RTI divides by (spec 3.4): not the CPUs
+/// this process is pinned to, so a pinned run still reports its share of the whole machine.
+pub fn online_processors() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|l| count_cpu_list(l.trim()))
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Counts the CPUs of a kernel CPU list (`0-3,6,8-9`).
+fn count_cpu_list(list: &str) -> Option<usize> {
+    let mut n = 0;
+    for item in list.split(',') {
+        n += match item.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?);
+                b.checked_sub(a)? + 1
+            }
+            None => {
+                item.parse::<usize>().ok()?;
+                1
+            }
+        };
+    }
+    Some(n)
+}
+
 impl Default for CpuMonitor {
     fn default() -> Self {
         Self::new()
@@ -532,7 +575,7 @@ impl CpuMonitor {
         CpuMonitor {
             last_cpu: process_cpu_time(),
             last_wall: Instant::now(),
-            ncpu: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
+            ncpu: online_processors() as f64,
             readings: Vec::new(),
         }
     }
@@ -622,6 +665,31 @@ mod tests {
                 "{THR_SUMMARY_COLUMNS}, CPU (%)\n                 32,             0,              ,         0.0,            0,             0.00,   12.50\n"
             )
         );
+    }
+
+    #[test]
+    fn cpu_share_is_of_all_processors_even_when_pinned() {
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-3,6,8-9"), Some(7));
+        assert_eq!(count_cpu_list("x"), None);
+        let all = online_processors();
+        assert!(all >= 1);
+        // Pin a thread to one CPU: the monitor it creates still divides by every processor.
+        let ncpu = std::thread::spawn(|| {
+            let me = nix::unistd::Pid::from_raw(0);
+            let allowed = nix::sched::sched_getaffinity(me).unwrap();
+            let first = (0..nix::sched::CpuSet::count())
+                .find(|&c| allowed.is_set(c).unwrap_or(false))
+                .unwrap();
+            let mut one = nix::sched::CpuSet::new();
+            one.set(first).unwrap();
+            nix::sched::sched_setaffinity(me, &one).unwrap();
+            assert_eq!(std::thread::available_parallelism().unwrap().get(), 1);
+            CpuMonitor::new().ncpu
+        })
+        .join()
+        .unwrap();
+        assert_eq!(ncpu, all as f64);
     }
 
     #[test]

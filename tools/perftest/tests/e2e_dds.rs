@@ -68,6 +68,11 @@ fn latency_reliable() {
     assert_ok(&p, "pub");
     assert_ok(&s, "sub");
     assert!(p.stderr.contains("\tReliability: Reliable"));
+    // `Nic:` as RTI prints it: the -nic value as given.
+    for r in [&p, &s] {
+        assert!(r.stderr.contains("\tNic: 127.0.0.1\n"), "{}", r.stderr);
+        assert!(!r.stderr.contains("Address("), "{}", r.stderr);
+    }
     // -showResourceLimits: the limits at start, how often each was exceeded at the end (and
     // nothing from the subscriber, which did not ask and exceeded none).
     assert!(
@@ -424,6 +429,12 @@ fn flow_controller_paces_large_samples() {
 
 #[test]
 fn scan_measures_every_size() {
+    let latency_file = std::env::temp_dir().join(format!(
+        "ferrodds-perftest-scan-latency-{}.csv",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&latency_file);
+    let latency_file_arg = latency_file.display().to_string();
     let (p, s) = pair(
         "77",
         &[
@@ -434,11 +445,25 @@ fn scan_measures_every_size() {
             "-latencyCount",
             "100",
             "-noPrint",
+            "-latencyFile",
+            &latency_file_arg,
         ],
         &["-noPrint"],
     );
     assert_ok(&p, "pub");
     assert_ok(&s, "sub");
+    // -latencyFile keeps one block per size, not only the last size's.
+    let dump = std::fs::read_to_string(&latency_file).unwrap();
+    let _ = std::fs::remove_file(&latency_file);
+    assert_eq!(dump.matches("Sample Number, Value\n").count(), 3, "{dump}");
+    for block in dump.split("Sample Number, Value\n").skip(1) {
+        assert!(block.starts_with("0, "), "every size has values: {dump}");
+        assert!(
+            block.ends_with("\n\n"),
+            "each block ends with a blank line: {dump}"
+        );
+    }
+    assert_eq!(p.stderr.matches("Saving latency information").count(), 3);
     let sizes = |out: &str, header: &str| -> Vec<f64> {
         let mut v = Vec::new();
         let mut lines = out.lines().peekable();

@@ -226,8 +226,43 @@ fn json_latency_document() {
     .unwrap();
     p.finish().unwrap();
     let text = sink.text();
-    assert!(text
-        .starts_with("{\"perftest\":\n\t[\n\t\t{\n\t\t\t\"length\":100,\n\t\t\t\"intervals\":[\n"));
+    // Byte for byte RTI's document: `"key": value`, ave/std with two decimals, a blank line
+    // after `[`, no length in latency intervals.
+    let interval = |latency: u32| {
+        format!(
+            "\t\t\t\t{{\n\
+             \t\t\t\t\t\"latency\": {latency},\n\
+             \t\t\t\t\t\"latency_ave\": 91.00,\n\
+             \t\t\t\t\t\"latency_std\": 7.40,\n\
+             \t\t\t\t\t\"latency_min\": 80,\n\
+             \t\t\t\t\t\"latency_max\": 142\n\
+             \t\t\t\t}}"
+        )
+    };
+    let summary = "\t\t\t\"summary\":{\n\
+                   \t\t\t\t\"latency_ave\": 92.00,\n\
+                   \t\t\t\t\"latency_std\": 11.30,\n\
+                   \t\t\t\t\"latency_min\": 80,\n\
+                   \t\t\t\t\"latency_max\": 190,\n\
+                   \t\t\t\t\"latency_50\": 90,\n\
+                   \t\t\t\t\"latency_90\": 101,\n\
+                   \t\t\t\t\"latency_99\": 150,\n\
+                   \t\t\t\t\"latency_99.99\": 190,\n\
+                   \t\t\t\t\"latency_99.9999\": 190\n\
+                   \t\t\t}";
+    assert_eq!(
+        text,
+        format!(
+            "{{\"perftest\":\n\t[\n\t\t{{\n\
+             \t\t\t\"length\":100,\n\
+             \t\t\t\"intervals\":[\n\n{},\n{}\n\t\t\t],\n\
+             {summary}\n\t\t}},\n\t\t{{\n\
+             \t\t\t\"length\":200,\n\
+             {summary}\n\t\t}}\n\t]\n}}\n",
+            interval(85),
+            interval(90)
+        )
+    );
     let v: serde_json::Value = serde_json::from_str(&text).expect(&text);
     let runs = v["perftest"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
@@ -235,10 +270,11 @@ fn json_latency_document() {
     assert_eq!(runs[0]["intervals"].as_array().unwrap().len(), 2);
     assert_eq!(runs[0]["intervals"][1]["latency"], 90);
     assert_eq!(runs[0]["intervals"][0]["latency_std"], 7.4);
+    assert!(runs[0]["intervals"][0].get("length").is_none());
     assert_eq!(runs[0]["summary"]["latency_99.9999"], 190);
     assert_eq!(runs[1]["length"], 200);
     assert!(runs[1].get("intervals").is_none());
-    assert_eq!(runs[1]["summary"]["latency_ave"], 92);
+    assert_eq!(runs[1]["summary"]["latency_ave"], 92.0);
 }
 
 #[test]
@@ -259,6 +295,91 @@ fn json_throughput_document_and_empty_document() {
     p.finish().unwrap();
     let v: serde_json::Value = serde_json::from_str(&sink.text()).unwrap();
     assert_eq!(v["perftest"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn json_throughput_document_is_rtis() {
+    let (mut p, sink) = printer(OutputFormat::Json, true, true);
+    p.throughput_header(100).unwrap();
+    p.throughput_interval(&thr_interval()).unwrap();
+    p.throughput_summary(&thr_summary()).unwrap();
+    p.finish().unwrap();
+    // RTI closes the interval list of a throughput summary without a newline (`}\t\t\t],`).
+    assert_eq!(
+        sink.text(),
+        "{\"perftest\":\n\t[\n\t\t{\n\
+         \t\t\t\"length\":100,\n\
+         \t\t\t\"intervals\":[\n\n\
+         \t\t\t\t{\n\
+         \t\t\t\t\t\"length\": 100,\n\
+         \t\t\t\t\t\"packets\": 1203455,\n\
+         \t\t\t\t\t\"packets/s\": 601227,\n\
+         \t\t\t\t\t\"packets/s_ave\": 600912.00,\n\
+         \t\t\t\t\t\"mbps\": 481.0,\n\
+         \t\t\t\t\t\"mbps_ave\": 480.7,\n\
+         \t\t\t\t\t\"lost\": 0,\n\
+         \t\t\t\t\t\"lost_percent\": 0.00\n\
+         \t\t\t\t}\t\t\t],\n\
+         \t\t\t\"summary\":{\n\
+         \t\t\t\t\"packets\": 18034552,\n\
+         \t\t\t\t\"packets/sAve\": 601151,\n\
+         \t\t\t\t\"mbpsAve\": 480.9,\n\
+         \t\t\t\t\"lost\": 0,\n\
+         \t\t\t\t\"lostPercent\": 0.00\n\
+         \t\t\t}\n\t\t}\n\t]\n}\n"
+    );
+    serde_json::from_str::<serde_json::Value>(&sink.text()).unwrap();
+}
+
+#[test]
+fn json_cpu_has_two_decimals() {
+    let sink = Sink::default();
+    let mut p = Printer::new(
+        PrinterConfig {
+            format: OutputFormat::Json,
+            print_intervals: false,
+            print_headers: true,
+            cpu: true,
+        },
+        Box::new(sink.clone()),
+    );
+    p.latency_header(100).unwrap();
+    p.latency_summary(&LatencySummary {
+        cpu: Some(12.5),
+        ..lat_summary()
+    })
+    .unwrap();
+    p.finish().unwrap();
+    assert!(
+        sink.text()
+            .contains("\"latency_99.9999\": 190,\n\t\t\t\t\"CPU\": 12.50\n\t\t\t}"),
+        "{}",
+        sink.text()
+    );
+}
+
+#[test]
+fn legacy_no_print_has_no_new_data_length_line() {
+    // RTI prints "New data length" only when intervals are printed too.
+    let (mut p, sink) = printer(OutputFormat::Legacy, false, true);
+    p.latency_header(100).unwrap();
+    p.latency_interval(&lat_interval()).unwrap();
+    p.latency_summary(&lat_summary()).unwrap();
+    p.latency_header(200).unwrap();
+    p.latency_summary(&LatencySummary {
+        data_len: 200,
+        ..lat_summary()
+    })
+    .unwrap();
+    assert_eq!(
+        sink.text(),
+        "Length:   100 Latency: Ave     92 μs Std   11.3 μs Min     80 μs Max    190 μs 50%     90 μs 90%    101 μs 99%    150 μs 99.99%    190 μs 99.9999%    190 μs\n\
+         Length:   200 Latency: Ave     92 μs Std   11.3 μs Min     80 μs Max    190 μs 50%     90 μs 90%    101 μs 99%    150 μs 99.99%    190 μs 99.9999%    190 μs\n"
+    );
+    let (mut p, sink) = printer(OutputFormat::Legacy, false, true);
+    p.throughput_header(100).unwrap();
+    p.throughput_summary(&thr_summary()).unwrap();
+    assert!(!sink.text().contains("New data length"), "{}", sink.text());
 }
 
 #[test]

@@ -216,7 +216,6 @@ impl DdsTransport {
             config = config.send_buffer_bytes(b as usize);
         }
         let multicast = config.multicast;
-        let iface = format!("{:?}", config.interface);
         let limits_line = opts.show_resource_limits.then(|| limits_line(&config));
         let participant = DomainParticipant::with_config(opts.domain, config)
             .map_err(dds("creating the participant"))?;
@@ -247,15 +246,16 @@ impl DdsTransport {
         } else {
             "Kind: UDPv4 (FerroDDS RTPS)"
         };
-        let mut lines = vec![
-            kind_line.to_string(),
-            format!("Nic: {iface}"),
+        let mut lines = vec![kind_line.to_string()];
+        // As RTI: the `-nic` value as given, and no line without `-nic`.
+        lines.extend(opts.nic.as_ref().map(|nic| format!("Nic: {nic}")));
+        lines.extend([
             format!(
                 "Use Multicast: {}",
                 if multicast { "True" } else { "False" }
             ),
             "message_size_max: 65000".to_string(),
-        ];
+        ]);
         if tcp {
             lines.push(format!("TCP Server Bind Port: {tcp_port}"));
         }
