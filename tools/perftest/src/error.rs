@@ -28,6 +28,14 @@ pub enum OptionError {
         /// The options it is a prefix of.
         candidates: Vec<&'static str>,
     },
+    /// A raw-transport `-nic` that is neither an IPv4 address nor an interface with one.
+    #[error("Invalid value '{nic}' for '-nic': neither an IPv4 address nor the name of an interface with an IPv4 address (interfaces: {available}).")]
+    NoSuchInterface {
+        /// The value as given.
+        nic: String,
+        /// The interfaces with an IPv4 address.
+        available: String,
+    },
     /// A value that does not parse or is out of range.
     #[error("Invalid value '{value}' for '{option}': {reason}.")]
     BadValue {

@@ -100,6 +100,16 @@ fn ambiguous_prefix_lists_the_candidates() {
 }
 
 #[test]
+fn raw_nic_must_be_an_address_or_an_interface() {
+    fails_with(
+        &["-pub", "-raw", "-nic", "no-such-if0"],
+        "Invalid value 'no-such-if0' for '-nic': neither an IPv4 address nor the name of an interface",
+    );
+    // The message lists the interfaces there are.
+    fails_with(&["-sub", "-raw", "-nic", "no-such-if0"], "lo");
+}
+
+#[test]
 fn role_groups() {
     fails_with(
         &["-sub", "-latencyTest"],

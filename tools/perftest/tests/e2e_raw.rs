@@ -59,6 +59,35 @@ fn latency_test() {
 }
 
 #[test]
+fn nic_by_interface_name() {
+    // The published tutorial's raw baseline names the interface (`-raw -nic eth0`): the
+    // name is resolved to its IPv4 address. Here the loopback interface, by name.
+    let (p, s) = pair(
+        "32",
+        &[
+            "-latencyTest",
+            "-exec",
+            "1",
+            "-noPrint",
+            "-nic",
+            "lo",
+            "-peer",
+            "127.0.0.1",
+        ],
+        &["-noPrint", "-nic", "lo", "-peer", "127.0.0.1"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    for r in [&p, &s] {
+        assert!(r.stderr.contains("\tNic: lo\n"), "{}", r.stderr);
+    }
+    let l = latency_summary(&p.stdout);
+    assert!(l[1] > 0.0, "{l:?}");
+    let t = throughput_summary(&s.stdout);
+    assert!(t[1] > 10.0, "{t:?}");
+}
+
+#[test]
 fn throughput_exact_count_without_batching() {
     let (p, s) = pair(
         "21",

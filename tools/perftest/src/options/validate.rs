@@ -64,13 +64,7 @@ impl Options {
                 ));
             }
             if let Some(nic) = &self.nic {
-                if nic.parse::<std::net::Ipv4Addr>().is_err() {
-                    return Err(OptionError::BadValue {
-                        option: "-nic",
-                        value: nic.clone(),
-                        reason: "the raw transport needs an IPv4 address",
-                    });
-                }
+                crate::transport::raw::resolve_nic(nic)?;
             }
             for p in &self.peers {
                 if is_pub {

@@ -15,12 +15,13 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::error::PerftestError;
+use crate::error::{OptionError, PerftestError};
 use crate::message::{decode_datagram, encoded_len, Encoder, TestMessage};
 use crate::options::{
     parse_raw_pub_peer, parse_raw_sub_peer, Options, Role, FINISHED_SIZE, MAX_RAW_DATA_LEN,
 };
 use crate::transport::{dds, Capabilities, Reader, Support, TopicKind, Transport, Writer};
+use ferrodds_transport::{list_interfaces, InterfaceSelector};
 
 /// What the raw backend can do: no DDS entities or QoS, one sample per datagram, no
 /// multicast, batching in the tool. The options refused whatever the mode (transports,
@@ -49,6 +50,26 @@ pub fn port(domain: u32, participant: u32, second: bool) -> Result<u16, Perftest
     })
 }
 
+/// The raw transport's `-nic`: an IPv4 address, or an interface name (`eth0`, `lo`) resolved
+/// to the interface's first IPv4 address, as the published tutorial's `-raw -nic eth0`.
+pub fn resolve_nic(nic: &str) -> Result<Ipv4Addr, OptionError> {
+    if let Ok(addr) = nic.parse::<Ipv4Addr>() {
+        return Ok(addr);
+    }
+    let interfaces = list_interfaces();
+    InterfaceSelector::Name(nic.to_string())
+        .resolve_in(&interfaces)
+        .map(|i| i.address)
+        .map_err(|_| {
+            let mut names: Vec<&str> = interfaces.iter().map(|i| i.name.as_str()).collect();
+            names.dedup();
+            OptionError::NoSuchInterface {
+                nic: nic.to_string(),
+                available: names.join(", "),
+            }
+        })
+}
+
 /// Who talks to whom in raw mode (UDP or TCP): this process's role, the `-nic` address, the
 /// publisher's targets or the subscriber's publisher, and the RTPS port formula's ports.
 #[derive(Debug, Clone)]
@@ -56,8 +77,11 @@ pub struct Endpoints {
     role: Role,
     domain: u32,
     sid: u32,
-    /// The `-nic` address (127.0.0.1 by default).
+    /// The `-nic` address (127.0.0.1 by default; an interface name resolved to its IPv4
+    /// address).
     pub nic: Ipv4Addr,
+    /// The `-nic` value as given, for the start-up summary (the address when not given).
+    pub nic_label: String,
     /// Publisher: (address, sid) send targets.
     pub pub_targets: Vec<(Ipv4Addr, u32)>,
     /// Subscriber: the publisher address.
@@ -69,11 +93,10 @@ impl Endpoints {
     /// is checked here, so a bad domain fails before anything starts.
     pub fn from_options(opts: &Options) -> Result<Self, PerftestError> {
         let nic = match &opts.nic {
-            Some(n) => n.parse().map_err(|_| {
-                PerftestError::NotAvailable("raw transport: -nic must be an IPv4 address")
-            })?,
+            Some(n) => resolve_nic(n)?,
             None => Ipv4Addr::LOCALHOST,
         };
+        let nic_label = opts.nic.clone().unwrap_or_else(|| nic.to_string());
         let mut pub_targets = Vec::new();
         let mut sub_peer = Ipv4Addr::LOCALHOST;
         if opts.role == Role::Publisher {
@@ -97,6 +120,7 @@ impl Endpoints {
             domain: opts.domain,
             sid: opts.sid,
             nic,
+            nic_label,
             pub_targets,
             sub_peer,
         })
@@ -269,7 +293,7 @@ impl Transport for RawTransport {
     fn describe(&self) -> Vec<String> {
         let mut v = vec![
             "Kind: UDPv4 (raw sockets, no RTPS)".to_string(),
-            format!("Nic: {}", self.ep.nic),
+            format!("Nic: {}", self.ep.nic_label),
             "Use Multicast: False".to_string(),
             format!(
                 "Blocking Sockets: {}",

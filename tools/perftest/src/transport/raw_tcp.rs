@@ -201,7 +201,7 @@ impl Transport for RawTcpTransport {
         };
         let mut v = vec![
             kind,
-            format!("Nic: {}", self.ep.nic),
+            format!("Nic: {}", self.ep.nic_label),
             "Use Multicast: False".to_string(),
             "Blocking Sockets: Yes".to_string(),
         ];
