@@ -325,7 +325,9 @@ enum Wrote {
 /// correct.
 #[test]
 fn a_killed_subscriber_is_dropped_after_its_lease_and_a_new_one_gets_the_history() {
-    with_timeout(60, || {
+    // (Each step below has its own bound, with a report of the child's output; the whole
+    // test's bound is their sum, so that a stall fails at its step, not here.)
+    with_timeout(150, || {
         let t0 = Instant::now();
         let env = [("CRASH_DOMAIN", "190".to_owned())];
         let p = participant(190);
@@ -443,6 +445,10 @@ fn a_killed_subscriber_is_dropped_after_its_lease_and_a_new_one_gets_the_history
         );
         second.expect("MATCHED", Duration::from_secs(30));
         assert!(w.wait_for_matched(1, Duration::from_secs(20)));
+        eprintln!(
+            "second subscriber matched {:?} after the start",
+            t0.elapsed()
+        );
         let mut got = Vec::new();
         while got.len() < 4 {
             match second.next(Duration::from_secs(30)) {
@@ -450,6 +456,7 @@ fn a_killed_subscriber_is_dropped_after_its_lease_and_a_new_one_gets_the_history
                 other => panic!("second subscriber: {other:?}; {}", second.report()),
             }
         }
+        eprintln!("history received {:?} after the start", t0.elapsed());
         let history: Vec<(u32, bool)> = (last - 3..=last).map(|s| (s, true)).collect();
         assert_eq!(got, history, "the history, whole and in order");
         let base: Vec<u8> = (0..LARGE + 256).map(|i| (i % 256) as u8).collect();
