@@ -2,6 +2,9 @@
 //! shipped topic type; decoding must return a value or a typed error, never panic, and never
 //! allocate more than the input could hold. A successful decode must re-encode and decode to
 //! the same value.
+//!
+//! Seeds (`corpus-seeds/cdr_decode`): a sample of every shipped type in XCDR1 and XCDR2, both
+//! byte orders (kept current by `crates/cdr/tests/fuzz_seeds.rs`).
 #![no_main]
 
 use ferrodds_cdr::types::{ShapeType, TestData, TestDataKeyed, TestDataKeyedLarge, TestDataLarge};

@@ -18,6 +18,10 @@
 //! - re-emission is idempotent: emitting the re-parsed value gives the same bytes;
 //! - DATA/DATA_FRAG `write_header` + payload + `padding_len` zeros equals `write`;
 //! - every decoded parameter value re-encodes and decodes to an equal value.
+//! - the engine's codec (`ferrodds_rtps::fuzzing::check_datagram`, what
+//!   `Participant::handle_datagram` parses with) accepts the same header, decodes each
+//!   submessage on its fast path exactly as on its generic path, stops at the same
+//!   submessage, and hands on only slices of the datagram.
 #![no_main]
 
 use ferrodds_wire::qos::{
@@ -220,6 +224,10 @@ fn round_trip(header: &[u8], raw: &RawSubmessage<'_>, sub: &Submessage<'_>) {
 }
 
 fuzz_target!(|data: &[u8]| {
+    // The engine's view of the same datagram agrees with the wire crate's.
+    if let Err(e) = ferrodds_rtps::fuzzing::check_datagram(data) {
+        panic!("engine codec: {e}");
+    }
     let Ok(view) = MessageView::parse(data) else {
         return;
     };

@@ -61,8 +61,11 @@ struct Publisher {
     thread: Option<JoinHandle<()>>,
 }
 
-/// Wall-clock time as an RTPS `Time` (used for source timestamps).
-pub(crate) fn wall_time() -> Time {
+/// Wall-clock time as an RTPS `Time`: read once, when a participant is created, to anchor
+/// its source timestamps ([`Inner::wall_time_at`]). Nothing else reads the wall clock: every
+/// timer, timeout and engine time is [`Instant`]-based, so a step of the system clock moves
+/// neither leases nor reliability nor source timestamps.
+fn wall_time() -> Time {
     let ns = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))

@@ -13,7 +13,7 @@ use ferrodds_rtps::{Guid, Time};
 use crate::entity::WriterShared;
 use crate::error::{DdsError, DdsResult};
 use crate::qos::{DataWriterQos, PublishMode};
-use crate::runtime::{wall_time, Inner, Pending, TxScratch};
+use crate::runtime::{Inner, Pending, TxScratch};
 use crate::sample::InstanceHandle;
 use crate::status::{DataWriterListener, OfferedIncompatibleQosStatus, PublicationMatchedStatus};
 use crate::sync::{lock, Deadline};
@@ -167,24 +167,16 @@ impl<T: TopicType> DataWriter<T> {
     /// Unregisters the instance of `sample` (readers see `NotAliveNoWriters`, or keep
     /// `NotAliveDisposed`). Fails with [`DdsError::PreconditionNotMet`], sending nothing,
     /// when the writer has not registered (or written) the instance or already
-    /// unregistered it.
+    /// unregistered it. Stamped like [`DataWriter::write`].
     pub fn unregister_instance(&self, sample: &T) -> DdsResult<()> {
-        self.write_change(
-            sample,
-            ChangeKind::NotAliveUnregistered,
-            Some(wall_time()),
-            false,
-        )
+        self.write_change(sample, ChangeKind::NotAliveUnregistered, None, false)
     }
 
-    /// Disposes the instance of `sample` (readers see `NotAliveDisposed`).
+    /// Disposes the instance of `sample` (readers see `NotAliveDisposed`). Stamped like
+    /// [`DataWriter::write`], so a step of the system clock cannot stamp a disposal before
+    /// the samples written ahead of it.
     pub fn dispose(&self, sample: &T) -> DdsResult<()> {
-        self.write_change(
-            sample,
-            ChangeKind::NotAliveDisposed,
-            Some(wall_time()),
-            false,
-        )
+        self.write_change(sample, ChangeKind::NotAliveDisposed, None, false)
     }
 
     /// `ts`: the source timestamp, `None` = now.

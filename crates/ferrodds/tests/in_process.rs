@@ -202,6 +202,13 @@ fn keyed_1000_instances_register_and_dispose() {
         let disposed_handles: std::collections::HashSet<InstanceHandle> =
             disposed.iter().map(|s| s.info.instance_handle).collect();
         assert_eq!(disposed_handles, distinct, "every instance disposed once");
+        // Disposals are stamped on the writes' clock (the participant's monotonic clock
+        // anchored to the wall clock): none before the sample of its instance.
+        let ts = |s: &&ferrodds::Sample<TestDataKeyed>| {
+            ferrodds::time_to_unix_nanos(s.info.source_timestamp.expect("timestamp"))
+        };
+        let last_write = alive.iter().map(ts).max().unwrap();
+        assert!(disposed.iter().all(|s| ts(s) >= last_write));
     });
 }
 

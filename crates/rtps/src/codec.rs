@@ -241,7 +241,7 @@ fn acknack_sub(a: AckNack) -> Option<Sub<'static>> {
     })
 }
 
-fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
+pub(crate) fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
     Some(match sub {
         Submessage::Data(d) => return data_sub(d),
         Submessage::DataFrag(f) => {

@@ -179,6 +179,8 @@ mod capture_tests;
 mod codec;
 pub mod congestion;
 mod discovery;
+#[doc(hidden)]
+pub mod fuzzing;
 mod history;
 mod instance;
 mod participant;

@@ -26,6 +26,11 @@
 //!   exactly (no rounding drift) and each datagram costs O(1). With
 //!   `rate_bytes_per_sec: None` (the default) a link is exactly as before:
 //!   no queue, no serialization delay, the same random draws.
+//! - Each node has a wall clock (what a runtime stamps source timestamps with):
+//!   virtual time plus an offset that starts at [`WALL_CLOCK_START_NS`] and moves only
+//!   when a test steps it ([`Network::step_wall_clock`], an NTP step or an operator's
+//!   `date -s`). The engine never sees it except as the source timestamps
+//!   [`Network::write_stamped`] puts on writes.
 //! - Events are collected into [`Node::events`]; with [`Node::auto_take`]
 //!   (default on) samples are taken into [`Node::samples`] after every input.
 //! - [`Network::run_until`] advances until a condition holds or a virtual-time
@@ -54,8 +59,13 @@ use std::net::SocketAddrV4;
 
 use ferrodds_capture::{CaptureError, CaptureWriter, Direction};
 use ferrodds_rtps::{
-    Event, Locator, Participant, ParticipantConfig, ReaderId, Sample, Timestamp, Transmit, WriterId,
+    Event, Locator, Participant, ParticipantConfig, ReaderId, Sample, SequenceNumber, Time,
+    Timestamp, Transmit, WriteError, WriteRequest, WriterId,
 };
+
+/// The wall clock of every node at virtual time 0: 2026-01-01T00:00:00Z, in nanoseconds since
+/// the Unix epoch.
+pub const WALL_CLOCK_START_NS: i64 = 1_767_225_600_000_000_000;
 
 /// SPDP multicast group used by every simulated participant.
 pub const SPDP_GROUP: Ipv4Addr = Ipv4Addr::new(239, 255, 0, 1);
@@ -337,6 +347,9 @@ pub struct Node {
     pub readers: Vec<ReaderId>,
     /// A crashed node sends nothing, receives nothing and runs no timers.
     pub crashed: bool,
+    /// This node's wall clock minus virtual time, in nanoseconds (see
+    /// [`Network::wall_clock`]).
+    pub wall_clock_offset_ns: i64,
     locators: Vec<Locator>,
 }
 
@@ -486,6 +499,7 @@ impl Network {
             auto_take: true,
             readers: Vec::new(),
             crashed: false,
+            wall_clock_offset_ns: WALL_CLOCK_START_NS,
             locators,
         });
         let i = self.nodes.len() - 1;
@@ -513,6 +527,42 @@ impl Network {
     /// The engine of node `i`.
     pub fn p(&mut self, i: usize) -> &mut Participant {
         &mut self.nodes[i].participant
+    }
+
+    /// The wall clock of node `i` now, in nanoseconds since the Unix epoch: virtual time
+    /// plus the node's [`Node::wall_clock_offset_ns`].
+    pub fn wall_clock_ns(&self, i: usize) -> i64 {
+        i64::try_from(self.now.0)
+            .unwrap_or(i64::MAX)
+            .saturating_add(self.nodes[i].wall_clock_offset_ns)
+    }
+
+    /// The wall clock of node `i` now, as an RTPS time.
+    pub fn wall_clock(&self, i: usize) -> Time {
+        helpers::time_from_nanos(self.wall_clock_ns(i))
+    }
+
+    /// Steps the wall clock of node `i` by `delta_ns` (negative: backwards). Virtual time,
+    /// the engine's monotonic clock, does not move.
+    pub fn step_wall_clock(&mut self, i: usize, delta_ns: i64) {
+        let n = &mut self.nodes[i];
+        n.wall_clock_offset_ns = n.wall_clock_offset_ns.saturating_add(delta_ns);
+    }
+
+    /// Writes `req` with writer `w` of node `i` now, its source timestamp (when `None`) taken
+    /// from the node's wall clock as a runtime's `DataWriter::write` does, and sends what it
+    /// produced.
+    pub fn write_stamped(
+        &mut self,
+        i: usize,
+        w: WriterId,
+        mut req: WriteRequest<'_>,
+    ) -> Result<SequenceNumber, WriteError> {
+        req.source_timestamp = req.source_timestamp.or(Some(self.wall_clock(i)));
+        let now = self.now;
+        let sn = self.nodes[i].participant.write(w, req, now);
+        self.flush(i);
+        sn
     }
 
     /// Drains transmits, events and (with auto-take) samples of node `i`.
@@ -799,8 +849,24 @@ impl Network {
 /// Helpers for building endpoints and samples in tests.
 pub mod helpers {
     use ferrodds_rtps::{
-        ChangeKind, ReaderAttributes, ReaderQos, Sample, WriteRequest, WriterAttributes, WriterQos,
+        ChangeKind, ReaderAttributes, ReaderQos, Sample, Time, WriteRequest, WriterAttributes,
+        WriterQos,
     };
+
+    /// Nanoseconds since the Unix epoch as an RTPS time (fraction rounded down).
+    pub fn time_from_nanos(ns: i64) -> Time {
+        let sub = ns.rem_euclid(1_000_000_000) as u64;
+        Time {
+            seconds: i32::try_from(ns.div_euclid(1_000_000_000)).unwrap_or(i32::MAX),
+            fraction: ((sub << 32) / 1_000_000_000) as u32,
+        }
+    }
+
+    /// An RTPS time in nanoseconds since the Unix epoch (fraction rounded down).
+    pub fn time_to_nanos(t: Time) -> i64 {
+        i64::from(t.seconds) * 1_000_000_000
+            + ((u64::from(t.fraction) * 1_000_000_000) >> 32) as i64
+    }
 
     /// Writer attributes for `topic` (type `T`).
     pub fn writer(topic: &str, qos: WriterQos) -> WriterAttributes {

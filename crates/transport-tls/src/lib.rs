@@ -214,6 +214,15 @@ impl RustlsSecurity {
     }
 }
 
+impl RustlsSecurity {
+    /// The name a server dialled at `server` must have a certificate for.
+    fn server_name(&self, server: SocketAddrV4) -> ServerName<'static> {
+        self.peer_name
+            .clone()
+            .unwrap_or_else(|| ServerName::IpAddress(IpAddr::V4(*server.ip()).into()))
+    }
+}
+
 fn key_error(e: rustls::Error) -> TlsError {
     match e {
         rustls::Error::InconsistentKeys(_) => TlsError::KeyMismatch,
@@ -310,11 +319,7 @@ impl StreamSecurity for RustlsSecurity {
         stream: &mut TcpStream,
         server: SocketAddrV4,
     ) -> io::Result<Box<dyn SecureChannel>> {
-        let name = self
-            .peer_name
-            .clone()
-            .unwrap_or_else(|| ServerName::IpAddress(IpAddr::V4(*server.ip()).into()));
-        let c = ClientConnection::new(Arc::clone(&self.client), name)
+        let c = ClientConnection::new(Arc::clone(&self.client), self.server_name(server))
             .map_err(|e| io::Error::other(describe(&e)))?;
         let mut conn = Connection::Client(c);
         drive(&mut conn, stream)?;
@@ -383,5 +388,74 @@ impl SecureChannel for Channel {
 
     fn resumed(&self) -> bool {
         self.resumed
+    }
+}
+
+/// In-memory connections for the `tls_records` fuzz target (`fuzz/`). Not part of the API:
+/// hidden from the documentation, no stability promise.
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::*;
+
+    /// Hands `bytes` (TLS records, any split) to `conn` and processes them.
+    fn feed(conn: &mut Connection, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            conn.read_tls(&mut bytes)?;
+            conn.process_new_packets().map_err(record_error)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the handshake between a client of `client` dialling `server_addr` and a server of
+    /// `server` in memory (no socket), and returns their channels, `(client, server)`, as the
+    /// TCP transport gets them from [`StreamSecurity::connect`] and
+    /// [`StreamSecurity::accept`]. Session tickets the server sends after the handshake are
+    /// delivered too, so a later pair from the same `client` resumes.
+    pub fn connected_pair(
+        client: &RustlsSecurity,
+        server: &RustlsSecurity,
+        server_addr: SocketAddrV4,
+    ) -> io::Result<(Box<dyn SecureChannel>, Box<dyn SecureChannel>)> {
+        let c = ClientConnection::new(Arc::clone(&client.client), client.server_name(server_addr))
+            .map_err(|e| io::Error::other(describe(&e)))?;
+        let s = ServerConnection::new(Arc::clone(&server.server))
+            .map_err(|e| io::Error::other(describe(&e)))?;
+        let (mut c, mut s) = (Connection::Client(c), Connection::Server(s));
+        let mut buf = Vec::new();
+        // A TLS 1.3 handshake with tickets takes three flights; bounded in any case.
+        for _ in 0..8 {
+            buf.clear();
+            while c.wants_write() {
+                c.write_tls(&mut buf)?;
+            }
+            feed(&mut s, &buf).map_err(handshake_error)?;
+            buf.clear();
+            while s.wants_write() {
+                s.write_tls(&mut buf)?;
+            }
+            feed(&mut c, &buf).map_err(handshake_error)?;
+            if !c.is_handshaking() && !s.is_handshaking() && !c.wants_write() && !s.wants_write() {
+                c.set_buffer_limit(None);
+                s.set_buffer_limit(None);
+                let resumed = |conn: &Connection| {
+                    matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed))
+                };
+                let (cr, sr) = (resumed(&c), resumed(&s));
+                return Ok((
+                    Box::new(Channel {
+                        conn: c,
+                        resumed: cr,
+                    }),
+                    Box::new(Channel {
+                        conn: s,
+                        resumed: sr,
+                    }),
+                ));
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the in-memory TLS handshake did not complete",
+        ))
     }
 }

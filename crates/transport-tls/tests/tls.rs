@@ -463,3 +463,44 @@ fn no_plaintext_rtps_on_the_wire() {
     assert!(frames >= 10, "{frames} TLS application-data frames");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The in-memory pair the `tls_records` fuzz target uses: records sealed by one side open on
+/// the other in any split, a second pair from the same client resumes, a flipped byte fails
+/// the record with an error and yields no plaintext, and an unknown CA fails the handshake.
+#[test]
+fn in_memory_pairs_carry_records_and_refuse_tampering() {
+    use ferrodds_transport_tls::{fuzzing::connected_pair, RustlsSecurity};
+    let ca = Ca::new("FerroDDS test CA");
+    let client = RustlsSecurity::new(&ca.config(&ca, 2020, 2099)).unwrap();
+    let server = RustlsSecurity::new(&ca.config(&ca, 2020, 2099)).unwrap();
+    let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7400);
+    let (mut c, mut s) = connected_pair(&client, &server, addr).unwrap();
+    assert!(!c.resumed());
+    let msgs: Vec<Vec<u8>> = (0..5).map(message).collect();
+    let mut wire = Vec::new();
+    for m in &msgs {
+        c.seal(&[IoSlice::new(&m[..20]), IoSlice::new(&m[20..])], &mut wire)
+            .unwrap();
+    }
+    let (mut plain, mut reply) = (Vec::new(), Vec::new());
+    for part in wire.chunks(7) {
+        s.open(part, &mut plain, &mut reply).unwrap();
+    }
+    assert_eq!(plain, msgs.concat());
+
+    let (mut c, mut s) = connected_pair(&client, &server, addr).unwrap();
+    assert!(c.resumed() && s.resumed(), "the second pair resumes");
+    let mut wire = Vec::new();
+    c.seal(&[IoSlice::new(&msgs[0])], &mut wire).unwrap();
+    let last = wire.len() - 1;
+    wire[last] ^= 1;
+    plain.clear();
+    assert!(s.open(&wire, &mut plain, &mut reply).is_err());
+    assert!(plain.is_empty());
+
+    let stranger = RustlsSecurity::new(&Ca::new("other CA").config(&ca, 2020, 2099)).unwrap();
+    let err = connected_pair(&stranger, &server, addr)
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("CA"), "{err}");
+}

@@ -237,8 +237,10 @@ impl Deframer {
     }
 }
 
-/// The server locator a hello announces, if `msg` is one.
-fn parse_hello(msg: &[u8]) -> Option<SocketAddrV4> {
+/// The server locator a hello announces, if `msg` (one message the [`Deframer`] yielded) is
+/// one: the first message an acceptor reads from a dialled connection (see the module
+/// documentation). Anything else is `None`.
+pub fn parse_hello(msg: &[u8]) -> Option<SocketAddrV4> {
     if msg.len() != HELLO_LEN || msg[PREFIX] != INFO_REPLY_ID || msg[PREFIX + 1] != 0x01 {
         return None;
     }
