@@ -186,6 +186,7 @@ mod tests {
             default_multicast: vec![],
             lease_duration: Duration::new(20, 100_000_000),
             entity_name: Some("p1".into()),
+            incarnation: Some(0x0123_4567_89ab_cdef),
         };
         check_discovery_payload(&d.encode()).unwrap();
         let mut qos = EndpointQos::spec_default(true);
