@@ -35,6 +35,9 @@
 //!   and `rtps` exported-PDU link types, reassembles complete IPv4 fragment sets, reports frames it
 //!   cannot use in [`CaptureContents::skipped`], and never panics on
 //!   malformed input.
+//! * [`remove_user_data`] rewrites an RTPS message for a capture that must not carry the
+//!   system's data: user writers' DATA and DATA_FRAG payloads become their length, every
+//!   header, inline QoS and other submessage stays, tshark still decodes it.
 //! * `testing` (feature `testing`, off by default) runs `tshark` over a
 //!   capture and reports per-packet protocol, RTPS submessage, malformed and
 //!   expert information; it is test support, not part of the capture path
@@ -66,6 +69,7 @@ mod error;
 mod pcap;
 mod pcapng;
 mod reader;
+mod strip;
 mod synth;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -78,6 +82,7 @@ pub use reader::{
     parse_udp_payloads, read_udp_payloads, read_udp_payloads_from, CaptureContents,
     CapturedDatagram, SkipReason, SkippedFrame,
 };
+pub use strip::{remove_user_data, UserDataRemoved};
 pub use synth::{
     mac_for_ipv4, MAX_IPV4_MTU, MAX_UDP_PAYLOAD, MAX_UNFRAGMENTED_UDP_PAYLOAD, MIN_IPV4_MTU,
 };

@@ -1,127 +1,666 @@
-//! Optional pcapng tap at the transport boundary ([`crate::Config::capture_file`]).
+//! Network capture of a participant's own traffic ([`CaptureConfig`]): every RTPS message
+//! the participant sends or receives, on the transports chosen, written to a pcapng file
+//! that Wireshark and tshark decode as RTPS.
 //!
-//! Every datagram the participant sends or receives is recorded with its direction, real
-//! ports and addresses and the time it crossed the tap, in synthetic Ethernet/IPv4/UDP
-//! framing (see `ferrodds-capture`). The tap copies the datagram into a bounded queue and a
-//! writer thread does the file I/O, so sending and receiving never wait for the disk; when
-//! the queue is full the datagram is not recorded and counted as dropped (logged at
-//! shutdown).
+//! # How it works, and what it costs
+//!
+//! The tap sits where messages cross the transport boundary. Recording a message takes the
+//! wall-clock time and copies the message once into a staging buffer under a short lock
+//! (no allocation, no system call); a writer thread swaps the buffer out every
+//! [`FLUSH_INTERVAL`] (sooner when it is half full), encodes pcapng (synthetic
+//! Ethernet/IPv4/UDP headers with the real addresses and ports, the direction in
+//! `epb_flags`; messages larger than a UDP datagram as exported PDUs) and writes the file.
+//! When the buffer is full the message is dropped from the capture and counted
+//! ([`CaptureOverflow::Drop`], the default, so the capture never slows the data flow) or
+//! the sending or receiving thread waits for the writer ([`CaptureOverflow::Block`], a
+//! complete capture at the cost of the flow). A write error (a full disk) is logged once;
+//! the capture stops recording, counts what it could not write as dropped, and the
+//! participant carries on.
+//!
+//! TCP and TLS messages are recorded as the RTPS they carry (TLS: the plaintext, before
+//! encryption and after decryption; the stream framing's `MSG_LEN` submessage left out),
+//! framed as UDP between the two ends of the connection (as exported PDUs when larger than
+//! a UDP datagram), so a capture of a TLS run contains what TLS protects on the wire.
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::net::SocketAddrV4;
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
-use std::sync::Mutex;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
-use ferrodds_capture::{CaptureWriter, Direction};
+use ferrodds_capture::{remove_user_data, CaptureWriter, Direction, InterfaceId};
+use ferrodds_transport::tcp::MSG_LEN_ID;
+use ferrodds_transport::TransportKind;
 
 use crate::error::DdsError;
-use crate::sync::lock;
+use crate::sync::{lock, wait_timeout};
 
-/// Datagrams queued for the writer thread at most.
-const QUEUE: usize = 8192;
+/// How often the writer thread writes out what was recorded.
+pub const FLUSH_INTERVAL: Duration = Duration::from_millis(10);
 
-enum Record {
-    Datagram {
-        ts: SystemTime,
-        src: SocketAddrV4,
-        dst: SocketAddrV4,
-        dir: Direction,
-        bytes: Vec<u8>,
-    },
-    Stop,
+/// Bytes of a record's header in the staging buffer: time (8), source and destination
+/// address and port (12), direction and transport (2), length (4), padding (2).
+const RECORD_HEADER: usize = 28;
+
+/// Where a capture is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaptureOutput {
+    /// This file (created or truncated).
+    File(PathBuf),
+    /// `<prefix><GUID prefix, 24 hex digits>.pcapng`: one file per participant. The prefix
+    /// may start with a directory (`captures/run1_`), which must exist.
+    Prefix(String),
 }
 
-pub(crate) struct CaptureTap {
-    tx: SyncSender<Record>,
-    thread: Mutex<Option<JoinHandle<()>>>,
-    dropped: AtomicU64,
+impl Default for CaptureOutput {
+    fn default() -> Self {
+        CaptureOutput::Prefix("ferrodds_capture_".to_owned())
+    }
 }
 
-impl CaptureTap {
-    pub(crate) fn create(path: &Path, iface_name: &str) -> Result<Self, DdsError> {
-        let file = File::create(path)?;
-        let mut writer = CaptureWriter::new(BufWriter::new(file))?;
-        let iface = writer.add_interface(iface_name)?;
-        let (tx, rx) = sync_channel::<Record>(QUEUE);
-        let thread = std::thread::Builder::new()
-            .name("ferrodds-capture".into())
-            .spawn(move || {
-                while let Ok(r) = rx.recv() {
-                    match r {
-                        Record::Datagram {
-                            ts,
-                            src,
-                            dst,
-                            dir,
-                            bytes,
-                        } => {
-                            if let Err(e) = writer.write_udp(iface, ts, src, dst, &bytes, dir, None)
-                            {
-                                tracing::debug!(error = %e, "capture write failed");
-                            }
-                        }
-                        Record::Stop => break,
-                    }
-                }
-                if let Err(e) = writer.flush() {
-                    tracing::warn!(error = %e, "capture flush failed");
-                }
-            })?;
-        Ok(Self {
-            tx,
-            thread: Mutex::new(Some(thread)),
-            dropped: AtomicU64::new(0),
-        })
+/// What happens when the capture's buffer is full because the writer thread (the disk)
+/// falls behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CaptureOverflow {
+    /// The message is not recorded and counted in [`CaptureStats::frames_dropped`]; the data
+    /// flow never waits for the capture (default).
+    #[default]
+    Drop,
+    /// The thread sending or receiving waits until the writer made room: nothing is
+    /// dropped, and the data flow runs at the disk's pace.
+    Block,
+}
+
+/// A participant's network capture: where, what, and what to do when it falls behind.
+///
+/// Given in [`crate::Config::capture`] (capture from the start) or to
+/// [`crate::DomainParticipant::start_capture`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureConfig {
+    /// The file. Default: [`CaptureOutput::Prefix`] `ferrodds_capture_` (a file named
+    /// after the participant's GUID prefix in the working directory).
+    pub output: CaptureOutput,
+    /// The transports whose messages are recorded; `None` (the default): every transport
+    /// the participant uses. Naming one the participant does not use is not an error: it
+    /// is logged as a warning and has nothing to record.
+    pub transports: Option<Vec<TransportKind>>,
+    /// Replace the serialized payload of user data (DATA and DATA_FRAG of user writers) by
+    /// its length, keeping every header, inline QoS and other submessage
+    /// ([`ferrodds_capture::remove_user_data`]); the packet comment says how many bytes
+    /// were removed. Discovery is kept. Default: `false`.
+    pub remove_user_data: bool,
+    /// Drop (default) or block when the buffer is full.
+    pub overflow: CaptureOverflow,
+    /// Bytes of messages (plus 28 bytes each) buffered for the writer thread; the capture
+    /// holds twice this much memory. A message larger than this is never recorded
+    /// (counted as dropped). Default: 32 MiB.
+    pub buffer_bytes: usize,
+}
+
+impl Default for CaptureConfig {
+    fn default() -> Self {
+        Self {
+            output: CaptureOutput::default(),
+            transports: None,
+            remove_user_data: false,
+            overflow: CaptureOverflow::Drop,
+            buffer_bytes: 32 << 20,
+        }
+    }
+}
+
+impl CaptureConfig {
+    /// A capture to `path`, otherwise the defaults.
+    pub fn file(path: impl Into<PathBuf>) -> Self {
+        Self {
+            output: CaptureOutput::File(path.into()),
+            ..Self::default()
+        }
     }
 
-    fn record(&self, src: SocketAddrV4, dst: SocketAddrV4, bytes: &[u8], dir: Direction) {
-        let r = Record::Datagram {
-            ts: SystemTime::now(),
-            src,
-            dst,
-            dir,
-            bytes: bytes.to_vec(),
-        };
-        match self.tx.try_send(r) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
+    /// A capture to `<prefix><GUID prefix>.pcapng`, otherwise the defaults.
+    pub fn prefix(prefix: impl Into<String>) -> Self {
+        Self {
+            output: CaptureOutput::Prefix(prefix.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Sets [`CaptureConfig::transports`].
+    pub fn transports(mut self, kinds: Option<Vec<TransportKind>>) -> Self {
+        self.transports = kinds;
+        self
+    }
+
+    /// Sets [`CaptureConfig::remove_user_data`].
+    pub fn remove_user_data(mut self, on: bool) -> Self {
+        self.remove_user_data = on;
+        self
+    }
+
+    /// Sets [`CaptureConfig::overflow`].
+    pub fn overflow(mut self, overflow: CaptureOverflow) -> Self {
+        self.overflow = overflow;
+        self
+    }
+
+    /// Sets [`CaptureConfig::buffer_bytes`].
+    pub fn buffer_bytes(mut self, bytes: usize) -> Self {
+        self.buffer_bytes = bytes;
+        self
+    }
+
+    /// The file this configuration writes for a participant with GUID prefix `prefix`.
+    pub fn path_for(&self, guid_prefix: &[u8; 12]) -> PathBuf {
+        match &self.output {
+            CaptureOutput::File(p) => p.clone(),
+            CaptureOutput::Prefix(pre) => {
+                let mut name = pre.clone();
+                for b in guid_prefix {
+                    name.push_str(&format!("{b:02x}"));
+                }
+                name.push_str(".pcapng");
+                PathBuf::from(name)
             }
         }
     }
+}
 
-    pub(crate) fn outbound(&self, src: SocketAddrV4, dst: SocketAddrV4, bytes: &[u8]) {
-        self.record(src, dst, bytes, Direction::Outbound);
+/// What a capture has done so far ([`crate::DomainParticipant::capture_stats`], and the
+/// result of [`crate::DomainParticipant::stop_capture`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureStats {
+    /// The capture file.
+    pub path: PathBuf,
+    /// Messages recorded (one per RTPS message: a UDP datagram or a TCP/TLS frame; a
+    /// datagram larger than the synthetic MTU spans several IPv4-fragment frames in the
+    /// file).
+    pub frames_written: u64,
+    /// Messages not recorded: the buffer was full ([`CaptureOverflow::Drop`]), a message
+    /// was larger than the buffer, or the file could not be written.
+    pub frames_dropped: u64,
+    /// Message bytes recorded (after user data was removed).
+    pub bytes_written: u64,
+    /// User-data payload bytes removed ([`CaptureConfig::remove_user_data`]).
+    pub user_data_bytes_removed: u64,
+    /// Whether recording is paused.
+    pub paused: bool,
+    /// The write error that stopped the capture, if one did.
+    pub error: Option<String>,
+}
+
+/// The staging buffer producers append records to.
+struct Staging {
+    bytes: Vec<u8>,
+    /// Producers waiting for room ([`CaptureOverflow::Block`]).
+    waiting: usize,
+}
+
+struct Shared {
+    staging: Mutex<Staging>,
+    /// The writer waits here for records (or the interval to pass).
+    writer_cv: Condvar,
+    /// Blocked producers wait here for room.
+    room_cv: Condvar,
+    capacity: usize,
+    block: bool,
+    /// Which transports are recorded: bit per `TransportKind` index.
+    kinds: u8,
+    paused: AtomicBool,
+    stopping: AtomicBool,
+    /// The writer failed: record nothing more.
+    failed: AtomicBool,
+    written: AtomicU64,
+    dropped: AtomicU64,
+    bytes: AtomicU64,
+    removed: AtomicU64,
+    error: Mutex<Option<String>>,
+}
+
+fn kind_index(kind: TransportKind) -> u8 {
+    match kind {
+        TransportKind::Udpv4 => 0,
+        TransportKind::Tcpv4 => 1,
+        TransportKind::Tlsv4 => 2,
     }
+}
 
-    pub(crate) fn inbound(&self, src: SocketAddrV4, dst: SocketAddrV4, bytes: &[u8]) {
-        self.record(src, dst, bytes, Direction::Inbound);
-    }
+const KINDS: [TransportKind; 3] = [
+    TransportKind::Udpv4,
+    TransportKind::Tcpv4,
+    TransportKind::Tlsv4,
+];
 
-    /// Writes out everything queued so far and stops the writer thread.
-    pub(crate) fn finish(&self) {
-        let Some(t) = lock(&self.thread).take() else {
-            return;
+/// One running capture: the recording side (any thread) and its writer thread.
+pub(crate) struct CaptureTap {
+    shared: Arc<Shared>,
+    path: PathBuf,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl CaptureTap {
+    /// Creates the file and starts the writer thread. `used` are the transports the
+    /// participant runs; `iface_name` names the interface in the file.
+    pub(crate) fn start(
+        config: &CaptureConfig,
+        guid_prefix: &[u8; 12],
+        iface_name: &str,
+        used: &[TransportKind],
+    ) -> Result<Self, DdsError> {
+        if config.buffer_bytes < 64 * 1024 {
+            return Err(DdsError::BadParameter {
+                what: "capture buffer_bytes must be at least 64 KiB",
+            });
+        }
+        let path = config.path_for(guid_prefix);
+        let file = File::create(&path).map_err(|source| DdsError::CaptureFile {
+            path: path.clone(),
+            source,
+        })?;
+        let mut writer = CaptureWriter::new(BufWriter::with_capacity(1 << 20, file))?;
+        let mut kinds = 0u8;
+        let mut ifaces: [Option<InterfaceId>; 3] = [None; 3];
+        for kind in KINDS {
+            let wanted = config.transports.as_ref().is_none_or(|k| k.contains(&kind));
+            if !wanted {
+                continue;
+            }
+            if !used.contains(&kind) {
+                if config.transports.is_some() {
+                    tracing::warn!(
+                        ?kind,
+                        "capture of a transport the participant does not use: nothing to record"
+                    );
+                }
+                continue;
+            }
+            let label = match kind {
+                TransportKind::Udpv4 => "UDPv4",
+                TransportKind::Tcpv4 => "TCPv4",
+                TransportKind::Tlsv4 => "TLSv4 (plaintext)",
+            };
+            ifaces[usize::from(kind_index(kind))] =
+                Some(writer.add_interface(&format!("{iface_name} {label}"))?);
+            kinds |= 1 << kind_index(kind);
+        }
+        writer.flush()?;
+        let capacity = config.buffer_bytes;
+        let shared = Arc::new(Shared {
+            staging: Mutex::new(Staging {
+                bytes: Vec::with_capacity(capacity),
+                waiting: 0,
+            }),
+            writer_cv: Condvar::new(),
+            room_cv: Condvar::new(),
+            capacity,
+            block: config.overflow == CaptureOverflow::Block,
+            kinds,
+            paused: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
+            written: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            removed: AtomicU64::new(0),
+            error: Mutex::new(None),
+        });
+        let mut w = WriterThread {
+            shared: Arc::clone(&shared),
+            writer,
+            ifaces,
+            strip: config.remove_user_data,
+            local: Vec::with_capacity(capacity),
+            scratch: Vec::new(),
+            unframed: Vec::new(),
+            comment: String::new(),
+            path: path.clone(),
         };
-        // Blocking send: the queue drains as the thread writes.
-        let _ = self.tx.send(Record::Stop);
-        if t.join().is_err() {
-            tracing::warn!("capture writer thread panicked");
+        let thread = std::thread::Builder::new()
+            .name("ferrodds-capture".into())
+            .spawn(move || w.run())?;
+        Ok(Self {
+            shared,
+            path,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Records one message. Allocation-free; waits only with [`CaptureOverflow::Block`].
+    #[inline]
+    pub(crate) fn record(
+        &self,
+        kind: TransportKind,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        bytes: &[u8],
+        dir: Direction,
+    ) {
+        let s = &*self.shared;
+        if s.kinds & (1 << kind_index(kind)) == 0 || s.paused.load(Ordering::Relaxed) {
+            return;
         }
-        let dropped = self.dropped.load(Ordering::Relaxed);
-        if dropped > 0 {
-            tracing::warn!(dropped, "capture queue overflowed; datagrams not recorded");
+        if s.failed.load(Ordering::Relaxed) {
+            s.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
         }
+        let need = RECORD_HEADER + bytes.len();
+        if need > s.capacity {
+            s.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let ts = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let mut g = lock(&s.staging);
+        while g.bytes.len() + need > s.capacity {
+            if !s.block || s.stopping.load(Ordering::Relaxed) || s.failed.load(Ordering::Relaxed) {
+                drop(g);
+                s.dropped.fetch_add(1, Ordering::Relaxed);
+                s.writer_cv.notify_one();
+                return;
+            }
+            g.waiting += 1;
+            s.writer_cv.notify_one();
+            g = wait_timeout(&s.room_cv, g, FLUSH_INTERVAL);
+            g.waiting -= 1;
+        }
+        let before = g.bytes.len();
+        let b = &mut g.bytes;
+        b.extend_from_slice(&ts.to_le_bytes());
+        b.extend_from_slice(&src.ip().octets());
+        b.extend_from_slice(&src.port().to_le_bytes());
+        b.extend_from_slice(&dst.ip().octets());
+        b.extend_from_slice(&dst.port().to_le_bytes());
+        b.push(match dir {
+            Direction::Inbound => 0,
+            _ => 1,
+        });
+        b.push(kind_index(kind));
+        b.extend_from_slice(&u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_le_bytes());
+        b.extend_from_slice(&[0, 0]);
+        b.extend_from_slice(bytes);
+        let after = b.len();
+        drop(g);
+        // Wake the writer early only when this record filled the buffer past half (one
+        // system call per half buffer, not per message).
+        let half = s.capacity / 2;
+        if before < half && after >= half {
+            s.writer_cv.notify_one();
+        }
+    }
+
+    pub(crate) fn pause(&self, paused: bool) {
+        self.shared.paused.store(paused, Ordering::Relaxed);
+    }
+
+    pub(crate) fn stats(&self) -> CaptureStats {
+        let s = &*self.shared;
+        CaptureStats {
+            path: self.path.clone(),
+            frames_written: s.written.load(Ordering::Relaxed),
+            frames_dropped: s.dropped.load(Ordering::Relaxed),
+            bytes_written: s.bytes.load(Ordering::Relaxed),
+            user_data_bytes_removed: s.removed.load(Ordering::Relaxed),
+            paused: s.paused.load(Ordering::Relaxed),
+            error: lock(&s.error).clone(),
+        }
+    }
+
+    /// Writes out everything recorded so far, closes the file and stops the writer thread.
+    /// Idempotent.
+    pub(crate) fn finish(&self) -> CaptureStats {
+        if let Some(t) = lock(&self.thread).take() {
+            self.shared.stopping.store(true, Ordering::Relaxed);
+            self.shared.writer_cv.notify_one();
+            self.shared.room_cv.notify_all();
+            if t.join().is_err() {
+                tracing::warn!("capture writer thread panicked");
+            }
+            let st = self.stats();
+            if st.frames_dropped > 0 {
+                tracing::warn!(
+                    dropped = st.frames_dropped,
+                    written = st.frames_written,
+                    path = %self.path.display(),
+                    "capture did not record every message"
+                );
+            }
+        }
+        self.stats()
     }
 }
 
 impl Drop for CaptureTap {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+/// The writer thread's state.
+struct WriterThread {
+    shared: Arc<Shared>,
+    writer: CaptureWriter<BufWriter<File>>,
+    ifaces: [Option<InterfaceId>; 3],
+    strip: bool,
+    /// The records taken from the staging buffer (swapped with it).
+    local: Vec<u8>,
+    scratch: Vec<u8>,
+    /// A stream message without its `MSG_LEN`.
+    unframed: Vec<u8>,
+    comment: String,
+    path: PathBuf,
+}
+
+impl WriterThread {
+    fn run(&mut self) {
+        loop {
+            let stopping;
+            {
+                let mut g = lock(&self.shared.staging);
+                let half = self.shared.capacity / 2;
+                if g.bytes.len() < half && !self.shared.stopping.load(Ordering::Relaxed) {
+                    g = wait_timeout(&self.shared.writer_cv, g, FLUSH_INTERVAL);
+                }
+                stopping = self.shared.stopping.load(Ordering::Relaxed);
+                std::mem::swap(&mut g.bytes, &mut self.local);
+                if g.waiting > 0 {
+                    self.shared.room_cv.notify_all();
+                }
+            }
+            if !self.local.is_empty() {
+                self.write_records();
+                self.local.clear();
+                self.flush();
+            }
+            if stopping {
+                // Whatever a producer appended between the swap and now.
+                let mut g = lock(&self.shared.staging);
+                std::mem::swap(&mut g.bytes, &mut self.local);
+                drop(g);
+                self.write_records();
+                self.local.clear();
+                self.flush();
+                return;
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.shared.failed.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Err(e) = self.writer.flush() {
+            self.fail(&e.to_string(), 0);
+        }
+    }
+
+    fn fail(&self, error: &str, lost: u64) {
+        self.shared.dropped.fetch_add(lost, Ordering::Relaxed);
+        if self.shared.failed.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        tracing::error!(
+            path = %self.path.display(),
+            error,
+            "capture file could not be written; the capture stops recording"
+        );
+        *lock(&self.shared.error) = Some(format!("{}: {error}", self.path.display()));
+    }
+
+    fn write_records(&mut self) {
+        let mut at = 0;
+        let local = std::mem::take(&mut self.local);
+        let mut unframed = std::mem::take(&mut self.unframed);
+        while let Some(h) = local.get(at..at + RECORD_HEADER) {
+            let ts = u64::from_le_bytes(h[0..8].try_into().unwrap_or_default());
+            let addr = |o: usize| {
+                SocketAddrV4::new(
+                    Ipv4Addr::new(h[o], h[o + 1], h[o + 2], h[o + 3]),
+                    u16::from_le_bytes([h[o + 4], h[o + 5]]),
+                )
+            };
+            let (src, dst) = (addr(8), addr(14));
+            let dir = if h[20] == 0 {
+                Direction::Inbound
+            } else {
+                Direction::Outbound
+            };
+            let kind = usize::from(h[21]);
+            let len = u32::from_le_bytes(h[22..26].try_into().unwrap_or_default()) as usize;
+            let start = at + RECORD_HEADER;
+            let Some(msg) = local.get(start..start + len) else {
+                break;
+            };
+            at = start + len;
+            if self.shared.failed.load(Ordering::Relaxed) {
+                self.shared.dropped.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            let Some(iface) = self.ifaces.get(kind).copied().flatten() else {
+                continue;
+            };
+            // A stream's frames start with the `MSG_LEN` submessage: framing, not RTPS
+            // content (and a vendor submessage Wireshark misreads), so it is left out.
+            let msg = if kind != 0 && msg.len() >= 28 && msg[20] == MSG_LEN_ID {
+                unframed.clear();
+                unframed.extend_from_slice(&msg[..20]);
+                unframed.extend_from_slice(&msg[28..]);
+                &unframed[..]
+            } else {
+                msg
+            };
+            let (payload, comment) = if self.strip {
+                let r = remove_user_data(msg, &mut self.scratch);
+                self.comment.clear();
+                if r.any() {
+                    self.shared.removed.fetch_add(r.bytes, Ordering::Relaxed);
+                    self.comment = format!(
+                        "user data removed: {} bytes in {} submessages",
+                        r.bytes, r.submessages
+                    );
+                    if r.unparsed_tail > 0 {
+                        self.comment
+                            .push_str(&format!("; {} unparsable bytes dropped", r.unparsed_tail));
+                    }
+                }
+                (
+                    &self.scratch[..],
+                    (!self.comment.is_empty()).then_some(self.comment.as_str()),
+                )
+            } else {
+                (msg, None)
+            };
+            match self.writer.write_udp(
+                iface,
+                Duration::from_nanos(ts),
+                src,
+                dst,
+                payload,
+                dir,
+                comment,
+            ) {
+                Ok(()) => {
+                    self.shared.written.fetch_add(1, Ordering::Relaxed);
+                    self.shared
+                        .bytes
+                        .fetch_add(payload.len() as u64, Ordering::Relaxed);
+                }
+                Err(e) => self.fail(&e.to_string(), 1),
+            }
+        }
+        self.local = local;
+        self.unframed = unframed;
+    }
+}
+
+/// Where a running capture lives in the participant: checked on every message, so the
+/// check without a capture is one relaxed load.
+#[derive(Default)]
+pub(crate) struct CaptureSlot {
+    on: AtomicBool,
+    tap: std::sync::RwLock<Option<Arc<CaptureTap>>>,
+}
+
+impl CaptureSlot {
+    /// Whether a capture is running (one relaxed load).
+    #[inline]
+    pub(crate) fn is_on(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn record(
+        &self,
+        kind: TransportKind,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        bytes: &[u8],
+        dir: Direction,
+    ) {
+        if !self.on.load(Ordering::Relaxed) {
+            return;
+        }
+        let g = self
+            .tap
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(t) = g.as_ref() {
+            t.record(kind, src, dst, bytes, dir);
+        }
+    }
+
+    pub(crate) fn current(&self) -> Option<Arc<CaptureTap>> {
+        self.tap
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Installs `tap`; fails when a capture is running.
+    pub(crate) fn install(&self, tap: CaptureTap) -> Result<(), CaptureTap> {
+        let mut g = self
+            .tap
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if g.is_some() {
+            return Err(tap);
+        }
+        *g = Some(Arc::new(tap));
+        self.on.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Removes the running capture, if any, writes it out and returns its figures.
+    pub(crate) fn remove(&self) -> Option<CaptureStats> {
+        let tap = self
+            .tap
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        self.on.store(false, Ordering::Relaxed);
+        tap.map(|t| t.finish())
     }
 }

@@ -162,9 +162,11 @@ pub struct Config {
     /// because the receive buffer ([`Config::recv_buffer_bytes`]) was full in
     /// [`crate::DomainParticipant::transport_stats`] (`receive_buffer_drops`).
     pub peer_limits: crate::PeerLimits,
-    /// When set, every datagram sent and received by the participant is written to this
-    /// pcapng file (synthetic Ethernet/IPv4/UDP headers, with direction). Default: `None`.
-    pub capture_file: Option<PathBuf>,
+    /// When set, the participant captures its own traffic from the start: every RTPS
+    /// message it sends and receives (on the transports chosen) is written to a pcapng file
+    /// Wireshark decodes ([`crate::CaptureConfig`]; captures can also be started, paused and
+    /// stopped at run time: [`crate::DomainParticipant::start_capture`]). Default: `None`.
+    pub capture: Option<crate::CaptureConfig>,
     /// Participant name announced in SPDP (`PID_ENTITY_NAME`). Default: `None`.
     pub entity_name: Option<String>,
     /// The transports used. Default: [`Transports::Udpv4`].
@@ -221,7 +223,7 @@ impl Default for Config {
             max_reassembly_bytes: (32 << 20, 64 << 20),
             max_reassembly_samples: 256,
             peer_limits: crate::PeerLimits::default(),
-            capture_file: None,
+            capture: None,
             entity_name: None,
             transports: Transports::Udpv4,
             tcp_port: ferrodds_transport::DEFAULT_TCP_PORT,
@@ -409,9 +411,15 @@ impl Config {
         self.peer_limits = limits;
         self
     }
-    /// Sets [`Config::capture_file`].
+    /// Sets [`Config::capture`] to a capture into `path` with the default settings (or none).
     pub fn capture_file(mut self, path: Option<PathBuf>) -> Self {
-        self.capture_file = path;
+        self.capture = path.map(crate::CaptureConfig::file);
+        self
+    }
+
+    /// Sets [`Config::capture`].
+    pub fn capture(mut self, capture: Option<crate::CaptureConfig>) -> Self {
+        self.capture = capture;
         self
     }
     /// Sets [`Config::entity_name`].

@@ -74,6 +74,14 @@ pub enum DdsError {
     /// The capture file could not be written.
     #[error("capture: {0}")]
     Capture(#[from] ferrodds_capture::CaptureError),
+    /// The capture file could not be created.
+    #[error("capture file {}: {source}", path.display())]
+    CaptureFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: io::Error,
+    },
     /// An operating-system error (thread creation, files).
     #[error("I/O: {0}")]
     Io(#[from] io::Error),

@@ -17,7 +17,7 @@ use ferrodds_transport::{
     InterfaceSelector, PortMapping, TcpConfig, TcpTransport, Transport, UdpConfig, UdpTransport,
 };
 
-use crate::capture::CaptureTap;
+use crate::capture::{CaptureConfig, CaptureStats, CaptureTap};
 use crate::config::{Config, Interface};
 use crate::entity::{ReaderShared, WriterShared};
 use crate::error::{DdsError, DdsResult};
@@ -238,10 +238,6 @@ impl DomainParticipant {
             ..ParticipantConfig::default()
         };
         let engine = Participant::new(engine_cfg, Timestamp(0));
-        let capture = match &config.capture_file {
-            Some(path) => Some(CaptureTap::create(path, &interface.name)?),
-            None => None,
-        };
         tracing::debug!(
             domain_id,
             participant_id,
@@ -264,9 +260,19 @@ impl DomainParticipant {
             transports,
             origin,
             config.multicast,
-            capture,
             config.max_message_size,
         ));
+        if let Some(c) = &config.capture {
+            let tap = CaptureTap::start(
+                c,
+                &inner.guid_prefix.0,
+                &interface.name,
+                &inner.transport_kinds(),
+            )?;
+            if inner.install_capture(tap).is_err() {
+                unreachable!("a new participant has no capture");
+            }
+        }
         let threads = match inner.start_threads() {
             Ok(t) => t,
             Err(e) => {
@@ -275,6 +281,68 @@ impl DomainParticipant {
             }
         };
         Ok(Self { inner, threads })
+    }
+
+    /// Starts capturing the participant's traffic into a pcapng file ([`CaptureConfig`]);
+    /// returns the file's path. Fails with `PreconditionNotMet` while a capture runs, and
+    /// with [`DdsError::CaptureFile`] when the file cannot be created (the participant
+    /// runs on either way).
+    pub fn start_capture(&self, config: &CaptureConfig) -> DdsResult<std::path::PathBuf> {
+        if self.inner.capture.current().is_some() {
+            return Err(DdsError::PreconditionNotMet {
+                what: "a capture is already running",
+            });
+        }
+        let iface = self.inner.interface_name();
+        let tap = CaptureTap::start(
+            config,
+            &self.inner.guid_prefix.0,
+            &iface,
+            &self.inner.transport_kinds(),
+        )?;
+        let path = tap.stats().path;
+        self.inner
+            .install_capture(tap)
+            .map_err(|_| DdsError::PreconditionNotMet {
+                what: "a capture is already running",
+            })?;
+        Ok(path)
+    }
+
+    /// Stops the running capture: writes out what it recorded, closes the file and returns
+    /// its figures (`None` when no capture runs).
+    pub fn stop_capture(&self) -> Option<CaptureStats> {
+        self.inner.capture.remove()
+    }
+
+    /// Pauses the running capture: messages are not recorded (nor counted) until
+    /// [`resume_capture`](Self::resume_capture). Fails with `PreconditionNotMet` when no
+    /// capture runs.
+    pub fn pause_capture(&self) -> DdsResult<()> {
+        self.set_capture_paused(true)
+    }
+
+    /// Resumes a paused capture. Fails with `PreconditionNotMet` when no capture runs.
+    pub fn resume_capture(&self) -> DdsResult<()> {
+        self.set_capture_paused(false)
+    }
+
+    fn set_capture_paused(&self, paused: bool) -> DdsResult<()> {
+        match self.inner.capture.current() {
+            Some(t) => {
+                t.pause(paused);
+                Ok(())
+            }
+            None => Err(DdsError::PreconditionNotMet {
+                what: "no capture is running",
+            }),
+        }
+    }
+
+    /// The running capture's figures: messages written and dropped, bytes, the file, and
+    /// the error that stopped it if one did (`None` when no capture runs).
+    pub fn capture_stats(&self) -> Option<CaptureStats> {
+        self.inner.capture.current().map(|t| t.stats())
     }
 
     /// Counters of each transport the participant uses: connections, frame errors, messages

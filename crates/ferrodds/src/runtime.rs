@@ -25,10 +25,11 @@ use ferrodds_rtps::{
 use ferrodds_rtps::{GuidPrefix, Locator, Time};
 use ferrodds_transport::{MessageHandler, MessageMeta, Transport, TransportKind};
 
-use crate::capture::CaptureTap;
+use crate::capture::{CaptureSlot, CaptureTap};
 use crate::entity::{ReaderShared, WriterShared};
 use crate::qos::FlowController;
 use crate::sync::{lock, wait_timeout, Deadline};
+use ferrodds_capture::Direction;
 
 /// An asynchronous writer and its token bucket (bytes).
 struct AsyncWriter {
@@ -192,9 +193,9 @@ impl MessageHandler for RxHandler {
         if inner.is_shut_down() {
             return;
         }
-        if let Some(c) = &inner.capture {
-            c.inbound(meta.src, meta.dst, data);
-        }
+        inner
+            .capture
+            .record(meta.transport, meta.src, meta.dst, data, Direction::Inbound);
         let src = Locator::with_ipv4(
             meta.transport.locator_kind(),
             *meta.src.ip(),
@@ -236,7 +237,7 @@ pub(crate) struct Inner {
     multicast: bool,
     local_addr: Ipv4Addr,
     local_port: u16,
-    capture: Option<CaptureTap>,
+    pub(crate) capture: CaptureSlot,
     discovered: Mutex<HashSet<GuidPrefix>>,
     discovered_cv: Condvar,
     pub(crate) topics: Mutex<HashMap<String, &'static str>>,
@@ -255,7 +256,6 @@ impl Inner {
         transports: Vec<Arc<dyn Transport>>,
         origin: Instant,
         multicast: bool,
-        capture: Option<CaptureTap>,
         max_message_size: usize,
     ) -> Self {
         let guid_prefix = engine.guid_prefix();
@@ -293,7 +293,7 @@ impl Inner {
             multicast,
             local_addr,
             local_port,
-            capture,
+            capture: CaptureSlot::default(),
             discovered: Mutex::new(HashSet::new()),
             discovered_cv: Condvar::new(),
             topics: Mutex::new(HashMap::new()),
@@ -687,14 +687,39 @@ impl Inner {
                 tracing::debug!(%dst, error = %e, "send failed");
                 continue;
             }
-            if let Some(c) = &self.capture {
-                c.outbound(
-                    SocketAddrV4::new(self.local_addr, self.local_port),
-                    dst,
-                    bytes,
-                );
-            }
+            self.capture_outbound(t.as_ref(), dst, bytes);
         }
+    }
+
+    /// Records a sent message in the capture, if one is running, with the addresses it
+    /// really travelled between.
+    #[inline]
+    fn capture_outbound(&self, t: &dyn Transport, dst: SocketAddrV4, bytes: &[u8]) {
+        if !self.capture.is_on() {
+            return;
+        }
+        let (src, dst) = t
+            .send_addresses(dst)
+            .unwrap_or((SocketAddrV4::new(self.local_addr, self.local_port), dst));
+        self.capture
+            .record(t.kind(), src, dst, bytes, Direction::Outbound);
+    }
+
+    /// The name of the interface the participant runs on.
+    pub(crate) fn interface_name(&self) -> String {
+        self.transports
+            .first()
+            .map_or_else(String::new, |t| t.interface().name.clone())
+    }
+
+    /// The transports the participant runs.
+    pub(crate) fn transport_kinds(&self) -> Vec<TransportKind> {
+        self.transports.iter().map(|t| t.kind()).collect()
+    }
+
+    /// Installs a capture (fails when one is running).
+    pub(crate) fn install_capture(&self, tap: CaptureTap) -> Result<(), CaptureTap> {
+        self.capture.install(tap)
     }
 
     /// The counters of each transport.
@@ -847,9 +872,7 @@ impl Inner {
 
     /// Writes out the capture file (call after the runtime threads are joined).
     pub(crate) fn finish_capture(&self) {
-        if let Some(c) = &self.capture {
-            c.finish();
-        }
+        let _ = self.capture.remove();
     }
 }
 

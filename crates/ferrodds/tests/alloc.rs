@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use ferrodds::cdr::types::ShapeType;
 use ferrodds::{
-    Config, DataReader, DataReaderListener, DataReaderQos, DataWriterQos, DomainParticipant,
-    PublisherQos, SubscriberQos, TopicQos,
+    CaptureConfig, Config, DataReader, DataReaderListener, DataReaderQos, DataWriterQos,
+    DomainParticipant, PublisherQos, SubscriberQos, TopicQos,
 };
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
@@ -40,6 +40,16 @@ fn main() {
     }
     let mut sub = subscriber(&["-d", "166"]);
     let result = std::panic::catch_unwind(|| run(166, true));
+    let _ = sub.kill();
+    let _ = sub.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+    // The same with a network capture running: recording copies into the capture's
+    // buffer, and its writer thread (counted too: the allocator is global) encodes into
+    // reused buffers.
+    let mut sub = subscriber(&["-d", "169"]);
+    let result = std::panic::catch_unwind(|| run_with(169, true, true));
     let _ = sub.kill();
     let _ = sub.wait();
     if let Err(e) = result {
@@ -117,7 +127,14 @@ fn shapes(extra: &[&str]) -> std::process::Child {
 }
 
 fn run(domain: u32, reliable: bool) {
-    let cfg = Config::loopback().spdp_period(Duration::from_secs(5));
+    run_with(domain, reliable, false);
+}
+
+fn run_with(domain: u32, reliable: bool, capture: bool) {
+    let path = std::env::temp_dir().join(format!("ferrodds-alloc-{}.pcapng", std::process::id()));
+    let cfg = Config::loopback()
+        .spdp_period(Duration::from_secs(5))
+        .capture(capture.then(|| CaptureConfig::file(&path)));
     let p = DomainParticipant::with_config(domain, cfg).expect("participant");
     let t = p
         .create_topic::<ShapeType>("Square", TopicQos::default())
@@ -134,7 +151,11 @@ fn run(domain: u32, reliable: bool) {
             },
         )
         .unwrap();
-    let kind = if reliable { "reliable" } else { "best-effort" };
+    let kind = match (reliable, capture) {
+        (true, false) => "reliable",
+        (true, true) => "reliable (capture on)",
+        (false, _) => "best-effort",
+    };
     assert!(
         w.wait_for_matched(1, Duration::from_secs(20)),
         "subscriber not matched"
@@ -164,6 +185,18 @@ fn run(domain: u32, reliable: bool) {
         stats.allocations + stats.reallocations < (WRITES / 100) as usize,
         "the {kind} write path allocates: {stats:?}"
     );
+    if capture {
+        let c = p.stop_capture().expect("capture running");
+        let _ = std::fs::remove_file(&path);
+        println!(
+            "alloc: capture wrote {} messages, dropped {}",
+            c.frames_written, c.frames_dropped
+        );
+        assert!(
+            c.frames_written > u64::from(WRITES),
+            "the capture did not record the writes: {c:?}"
+        );
+    }
     println!("alloc: ok");
 }
 

@@ -141,6 +141,14 @@ pub trait Transport: Send + Sync + fmt::Debug {
     fn locators(&self) -> AnnouncedLocators;
     /// Sends one message (the concatenation of `bufs`) to `dst`.
     fn send(&self, dst: SocketAddrV4, bufs: &[IoSlice<'_>]) -> io::Result<()>;
+    /// The addresses a message sent to `dst` really travels between: the source address
+    /// and port it leaves from, and the address and port it arrives at (for a stream, the
+    /// ends of the connection serving `dst`). `None` when not known (no connection yet).
+    /// For captures; not called on the data path otherwise.
+    fn send_addresses(&self, dst: SocketAddrV4) -> Option<(SocketAddrV4, SocketAddrV4)> {
+        let _ = dst;
+        None
+    }
     /// Starts the receiving threads, each calling a handler made by `handlers`. Called once.
     fn start(&self, handlers: HandlerFactory) -> io::Result<Vec<JoinHandle<()>>>;
     /// Stops sending and receiving; the threads started end soon after (UDP within 100 ms).

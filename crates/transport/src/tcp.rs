@@ -318,6 +318,8 @@ struct Conn {
     /// accepted ones).
     route: Mutex<Option<SocketAddrV4>>,
     stream: OnceLock<TcpStream>,
+    /// The connection's local and remote ends, once connected.
+    ends: OnceLock<(SocketAddrV4, SocketAddrV4)>,
     tx: Mutex<Tx>,
     tx_cv: Condvar,
     /// `Some` on a secure transport: every byte goes through the channel (lock order:
@@ -336,10 +338,21 @@ impl Conn {
             dialled,
             route: Mutex::new(route),
             stream: OnceLock::new(),
+            ends: OnceLock::new(),
             tx: Mutex::new(Tx::default()),
             tx_cv: Condvar::new(),
             crypto: secure.then(|| Mutex::new(Crypto::default())),
         }
+    }
+
+    /// Sets the connected stream and records its ends.
+    fn set_stream(&self, stream: TcpStream) {
+        if let (Ok(SocketAddr::V4(l)), Ok(SocketAddr::V4(r))) =
+            (stream.local_addr(), stream.peer_addr())
+        {
+            let _ = self.ends.set((l, r));
+        }
+        let _ = self.stream.set(stream);
     }
 
     fn is_closed(&self) -> bool {
@@ -706,7 +719,7 @@ impl Shared {
                 return;
             }
         };
-        let _ = conn.stream.set(stream);
+        conn.set_stream(stream);
         {
             // Connected before the reader starts, under the lock `close` takes: a
             // connection the peer closes at once is counted as opened and closed.
@@ -790,7 +803,7 @@ impl Shared {
             meta: MessageMeta {
                 transport: self.kind(),
                 src,
-                dst: self.local,
+                dst: conn.ends.get().map_or(self.local, |e| e.0),
                 multicast: false,
                 traffic: TrafficKind::UserData,
             },
@@ -1032,7 +1045,7 @@ impl Shared {
                 None,
                 self.security.is_some(),
             ));
-            let _ = conn.stream.set(stream);
+            conn.set_stream(stream);
             lock(&conn.tx).connected = true;
             lock(&self.conns).push(Arc::clone(&conn));
             self.stats.opened.fetch_add(1, Ordering::Relaxed);
@@ -1090,6 +1103,11 @@ impl Transport for TcpTransport {
 
     fn max_message_size(&self) -> usize {
         self.shared.max_message_size
+    }
+
+    fn send_addresses(&self, dst: SocketAddrV4) -> Option<(SocketAddrV4, SocketAddrV4)> {
+        let conn = lock(&self.shared.routes).get(&dst).cloned()?;
+        conn.ends.get().copied()
     }
 
     fn interface(&self) -> &NetworkInterface {

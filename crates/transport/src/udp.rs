@@ -804,6 +804,13 @@ impl crate::Transport for UdpTransport {
         self.max_message_size
     }
 
+    fn send_addresses(&self, dst: SocketAddrV4) -> Option<(SocketAddrV4, SocketAddrV4)> {
+        Some((
+            SocketAddrV4::new(self.interface.address, self.source_port),
+            dst,
+        ))
+    }
+
     fn interface(&self) -> &NetworkInterface {
         &self.interface
     }
