@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it (`.ci/run` calls this script).
 #   1. installs missing test dependencies (scripts/install-test-deps.sh)
 #   2. rustfmt check, clippy with -D warnings
-#   3. every unit, integration, doc and bench-smoke test of the workspace
+#   3. the release perftest (one test compares its latency with its own network capture),
+#      then every unit, integration, doc and bench-smoke test of the workspace
 #   4. every cargo-fuzz target for a bounded time on stable (`-s none`); a crash fails the run
 # Environment: FUZZ_SECONDS (default 20) per fuzz target; SKIP_FUZZ=1 skips step 4.
 # A test whose external dependency (root for namespaces, tshark, ddsperf, …) is missing skips
@@ -22,6 +23,9 @@ cargo fmt --all -- --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo build --release -p ferrodds-perftest (the capture truth check compares the optimised tool with the wire)"
+cargo build --release -p ferrodds-perftest --locked
 
 step "cargo test (unit, integration, benches in test mode)"
 export FERRODDS_SKIP_LOG="$PWD/target/skipped-tests.txt"

@@ -4,8 +4,10 @@
 //!
 //! # How it works, and what it costs
 //!
-//! The tap sits where messages cross the transport boundary. Recording a message takes the
-//! wall-clock time and copies the message once into a staging buffer under a short lock
+//! The tap sits where messages cross the transport boundary. An outbound message is
+//! stamped with the wall-clock time just before it is handed to the transport (so a
+//! receiver woken by the send cannot answer "before" it), an inbound one when the receive
+//! thread has it. Recording copies the message once into a staging buffer under a short lock
 //! (no allocation, no system call); a writer thread swaps the buffer out every
 //! [`FLUSH_INTERVAL`] (sooner when it is half full), encodes pcapng (synthetic
 //! Ethernet/IPv4/UDP headers with the real addresses and ports, the direction in
@@ -328,10 +330,12 @@ impl CaptureTap {
         })
     }
 
-    /// Records one message. Allocation-free; waits only with [`CaptureOverflow::Block`].
+    /// Records one message, stamped `ts` (nanoseconds since the Unix epoch).
+    /// Allocation-free; waits only with [`CaptureOverflow::Block`].
     #[inline]
     pub(crate) fn record(
         &self,
+        ts: u64,
         kind: TransportKind,
         src: SocketAddrV4,
         dst: SocketAddrV4,
@@ -351,9 +355,6 @@ impl CaptureTap {
             s.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let ts = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
         let mut g = lock(&s.staging);
         while g.bytes.len() + need > s.capacity {
             if !s.block || s.stopping.load(Ordering::Relaxed) || s.failed.load(Ordering::Relaxed) {
@@ -596,6 +597,14 @@ impl WriterThread {
     }
 }
 
+/// The wall-clock time in nanoseconds since the Unix epoch, as captures stamp messages.
+#[inline]
+pub(crate) fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// Where a running capture lives in the participant: checked on every message, so the
 /// check without a capture is one relaxed load.
 #[derive(Default)]
@@ -611,9 +620,12 @@ impl CaptureSlot {
         self.on.load(Ordering::Relaxed)
     }
 
+    /// Records one message, if a capture runs: stamped `ts` (from [`now_ns`], taken before
+    /// an outbound message was handed to the transport) or, when `None`, now.
     #[inline]
     pub(crate) fn record(
         &self,
+        ts: Option<u64>,
         kind: TransportKind,
         src: SocketAddrV4,
         dst: SocketAddrV4,
@@ -623,12 +635,13 @@ impl CaptureSlot {
         if !self.on.load(Ordering::Relaxed) {
             return;
         }
+        let ts = ts.unwrap_or_else(now_ns);
         let g = self
             .tap
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(t) = g.as_ref() {
-            t.record(kind, src, dst, bytes, dir);
+            t.record(ts, kind, src, dst, bytes, dir);
         }
     }
 

@@ -193,9 +193,14 @@ impl MessageHandler for RxHandler {
         if inner.is_shut_down() {
             return;
         }
-        inner
-            .capture
-            .record(meta.transport, meta.src, meta.dst, data, Direction::Inbound);
+        inner.capture.record(
+            None,
+            meta.transport,
+            meta.src,
+            meta.dst,
+            data,
+            Direction::Inbound,
+        );
         let src = Locator::with_ipv4(
             meta.transport.locator_kind(),
             *meta.src.ip(),
@@ -683,26 +688,26 @@ impl Inner {
             if dst.ip().is_multicast() && !self.multicast {
                 continue;
             }
+            let ts = self.capture.is_on().then(crate::capture::now_ns);
             if let Err(e) = t.send(dst, &[IoSlice::new(bytes)]) {
                 tracing::debug!(%dst, error = %e, "send failed");
                 continue;
             }
-            self.capture_outbound(t.as_ref(), dst, bytes);
+            if let Some(ts) = ts {
+                self.capture_outbound(ts, t.as_ref(), dst, bytes);
+            }
         }
     }
 
     /// Records a sent message in the capture, if one is running, with the addresses it
     /// really travelled between.
     #[inline]
-    fn capture_outbound(&self, t: &dyn Transport, dst: SocketAddrV4, bytes: &[u8]) {
-        if !self.capture.is_on() {
-            return;
-        }
+    fn capture_outbound(&self, ts: u64, t: &dyn Transport, dst: SocketAddrV4, bytes: &[u8]) {
         let (src, dst) = t
             .send_addresses(dst)
             .unwrap_or((SocketAddrV4::new(self.local_addr, self.local_port), dst));
         self.capture
-            .record(t.kind(), src, dst, bytes, Direction::Outbound);
+            .record(Some(ts), t.kind(), src, dst, bytes, Direction::Outbound);
     }
 
     /// The name of the interface the participant runs on.

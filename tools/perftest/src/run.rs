@@ -149,7 +149,11 @@ pub fn startup_summary(opts: &Options, batching: BatchingState, transport: &[Str
         ));
     }
     line("\tXML File: Disabled");
-    line("\tNetwork capture: No");
+    line(if opts.network_capture {
+        "\tNetwork capture: Yes"
+    } else {
+        "\tNetwork capture: No"
+    });
     if let Some(p) = opts.thread_priorities {
         line(&format!(
             "\tThread priorities: main {:?}, receive {:?} (SCHED_FIFO)",
@@ -306,6 +310,9 @@ fn run_opts(opts: Options) -> Result<(), PerftestError> {
         Role::Publisher => run_publisher(&ctx, transport.as_mut()),
         Role::Subscriber => run_subscriber(&ctx, transport.as_mut()),
     };
+    for line in transport.finish_capture() {
+        eprintln!("{line}");
+    }
     for line in transport.resource_report(ctx.opts.show_resource_limits) {
         eprintln!("{line}");
     }

@@ -171,7 +171,7 @@ fn unsupported_features_fail_loudly() {
             &["-secureGovernanceFile", "g.xml"][..],
             "'-secureGovernanceFile'",
         ),
-        (&["-networkCapture"][..], "'-networkCapture'"),
+        (&["-raw", "-networkCapture"][..], "'-networkCapture'"),
         (&["-raw", "-asynchronous"][..], "'-asynchronous'"),
         (&["-raw", "-scan"][..], "'-scan'"),
         (&["-qosFile", "x.xml"][..], "'-qosFile'"),

@@ -155,6 +155,15 @@ pub struct Options {
     /// `-showResourceLimits`: print the participant's resource limits at start and how often
     /// each was exceeded at the end.
     pub show_resource_limits: bool,
+    /// `-networkCapture`: the participant captures its traffic to a pcapng file.
+    pub network_capture: bool,
+    /// `-doNotDropNetworkCapture`: keep the capture file at the end (RTI deletes it
+    /// otherwise) and record every message (the flow waits for the capture rather than
+    /// the capture dropping messages).
+    pub keep_network_capture: bool,
+    /// `-networkCaptureRemoveUserData` (FerroDDS extension): the capture keeps headers and
+    /// discovery, user payloads become their length.
+    pub network_capture_no_user_data: bool,
     /// `-transportPublicAddress ADDR[:PORT]` (UDPv4_WAN: the address peers reach us at).
     pub wan_public_address: Option<std::net::SocketAddrV4>,
     /// `-transportHostPort` (UDPv4_WAN: the one local UDP port; 7400 when not given).
@@ -274,6 +283,9 @@ impl Default for Options {
             transport: None,
             enable_tcp: false,
             show_resource_limits: false,
+            network_capture: false,
+            keep_network_capture: false,
+            network_capture_no_user_data: false,
             wan_public_address: None,
             wan_host_port: None,
             tls_ca_file: None,

@@ -290,7 +290,16 @@ impl Options {
             }
             "-scan" => self.scan = Some(parse_scan(v)?),
             "-qosFile" | "-qosLibrary" | "-qosProfile" => return Err(refuse(name, caps.xml_qos)),
-            "-networkCapture" | "-doNotDropNetworkCapture" => {
+            "-networkCapture" if caps.network_capture == Support::Yes => {
+                self.network_capture = true;
+            }
+            "-doNotDropNetworkCapture" if caps.network_capture == Support::Yes => {
+                self.keep_network_capture = true;
+            }
+            "-networkCaptureRemoveUserData" if caps.network_capture == Support::Yes => {
+                self.network_capture_no_user_data = true;
+            }
+            "-networkCapture" | "-doNotDropNetworkCapture" | "-networkCaptureRemoveUserData" => {
                 return Err(refuse(name, caps.network_capture))
             }
             "-cft" => {

@@ -84,7 +84,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         Both,
         "<bytes> Sample size including the 28-byte header, default 100",
     ),
-    o("-doNotDropNetworkCapture", Flag, Both, ""),
+    o(
+        "-doNotDropNetworkCapture",
+        Flag,
+        Both,
+        "Keep the -networkCapture file (deleted at the end otherwise) and record every message, waiting for the disk instead of dropping",
+    ),
     o("-domain", Value, Both, "<id> Domain id (0-250), default 1"),
     o(
         "-durability",
@@ -155,7 +160,18 @@ pub const OPTIONS: &[OptionSpec] = &[
     o("-messageSizeMax", Value, Both, ""),
     o("-multicast", Flag, Both, "Use multicast for data"),
     o("-multicastAddr", Value, Both, ""),
-    o("-networkCapture", Flag, Both, ""),
+    o(
+        "-networkCapture",
+        Flag,
+        Both,
+        "Capture the participant's traffic to rtiperftest_network_capture_<pub|sub>_<id>_<GUID prefix>.pcapng in the working directory",
+    ),
+    o(
+        "-networkCaptureRemoveUserData",
+        Flag,
+        Both,
+        "With -networkCapture: user payloads replaced by their length; FerroDDS extension",
+    ),
     o(
         "-nic",
         Value,

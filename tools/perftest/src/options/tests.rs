@@ -334,7 +334,9 @@ fn capability_refusals_name_the_reason() {
         ("-raw -durability 1", "'-durability' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
         ("-secureGovernanceFile x", "'-secureGovernanceFile' is not supported by FerroDDS perftest: DDS Security is not available in FerroDDS yet."),
         ("-qosFile x", "'-qosFile' is not supported by FerroDDS perftest: QoS XML files are not supported, the QoS is compiled in."),
-        ("-networkCapture", "'-networkCapture' is not supported by FerroDDS perftest: network capture is not wired up yet."),
+        ("-raw -networkCapture", "'-networkCapture' is not supported by FerroDDS perftest: raw sockets have no participant to capture: record them with tcpdump or dumpcap."),
+        ("-doNotDropNetworkCapture", "'-doNotDropNetworkCapture' keeps the capture '-networkCapture' makes: give '-networkCapture' too."),
+        ("-networkCaptureRemoveUserData", "'-networkCaptureRemoveUserData' applies to the capture '-networkCapture' makes: give '-networkCapture' too."),
         ("-cft 1", "'-cft' is not supported by FerroDDS perftest: FerroDDS has no content filters yet."),
         ("-multicastAddr 239.1.1.1", "'-multicastAddr' is not supported by FerroDDS perftest: custom multicast addresses are not available."),
         ("-zeroCopy", "'-zeroCopy' is not supported by FerroDDS perftest: this QoS feature is not available in FerroDDS yet."),
@@ -397,4 +399,19 @@ fn tcp_options_and_peer_forms() {
             "{bad:?} accepted by the parser"
         );
     }
+}
+
+#[test]
+fn network_capture_options() {
+    let o = parse("-pub -networkCapture").unwrap();
+    assert!(o.network_capture && !o.keep_network_capture && !o.network_capture_no_user_data);
+    let o = parse("-sub -networkCapture -doNotDropNetworkCapture -networkCaptureRemoveUserData")
+        .unwrap();
+    assert!(o.network_capture && o.keep_network_capture && o.network_capture_no_user_data);
+    assert!(
+        parse("-pub -networkCapture -doNot")
+            .unwrap()
+            .keep_network_capture
+    );
+    assert!(!parse("-pub").unwrap().network_capture);
 }

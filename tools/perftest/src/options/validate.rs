@@ -37,6 +37,18 @@ impl Options {
             reject(self.num_publishers > 1, "-numPublishers")?;
             reject(self.pid > 0, "-pidMultiPubTest")?;
         }
+        if !self.network_capture {
+            if self.keep_network_capture {
+                return Err(OptionError::Conflict(
+                    "'-doNotDropNetworkCapture' keeps the capture '-networkCapture' makes: give '-networkCapture' too.",
+                ));
+            }
+            if self.network_capture_no_user_data {
+                return Err(OptionError::Conflict(
+                    "'-networkCaptureRemoveUserData' applies to the capture '-networkCapture' makes: give '-networkCapture' too.",
+                ));
+            }
+        }
         if self.data_len > caps.max_data_len {
             return Err(OptionError::DataLenRange {
                 data_len: self.data_len,

@@ -181,6 +181,12 @@ pub trait Transport {
     fn reliable(&self) -> bool;
     /// Whether discovery matching must be awaited (false for raw sockets).
     fn needs_discovery(&self) -> bool;
+    /// Stops the network capture (`-networkCapture`), writes it out (deleting the file
+    /// unless `-doNotDropNetworkCapture`) and returns the lines to print: messages written
+    /// and dropped, the file. Nothing without a capture.
+    fn finish_capture(&mut self) -> Vec<String> {
+        Vec::new()
+    }
     /// Lines printed at the end of the run: how often each resource limit was exceeded.
     /// Without `all`, nothing when no limit was (`-showResourceLimits` sets `all`).
     fn resource_report(&self, _all: bool) -> Vec<String> {

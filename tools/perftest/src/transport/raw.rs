@@ -36,6 +36,9 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     transports: &["UDPv4"],
     transport_limit: "only UDPv4, TCP and TLS are available with -rawTransport",
     transport_settings: Support::No("not available with -rawTransport"),
+    network_capture: Support::No(
+        "raw sockets have no participant to capture: record them with tcpdump or dumpcap",
+    ),
     ..dds::CAPABILITIES
 };
 

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use ferrodds::cdr::types::{TestData, TestDataKeyed, TestDataKeyedLarge, TestDataLarge};
 use ferrodds::{
-    Batching, Config, DataReader, DataReaderListener, DataReaderQos, DataWriter, DataWriterQos,
-    DdsError, DomainParticipant, FlowController, Interface, Publisher, PublisherQos,
-    ResourceLimits, Subscriber, SubscriberQos, TopicQos, TopicType, Transports, WanConfig,
+    Batching, CaptureConfig, CaptureOverflow, Config, DataReader, DataReaderListener,
+    DataReaderQos, DataWriter, DataWriterQos, DdsError, DomainParticipant, FlowController,
+    Interface, Publisher, PublisherQos, ResourceLimits, Subscriber, SubscriberQos, TopicQos,
+    TopicType, Transports, WanConfig,
 };
 
 use crate::error::PerftestError;
@@ -17,7 +18,7 @@ use crate::harness::stopping;
 use crate::message::TestMessage;
 use crate::options::{
     parse_tcp_peer, parse_tls_peer, parse_wan_peer, BatchingState, FlowControllerName, Options,
-    CONTROL_INSTANCE, FINISHED_SIZE,
+    Role, CONTROL_INSTANCE, FINISHED_SIZE,
 };
 use crate::transport::{OnMessage, Reader, TopicKind, Transport, Writer};
 
@@ -107,6 +108,8 @@ pub struct DdsTransport {
     batch: Option<(u64, u64)>,
     asynchronous: Option<FlowController>,
     lines: Vec<String>,
+    /// `-doNotDropNetworkCapture`: the capture file stays.
+    keep_capture: bool,
 }
 
 impl std::fmt::Debug for DdsTransport {
@@ -217,6 +220,21 @@ impl DdsTransport {
         }
         let multicast = config.multicast;
         let limits_line = opts.show_resource_limits.then(|| limits_line(&config));
+        if opts.network_capture {
+            let (role, id) = match opts.role {
+                Role::Publisher => ("pub", opts.pid),
+                Role::Subscriber => ("sub", opts.sid),
+            };
+            config = config.capture(Some(
+                CaptureConfig::prefix(format!("rtiperftest_network_capture_{role}_{id}_"))
+                    .remove_user_data(opts.network_capture_no_user_data)
+                    .overflow(if opts.keep_network_capture {
+                        CaptureOverflow::Block
+                    } else {
+                        CaptureOverflow::Drop
+                    }),
+            ));
+        }
         let participant = DomainParticipant::with_config(opts.domain, config)
             .map_err(dds("creating the participant"))?;
         let publisher = participant
@@ -272,7 +290,24 @@ impl DdsTransport {
             lines.push(format!("Initial peers: {}", peer_list.join(", ")));
         }
         lines.extend(limits_line);
+        if let Some(c) = participant.capture_stats() {
+            lines.push(format!(
+                "Network capture file: {} ({}{})",
+                c.path.display(),
+                if opts.keep_network_capture {
+                    "kept, every message recorded"
+                } else {
+                    "deleted at the end, messages dropped from it when the disk falls behind"
+                },
+                if opts.network_capture_no_user_data {
+                    "; user data removed"
+                } else {
+                    ""
+                }
+            ));
+        }
         Ok(DdsTransport {
+            keep_capture: opts.keep_network_capture,
             participant,
             publisher,
             subscriber,
@@ -413,6 +448,37 @@ impl Transport for DdsTransport {
 
     fn needs_discovery(&self) -> bool {
         true
+    }
+
+    fn finish_capture(&mut self) -> Vec<String> {
+        let Some(c) = self.participant.stop_capture() else {
+            return Vec::new();
+        };
+        let file = if self.keep_capture {
+            format!("file {} kept", c.path.display())
+        } else {
+            match std::fs::remove_file(&c.path) {
+                Ok(()) => format!(
+                    "file {} deleted (-doNotDropNetworkCapture keeps it)",
+                    c.path.display()
+                ),
+                Err(e) => format!("file {} could not be deleted: {e}", c.path.display()),
+            }
+        };
+        let mut line = format!(
+            "Network capture: {} frames written, {} dropped, {file}",
+            c.frames_written, c.frames_dropped
+        );
+        if c.user_data_bytes_removed > 0 {
+            line.push_str(&format!(
+                ", {} bytes of user data removed",
+                c.user_data_bytes_removed
+            ));
+        }
+        if let Some(e) = c.error {
+            line.push_str(&format!("; capture stopped by a write error: {e}"));
+        }
+        vec![line]
     }
 
     fn resource_report(&self, all: bool) -> Vec<String> {

@@ -41,7 +41,11 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     max_durability: 1,
     durability_limit: "only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available",
     xml_qos: Support::No("QoS XML files are not supported, the QoS is compiled in"),
-    network_capture: Support::No("network capture is not wired up yet"),
+    network_capture: if cfg!(feature = "dds") {
+        Support::Yes
+    } else {
+        Support::No("this perftest was built without the DDS backend")
+    },
     content_filters: Support::No("FerroDDS has no content filters yet"),
     multicast_address: Support::No("custom multicast addresses are not available"),
     security: Support::No("DDS Security is not available in FerroDDS yet"),
