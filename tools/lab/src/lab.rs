@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::error::LabError;
-use crate::matrix::{MatrixSpec, PlannedRun, Reliability, System, TestKind};
+use crate::matrix::{Capture, MatrixSpec, PlannedRun, Reliability, System, TestKind};
 use crate::parse;
 use crate::record::ThroughputStats;
 use crate::record::{self, HostInfo, LatencyStats, RunRecord, RunSettings, RunStatus, Summary};
@@ -78,6 +78,8 @@ pub struct LabOptions {
     pub command_line: String,
     /// Draw the published Connext figures as reference lines.
     pub reference: bool,
+    /// Keep the network captures of capture runs in `<out>/captures`.
+    pub keep_captures: bool,
 }
 
 /// Receives progress events.
@@ -422,8 +424,14 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
             .clone()
             .unwrap_or_else(|| PathBuf::from("ddsperf")),
         cpu: opts.cpu.clone(),
+        keep_captures: opts.keep_captures,
         ..Default::default()
     };
+    if opts.spec.captures.iter().any(|c| *c != Capture::Off) {
+        let dir = out.join("captures");
+        std::fs::create_dir_all(&dir).map_err(|e| LabError::io(&dir, e))?;
+        placement.capture_dir = Some(dir);
+    }
     let mut notes = Vec::new();
     let mut testbed = None;
     let mut manual_remote = false;
@@ -747,6 +755,7 @@ mod tests {
                 batching: false,
                 transport: Transport::Udpv4,
                 size: 32,
+                capture: Default::default(),
             },
         }
     }

@@ -94,6 +94,15 @@ struct RunArgs {
     /// Transports: udpv4,tcp,tls,udpv4-wan,shmem (comma-separated).
     #[arg(long)]
     transport: Option<String>,
+    /// Network capture of the FerroDDS runs (perftest -networkCapture on both sides):
+    /// off, on, no-user-data (comma-separated; each setting is a row of its own, run
+    /// interleaved with the others, and the report shows the capture's cost).
+    #[arg(long)]
+    capture: Option<String>,
+    /// Keep the capture files in OUT/captures (-doNotDropNetworkCapture: every message
+    /// recorded, the flow waiting for the disk if it must); perftest deletes them otherwise.
+    #[arg(long)]
+    keep_captures: bool,
     /// Systems: ferrodds,raw,cyclone.
     #[arg(long)]
     systems: Option<String>,
@@ -184,6 +193,14 @@ fn spec_from(a: &RunArgs) -> Result<MatrixSpec, LabError> {
     }
     if let Some(s) = &a.transport {
         spec.transports = matrix::parse_list(s)?;
+    }
+    if let Some(s) = &a.capture {
+        spec.captures = matrix::parse_list(s)?;
+    }
+    if a.keep_captures && spec.captures.iter().all(|c| *c == matrix::Capture::Off) {
+        return Err(LabError::Usage(
+            "--keep-captures keeps the files of capture runs: add --capture on (or no-user-data)",
+        ));
     }
     if let Some(s) = &a.systems {
         spec.systems = matrix::parse_list(s)?;
@@ -304,6 +321,7 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
         domain_base: a.domain_base,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
         reference: !a.no_reference,
+        keep_captures: a.keep_captures,
     })
 }
 

@@ -85,6 +85,23 @@ pub enum Transport {
     Udpv4Wan,
 }
 
+/// Network capture of the FerroDDS participants (perftest `-networkCapture`): the capture's
+/// cost is the ratio of a capture row to the same row without.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capture {
+    /// No capture (default).
+    #[default]
+    Off,
+    /// Both participants capture their traffic (`-networkCapture`).
+    On,
+    /// Both capture with user payloads replaced by their length
+    /// (`-networkCapture -networkCaptureRemoveUserData`).
+    NoUserData,
+}
+
 macro_rules! named_enum {
     ($t:ty, $what:literal, $($v:path => $s:literal),+ $(,)?) => {
         impl $t {
@@ -113,6 +130,7 @@ macro_rules! named_enum {
 named_enum!(System, "system", System::Ferrodds => "ferrodds", System::Raw => "raw", System::Cyclone => "cyclone");
 named_enum!(TestKind, "test", TestKind::Latency => "latency", TestKind::Throughput => "throughput");
 named_enum!(Reliability, "reliability", Reliability::Reliable => "reliable", Reliability::BestEffort => "best-effort");
+named_enum!(Capture, "capture", Capture::Off => "off", Capture::On => "on", Capture::NoUserData => "no-user-data");
 named_enum!(Transport, "transport", Transport::Udpv4 => "udpv4", Transport::Shmem => "shmem", Transport::Tcp => "tcp", Transport::Tls => "tls", Transport::Udpv4Wan => "udpv4-wan");
 
 impl Transport {
@@ -212,19 +230,33 @@ pub struct Scenario {
     pub transport: Transport,
     /// Sample size in bytes (perftest `-dataLen`, 28-byte header included).
     pub size: u64,
+    /// Network capture (FerroDDS only; the baselines never capture).
+    #[serde(default)]
+    pub capture: Capture,
 }
 
 impl Scenario {
     /// The configuration a plot line stands for: system × reliability × keyed × batching
     /// (plus the transport when it is not UDPv4).
     pub fn config_label(&self) -> String {
-        config_label(
+        let mut s = config_label(
             self.system,
             self.reliability,
             self.keyed,
             self.batching,
             self.transport,
-        )
+        );
+        s.push_str(capture_suffix(self.capture));
+        s
+    }
+}
+
+/// What a plot line's label gets for its capture setting.
+pub fn capture_suffix(c: Capture) -> &'static str {
+    match c {
+        Capture::Off => "",
+        Capture::On => " capture",
+        Capture::NoUserData => " capture (no user data)",
     }
 }
 
@@ -284,12 +316,19 @@ pub struct MatrixSpec {
     pub batching: Vec<bool>,
     /// Transports.
     pub transports: Vec<Transport>,
+    /// Network capture settings of the FerroDDS runs (default: off only).
+    #[serde(default = "captures_off")]
+    pub captures: Vec<Capture>,
     /// Explicit sizes; `None` = [`STANDARD_SIZES`] plus [`LARGE_SIZES`] for reliable unkeyed.
     pub sizes: Option<Vec<u64>>,
     /// Repetitions of each scenario.
     pub repetitions: u32,
     /// perftest `-executionTime` (seconds) of each run.
     pub execution_time_s: u32,
+}
+
+fn captures_off() -> Vec<Capture> {
+    vec![Capture::Off]
 }
 
 impl MatrixSpec {
@@ -302,6 +341,7 @@ impl MatrixSpec {
             keyed: vec![false, true],
             batching: vec![false, true],
             transports: vec![Transport::Udpv4],
+            captures: captures_off(),
             sizes: None,
             repetitions: 3,
             execution_time_s: 10,
@@ -317,6 +357,7 @@ impl MatrixSpec {
             keyed: vec![false],
             batching: vec![false],
             transports: vec![Transport::Udpv4],
+            captures: captures_off(),
             sizes: Some(QUICK_SIZES.to_vec()),
             repetitions: 1,
             execution_time_s: 2,
@@ -370,7 +411,7 @@ impl MatrixSpec {
                                 {
                                     continue;
                                 }
-                                for &system in &self.systems {
+                                for (system, capture) in self.system_captures() {
                                     let keep = match system {
                                         System::Ferrodds => true,
                                         System::Raw => {
@@ -395,6 +436,7 @@ impl MatrixSpec {
                                             batching,
                                             transport,
                                             size,
+                                            capture,
                                         });
                                     }
                                 }
@@ -405,6 +447,25 @@ impl MatrixSpec {
             }
         }
         out
+    }
+
+    /// The systems to run in each group, with their capture settings: FerroDDS once per
+    /// capture setting (so capture on and off interleave in one group), the baselines once,
+    /// without capture.
+    fn system_captures(&self) -> Vec<(System, Capture)> {
+        let mut v = Vec::new();
+        for &system in &self.systems {
+            if system == System::Ferrodds {
+                let mut caps = self.captures.clone();
+                if caps.is_empty() {
+                    caps.push(Capture::Off);
+                }
+                v.extend(caps.into_iter().map(|c| (system, c)));
+            } else {
+                v.push((system, Capture::Off));
+            }
+        }
+        v
     }
 
     /// Orders the runs: for each configuration group (all axes but the system), every repetition
@@ -606,6 +667,33 @@ mod tests {
     }
 
     #[test]
+    fn capture_rows_interleave_with_the_same_rows_without() {
+        let mut m = MatrixSpec::quick();
+        m.captures = vec![Capture::Off, Capture::On, Capture::NoUserData];
+        m.sizes = Some(vec![32]);
+        m.tests = vec![TestKind::Latency];
+        m.repetitions = 2;
+        let runs = m.schedule();
+        let got: Vec<(System, Capture)> = runs
+            .iter()
+            .map(|r| (r.scenario.system, r.scenario.capture))
+            .collect();
+        let round = [
+            (System::Ferrodds, Capture::Off),
+            (System::Ferrodds, Capture::On),
+            (System::Ferrodds, Capture::NoUserData),
+            (System::Raw, Capture::Off),
+            (System::Cyclone, Capture::Off),
+        ];
+        assert_eq!(got, [round, round].concat());
+        assert_eq!(
+            "no-user-data".parse::<Capture>().unwrap(),
+            Capture::NoUserData
+        );
+        assert!("sometimes".parse::<Capture>().is_err());
+    }
+
+    #[test]
     fn labels() {
         let s = Scenario {
             system: System::Ferrodds,
@@ -615,6 +703,7 @@ mod tests {
             batching: true,
             transport: Transport::Udpv4,
             size: 32,
+            capture: Default::default(),
         };
         assert_eq!(s.config_label(), "ferrodds best-effort keyed batching");
         let r = Scenario {
@@ -623,5 +712,14 @@ mod tests {
             ..s
         };
         assert_eq!(r.config_label(), "raw UDP");
+        let c = Scenario {
+            capture: Capture::NoUserData,
+            batching: false,
+            ..s
+        };
+        assert_eq!(
+            c.config_label(),
+            "ferrodds best-effort keyed capture (no user data)"
+        );
     }
 }

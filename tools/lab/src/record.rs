@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
-use crate::matrix::{Reliability, Scenario, System, TestKind, Transport};
+use crate::matrix::{Capture, Reliability, Scenario, System, TestKind, Transport};
 
 /// Columns common to both CSV files, first.
-pub const META_COLUMNS: [&str; 13] = [
+pub const META_COLUMNS: [&str; 14] = [
     "run_index",
     "repetition",
     "system",
@@ -28,6 +28,7 @@ pub const META_COLUMNS: [&str; 13] = [
     "keyed",
     "batching",
     "transport",
+    "capture",
     "topology",
     "size_bytes",
     "execution_time_s",
@@ -259,6 +260,7 @@ pub fn write_csv(path: &Path, test: TestKind, records: &[RunRecord]) -> Result<(
             bool_str(s.keyed).into(),
             bool_str(s.batching).into(),
             s.transport.name().into(),
+            s.capture.name().into(),
             r.topology.clone(),
             s.size.to_string(),
             r.execution_time_s.to_string(),
@@ -348,8 +350,9 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
         .enumerate()
         .map(|(i, h)| (h.trim().to_string(), i))
         .collect();
+    // `capture` came later: files without it are runs without capture.
     for col in META_COLUMNS.iter().chain(TAIL_COLUMNS.iter()) {
-        if !idx.contains_key(*col) {
+        if *col != "capture" && !idx.contains_key(*col) {
             return Err(LabError::MissingColumn {
                 path: path.to_path_buf(),
                 column: col,
@@ -373,6 +376,10 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
             batching: row.boolean("batching")?,
             transport: row.get("transport")?.parse::<Transport>()?,
             size: row.parse("size_bytes")?,
+            capture: match idx.get("capture").and_then(|&i| rec.get(i)) {
+                Some(c) if !c.trim().is_empty() => c.parse::<Capture>()?,
+                _ => Capture::Off,
+            },
         };
         let (latency, throughput) = match test {
             TestKind::Latency => {
@@ -768,6 +775,7 @@ mod tests {
                 batching: false,
                 transport: Transport::Udpv4,
                 size: 32,
+                capture: Default::default(),
             },
             topology: "loopback".into(),
             execution_time_s: 2,
@@ -832,12 +840,14 @@ mod tests {
     #[test]
     fn csv_and_json_round_trip() {
         let dir = std::env::temp_dir().join(format!("lab-record-{}", std::process::id()));
-        let runs = vec![
+        let mut runs = vec![
             rec(0, TestKind::Latency, RunStatus::Ok, 12.5),
             rec(1, TestKind::Throughput, RunStatus::Ok, 123456.0),
             rec(2, TestKind::Latency, RunStatus::TimedOut, 0.0),
             rec(3, TestKind::Throughput, RunStatus::Failed, 0.0),
         ];
+        runs[0].scenario.capture = Capture::NoUserData;
+        runs[1].scenario.capture = Capture::On;
         let summary = Summary {
             lab_version: "0.1.0".into(),
             started_unix_s: 1,
@@ -869,6 +879,52 @@ mod tests {
         assert!(header.starts_with("run_index,repetition,system,test,"));
         assert!(header.contains("p50_us,p90_us,p99_us"));
         assert!(header.ends_with("error,pub_command,sub_command,stderr_tail"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn files_without_the_capture_column_are_runs_without_capture() {
+        let dir = std::env::temp_dir().join(format!("lab-record-nocap-{}", std::process::id()));
+        let runs = vec![rec(0, TestKind::Latency, RunStatus::Ok, 12.5)];
+        let summary = Summary {
+            lab_version: "0.1.0".into(),
+            started_unix_s: 1,
+            finished_unix_s: 2,
+            host: HostInfo::default(),
+            settings: RunSettings::default(),
+            planned_runs: 1,
+            runs_ok: 1,
+            runs_failed: 0,
+            runs_not_started: 0,
+            interrupted: false,
+            notes: Vec::new(),
+            aggregates: aggregate(&runs),
+            runs: runs.clone(),
+        };
+        write_results(&dir, &summary).unwrap();
+        // Drop the column, as files written before it existed.
+        let p = dir.join(files::LATENCY_CSV);
+        let mut r = csv::Reader::from_path(&p).unwrap();
+        let h = r.headers().unwrap().clone();
+        let at = h.iter().position(|c| c == "capture").unwrap();
+        let keep = |rec: &csv::StringRecord| -> Vec<String> {
+            rec.iter()
+                .enumerate()
+                .filter(|(i, _)| *i != at)
+                .map(|(_, v)| v.to_string())
+                .collect()
+        };
+        let rows: Vec<Vec<String>> = r.records().map(|x| keep(&x.unwrap())).collect();
+        let mut w = csv::Writer::from_path(&p).unwrap();
+        w.write_record(keep(&h)).unwrap();
+        for row in rows {
+            w.write_record(row).unwrap();
+        }
+        w.flush().unwrap();
+        drop(w);
+        let back = read_csv(&p).unwrap();
+        assert_eq!(back, runs);
+        assert_eq!(back[0].scenario.capture, Capture::Off);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -136,6 +136,24 @@ pub fn default_throughput() -> Vec<RefThroughput> {
     v
 }
 
+/// The published latency cost of network capture at `size` bytes: the median one-way
+/// latency with capture on both participants (`network_capture_udpv4_10g_cpp98`,
+/// unkeyed best effort) over the median without, on the same hardware (the closest
+/// published row without capture: `security_udpv4_10g_cpp98_reliable` /
+/// `no_security_libraries`, unkeyed strict reliable). 1.35 at 32 B. `None` where either
+/// is not published.
+pub fn capture_latency_ratio(size: u64) -> Option<f64> {
+    let all = latency();
+    let p50 = |source: &str, scenario: &str| {
+        all.iter()
+            .find(|r| r.source == source && r.scenario == scenario && r.size == size)
+            .map(|r| r.p50_us)
+    };
+    let with = p50("network_capture_udpv4_10g_cpp98", "unkeyed_best_effort")?;
+    let without = p50(DEFAULT_LATENCY.0, DEFAULT_LATENCY.1)?;
+    (without > 0.0).then(|| with / without)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

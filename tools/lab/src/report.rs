@@ -17,7 +17,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::error::LabError;
-use crate::matrix::{config_label, System, TestKind, Transport};
+use crate::matrix::{Capture, Scenario, System, TestKind, Transport};
 use crate::record::{Aggregate, RunStatus, Spread, Summary};
 use crate::reference;
 
@@ -188,7 +188,7 @@ fn series_for(
     {
         let Some(sp) = metric.of(a) else { continue };
         let s = &a.scenario;
-        let label = config_label(s.system, s.reliability, s.keyed, s.batching, s.transport);
+        let label = s.config_label();
         let color = colours.get(&label).copied().unwrap_or(PALETTE[0]);
         by.entry(label.clone())
             .or_insert_with(|| Series {
@@ -688,6 +688,8 @@ pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, La
     }
     h.push_str("</table>\n");
 
+    capture_cost_table(&mut h, summary);
+
     let failed: Vec<_> = summary
         .runs
         .iter()
@@ -719,6 +721,52 @@ pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, La
     Ok(h)
 }
 
+/// The cost of network capture: each FerroDDS capture row over the same row without
+/// capture (runs interleaved in one group), beside the commercial leader's published
+/// latency ratio. Nothing when no run captured.
+fn capture_cost_table(h: &mut String, summary: &Summary) {
+    let with: Vec<_> = summary
+        .aggregates
+        .iter()
+        .filter(|a| a.scenario.capture != Capture::Off)
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Network capture cost (with capture ÷ without, medians)</h2><table><tr><th>configuration</th><th>size (B)</th><th>latency p50 ratio</th><th>Connext published p50 ratio</th><th>throughput ratio (samples/s)</th><th>lost % with capture</th></tr>");
+    for a in with {
+        let off = Scenario {
+            capture: Capture::Off,
+            ..a.scenario
+        };
+        let Some(b) = summary.aggregates.iter().find(|b| b.scenario == off) else {
+            continue;
+        };
+        let ratio = |x: &Option<Spread>, y: &Option<Spread>| match (x, y) {
+            (Some(x), Some(y)) if y.median > 0.0 => format!("{:.2}×", x.median / y.median),
+            _ => "–".to_string(),
+        };
+        let published = match a.scenario.test {
+            TestKind::Latency => reference::capture_latency_ratio(a.scenario.size)
+                .map_or_else(|| "–".to_string(), |r| format!("{r:.2}×")),
+            TestKind::Throughput => "–".to_string(),
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            html_escape(&a.scenario.config_label()),
+            a.scenario.size,
+            ratio(&a.p50_us, &b.p50_us),
+            published,
+            ratio(&a.samples_per_s, &b.samples_per_s),
+            a.lost_pct
+                .as_ref()
+                .map_or_else(|| "–".to_string(), |l| format!("{:.2}", l.median)),
+        );
+    }
+    h.push_str("</table><p class=\"note\">Connext's ratio: its published capture latency (both participants capturing, best effort) over its published latency without capture on the same hardware (strict reliable: the closest row RTI publishes). Connext publishes no throughput without capture for that hardware.</p>\n");
+}
+
 /// Writes `report.html` into `dir`.
 pub fn write_report(dir: &Path, summary: &Summary, with_reference: bool) -> Result<(), LabError> {
     let html = render_html(summary, with_reference)?;
@@ -729,6 +777,56 @@ pub fn write_report(dir: &Path, summary: &Summary, with_reference: bool) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capture_cost_is_a_ratio_beside_the_published_one() {
+        let agg = |capture: Capture, p50: f64| Aggregate {
+            scenario: Scenario {
+                system: System::Ferrodds,
+                test: TestKind::Latency,
+                reliability: crate::matrix::Reliability::BestEffort,
+                keyed: false,
+                batching: false,
+                transport: Transport::Udpv4,
+                size: 32,
+                capture,
+            },
+            runs_ok: 1,
+            runs_failed: 0,
+            avg_us: Spread::of(&[p50]),
+            p50_us: Spread::of(&[p50]),
+            p99_us: Spread::of(&[p50]),
+            samples_per_s: None,
+            mbps: None,
+            lost_pct: None,
+            lost_samples_total: 0,
+        };
+        let mut summary = Summary {
+            lab_version: "0".into(),
+            started_unix_s: 0,
+            finished_unix_s: 0,
+            host: Default::default(),
+            settings: Default::default(),
+            planned_runs: 2,
+            runs_ok: 2,
+            runs_failed: 0,
+            runs_not_started: 0,
+            interrupted: false,
+            notes: Vec::new(),
+            aggregates: vec![agg(Capture::Off, 10.0)],
+            runs: Vec::new(),
+        };
+        let mut h = String::new();
+        capture_cost_table(&mut h, &summary);
+        assert!(h.is_empty(), "no capture rows, no table");
+        summary.aggregates.push(agg(Capture::On, 10.5));
+        capture_cost_table(&mut h, &summary);
+        assert!(h.contains("Network capture cost"), "{h}");
+        assert!(h.contains("ferrodds best-effort unkeyed capture"), "{h}");
+        assert!(h.contains(">1.05×<"), "{h}");
+        // Connext: 23 µs with capture, 17 µs without, at 32 B
+        assert!(h.contains(">1.35×<"), "{h}");
+    }
 
     #[test]
     fn formats() {

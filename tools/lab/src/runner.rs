@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::LabError;
-use crate::matrix::{Reliability, Scenario, System, TestKind, Transport, BATCH_BYTES};
+use crate::matrix::{Capture, Reliability, Scenario, System, TestKind, Transport, BATCH_BYTES};
 use crate::matrix::{KEYED_INSTANCES, LARGE_THRESHOLD};
 
 /// Most bytes of one pipe's output kept (the tail).
@@ -100,6 +100,8 @@ pub struct CommandSpec {
     pub args: Vec<String>,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
+    /// Working directory (local processes; `None` = the lab's).
+    pub cwd: Option<PathBuf>,
 }
 
 /// Quotes a word for a POSIX shell when needed.
@@ -121,6 +123,7 @@ impl CommandSpec {
             program: program.into(),
             args: Vec::new(),
             env: Vec::new(),
+            cwd: None,
         }
     }
 
@@ -147,6 +150,7 @@ impl CommandSpec {
             program: first.clone(),
             args,
             env: self.env,
+            cwd: self.cwd,
         }
     }
 
@@ -162,6 +166,7 @@ impl CommandSpec {
             program: first.clone(),
             args,
             env: Vec::new(),
+            cwd: None,
         }
     }
 
@@ -184,6 +189,9 @@ impl CommandSpec {
         c.args(&self.args);
         for (k, v) in &self.env {
             c.env(k, v);
+        }
+        if let Some(d) = &self.cwd {
+            c.current_dir(d);
         }
         c
     }
@@ -222,6 +230,12 @@ pub struct Placement {
     pub sub_prefix: Vec<String>,
     /// Remote-shell prefix for the subscriber side (e.g. `ssh host`).
     pub sub_shell_prefix: Vec<String>,
+    /// Where FerroDDS runs with network capture write their files (the processes' working
+    /// directory); `None` = the lab's working directory.
+    pub capture_dir: Option<PathBuf>,
+    /// Keep the capture files (`-doNotDropNetworkCapture`: every message recorded, the file
+    /// kept); otherwise perftest deletes them at the end, as RTI's does.
+    pub keep_captures: bool,
 }
 
 /// The two command lines of a run.
@@ -286,6 +300,16 @@ fn perftest_commands(
     if s.transport != Transport::Udpv4 || s.system == System::Ferrodds {
         common.extend(["-transport".into(), s.transport.perftest_name().into()]);
     }
+    let capture = s.system == System::Ferrodds && s.capture != Capture::Off;
+    if capture {
+        common.push("-networkCapture".into());
+        if s.capture == Capture::NoUserData {
+            common.push("-networkCaptureRemoveUserData".into());
+        }
+        if p.keep_captures {
+            common.push("-doNotDropNetworkCapture".into());
+        }
+    }
     let side = |own: &Option<String>, other: &Option<String>, own_port: u16, other_port: u16| {
         let mut v: Vec<String> = Vec::new();
         let stream = matches!(s.transport, Transport::Tcp | Transport::Tls);
@@ -330,7 +354,7 @@ fn perftest_commands(
         Some(r) if !p.sub_shell_prefix.is_empty() => r.clone(),
         _ => p.perftest.display().to_string(),
     };
-    let sub = CommandSpec::new(sub_bin)
+    let mut sub = CommandSpec::new(sub_bin)
         .args(["-sub"])
         .args(common.clone())
         .args(side(
@@ -352,7 +376,7 @@ fn perftest_commands(
             }
         }
     }
-    let publ = CommandSpec::new(p.perftest.display().to_string())
+    let mut publ = CommandSpec::new(p.perftest.display().to_string())
         .args(pub_args)
         .args(side(
             &p.pub_addr,
@@ -360,6 +384,12 @@ fn perftest_commands(
             p.tcp_pub_port,
             p.tcp_sub_port,
         ));
+    if capture {
+        publ.cwd.clone_from(&p.capture_dir);
+        if p.sub_shell_prefix.is_empty() {
+            sub.cwd.clone_from(&p.capture_dir);
+        }
+    }
     (sub, publ)
 }
 
@@ -684,6 +714,7 @@ mod tests {
             batching: false,
             transport: Transport::Udpv4,
             size: 1024,
+            capture: Default::default(),
         }
     }
 
@@ -698,6 +729,38 @@ mod tests {
             cyclone_sub_uri: "file:///c.xml".into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn capture_runs_ask_perftest_for_it_and_write_where_told() {
+        let mut p = placement();
+        p.capture_dir = Some(PathBuf::from("/results/captures"));
+        let mut s = scenario(System::Ferrodds, TestKind::Latency);
+        s.capture = Capture::NoUserData;
+        let c = build_commands(&s, &p, 7, 5);
+        for side in [&c.client, &c.server] {
+            assert!(side.args.contains(&"-networkCapture".to_string()));
+            assert!(side
+                .args
+                .contains(&"-networkCaptureRemoveUserData".to_string()));
+            assert!(!side.args.contains(&"-doNotDropNetworkCapture".to_string()));
+            assert_eq!(side.cwd, Some(PathBuf::from("/results/captures")));
+        }
+        p.keep_captures = true;
+        s.capture = Capture::On;
+        let c = build_commands(&s, &p, 7, 5);
+        assert!(c
+            .client
+            .args
+            .contains(&"-doNotDropNetworkCapture".to_string()));
+        assert!(!c
+            .client
+            .args
+            .contains(&"-networkCaptureRemoveUserData".to_string()));
+        // without capture: nothing, and the lab's working directory
+        let plain = build_commands(&scenario(System::Ferrodds, TestKind::Latency), &p, 7, 5);
+        assert!(!plain.client.args.iter().any(|a| a.contains("Capture")));
+        assert_eq!(plain.client.cwd, None);
     }
 
     #[test]
