@@ -508,6 +508,40 @@ fn capture_starts_pauses_resumes_and_stops_at_run_time() {
     });
 }
 
+/// A capture "file" that is a FIFO, read by a thread into a regular file once `release`
+/// is sent (at once when `held` is false): while it is held, the capture's writer thread
+/// blocks on a full pipe, as on a disk that cannot keep up.
+fn slow_disk(
+    name: &str,
+    held: bool,
+) -> (
+    PathBuf,
+    PathBuf,
+    std::sync::mpsc::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    let fifo = tmp(&format!("{name}.fifo"));
+    let out = tmp(&format!("{name}.pcapng"));
+    let ok = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(ok.success(), "mkfifo {}", fifo.display());
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    if !held {
+        release.send(()).unwrap();
+    }
+    let (f, o) = (fifo.clone(), out.clone());
+    let reader = std::thread::spawn(move || {
+        // Opening blocks until the capture opens its end.
+        let mut from = std::fs::File::open(&f).expect("open the FIFO");
+        let _ = released.recv();
+        let mut to = std::fs::File::create(&o).expect("capture copy");
+        std::io::copy(&mut from, &mut to).expect("drain the FIFO");
+    });
+    (fifo, out, release, reader)
+}
+
 #[test]
 fn a_full_buffer_drops_by_default_and_blocks_on_request() {
     with_timeout(90, || {
@@ -515,9 +549,14 @@ fn a_full_buffer_drops_by_default_and_blocks_on_request() {
         let b = participant(185);
         let (w, _r) = pair(&a, &b, "cap_overflow", false);
         for overflow in [CaptureOverflow::Drop, CaptureOverflow::Block] {
-            let path = tmp(&format!("overflow-{overflow:?}.pcapng"));
+            // Dropping: the disk is stalled until every sample was written. Blocking: it is
+            // slow but moving (a stalled one would block the writer for ever, by design).
+            let (fifo, path, release, reader) = slow_disk(
+                &format!("overflow-{overflow:?}"),
+                overflow == CaptureOverflow::Drop,
+            );
             a.start_capture(
-                &CaptureConfig::file(&path)
+                &CaptureConfig::file(&fifo)
                     .overflow(overflow)
                     .buffer_bytes(64 * 1024),
             )
@@ -525,7 +564,9 @@ fn a_full_buffer_drops_by_default_and_blocks_on_request() {
             for i in 0..400 {
                 w.write(&sample(i, 30_000, 0x33)).unwrap();
             }
+            let _ = release.send(());
             let st = a.stop_capture().unwrap();
+            reader.join().unwrap();
             let c = read_udp_payloads(&path).unwrap().datagrams;
             let sns: std::collections::BTreeSet<u64> = outbound(&c)
                 .flat_map(|d| user_data(&d.payload))
@@ -534,7 +575,7 @@ fn a_full_buffer_drops_by_default_and_blocks_on_request() {
             match overflow {
                 CaptureOverflow::Drop => assert!(
                     st.frames_dropped > 0 && sns.len() < 400,
-                    "a 64 KiB buffer kept up with 400 × 30 kB: {st:?}"
+                    "a 64 KiB buffer in front of a stalled disk kept 400 × 30 kB: {st:?}"
                 ),
                 _ => {
                     assert_eq!(st.frames_dropped, 0, "{st:?}");
@@ -542,7 +583,9 @@ fn a_full_buffer_drops_by_default_and_blocks_on_request() {
                 }
             }
             assert_eq!(st.frames_written, c.len() as u64);
-            let _ = std::fs::remove_file(&path);
+            for p in [&fifo, &path] {
+                let _ = std::fs::remove_file(p);
+            }
         }
     });
 }
