@@ -175,9 +175,10 @@ impl ShmReceiver {
     /// advances.
     fn release_head(&mut self) {
         let pos = self.head;
-        self.map
-            .seq(pos)
-            .store(pos.wrapping_add(u64::from(self.map.layout.slots)), Ordering::Release);
+        self.map.seq(pos).store(
+            pos.wrapping_add(u64::from(self.map.layout.slots)),
+            Ordering::Release,
+        );
         self.advance();
     }
 

@@ -108,8 +108,7 @@ impl Mapping {
         // opening) and the header constants: never from shared memory. The check is an
         // internal invariant, not input validation.
         assert!(
-            off % align_of::<T>() == 0
-                && off + size_of::<T>() <= self.map.len(),
+            off.is_multiple_of(align_of::<T>()) && off + size_of::<T>() <= self.map.len(),
             "segment offset {off} out of range"
         );
         // SAFETY: `off + size_of::<T>()` is within the mapping (checked above), so the
@@ -200,12 +199,11 @@ impl Mapping {
             .mode(mode)
             .open(&tmp)
             .map_err(|e| ShmError::io(&tmp, e))?;
-        let result = Self::init(&tmp, &file, layout, mode, owner_id, pid)
-            .and_then(|mut m| {
-                fs::rename(&tmp, path).map_err(|e| ShmError::io(path, e))?;
-                m.path = path.to_path_buf();
-                Ok(m)
-            });
+        let result = Self::init(&tmp, &file, layout, mode, owner_id, pid).and_then(|mut m| {
+            fs::rename(&tmp, path).map_err(|e| ShmError::io(path, e))?;
+            m.path = path.to_path_buf();
+            Ok(m)
+        });
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
         }
@@ -272,7 +270,10 @@ impl Mapping {
             return Err(ShmError::bad(path, format!("file of {len} bytes")));
         }
         if len > (MAX_SEGMENT_SIZE + HEADER_SIZE) as u64 {
-            return Err(ShmError::bad(path, format!("file of {len} bytes is too large")));
+            return Err(ShmError::bad(
+                path,
+                format!("file of {len} bytes is too large"),
+            ));
         }
         let map = MmapOptions::new()
             .len(len as usize)

@@ -314,7 +314,8 @@ fn bad_headers_are_refused() {
     bad("version");
     map.u32_at(8).store(LAYOUT_VERSION, Ordering::Relaxed);
     map.u32_at(16).store(1 << 15, Ordering::Relaxed); // more slots than the file holds
-    map.u32_at(24).store((SLOT_HEADER_SIZE + 256) as u32, Ordering::Relaxed);
+    map.u32_at(24)
+        .store((SLOT_HEADER_SIZE + 256) as u32, Ordering::Relaxed);
     map.u64_at(40).store(
         (HEADER_SIZE + (1 << 15) * (SLOT_HEADER_SIZE + 256)) as u64,
         Ordering::Relaxed,
@@ -348,17 +349,18 @@ fn claim_of_a_dead_writer_is_skipped_after_the_stall_timeout() {
     tx.send(&[IoSlice::new(b"next")]).unwrap();
     let mut buf = Vec::new();
     let start = Instant::now();
-    let got = bounded(Duration::from_secs(10), move || {
-        loop {
-            if let Some(r) = rx.recv(&mut buf, Duration::from_millis(100)) {
-                assert_eq!(buf, b"next");
-                break (r, rx);
-            }
-            assert!(start.elapsed() < Duration::from_secs(5), "never skipped");
+    let got = bounded(Duration::from_secs(10), move || loop {
+        if let Some(r) = rx.recv(&mut buf, Duration::from_millis(100)) {
+            assert_eq!(buf, b"next");
+            break (r, rx);
         }
+        assert!(start.elapsed() < Duration::from_secs(5), "never skipped");
     });
     let waited = start.elapsed();
-    assert!(waited >= STALL_TIMEOUT - Duration::from_millis(50), "{waited:?}");
+    assert!(
+        waited >= STALL_TIMEOUT - Duration::from_millis(50),
+        "{waited:?}"
+    );
     assert_eq!(got.1.skipped_slots(), 1);
     assert_eq!(got.1.frame_errors(), 1);
 }
@@ -464,7 +466,13 @@ fn segment_mode_and_replacement_of_a_stale_file() {
 #[test]
 fn invalid_configs_are_refused() {
     let dir = TestDir::new("config");
-    for (slots, payload) in [(0, 64), (3, 64), (MAX_SLOTS * 2, 64), (8, 0), (8, usize::MAX)] {
+    for (slots, payload) in [
+        (0, 64),
+        (3, 64),
+        (MAX_SLOTS * 2, 64),
+        (8, 0),
+        (8, usize::MAX),
+    ] {
         assert!(matches!(
             ShmReceiver::create(&dir.config(1, slots, payload)),
             Err(ShmError::InvalidConfig(_))

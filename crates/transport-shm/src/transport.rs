@@ -246,7 +246,10 @@ impl Transport for ShmTransport {
             .unwrap_or_else(PoisonError::into_inner)
             .take()
             .ok_or_else(|| {
-                io::Error::new(io::ErrorKind::AlreadyExists, "shared-memory transport started")
+                io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    "shared-memory transport started",
+                )
             })?;
         let mut handler = handlers();
         let shutdown = self.shutdown.clone();
