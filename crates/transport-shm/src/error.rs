@@ -12,6 +12,14 @@ pub enum ShmError {
     /// No segment exists at this path (its owner is not running, or not on this host).
     #[error("no shared-memory segment at {}", .0.display())]
     NotFound(PathBuf),
+    /// The segment's owner (the pid in its header) is no longer running: a stale file.
+    #[error("{}: its owner (pid {pid}) is not running", path.display())]
+    OwnerGone {
+        /// The segment file.
+        path: PathBuf,
+        /// The owner pid from its header.
+        pid: u32,
+    },
     /// A system call on the segment file failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -44,6 +52,13 @@ impl ShmError {
         }
     }
 
+    pub(crate) fn io_at(path: &std::path::Path, source: io::Error) -> Self {
+        ShmError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
     pub(crate) fn bad(path: &std::path::Path, reason: impl Into<String>) -> Self {
         ShmError::BadSegment {
             path: path.to_path_buf(),
@@ -56,7 +71,7 @@ impl From<ShmError> for io::Error {
     fn from(e: ShmError) -> Self {
         let kind = match &e {
             ShmError::InvalidConfig(_) => io::ErrorKind::InvalidInput,
-            ShmError::NotFound(_) => io::ErrorKind::NotFound,
+            ShmError::NotFound(_) | ShmError::OwnerGone { .. } => io::ErrorKind::NotFound,
             ShmError::Io { source, .. } => source.kind(),
             ShmError::BadSegment { .. } => io::ErrorKind::InvalidData,
         };

@@ -82,8 +82,10 @@
 //! * **Sending.** [`ShmTransport`] caches one [`ShmSender`] per peer id (a lock-protected
 //!   map of `Arc`s, the lock held only for the look-up); every 250 ms (and at most every
 //!   10 ms while the ring is full) it checks that the file still exists with the same inode
-//!   and that its owner is alive, re-opening a replaced segment. A missing segment is
-//!   `NotFound` (counted in `unreachable_drops`), a full ring `WouldBlock` (counted in
+//!   and that its owner is alive, re-opening a replaced segment. A missing segment, or one
+//!   whose owner is not running ([`ShmError::OwnerGone`], a stale file), is `NotFound`
+//!   (counted in `unreachable_drops`; so is a bad one, `InvalidData`), a full ring
+//!   `WouldBlock` (counted in
 //!   `send_queue_drops`; the runtime treats it as loss and reliable writers repair it).
 //! * **Receiving.** [`Transport::start`](ferrodds_transport::Transport::start) spawns one
 //!   thread, `ferrodds-shm-rx`, which copies each message into one reusable buffer (no

@@ -316,6 +316,12 @@ impl ShmReceiver {
             if let Some(r) = self.try_recv(buf) {
                 return Some(r);
             }
+            // Checked on every round: a segment whose head keeps looking ready without
+            // yielding a message must not keep the caller here past its deadline.
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
             let mut spun = false;
             for _ in 0..SPIN_ITERATIONS {
                 std::hint::spin_loop();
@@ -326,10 +332,6 @@ impl ShmReceiver {
             }
             if spun {
                 continue;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return None;
             }
             // Wake-up protocol (see the crate documentation): read the futex word, announce
             // sleep, re-check, then wait only while the word is unchanged.
@@ -380,10 +382,18 @@ impl ShmSender {
         Self::open_path(&crate::segment_path(dir, uid, id), src)
     }
 
-    /// Opens the segment file `path` (see [`ShmSender::open`]).
+    /// Opens the segment file `path` (see [`ShmSender::open`]). A segment whose owner (the
+    /// pid in its header) is not running is refused with [`ShmError::OwnerGone`].
     pub fn open_path(path: &Path, src: u16) -> Result<Self, ShmError> {
+        let map = Mapping::open(path)?;
+        if !pid_alive(map.owner_pid) {
+            return Err(ShmError::OwnerGone {
+                path: path.to_path_buf(),
+                pid: map.owner_pid,
+            });
+        }
         Ok(Self {
-            map: Mapping::open(path)?,
+            map,
             src,
             pid: std::process::id(),
         })
@@ -421,7 +431,10 @@ impl ShmSender {
             return Err(SendError::TooLarge { len, max });
         }
         let tail = self.map.tail();
-        let mut pos = tail.load(Ordering::Relaxed);
+        // Acquire/AcqRel on the tail: a sender that sees a slot taken for `pos` (by a mark,
+        // a publish or the receiver's skip, each released after the tail moved) then sees the
+        // tail past `pos`.
+        let mut pos = tail.load(Ordering::Acquire);
         // Bounded against a hostile segment whose counters never settle.
         let mut tries = 0u32;
         loop {
@@ -435,8 +448,8 @@ impl ShmSender {
                 match tail.compare_exchange_weak(
                     pos,
                     pos.wrapping_add(1),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
                 ) {
                     Ok(_) => break,
                     Err(current) => pos = current,
@@ -447,7 +460,7 @@ impl ShmSender {
             } else {
                 // Another sender took `pos` already; `tail` has moved on (if it has not, the
                 // ring is inconsistent).
-                let current = tail.load(Ordering::Relaxed);
+                let current = tail.load(Ordering::Acquire);
                 if current == pos {
                     return Err(SendError::Corrupt);
                 }
@@ -460,7 +473,7 @@ impl ShmSender {
         if self
             .map
             .seq(pos)
-            .compare_exchange(pos, mark, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(pos, mark, Ordering::AcqRel, Ordering::Relaxed)
             .is_err()
         {
             return Err(SendError::Skipped);

@@ -24,7 +24,7 @@ pub const MAX_SLOTS: u32 = 1 << 16;
 /// Largest slot payload accepted, in bytes (16 MiB).
 pub const MAX_SLOT_PAYLOAD: usize = 16 << 20;
 /// Largest segment accepted, in bytes (4 GiB).
-pub const MAX_SEGMENT_SIZE: usize = 1 << 32;
+pub const MAX_SEGMENT_SIZE: u64 = 1 << 32;
 
 // Header fields (byte offsets). Fixed at creation: magic .. total size. Shared and atomic:
 // tail (producers), head (consumer, diagnostics only), futex word and sleeping flag (each on
@@ -72,10 +72,11 @@ impl Layout {
             ));
         }
         let stride = SLOT_HEADER_SIZE + slot_payload.div_ceil(64) * 64;
-        let total = (slots as usize)
-            .checked_mul(stride)
-            .and_then(|s| s.checked_add(HEADER_SIZE))
+        let total = u64::from(slots)
+            .checked_mul(stride as u64)
+            .and_then(|s| s.checked_add(HEADER_SIZE as u64))
             .filter(|&t| t <= MAX_SEGMENT_SIZE)
+            .and_then(|t| usize::try_from(t).ok())
             .ok_or_else(|| format!("a segment of {slots} x {stride} bytes is too large"))?;
         Ok(Self {
             slots,
@@ -198,9 +199,9 @@ impl Mapping {
             .create_new(true)
             .mode(mode)
             .open(&tmp)
-            .map_err(|e| ShmError::io(&tmp, e))?;
+            .map_err(|e| ShmError::io_at(&tmp, e))?;
         let result = Self::init(&tmp, &file, layout, mode, owner_id, pid).and_then(|mut m| {
-            fs::rename(&tmp, path).map_err(|e| ShmError::io(path, e))?;
+            fs::rename(&tmp, path).map_err(|e| ShmError::io_at(path, e))?;
             m.path = path.to_path_buf();
             Ok(m)
         });
@@ -220,14 +221,14 @@ impl Mapping {
     ) -> Result<Self, ShmError> {
         // The umask may have cleared bits of `mode`: set it exactly.
         file.set_permissions(Permissions::from_mode(mode))
-            .map_err(|e| ShmError::io(tmp, e))?;
+            .map_err(|e| ShmError::io_at(tmp, e))?;
         file.set_len(layout.total as u64)
-            .map_err(|e| ShmError::io(tmp, e))?;
+            .map_err(|e| ShmError::io_at(tmp, e))?;
         let map = MmapOptions::new()
             .len(layout.total)
             .map_raw(file)
-            .map_err(|e| ShmError::io(tmp, e))?;
-        let meta = file.metadata().map_err(|e| ShmError::io(tmp, e))?;
+            .map_err(|e| ShmError::io_at(tmp, e))?;
+        let meta = file.metadata().map_err(|e| ShmError::io_at(tmp, e))?;
         let m = Mapping {
             map,
             layout,
@@ -269,14 +270,16 @@ impl Mapping {
         if len < HEADER_SIZE as u64 {
             return Err(ShmError::bad(path, format!("file of {len} bytes")));
         }
-        if len > (MAX_SEGMENT_SIZE + HEADER_SIZE) as u64 {
+        if len > MAX_SEGMENT_SIZE + HEADER_SIZE as u64 {
             return Err(ShmError::bad(
                 path,
                 format!("file of {len} bytes is too large"),
             ));
         }
+        let map_len = usize::try_from(len)
+            .map_err(|_| ShmError::bad(path, format!("file of {len} bytes is too large")))?;
         let map = MmapOptions::new()
-            .len(len as usize)
+            .len(map_len)
             .map_raw(&file)
             .map_err(|e| ShmError::io(path, e))?;
         // A provisional mapping to read the header with; its layout covers the header only.

@@ -415,6 +415,29 @@ fn claim_of_a_live_writer_is_waited_for() {
 }
 
 #[test]
+fn segment_of_a_dead_owner_is_refused() {
+    let dir = TestDir::new("owner");
+    let rx = ShmReceiver::create(&dir.config(40, 8, 64)).unwrap();
+    mapping(&sender(&rx, 1))
+        .u32_at(28)
+        .store(dead_pid(), Ordering::Relaxed);
+    assert!(matches!(
+        ShmSender::open_path(rx.path(), 1),
+        Err(ShmError::OwnerGone { .. })
+    ));
+}
+
+#[test]
+fn handles_are_send_and_sync_as_documented() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<ShmTransport>();
+    send_sync::<ShmSender>();
+    send_sync::<ShmWaker>();
+    send::<ShmReceiver>();
+}
+
+#[test]
 fn cleanup_removes_only_dead_owners() {
     let dir = TestDir::new("cleanup");
     let uid = real_uid();
