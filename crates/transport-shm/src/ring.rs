@@ -46,6 +46,8 @@ pub(crate) struct RxCounters {
     pub(crate) frame_errors: AtomicU64,
     /// Of those, slots skipped because their writer died (or never marked them).
     pub(crate) skipped_slots: AtomicU64,
+    /// Futex waits (the receiver went to sleep).
+    pub(crate) sleeps: AtomicU64,
 }
 
 /// One message taken from the ring; its bytes are `buf[..len]` of the caller's buffer.
@@ -137,6 +139,11 @@ impl ShmReceiver {
     /// never marked its claim) within [`STALL_TIMEOUT`].
     pub fn skipped_slots(&self) -> u64 {
         self.counters.skipped_slots.load(Ordering::Relaxed)
+    }
+
+    /// How often the receiver went to sleep on the futex.
+    pub fn sleeps(&self) -> u64 {
+        self.counters.sleeps.load(Ordering::Relaxed)
     }
 
     pub(crate) fn counters(&self) -> Arc<RxCounters> {
@@ -347,6 +354,7 @@ impl ShmReceiver {
                 tv_sec: wait.as_secs() as i64,
                 tv_nsec: i64::from(wait.subsec_nanos()),
             };
+            self.counters.sleeps.fetch_add(1, Ordering::Relaxed);
             // EAGAIN (word changed), ETIMEDOUT and EINTR all mean: look again.
             let _ = futex::wait(
                 self.map.futex(),

@@ -230,6 +230,7 @@ fn ping_pong_loses_no_wake_up() {
                 assert_eq!(buf, i.to_le_bytes());
                 to_a.send(&[IoSlice::new(&buf)]).unwrap();
             }
+            b.sleeps()
         });
         let mut buf = Vec::with_capacity(64);
         for i in 0..ROUNDS {
@@ -237,7 +238,10 @@ fn ping_pong_loses_no_wake_up() {
             while a.recv(&mut buf, Duration::from_secs(600)).is_none() {}
             assert_eq!(buf, i.to_le_bytes());
         }
-        pong.join().unwrap();
+        let sleeps = a.sleeps() + pong.join().unwrap();
+        // The futex path was taken (not only the spin): each sleep was ended by a wake-up.
+        eprintln!("{sleeps} futex sleeps in {ROUNDS} round trips");
+        assert!(sleeps > 0);
     });
 }
 
