@@ -98,7 +98,10 @@
 #![cfg(target_os = "linux")]
 
 mod error;
+// The only modules with unsafe code (see the crate's `[lints]`).
+#[allow(unsafe_code)]
 mod ring;
+#[allow(unsafe_code)]
 mod segment;
 mod transport;
 
