@@ -95,6 +95,31 @@
 //!   ([`ShmConfig::slot_payload`], default 65,536 bytes). The owner of a segment (the same
 //!   user) can truncate its file under a sender's mapping, which faults the sender (`SIGBUS`):
 //!   segments are trusted that far.
+//!
+//! # Example
+//!
+//! A receiver and a sender (in one process here; normally in two):
+//!
+//! ```
+//! use std::io::IoSlice;
+//! use std::time::Duration;
+//! use ferrodds_transport_shm::{ShmConfig, ShmReceiver, ShmSender};
+//!
+//! let dir = std::env::temp_dir().join(format!("ferrodds-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let config = ShmConfig { dir: dir.clone(), slots: 16, slot_payload: 1024, ..ShmConfig::new(7410) };
+//! let mut rx = ShmReceiver::create(&config)?;
+//!
+//! let tx = ShmSender::open(&dir, ferrodds_transport_shm::real_uid(), 7410, 7412)?;
+//! tx.send(&[IoSlice::new(b"RTPS"), IoSlice::new(b" hello")])?;
+//!
+//! let mut buf = Vec::with_capacity(rx.max_message_size());
+//! let got = rx.recv(&mut buf, Duration::from_secs(1)).expect("a message");
+//! assert_eq!((got.src, &buf[..got.len]), (7412, &b"RTPS hello"[..]));
+//! drop(rx); // removes the segment file
+//! std::fs::remove_dir(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![cfg(target_os = "linux")]
 
 mod error;

@@ -353,8 +353,8 @@ pub(crate) fn remove_if_same(path: &Path, dev: u64, ino: u64) {
     }
 }
 
-/// Whether process `pid` exists (a process of another user counts as existing; pid 0 does
-/// not).
+/// Whether process `pid` is running: it exists (`kill(pid, 0)` does not fail with `ESRCH`;
+/// a process of another user counts) and is not a zombie waiting to be reaped. Pid 0 is not.
 pub(crate) fn pid_alive(pid: u32) -> bool {
     let Some(p) = i32::try_from(pid)
         .ok()
@@ -362,8 +362,24 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
     else {
         return false;
     };
-    !matches!(
+    if matches!(
         rustix::process::test_kill_process(p),
         Err(rustix::io::Errno::SRCH)
-    )
+    ) {
+        return false;
+    }
+    !is_zombie(pid)
+}
+
+/// Whether `/proc/<pid>/stat` shows a dead process not yet reaped (state `Z` or `X`);
+/// false when it cannot be read.
+fn is_zombie(pid: u32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) state ...`; comm may contain spaces and parentheses: the state follows
+    // the last ')'.
+    stat.rfind(')')
+        .and_then(|i| stat[i + 1..].trim_start().chars().next())
+        .is_some_and(|state| matches!(state, 'Z' | 'X'))
 }

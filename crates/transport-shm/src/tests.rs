@@ -432,6 +432,26 @@ fn segment_of_a_dead_owner_is_refused() {
 }
 
 #[test]
+fn zombie_counts_as_dead() {
+    use crate::segment::pid_alive;
+    assert!(pid_alive(std::process::id()));
+    assert!(!pid_alive(0));
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    // Not reaped yet: a zombie once it has exited.
+    let start = Instant::now();
+    while pid_alive(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "child never exited"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.wait().unwrap();
+    assert!(!pid_alive(pid));
+}
+
+#[test]
 fn handles_are_send_and_sync_as_documented() {
     fn send_sync<T: Send + Sync>() {}
     fn send<T: Send>() {}
