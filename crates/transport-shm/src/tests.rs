@@ -93,6 +93,8 @@ fn ring_keeps_order_and_content_with_four_producers() {
     const PER_PRODUCER: u32 = 100_000;
     let dir = TestDir::new("mpsc");
     let mut rx = ShmReceiver::create(&dir.config(1, 256, 2048)).unwrap();
+    // A lost wake-up would hang the consumer far past the test's bound.
+    rx.set_poll(Duration::from_secs(600));
     let path = rx.path().to_path_buf();
     bounded(Duration::from_secs(240), move || {
         let producers: Vec<_> = (0..PRODUCERS)
@@ -125,7 +127,7 @@ fn ring_keeps_order_and_content_with_four_producers() {
         let total = u64::from(PRODUCERS) * u64::from(PER_PRODUCER);
         for _ in 0..total {
             let r = loop {
-                if let Some(r) = rx.recv(&mut buf, Duration::from_secs(1)) {
+                if let Some(r) = rx.recv(&mut buf, Duration::from_secs(600)) {
                     break r;
                 }
             };
@@ -144,6 +146,7 @@ fn ring_keeps_order_and_content_with_four_producers() {
         }
         assert_eq!(rx.try_recv(&mut buf), None);
         assert_eq!(rx.frame_errors(), 0);
+        eprintln!("{} futex sleeps", rx.sleeps());
     });
 }
 

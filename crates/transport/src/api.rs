@@ -174,3 +174,27 @@ pub trait Transport: Send + Sync + fmt::Debug {
         Vec::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locator_kinds_map_both_ways() {
+        for kind in [
+            TransportKind::Udpv4,
+            TransportKind::Tcpv4,
+            TransportKind::Tlsv4,
+            TransportKind::Shm,
+        ] {
+            assert_eq!(
+                TransportKind::from_locator_kind(kind.locator_kind()),
+                Some(kind)
+            );
+        }
+        assert_eq!(TransportKind::Shm.locator_kind(), SHM_LOCATOR_KIND);
+        assert_eq!(SHM_LOCATOR_KIND, 0x0fdd_0005);
+        assert_eq!(TransportKind::Shm.to_string(), "SHMEM");
+        assert_eq!(TransportKind::from_locator_kind(2), None);
+    }
+}
