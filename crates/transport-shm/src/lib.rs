@@ -67,16 +67,18 @@
 //!   wrong data or lost messages, never a panic or an access outside the mapping.
 //! * **Dead senders.** If the slot at the head stays unpublished for [`STALL_TIMEOUT`]
 //!   (500 ms) the receiver looks at who holds it: a writing mark with a pid that no longer
-//!   exists (`kill(pid, 0)` fails with `ESRCH`), or a claim (the tail moved past the head)
-//!   without a mark (nobody known: the claimer stopped between its two compare-exchanges), is
-//!   skipped: a compare-exchange from the observed value to `h + slots`, counted in
+//!   runs (`kill(pid, 0)` fails with `ESRCH`, or `/proc/<pid>/stat` shows a zombie), or a
+//!   claim (the tail moved past the head) without a mark (nobody known: the claimer stopped
+//!   between its two compare-exchanges, which are a few instructions apart), is skipped: a compare-exchange from the observed value to `h + slots`, counted in
 //!   `frame_errors` (and [`ShmReceiver::skipped_slots`]). A mark of a live pid is waited for
 //!   (a stopped sender blocks the ring until it continues or dies). *Race analysis:* an
 //!   unmarked claim is skipped only by compare-exchange from `h`; a sender that resumes then
 //!   fails its own marking compare-exchange (the sequence never returns to `h`: it only grows,
 //!   and marks have bit 63 set), so it never writes into a slot that is no longer its own and
-//!   returns [`SendError::Skipped`]. A marked slot is taken away only from a dead process,
-//!   which writes nothing more. Limits: a recycled pid makes a dead writer look alive (the
+//!   returns [`SendError::Skipped`] (a live sender descheduled for 500 ms right there only
+//!   loses that message). A marked slot is taken away only from a dead process, which writes
+//!   nothing more; its partly written payload is never delivered (the slot is released
+//!   unread). Limits: a recycled pid makes a dead writer look alive (the
 //!   ring waits until that process ends); senders must share the receiver's pid namespace; a
 //!   writer stalled through 2^32 positions could see its mark match again.
 //! * **Sending.** [`ShmTransport`] caches one [`ShmSender`] per peer id (a lock-protected
@@ -85,8 +87,8 @@
 //!   and that its owner is alive, re-opening a replaced segment. A missing segment, or one
 //!   whose owner is not running ([`ShmError::OwnerGone`], a stale file), is `NotFound`
 //!   (counted in `unreachable_drops`; so is a bad one, `InvalidData`), a full ring
-//!   `WouldBlock` (counted in
-//!   `send_queue_drops`; the runtime treats it as loss and reliable writers repair it).
+//!   `WouldBlock` (counted in `send_queue_drops`; the runtime treats it as loss and reliable
+//!   writers repair it).
 //! * **Receiving.** [`Transport::start`](ferrodds_transport::Transport::start) spawns one
 //!   thread, `ferrodds-shm-rx`, which copies each message into one reusable buffer (no
 //!   allocation per message) and calls the handler with `src = 127.0.0.1:<sender id>`,
@@ -94,7 +96,9 @@
 //! * **Limits.** Linux only (futex, `/proc`). A message must fit in one slot
 //!   ([`ShmConfig::slot_payload`], default 65,536 bytes). The owner of a segment (the same
 //!   user) can truncate its file under a sender's mapping, which faults the sender (`SIGBUS`):
-//!   segments are trusted that far.
+//!   segments are trusted that far. Liveness checks (stalled slots, [`cleanup_stale`], stale
+//!   peers) use pids: every participant sharing the directory must be in the same pid
+//!   namespace.
 //!
 //! # Example
 //!
