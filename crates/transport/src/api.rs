@@ -20,10 +20,18 @@ pub enum TransportKind {
     /// TLS over TCPv4, Cyclone DDS's framing inside the TLS stream (FerroDDS's own locator
     /// kind [`TLSV4_LOCATOR_KIND`]: no other vendor's TLS framing is the same).
     Tlsv4,
+    /// Shared memory between participants on the same host and boot (FerroDDS's own locator
+    /// kind [`SHM_LOCATOR_KIND`]; the port of its locators is the receiving participant's
+    /// segment id).
+    Shm,
 }
 
 /// The locator kind FerroDDS announces its TLS servers with (vendor-specific range).
 pub const TLSV4_LOCATOR_KIND: i32 = 0x0fdd_0004;
+
+/// The locator kind FerroDDS announces its shared-memory segments with (vendor-specific
+/// range).
+pub const SHM_LOCATOR_KIND: i32 = 0x0fdd_0005;
 
 impl TransportKind {
     /// The RTPS locator kind of this transport's locators.
@@ -32,6 +40,7 @@ impl TransportKind {
             TransportKind::Udpv4 => 1,
             TransportKind::Tcpv4 => 4,
             TransportKind::Tlsv4 => TLSV4_LOCATOR_KIND,
+            TransportKind::Shm => SHM_LOCATOR_KIND,
         }
     }
 
@@ -41,6 +50,7 @@ impl TransportKind {
             1 => Some(TransportKind::Udpv4),
             4 => Some(TransportKind::Tcpv4),
             TLSV4_LOCATOR_KIND => Some(TransportKind::Tlsv4),
+            SHM_LOCATOR_KIND => Some(TransportKind::Shm),
             _ => None,
         }
     }
@@ -52,6 +62,7 @@ impl fmt::Display for TransportKind {
             TransportKind::Udpv4 => "UDPv4",
             TransportKind::Tcpv4 => "TCPv4",
             TransportKind::Tlsv4 => "TLSv4",
+            TransportKind::Shm => "SHMEM",
         })
     }
 }
@@ -161,5 +172,29 @@ pub trait Transport: Send + Sync + fmt::Debug {
     /// The last secure-handshake errors ("PEER: reason", oldest first); empty without TLS.
     fn security_errors(&self) -> Vec<String> {
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locator_kinds_map_both_ways() {
+        for kind in [
+            TransportKind::Udpv4,
+            TransportKind::Tcpv4,
+            TransportKind::Tlsv4,
+            TransportKind::Shm,
+        ] {
+            assert_eq!(
+                TransportKind::from_locator_kind(kind.locator_kind()),
+                Some(kind)
+            );
+        }
+        assert_eq!(TransportKind::Shm.locator_kind(), SHM_LOCATOR_KIND);
+        assert_eq!(SHM_LOCATOR_KIND, 0x0fdd_0005);
+        assert_eq!(TransportKind::Shm.to_string(), "SHMEM");
+        assert_eq!(TransportKind::from_locator_kind(2), None);
     }
 }

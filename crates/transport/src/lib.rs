@@ -79,7 +79,7 @@ mod udp;
 
 pub use api::{
     AnnouncedLocators, HandlerFactory, MessageHandler, MessageMeta, Transport, TransportKind,
-    TransportStats, TLSV4_LOCATOR_KIND,
+    TransportStats, SHM_LOCATOR_KIND, TLSV4_LOCATOR_KIND,
 };
 pub use connected::{DEFAULT_CONNECTED_SEND_SOCKETS, MAX_CONNECTED_SEND_SOCKETS};
 pub use error::{PortError, TransportError};
