@@ -227,13 +227,15 @@ fn kind_index(kind: TransportKind) -> u8 {
         TransportKind::Udpv4 => 0,
         TransportKind::Tcpv4 => 1,
         TransportKind::Tlsv4 => 2,
+        TransportKind::Shm => 3,
     }
 }
 
-const KINDS: [TransportKind; 3] = [
+const KINDS: [TransportKind; 4] = [
     TransportKind::Udpv4,
     TransportKind::Tcpv4,
     TransportKind::Tlsv4,
+    TransportKind::Shm,
 ];
 
 /// One running capture: the recording side (any thread) and its writer thread.
@@ -264,7 +266,7 @@ impl CaptureTap {
         })?;
         let mut writer = CaptureWriter::new(BufWriter::with_capacity(1 << 20, file))?;
         let mut kinds = 0u8;
-        let mut ifaces: [Option<InterfaceId>; 3] = [None; 3];
+        let mut ifaces: [Option<InterfaceId>; 4] = [None; 4];
         for kind in KINDS {
             let wanted = config.transports.as_ref().is_none_or(|k| k.contains(&kind));
             if !wanted {
@@ -283,6 +285,7 @@ impl CaptureTap {
                 TransportKind::Udpv4 => "UDPv4",
                 TransportKind::Tcpv4 => "TCPv4",
                 TransportKind::Tlsv4 => "TLSv4 (plaintext)",
+                TransportKind::Shm => "SHMEM",
             };
             ifaces[usize::from(kind_index(kind))] =
                 Some(writer.add_interface(&format!("{iface_name} {label}"))?);
@@ -444,7 +447,7 @@ impl Drop for CaptureTap {
 struct WriterThread {
     shared: Arc<Shared>,
     writer: CaptureWriter<BufWriter<File>>,
-    ifaces: [Option<InterfaceId>; 3],
+    ifaces: [Option<InterfaceId>; 4],
     strip: bool,
     /// The records taken from the staging buffer (swapped with it).
     local: Vec<u8>,

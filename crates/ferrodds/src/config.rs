@@ -200,6 +200,13 @@ pub struct Config {
     /// the FerroDDS vendor id (`[0x01, 0xfd]`, [`crate::VENDOR_ID`]) avoids prefixes of other
     /// vendors. The all-zero prefix (`GUIDPREFIX_UNKNOWN`) is refused.
     pub guid_prefix: Option<GuidPrefix>,
+    /// Shared memory beside UDPv4 (needs UDPv4, which keeps discovery): the participant
+    /// receives user data through a segment in `/dev/shm` (mode 0600, named from its user id
+    /// and UDP user-data port) and announces a FerroDDS shared-memory locator carrying this
+    /// host's boot identity. FerroDDS peers on the same host and boot that also run it send
+    /// their user data (and acknowledgements) through it instead of UDP; other peers keep
+    /// UDP. Default: `false`.
+    pub shared_memory: bool,
 }
 
 impl Default for Config {
@@ -232,6 +239,7 @@ impl Default for Config {
             udp_wan: None,
             wan_peers: Vec::new(),
             guid_prefix: None,
+            shared_memory: false,
         }
     }
 }
@@ -298,6 +306,11 @@ impl Config {
     /// Sets [`Config::transports`].
     pub fn transports(mut self, t: Transports) -> Self {
         self.transports = t;
+        self
+    }
+    /// Sets [`Config::shared_memory`].
+    pub fn shared_memory(mut self, on: bool) -> Self {
+        self.shared_memory = on;
         self
     }
     /// Sets [`Config::tcp_port`].
@@ -452,6 +465,11 @@ impl Config {
         if self.guid_prefix == Some(GuidPrefix([0; 12])) {
             return Err(DdsError::BadParameter {
                 what: "guid_prefix must not be GUIDPREFIX_UNKNOWN (all zeros)",
+            });
+        }
+        if self.shared_memory && (!self.transports.udp() || self.udp_wan.is_some()) {
+            return Err(DdsError::BadParameter {
+                what: "shared_memory needs UDPv4 (not UDPv4_WAN) beside it for discovery",
             });
         }
         Ok(())

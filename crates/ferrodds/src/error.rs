@@ -71,6 +71,10 @@ pub enum DdsError {
     /// certificate, ...).
     #[error("{0}")]
     Tls(#[from] ferrodds_transport_tls::TlsError),
+    /// The shared-memory transport could not be set up (its segment could not be created
+    /// or mapped).
+    #[error("shared memory: {0}")]
+    SharedMemory(#[from] ferrodds_transport_shm::ShmError),
     /// The capture file could not be written.
     #[error("capture: {0}")]
     Capture(#[from] ferrodds_capture::CaptureError),

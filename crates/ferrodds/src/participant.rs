@@ -17,6 +17,8 @@ use ferrodds_transport::{
     InterfaceSelector, PortMapping, TcpConfig, TcpTransport, Transport, UdpConfig, UdpTransport,
 };
 
+use ferrodds_transport_shm::{ShmConfig, ShmTransport};
+
 use crate::capture::{CaptureConfig, CaptureStats, CaptureTap};
 use crate::config::{Config, Interface};
 use crate::entity::{ReaderShared, WriterShared};
@@ -147,6 +149,34 @@ impl DomainParticipant {
         } else {
             None
         };
+        // Shared memory beside UDPv4: its segment is named by the UDP user-data port, which
+        // is ours alone on this host while the socket lives.
+        let shm = match (&udp, config.shared_memory) {
+            (Some(u), true) => {
+                let id = Transport::locators(u)
+                    .default_unicast
+                    .first()
+                    .map(|a| a.port())
+                    .ok_or(DdsError::BadParameter {
+                        what: "shared memory needs a UDP user-data port",
+                    })?;
+                let shm_config = ShmConfig::new(id);
+                // Segments of processes that died without removing theirs.
+                match ferrodds_transport_shm::cleanup_stale(
+                    &shm_config.dir,
+                    ferrodds_transport_shm::real_uid(),
+                ) {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(removed = n, "stale shared-memory segments removed"),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "stale shared-memory segments not checked")
+                    }
+                }
+                Some(ShmTransport::new(shm_config)?)
+            }
+            _ => None,
+        };
+        let shm_host = shm.as_ref().map(|_| ferrodds_transport_shm::host_id());
         let participant_id = match &udp {
             Some(u) => u.participant_id(),
             None => config.participant_id.unwrap_or(0),
@@ -200,7 +230,18 @@ impl DomainParticipant {
 
         let mut metatraffic_unicast_locators = loc(udp_kind, &udp_locators.metatraffic_unicast);
         metatraffic_unicast_locators.extend(loc(tcp_kind, &tcp_locators.metatraffic_unicast));
-        let mut default_unicast_locators = loc(udp_kind, &udp_locators.default_unicast);
+        let mut default_unicast_locators: Vec<Locator> = shm
+            .as_ref()
+            .zip(shm_host)
+            .iter()
+            .flat_map(|(t, host)| {
+                Transport::locators(*t)
+                    .default_unicast
+                    .into_iter()
+                    .map(|a| Locator::shm(*host, a.port()))
+            })
+            .collect();
+        default_unicast_locators.extend(loc(udp_kind, &udp_locators.default_unicast));
         default_unicast_locators.extend(loc(tcp_kind, &tcp_locators.default_unicast));
         let engine_cfg = ParticipantConfig {
             domain_id,
@@ -235,6 +276,7 @@ impl DomainParticipant {
             entity_name: config.entity_name.clone(),
             congestion_control: config.congestion_control,
             incarnation: Some(incarnation()),
+            shm_host,
             ..ParticipantConfig::default()
         };
         let engine = Participant::new(engine_cfg, Timestamp(0));
@@ -251,6 +293,9 @@ impl DomainParticipant {
             transports.push(Arc::new(u));
         }
         if let Some(t) = tcp {
+            transports.push(Arc::new(t));
+        }
+        if let Some(t) = shm {
             transports.push(Arc::new(t));
         }
         let inner = Arc::new(Inner::new(

@@ -231,6 +231,7 @@ pub(crate) struct Inner {
     udp: Option<Arc<dyn Transport>>,
     tcp: Option<Arc<dyn Transport>>,
     tls: Option<Arc<dyn Transport>>,
+    shm: Option<Arc<dyn Transport>>,
     origin: Instant,
     /// Wall-clock time at `origin`, nanoseconds since the Unix epoch.
     wall_origin_ns: i64,
@@ -273,6 +274,7 @@ impl Inner {
         let udp = of_kind(TransportKind::Udpv4);
         let tcp = of_kind(TransportKind::Tcpv4);
         let tls = of_kind(TransportKind::Tlsv4);
+        let shm = of_kind(TransportKind::Shm);
         Self {
             domain_id,
             guid_prefix,
@@ -288,6 +290,7 @@ impl Inner {
             udp,
             tcp,
             tls,
+            shm,
             origin,
             wall_origin_ns: time_to_unix_nanos(wall_time())
                 .saturating_sub(i64::try_from(origin.elapsed().as_nanos()).unwrap_or(0)),
@@ -680,6 +683,7 @@ impl Inner {
                 Some(TransportKind::Udpv4) => &self.udp,
                 Some(TransportKind::Tcpv4) => &self.tcp,
                 Some(TransportKind::Tlsv4) => &self.tls,
+                Some(TransportKind::Shm) => &self.shm,
                 None => continue,
             };
             let (Some(t), Some(dst)) = (transport, d.ipv4_destination()) else {

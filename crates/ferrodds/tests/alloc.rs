@@ -55,6 +55,33 @@ fn main() {
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
+    // The same through shared memory (both sides run it: user data and acknowledgements go
+    // through the segments instead of UDP).
+    let mut sub = subscriber(&["-d", "172", "--shared-memory"]);
+    let result = std::panic::catch_unwind(|| run_opts(172, true, false, true));
+    let _ = sub.kill();
+    let _ = sub.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+    let mut publ = shapes(&[
+        "-P",
+        "-d",
+        "173",
+        "--sequence",
+        "--wait-matched",
+        "--rate",
+        "4000",
+        "--duration",
+        "60",
+        "--shared-memory",
+    ]);
+    let result = std::panic::catch_unwind(|| receive_opts(173, Take::Each, true));
+    let _ = publ.kill();
+    let _ = publ.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
     let mut publ = shapes(&[
         "-P",
         "-d",
@@ -131,9 +158,14 @@ fn run(domain: u32, reliable: bool) {
 }
 
 fn run_with(domain: u32, reliable: bool, capture: bool) {
+    run_opts(domain, reliable, capture, false);
+}
+
+fn run_opts(domain: u32, reliable: bool, capture: bool, shm: bool) {
     let path = std::env::temp_dir().join(format!("ferrodds-alloc-{}.pcapng", std::process::id()));
     let cfg = Config::loopback()
         .spdp_period(Duration::from_secs(5))
+        .shared_memory(shm)
         .capture(capture.then(|| CaptureConfig::file(&path)));
     let p = DomainParticipant::with_config(domain, cfg).expect("participant");
     let t = p
@@ -151,10 +183,11 @@ fn run_with(domain: u32, reliable: bool, capture: bool) {
             },
         )
         .unwrap();
-    let kind = match (reliable, capture) {
-        (true, false) => "reliable",
-        (true, true) => "reliable (capture on)",
-        (false, _) => "best-effort",
+    let kind = match (reliable, capture, shm) {
+        (true, false, false) => "reliable",
+        (true, false, true) => "reliable (shared memory)",
+        (true, true, _) => "reliable (capture on)",
+        (false, _, _) => "best-effort",
     };
     assert!(
         w.wait_for_matched(1, Duration::from_secs(20)),
@@ -185,6 +218,9 @@ fn run_with(domain: u32, reliable: bool, capture: bool) {
         stats.allocations + stats.reallocations < (WRITES / 100) as usize,
         "the {kind} write path allocates: {stats:?}"
     );
+    if shm {
+        assert_shared_memory_used(&p, u64::from(WRITES));
+    }
     if capture {
         let c = p.stop_capture().expect("capture running");
         let _ = std::fs::remove_file(&path);
@@ -244,8 +280,14 @@ impl DataReaderListener for Count {
 /// The receive path: a reliable reader fed by a `shapes` publisher in another process,
 /// taking from its listener as `how` says.
 fn receive(domain: u32, how: Take) {
+    receive_opts(domain, how, false);
+}
+
+fn receive_opts(domain: u32, how: Take, shm: bool) {
     const SAMPLES: u64 = 10_000;
-    let cfg = Config::loopback().spdp_period(Duration::from_secs(5));
+    let cfg = Config::loopback()
+        .spdp_period(Duration::from_secs(5))
+        .shared_memory(shm);
     let p = DomainParticipant::with_config(domain, cfg).expect("participant");
     let t = p
         .create_topic::<ShapeType>("Square", TopicQos::default())
@@ -292,6 +334,9 @@ fn receive(domain: u32, how: Take) {
         "the receive path allocates: {stats:?}"
     );
     r.set_listener(None);
+    if shm {
+        assert_shared_memory_used(&p, SAMPLES);
+    }
     // Reliable and in order: each x is the previous one plus one.
     assert_eq!(
         count.order.lock().unwrap().1,
@@ -299,4 +344,23 @@ fn receive(domain: u32, how: Take) {
         "samples lost or reordered"
     );
     println!("alloc: ok");
+}
+
+/// The participant's shared-memory transport carried at least `n` messages (sent or
+/// received): the flow did not go by UDP.
+fn assert_shared_memory_used(p: &DomainParticipant, n: u64) {
+    let stats = p.transport_stats();
+    let shm = stats
+        .iter()
+        .find(|(k, _)| *k == ferrodds::TransportKind::Shm)
+        .map(|(_, s)| *s)
+        .expect("a shared-memory transport");
+    println!(
+        "alloc: shared memory: {} messages sent, {} received",
+        shm.messages_sent, shm.messages_received
+    );
+    assert!(
+        shm.messages_sent + shm.messages_received >= n,
+        "the flow did not go through shared memory: {shm:?}"
+    );
 }

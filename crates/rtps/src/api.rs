@@ -64,6 +64,12 @@ pub struct ParticipantConfig {
     /// run afresh (its sequence numbers start from 1 again). Default `None`:
     /// not announced (a restart is then noticed when the old run's lease ends).
     pub incarnation: Option<u64>,
+    /// The host identity of this participant's shared-memory transport, `Some` when it runs
+    /// one (default `None`). A remote's FerroDDS shared-memory locators
+    /// (`Locator::KIND_FERRODDS_SHM`) whose host identity is this one are then used *instead
+    /// of* its other locators of the same list (one path per remote, not two); shared-memory
+    /// locators of another host, or all of them when this is `None`, are never used.
+    pub shm_host: Option<[u8; 12]>,
 }
 
 impl Default for ParticipantConfig {
@@ -88,6 +94,7 @@ impl Default for ParticipantConfig {
             entity_name: None,
             congestion_control: true,
             incarnation: None,
+            shm_host: None,
         }
     }
 }

@@ -213,10 +213,13 @@ fn read_name(p: &Parameter<'_>, endian: Endianness) -> Option<String> {
 
 fn push_locator(list: &mut Vec<Locator>, p: &Parameter<'_>, endian: Endianness) {
     if let Some(l) = val::<Locator>(p, endian) {
-        // UDPv4, UDPv6, TCPv4 and FerroDDS TLSv4 are kept (the runtime sends to the kinds it
-        // has a transport for); unknown kinds are ignored silently.
-        if matches!(l.kind, 1 | 2 | 4 | Locator::KIND_FERRODDS_TLSV4)
-            && list.len() < MAX_LOCATORS
+        // UDPv4, UDPv6, TCPv4, FerroDDS TLSv4 and shared memory are kept (the runtime sends
+        // to the kinds it has a transport for; the engine keeps shared memory only for
+        // peers on its own host); unknown kinds are ignored silently.
+        if matches!(
+            l.kind,
+            1 | 2 | 4 | Locator::KIND_FERRODDS_TLSV4 | Locator::KIND_FERRODDS_SHM
+        ) && list.len() < MAX_LOCATORS
             && !list.contains(&l)
         {
             list.push(l);

@@ -67,15 +67,21 @@ impl ShmError {
     }
 }
 
-impl From<ShmError> for io::Error {
-    fn from(e: ShmError) -> Self {
-        let kind = match &e {
+impl ShmError {
+    /// The `io::ErrorKind` this error converts to.
+    pub fn kind(&self) -> io::ErrorKind {
+        match self {
             ShmError::InvalidConfig(_) => io::ErrorKind::InvalidInput,
             ShmError::NotFound(_) | ShmError::OwnerGone { .. } => io::ErrorKind::NotFound,
             ShmError::Io { source, .. } => source.kind(),
             ShmError::BadSegment { .. } => io::ErrorKind::InvalidData,
-        };
-        io::Error::new(kind, e)
+        }
+    }
+}
+
+impl From<ShmError> for io::Error {
+    fn from(e: ShmError) -> Self {
+        io::Error::new(e.kind(), e)
     }
 }
 
@@ -103,13 +109,19 @@ pub enum SendError {
     Corrupt,
 }
 
-impl From<SendError> for io::Error {
-    fn from(e: SendError) -> Self {
-        let kind = match e {
+impl SendError {
+    /// The `io::ErrorKind` this error converts to.
+    pub fn kind(&self) -> io::ErrorKind {
+        match self {
             SendError::Full | SendError::Skipped => io::ErrorKind::WouldBlock,
             SendError::TooLarge { .. } => io::ErrorKind::InvalidInput,
             SendError::Corrupt => io::ErrorKind::InvalidData,
-        };
-        io::Error::new(kind, e)
+        }
+    }
+}
+
+impl From<SendError> for io::Error {
+    fn from(e: SendError) -> Self {
+        io::Error::new(e.kind(), e)
     }
 }

@@ -63,8 +63,13 @@
 //!   [`SendError::Corrupt`] when the tail and sequences are inconsistent. The receiver uses its
 //!   own layout; it drops (counts in `frame_errors`, with a `tracing` warning at most once a
 //!   second) a slot whose length exceeds the slot payload or whose sequence is none of the
-//!   protocol's values, and hands the slot back. A hostile or corrupted segment may cause
-//!   wrong data or lost messages, never a panic or an access outside the mapping.
+//!   protocol's values, and hands the slot back. A slot at the head that holds anything but
+//!   "free" while the tail has not moved past it was written by someone outside the protocol
+//!   (every legitimate value follows a claim that moved the tail first): the receiver resets
+//!   it to free, counted the same way, instead of consuming it, which would move the head past
+//!   the tail and wedge the ring. A hostile or corrupted segment may cause wrong data or lost
+//!   messages (there is no checksum), never a panic, a wedged ring or an access outside the
+//!   mapping.
 //! * **Dead senders.** If the slot at the head stays unpublished for [`STALL_TIMEOUT`]
 //!   (500 ms) the receiver looks at who holds it: a writing mark with a pid that no longer
 //!   runs (`kill(pid, 0)` fails with `ESRCH`, or `/proc/<pid>/stat` shows a zombie), or a

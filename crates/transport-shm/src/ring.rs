@@ -210,6 +210,28 @@ impl ShmReceiver {
         for _ in 0..=slots {
             let pos = self.head;
             let seq = self.map.seq(pos).load(Ordering::Acquire);
+            if seq != pos {
+                // Any other value is written by a sender that claimed `pos` first, moving the
+                // tail past it (released before its mark or publish, which this load
+                // acquired). With the tail not past `pos` nobody claimed the slot: someone not
+                // following the protocol wrote it. It goes back to the senders (free for
+                // `pos`) instead of being consumed, which would move the head past the tail
+                // and wedge the ring.
+                let tail = self.map.tail().load(Ordering::Acquire);
+                if (tail.wrapping_sub(pos) as i64) <= 0 {
+                    if self
+                        .map
+                        .seq(pos)
+                        .compare_exchange(seq, pos, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        self.counters.frame_errors.fetch_add(1, Ordering::Relaxed);
+                        self.warn("a free slot was overwritten", pos);
+                    }
+                    self.stall = None;
+                    return None;
+                }
+            }
             if seq == pos.wrapping_add(1) {
                 let len = self.map.slot_len(pos).load(Ordering::Relaxed) as usize;
                 if len > self.map.layout.slot_payload {

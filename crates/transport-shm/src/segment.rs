@@ -371,6 +371,70 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
     !is_zombie(pid)
 }
 
+/// What [`pid_alive_at`] needs to check a process and a segment file without allocating:
+/// the file's path and `/proc/<pid>/stat` of its owner, as C strings made once.
+#[derive(Debug)]
+pub(crate) struct LivenessProbe {
+    pid: u32,
+    segment: std::ffi::CString,
+    proc_stat: std::ffi::CString,
+}
+
+impl LivenessProbe {
+    /// The probe of the segment at `path` owned by `pid` (allocates; done when opening).
+    pub(crate) fn new(path: &Path, pid: u32) -> Option<Self> {
+        use std::os::unix::ffi::OsStrExt;
+        Some(Self {
+            pid,
+            segment: std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?,
+            proc_stat: std::ffi::CString::new(format!("/proc/{pid}/stat")).ok()?,
+        })
+    }
+
+    /// Whether the file at the segment's path is still `(dev, ino)` and its owner runs
+    /// (as [`pid_alive`]); no allocation.
+    pub(crate) fn current(&self, dev: u64, ino: u64) -> bool {
+        let same = rustix::fs::stat(self.segment.as_c_str())
+            .is_ok_and(|st| st.st_dev == dev && st.st_ino == ino);
+        same && pid_alive_at(self.pid, &self.proc_stat)
+    }
+}
+
+/// [`pid_alive`] with the process's `/proc/<pid>/stat` path given, reading it into a stack
+/// buffer: no allocation.
+fn pid_alive_at(pid: u32, proc_stat: &std::ffi::CStr) -> bool {
+    let Some(p) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    if matches!(
+        rustix::process::test_kill_process(p),
+        Err(rustix::io::Errno::SRCH)
+    ) {
+        return false;
+    }
+    let Ok(fd) = rustix::fs::open(
+        proc_stat,
+        rustix::fs::OFlags::RDONLY,
+        rustix::fs::Mode::empty(),
+    ) else {
+        return true;
+    };
+    let mut buf = [0u8; 1024];
+    let Ok(n) = rustix::io::read(&fd, &mut buf) else {
+        return true;
+    };
+    let stat = &buf[..n];
+    // `pid (comm) state ...`: the state follows the last ')'.
+    let state = stat
+        .iter()
+        .rposition(|&b| b == b')')
+        .and_then(|i| stat[i + 1..].iter().find(|b| !b.is_ascii_whitespace()));
+    !matches!(state, Some(b'Z' | b'X'))
+}
+
 /// Whether `/proc/<pid>/stat` shows a dead process not yet reaped (state `Z` or `X`);
 /// false when it cannot be read.
 fn is_zombie(pid: u32) -> bool {

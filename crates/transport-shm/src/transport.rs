@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, IoSlice};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -18,7 +17,7 @@ use ferrodds_transport::{
 
 use crate::error::{SendError, ShmError};
 use crate::ring::{RxCounters, ShmReceiver, ShmSender, ShmWaker, POLL_INTERVAL};
-use crate::segment::{pid_alive, remove_if_same};
+use crate::segment::{remove_if_same, LivenessProbe};
 use crate::ShmConfig;
 
 /// How often a cached peer segment is checked for having been replaced or orphaned.
@@ -30,6 +29,9 @@ const PEER_RECHECK_FULL: Duration = Duration::from_millis(10);
 #[derive(Debug)]
 struct Peer {
     sender: ShmSender,
+    /// Checks the segment file and its owner without allocating (`None` for a path that
+    /// cannot be a C string: then the peer is re-opened at every check).
+    probe: Option<LivenessProbe>,
     /// When it was last checked, in nanoseconds since the transport's epoch.
     checked: AtomicU64,
 }
@@ -38,6 +40,8 @@ struct Peer {
 struct Counters {
     send_queue_drops: AtomicU64,
     unreachable_drops: AtomicU64,
+    sent: AtomicU64,
+    received: Arc<AtomicU64>,
 }
 
 /// The shared-memory transport of one participant: receives on its own segment, sends into
@@ -122,7 +126,9 @@ impl ShmTransport {
         // Opened outside the lock (a few system calls); a concurrent open of the same peer
         // is harmless, the last one is cached.
         let sender = ShmSender::open(&self.config.dir, self.uid, id, self.config.id)?;
+        let probe = LivenessProbe::new(sender.path(), sender.owner_pid());
         let peer = Arc::new(Peer {
+            probe,
             sender,
             checked: AtomicU64::new(self.now_nanos()),
         });
@@ -140,10 +146,8 @@ impl ShmTransport {
         }
         peer.checked.store(now, Ordering::Relaxed);
         let (dev, ino) = peer.sender.file_id();
-        let current = std::fs::metadata(peer.sender.path())
-            .map(|m| m.dev() == dev && m.ino() == ino)
-            .unwrap_or(false)
-            && pid_alive(peer.sender.owner_pid());
+        // No allocation: this runs on the send path (every 10 ms while the ring is full).
+        let current = peer.probe.as_ref().is_some_and(|p| p.current(dev, ino));
         if !current {
             let mut peers = self.peers();
             if peers.get(&id).is_some_and(|p| Arc::ptr_eq(p, peer)) {
@@ -157,7 +161,8 @@ impl ShmTransport {
         self.counters
             .unreachable_drops
             .fetch_add(1, Ordering::Relaxed);
-        e.into()
+        // The kind only (no boxed payload): no allocation per failed send.
+        io::Error::from(e.kind())
     }
 
     fn send_to(&self, id: u16, bufs: &[IoSlice<'_>]) -> io::Result<()> {
@@ -165,7 +170,7 @@ impl ShmTransport {
         if !self.still_current(id, &peer, PEER_RECHECK) {
             peer = self.peer(id).map_err(|e| self.unreachable(e))?;
         }
-        match peer.sender.send(bufs) {
+        let sent = match peer.sender.send(bufs) {
             Ok(()) => Ok(()),
             Err(SendError::Full) if !self.still_current(id, &peer, PEER_RECHECK_FULL) => {
                 // The segment was replaced (or its owner died): retry once on the new one.
@@ -173,7 +178,11 @@ impl ShmTransport {
                 peer.sender.send(bufs).map_err(|e| self.send_failed(id, e))
             }
             Err(e) => Err(self.send_failed(id, e)),
+        };
+        if sent.is_ok() {
+            self.counters.sent.fetch_add(1, Ordering::Relaxed);
         }
+        sent
     }
 
     fn send_failed(&self, id: u16, e: SendError) -> io::Error {
@@ -189,9 +198,10 @@ impl ShmTransport {
                     .fetch_add(1, Ordering::Relaxed);
                 self.peers().remove(&id);
             }
-            SendError::TooLarge { .. } => {}
+            SendError::TooLarge { .. } => return e.into(),
         }
-        e.into()
+        // The kind only (no boxed payload): a full ring must not allocate per send.
+        io::Error::from(e.kind())
     }
 }
 
@@ -253,6 +263,7 @@ impl Transport for ShmTransport {
             })?;
         let mut handler = handlers();
         let shutdown = self.shutdown.clone();
+        let received = self.counters.received.clone();
         let own = MessageMeta {
             transport: TransportKind::Shm,
             src: SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0),
@@ -270,6 +281,7 @@ impl Transport for ShmTransport {
                             src: SocketAddrV4::new(Ipv4Addr::LOCALHOST, r.src),
                             ..own
                         };
+                        received.fetch_add(1, Ordering::Relaxed);
                         handler.on_message(&buf[..r.len.min(buf.len())], &meta);
                     }
                 }
@@ -299,6 +311,8 @@ impl Transport for ShmTransport {
             send_queue_drops: self.counters.send_queue_drops.load(Ordering::Relaxed),
             unreachable_drops: self.counters.unreachable_drops.load(Ordering::Relaxed),
             frame_errors: self.rx_counters.frame_errors.load(Ordering::Relaxed),
+            messages_sent: self.counters.sent.load(Ordering::Relaxed),
+            messages_received: self.counters.received.load(Ordering::Relaxed),
             ..TransportStats::default()
         }
     }

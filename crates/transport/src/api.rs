@@ -130,6 +130,11 @@ pub struct TransportStats {
     /// buffer (`SO_RCVBUF`) full (UDP, Linux: the socket's `drops` in `/proc/net/udp`; 0
     /// where that is not available).
     pub receive_buffer_drops: u64,
+    /// Messages sent and messages received (counted by the shared-memory transport; 0 for
+    /// the socket transports, whose traffic the kernel counts).
+    pub messages_sent: u64,
+    /// See [`TransportStats::messages_sent`].
+    pub messages_received: u64,
 }
 
 /// A transport: sends RTPS messages to addresses of its kind and delivers received ones to

@@ -1196,6 +1196,7 @@ impl Transport for TcpTransport {
             handshake_failures: c.handshake_failures.load(Ordering::Relaxed),
             resumed_sessions: c.resumed.load(Ordering::Relaxed),
             receive_buffer_drops: 0,
+            ..TransportStats::default()
         }
     }
 }

@@ -781,6 +781,10 @@ impl Locator {
     pub const KIND_RTI_UDPV4_WAN: i32 = 0x0100_0001;
     /// FerroDDS TLS over TCPv4 (Cyclone DDS's TCP framing inside TLS; vendor-specific).
     pub const KIND_FERRODDS_TLSV4: i32 = 0x0fdd_0004;
+    /// FerroDDS shared memory (vendor-specific): the first twelve address octets identify the
+    /// host (and its boot), the last four are 127.0.0.1, and the port names the receiving
+    /// participant's segment.
+    pub const KIND_FERRODDS_SHM: i32 = 0x0fdd_0005;
     /// `LOCATOR_PORT_INVALID`.
     pub const PORT_INVALID: u32 = 0;
     /// `LOCATOR_INVALID`.
@@ -810,6 +814,26 @@ impl Locator {
         }
     }
 
+    /// A FerroDDS shared-memory locator: `host` in the first twelve address octets,
+    /// 127.0.0.1 in the last four, `id` (the receiving participant's segment) as the port.
+    #[must_use]
+    pub fn shm(host: [u8; 12], id: u16) -> Self {
+        let mut l = Self::with_ipv4(Self::KIND_FERRODDS_SHM, Ipv4Addr::LOCALHOST, u32::from(id));
+        l.address[..12].copy_from_slice(&host);
+        l
+    }
+
+    /// The host identity of a FerroDDS shared-memory locator (its first twelve octets).
+    #[must_use]
+    pub fn shm_host(&self) -> Option<[u8; 12]> {
+        if self.kind != Self::KIND_FERRODDS_SHM {
+            return None;
+        }
+        let mut h = [0u8; 12];
+        h.copy_from_slice(&self.address[..12]);
+        Some(h)
+    }
+
     /// A UDPv6 locator.
     #[must_use]
     pub fn udpv6(addr: Ipv6Addr, port: u16) -> Self {
@@ -824,7 +848,10 @@ impl Locator {
     #[must_use]
     pub fn ipv4(&self) -> Option<Ipv4Addr> {
         match self.kind {
-            Self::KIND_UDPV4 | Self::KIND_TCPV4 | Self::KIND_FERRODDS_TLSV4 => Some(Ipv4Addr::new(
+            Self::KIND_UDPV4
+            | Self::KIND_TCPV4
+            | Self::KIND_FERRODDS_TLSV4
+            | Self::KIND_FERRODDS_SHM => Some(Ipv4Addr::new(
                 self.address[12],
                 self.address[13],
                 self.address[14],
@@ -865,13 +892,17 @@ impl Locator {
         self.ipv4_destination()
     }
 
-    /// The destination socket address of a UDPv4, TCPv4 or TLSv4 locator: `None` for other
-    /// kinds and for ports that are invalid (0) or do not fit 16 bits.
+    /// The destination socket address of a UDPv4, TCPv4, TLSv4 or FerroDDS shared-memory
+    /// locator (127.0.0.1 and the segment's id): `None` for other kinds and for ports that are
+    /// invalid (0) or do not fit 16 bits.
     #[must_use]
     pub fn ipv4_destination(&self) -> Option<SocketAddrV4> {
         if !matches!(
             self.kind,
-            Self::KIND_UDPV4 | Self::KIND_TCPV4 | Self::KIND_FERRODDS_TLSV4
+            Self::KIND_UDPV4
+                | Self::KIND_TCPV4
+                | Self::KIND_FERRODDS_TLSV4
+                | Self::KIND_FERRODDS_SHM
         ) {
             return None;
         }
@@ -1183,6 +1214,21 @@ impl WireType for Duration {
 mod tests {
     use super::*;
     use crate::Endianness;
+
+    #[test]
+    fn shared_memory_locators_carry_host_and_segment() {
+        let host = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+        let l = Locator::shm(host, 7411);
+        assert_eq!(l.kind, Locator::KIND_FERRODDS_SHM);
+        assert_eq!(l.shm_host(), Some(host));
+        assert_eq!(&l.address[12..], &[127, 0, 0, 1]);
+        assert_eq!(
+            l.ipv4_destination(),
+            Some(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7411))
+        );
+        assert_eq!(l.udpv4_destination(), None);
+        assert_eq!(Locator::udpv4(Ipv4Addr::LOCALHOST, 1).shm_host(), None);
+    }
 
     #[test]
     fn udpv4_destination_filters_kinds_and_ports() {

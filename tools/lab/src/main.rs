@@ -277,6 +277,11 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
         rate_mbit: a.rate,
     };
     imp.validate()?;
+    if a.topology != Topo::Loopback && spec.transports.contains(&matrix::Transport::Shmem) {
+        return Err(LabError::Usage(
+            "--transport shmem runs both processes on one host: it needs --topology loopback",
+        ));
+    }
     if a.topology != Topo::Netns && imp.any() {
         return Err(LabError::Usage(
             "--loss/--delay/--jitter/--rate need --topology netns",

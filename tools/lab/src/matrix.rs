@@ -72,7 +72,9 @@ pub enum Reliability {
 pub enum Transport {
     /// UDP over IPv4.
     Udpv4,
-    /// Shared memory (perftest only; Cyclone runs are skipped).
+    /// Shared memory between FerroDDS participants on one host (perftest `-transport SHMEM`;
+    /// raw: plain shared-memory rings; no Cyclone DDS baseline: its shared memory needs
+    /// iceoryx, not installed here). Loopback topology only.
     Shmem,
     /// RTPS over TCPv4 (perftest `-transport TCP`, raw: plain TCP sockets, Cyclone DDS:
     /// `General/Transport=tcp`).
@@ -147,7 +149,10 @@ impl Transport {
 
     /// Whether perftest's raw mode (and so the raw baseline) exists for this transport.
     pub fn has_raw_baseline(self) -> bool {
-        matches!(self, Transport::Udpv4 | Transport::Tcp | Transport::Tls)
+        matches!(
+            self,
+            Transport::Udpv4 | Transport::Tcp | Transport::Tls | Transport::Shmem
+        )
     }
 
     /// Whether the Cyclone DDS baseline runs over this transport.
@@ -272,6 +277,7 @@ pub fn config_label(
         // The raw transport has no reliability and no keys: label it by what it is.
         System::Raw if transport == Transport::Tcp => return "raw TCP".to_string(),
         System::Raw if transport == Transport::Tls => return "raw TLS".to_string(),
+        System::Raw if transport == Transport::Shmem => return "raw SHMEM".to_string(),
         System::Raw => "raw UDP".to_string(),
         _ => format!(
             "{} {} {}",
@@ -415,12 +421,15 @@ impl MatrixSpec {
                                     let keep = match system {
                                         System::Ferrodds => true,
                                         System::Raw => {
-                                            // Raw UDP: one sample per datagram; raw TCP
-                                            // carries up to 10 MiB.
+                                            // Raw UDP and raw shared memory: one sample per
+                                            // datagram or slot; raw TCP carries up to 10 MiB.
                                             !keyed
                                                 && transport.has_raw_baseline()
                                                 && (size <= LARGE_THRESHOLD
-                                                    || transport != Transport::Udpv4)
+                                                    || !matches!(
+                                                        transport,
+                                                        Transport::Udpv4 | Transport::Shmem
+                                                    ))
                                                 && reliability == raw_reliability
                                         }
                                         System::Cyclone => {
@@ -605,10 +614,16 @@ mod tests {
         // Raw UDP stops at one datagram; raw TCP carries large samples.
         assert!(!has(System::Raw, Transport::Udpv4, 1_048_576));
         assert!(has(System::Raw, Transport::Tcp, 1_048_576));
-        // SHMEM has neither baseline; TLS the raw one only.
+        // SHMEM and TLS have the raw baseline only.
         m.transports = vec![Transport::Shmem];
         let sc = m.scenarios();
-        assert!(!sc.is_empty() && sc.iter().all(|s| s.system == System::Ferrodds));
+        assert!(sc
+            .iter()
+            .any(|s| s.system == System::Raw && s.size == 63000));
+        assert!(!sc
+            .iter()
+            .any(|s| s.system == System::Raw && s.size == 1_048_576));
+        assert!(!sc.iter().any(|s| s.system == System::Cyclone));
         m.transports = vec![Transport::Udpv4Wan];
         let sc = m.scenarios();
         assert!(!sc.is_empty() && sc.iter().all(|s| s.system == System::Ferrodds));

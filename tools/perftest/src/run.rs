@@ -11,6 +11,7 @@ use crate::options::{help_text, BatchingState, Options, RateMethod, Role};
 use crate::output::{Printer, PrinterConfig};
 use crate::system;
 use crate::transport::raw::RawTransport;
+use crate::transport::raw_shm::RawShmTransport;
 use crate::transport::raw_tcp::RawTcpTransport;
 use crate::transport::Backend;
 use crate::transport::{Support, Transport};
@@ -57,6 +58,8 @@ pub fn startup_summary(opts: &Options, batching: BatchingState, transport: &[Str
             "Reliable (raw TLS stream)"
         } else if opts.backend() == Backend::RawTcp {
             "Reliable (raw TCP stream)"
+        } else if opts.backend() == Backend::RawShm {
+            "Best Effort (raw shared memory)"
         } else if opts.raw {
             "Best Effort (raw sockets)"
         } else if opts.best_effort {
@@ -282,6 +285,8 @@ fn run_opts(opts: Options) -> Result<(), PerftestError> {
         };
         if opts.backend() == Backend::RawTcp {
             Box::new(RawTcpTransport::new(&opts, batch)?)
+        } else if opts.backend() == Backend::RawShm {
+            Box::new(RawShmTransport::new(&opts, batch)?)
         } else {
             Box::new(RawTransport::new(&opts, batch)?)
         }

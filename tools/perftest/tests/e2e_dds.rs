@@ -742,3 +742,59 @@ fn tls_bad_files_and_options_are_clear_errors() {
         assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
     }
 }
+
+/// `-transport SHMEM`: discovery over UDPv4 on lo, user data through shared memory;
+/// reliable latency and throughput, every sample delivered; `-nic` is refused with it.
+#[test]
+fn shared_memory_latency_and_throughput() {
+    let run = |pub_args: &[&str], sub_args: &[&str]| {
+        let mut s = vec!["-sub", "-transport", "SHMEM", "-domain", "92"];
+        s.extend_from_slice(sub_args);
+        let sub = spawn(&s);
+        let mut p = vec!["-pub", "-transport", "SHMEM", "-domain", "92"];
+        p.extend_from_slice(pub_args);
+        let publ = spawn(&p);
+        (wait(publ, T, "publisher"), wait(sub, T, "subscriber"))
+    };
+    let (p, s) = run(&["-latencyTest", "-exec", "2", "-noPrint"], &["-noPrint"]);
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    for r in [&p, &s] {
+        assert!(
+            r.stderr.contains("Kind: SHMEM (FerroDDS RTPS through shared memory on this host; discovery over UDPv4 on lo)"),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("Use Multicast: False"), "{}", r.stderr);
+    }
+    let l = latency_summary(&p.stdout);
+    assert!(l[1] > 0.0 && l[5] <= l[4], "{l:?}");
+    let (p, s) = run(
+        &[
+            "-numIter",
+            "20000",
+            "-latencyCount",
+            "100",
+            "-dataLen",
+            "1024",
+            "-noPrint",
+            "-batchSize",
+            "0",
+        ],
+        &["-dataLen", "1024", "-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    let t = throughput_summary(&s.stdout);
+    assert_eq!((t[1], t[4]), (20000.0, 0.0), "{t:?}");
+    let bad = common::run(
+        &["-pub", "-transport", "SHMEM", "-nic", "127.0.0.1"],
+        Duration::from_secs(10),
+    );
+    assert_ne!(bad.code, Some(0));
+    assert!(
+        bad.stderr.contains("runs on this host only"),
+        "{}",
+        bad.stderr
+    );
+}

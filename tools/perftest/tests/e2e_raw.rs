@@ -498,3 +498,73 @@ fn tls_raw_baseline_counts_exactly_and_refuses_foreign_identities() {
         p.stderr
     );
 }
+
+/// The raw shared-memory baseline: plain rings in `/dev/shm`, one copy per message; the
+/// summary names it, latency and throughput are measured, and the segments are gone after.
+#[test]
+fn raw_shared_memory_latency_and_throughput() {
+    let (p, s) = pair(
+        "91",
+        &[
+            "-transport",
+            "SHMEM",
+            "-latencyTest",
+            "-exec",
+            "2",
+            "-noPrint",
+        ],
+        &["-transport", "SHMEM", "-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    for r in [&p, &s] {
+        assert!(
+            r.stderr
+                .contains("Reliability: Best Effort (raw shared memory)"),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("Kind: SHMEM (raw shared-memory rings"),
+            "{}",
+            r.stderr
+        );
+    }
+    let l = latency_summary(&p.stdout);
+    assert!(l[1] > 0.0 && l[5] < 100_000.0, "{l:?}");
+    let t = throughput_summary(&s.stdout);
+    assert!(t[1] > 100.0 && t[4] == 0.0, "{t:?}");
+    let (p, s) = pair(
+        "91",
+        &[
+            "-transport",
+            "SHMEM",
+            "-numIter",
+            "20000",
+            "-latencyCount",
+            "1000",
+            "-dataLen",
+            "64",
+            "-batchSize",
+            "0",
+        ],
+        &["-transport", "SHMEM", "-dataLen", "64"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    let t = throughput_summary(&s.stdout);
+    // Best effort, as raw UDP: every sample arrived or was counted lost.
+    assert_eq!(t[1] + t[4], 20000.0, "{t:?}\n{}", s.stdout);
+    assert!(t[1] > 0.0, "{t:?}");
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        .unwrap();
+    // Domain 91: publisher segments 30161 and 30162, subscriber 30163 (the raw ports).
+    for id in [30161, 30162, 30163] {
+        let seg = format!("/dev/shm/ferrodds-{uid}-{id}");
+        assert!(!std::path::Path::new(&seg).exists(), "{seg} left behind");
+    }
+}

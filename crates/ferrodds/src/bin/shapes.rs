@@ -114,6 +114,13 @@ struct Args {
     /// Largest RTPS message in bytes (e.g. 1400 to avoid IP fragmentation on lossy links).
     #[arg(long)]
     max_message_size: Option<usize>,
+    /// Shared memory beside UDPv4 (FerroDDS peers on this host then use it for user data).
+    #[arg(long)]
+    shared_memory: bool,
+    /// Lease duration announced to peers, in seconds (default 20): how long after this
+    /// process dies its peers forget it.
+    #[arg(long)]
+    lease: Option<f64>,
 }
 
 fn main() -> ExitCode {
@@ -141,7 +148,15 @@ fn config(args: &Args) -> Result<Config, ferrodds::DdsError> {
     if let Some(m) = args.max_message_size {
         c = c.max_message_size(m);
     }
+    if let Some(l) = args.lease {
+        let lease =
+            Duration::try_from_secs_f64(l).map_err(|_| ferrodds::DdsError::BadParameter {
+                what: "--lease must be a non-negative number of seconds",
+            })?;
+        c = c.lease_duration(lease);
+    }
     c = c
+        .shared_memory(args.shared_memory)
         .capture_file(args.capture.clone())
         .spdp_period(Duration::from_secs(1));
     Ok(c)

@@ -11,8 +11,37 @@ impl Participant {
         builtin: bool,
     ) -> Vec<Locator> {
         if !endpoint.is_empty() {
-            return endpoint.to_vec();
+            let l = self.prefer_shared_memory(endpoint.to_vec());
+            if !l.is_empty() {
+                return l;
+            }
         }
+        self.participant_locators(prefix, builtin)
+    }
+
+    /// One path per remote: shared-memory locators of this host replace the rest of the
+    /// list; shared-memory locators of another host (or any, without shared memory here)
+    /// are dropped.
+    fn prefer_shared_memory(&self, mut locators: Vec<Locator>) -> Vec<Locator> {
+        if !locators
+            .iter()
+            .any(|l| l.kind == Locator::KIND_FERRODDS_SHM)
+        {
+            return locators;
+        }
+        let here =
+            |l: &Locator| self.config.shm_host.is_some() && l.shm_host() == self.config.shm_host;
+        if locators.iter().any(here) {
+            locators.retain(here);
+        } else {
+            locators.retain(|l| l.kind != Locator::KIND_FERRODDS_SHM);
+        }
+        locators
+    }
+
+    /// The first non-empty list of what participant `prefix` announced, in the order a
+    /// builtin or a user endpoint uses them, after [`Self::prefer_shared_memory`].
+    fn participant_locators(&self, prefix: GuidPrefix, builtin: bool) -> Vec<Locator> {
         let (meta_u, meta_m, def_u, def_m) = if prefix == self.config.guid_prefix {
             (
                 &self.config.metatraffic_unicast_locators,
@@ -37,8 +66,8 @@ impl Participant {
         };
         order
             .into_iter()
+            .map(|l| self.prefer_shared_memory(l.clone()))
             .find(|l| !l.is_empty())
-            .cloned()
             .unwrap_or_default()
     }
 

@@ -721,3 +721,104 @@ fn a_replayed_session_is_not_delivered_twice() {
     }
     assert_eq!(lost, 0);
 }
+
+/// Shared memory is one path per remote: a writer sends user data to a reader's
+/// shared-memory locator when both run on the same host (and boot), and only then; the
+/// reader's UDP locator is not used beside it. Another host's shared-memory locator is
+/// never used, nor any by a participant without shared memory.
+#[test]
+fn shared_memory_locators_replace_udp_on_the_same_host_only() {
+    let here = [9u8; 12];
+    let elsewhere = [8u8; 12];
+    let with_shm = |n: u8, host: Option<[u8; 12]>, announced: Option<[u8; 12]>| {
+        let mut c = cfg(n);
+        c.shm_host = host;
+        if let Some(h) = announced {
+            c.default_unicast_locators.insert(0, Locator::shm(h, 7411));
+        }
+        c
+    };
+    // (writer's host, reader's host, expected kind of the user-data destination)
+    let cases = [
+        (Some(here), Some(here), Locator::KIND_FERRODDS_SHM),
+        (Some(here), Some(elsewhere), Locator::KIND_UDPV4),
+        (None, Some(here), Locator::KIND_UDPV4),
+        (Some(here), None, Locator::KIND_UDPV4),
+    ];
+    let ms = core::time::Duration::from_millis(1);
+    for (wh, rh, want) in cases {
+        let mut a = Participant::new(with_shm(1, wh, wh), Timestamp(0));
+        let w = a.create_writer(wattrs(false), Timestamp(0)).unwrap();
+        let mut b = Participant::new(with_shm(2, rh, rh), Timestamp(0));
+        let mut ra = rattrs(false);
+        ra.qos.reliability = Reliability::RELIABLE;
+        let r = b.create_reader(ra, Timestamp(0)).unwrap();
+        let mut t = Timestamp(0);
+        let step = |a: &mut Participant, b: &mut Participant, t: Timestamp| {
+            for p in [&mut *a, &mut *b] {
+                if p.poll_timeout().is_some_and(|d| d <= t) {
+                    p.handle_timeout(t);
+                }
+            }
+            let from_a = drain(a, t);
+            let from_b = drain(b, t);
+            for (d, _) in &from_b {
+                a.handle_datagram(t, None, d);
+            }
+            for (d, _) in &from_a {
+                b.handle_datagram(t, None, d);
+            }
+            (from_a, from_b)
+        };
+        while a.matched_reader_count(w) == 0 && t.0 < 2_000_000_000 {
+            t = t.saturating_add(ms);
+            step(&mut a, &mut b, t);
+        }
+        assert_eq!(a.matched_reader_count(w), 1, "{wh:?} -> {rh:?}");
+        let req = WriteRequest {
+            kind: ChangeKind::Alive,
+            key_hash: None,
+            serialized_payload: &[0, 1, 0, 0, 7],
+            source_timestamp: None,
+        };
+        a.write(w, req, t).unwrap();
+        let user_writer = a.writer_guid(w).unwrap().entity_id;
+        let mut user = Vec::new();
+        let mut acks = Vec::new();
+        for _ in 0..300 {
+            t = t.saturating_add(ms);
+            let (from_a, from_b) = step(&mut a, &mut b, t);
+            for (d, dst) in from_a {
+                let (_, subs) = codec::parse(&d).unwrap();
+                if subs
+                    .into_iter()
+                    .any(|s| matches!(s, Ok(Sub::Data(d)) if d.writer_id == user_writer))
+                {
+                    user.extend(dst);
+                }
+            }
+            for (d, dst) in from_b {
+                let (_, subs) = codec::parse(&d).unwrap();
+                if subs
+                    .into_iter()
+                    .any(|s| matches!(s, Ok(Sub::AckNack { .. })))
+                {
+                    acks.extend(dst);
+                }
+            }
+        }
+        assert!(b.take_sample(r).is_some(), "{wh:?} -> {rh:?}: delivered");
+        assert!(!user.is_empty(), "{wh:?} -> {rh:?}: user data sent");
+        assert!(
+            user.iter().all(|l| l.kind == want),
+            "{wh:?} -> {rh:?}: user data went to {user:?}, expected kind {want:#x}"
+        );
+        // The reader's acknowledgements take the same path back to the writer (the SEDP
+        // ones go to the metatraffic locators, UDP).
+        let user_acks: Vec<_> = acks.iter().filter(|l| l.port == 7411).collect();
+        assert!(
+            user_acks.iter().all(|l| l.kind == want),
+            "{wh:?} -> {rh:?}: acknowledgements went to {user_acks:?}"
+        );
+    }
+}

@@ -152,6 +152,9 @@ pub struct Options {
     pub transport: Option<String>,
     /// `-enableTCP`: TCP beside UDPv4.
     pub enable_tcp: bool,
+    /// `-enableSharedMemory`: shared memory beside UDPv4 (FerroDDS peers on this host use it
+    /// for user data).
+    pub enable_shared_memory: bool,
     /// `-showResourceLimits`: print the participant's resource limits at start and how often
     /// each was exceeded at the end.
     pub show_resource_limits: bool,
@@ -282,6 +285,7 @@ impl Default for Options {
             best_effort: false,
             transport: None,
             enable_tcp: false,
+            enable_shared_memory: false,
             show_resource_limits: false,
             network_capture: false,
             keep_network_capture: false,

@@ -58,8 +58,14 @@ impl Options {
             lookup(w[0].as_ref()).is_some_and(|s| s.name == "-transport")
                 && matches!(w[1].as_ref(), "TCP" | "TLS")
         });
+        let shm = args.windows(2).any(|w| {
+            lookup(w[0].as_ref()).is_some_and(|s| s.name == "-transport")
+                && w[1].as_ref() == "SHMEM"
+        });
         let backend = if raw && tcp {
             Backend::RawTcp
+        } else if raw && shm {
+            Backend::RawShm
         } else if raw {
             Backend::Raw
         } else {
@@ -214,7 +220,8 @@ impl Options {
             "-bestEffort" => self.best_effort = true,
             "-transport" => {
                 match v {
-                    "UDPv4" | "TCP" | "TLS" | "UDPv4_WAN" if caps.transports.contains(&v) => {}
+                    "UDPv4" | "TCP" | "TLS" | "UDPv4_WAN" | "SHMEM"
+                        if caps.transports.contains(&v) => {}
                     "UDPv4" | "UDPv6" | "SHMEM" | "TCP" | "TLS" | "DTLS" | "WAN" | "UDPv4_WAN" => {
                         return Err(refuse_transport(name, v, caps))
                     }
@@ -306,6 +313,14 @@ impl Options {
                 return Err(refuse(name, caps.content_filters));
             }
             "-multicastAddr" => return Err(refuse(name, caps.multicast_address)),
+            "-enableSharedMemory" if caps.dds_entities != Support::Yes => {
+                return Err(OptionError::Conflict(
+                    "'-enableSharedMemory' is not used with -rawTransport.",
+                ))
+            }
+            "-enableSharedMemory" if caps.transports.contains(&"SHMEM") => {
+                self.enable_shared_memory = true;
+            }
             "-enableSharedMemory" => return Err(refuse_transport(name, "SHMEM", caps)),
             "-enableTCP" if caps.dds_entities != Support::Yes => {
                 return Err(OptionError::Conflict(

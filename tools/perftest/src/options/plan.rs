@@ -23,6 +23,8 @@ impl Options {
     pub fn backend(&self) -> Backend {
         if self.raw && matches!(self.transport.as_deref(), Some("TCP" | "TLS")) {
             Backend::RawTcp
+        } else if self.raw && self.transport.as_deref() == Some("SHMEM") {
+            Backend::RawShm
         } else if self.raw {
             Backend::Raw
         } else {

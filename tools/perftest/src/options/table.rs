@@ -102,7 +102,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     o("-enableAutoThrottle", Flag, Pub, ""),
     o("-enableInstanceStateRecovery", Flag, Both, ""),
     o("-enableMonitoring2", Flag, Both, ""),
-    o("-enableSharedMemory", Flag, Both, ""),
+    o("-enableSharedMemory", Flag, Both, "shared memory beside UDPv4"),
     o("-enableTCP", Flag, Both, "TCP beside UDPv4"),
     o("-enableTurboMode", Flag, Pub, ""),
     o("-enableUDPv6", Flag, Both, ""),

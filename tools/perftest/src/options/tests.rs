@@ -176,7 +176,7 @@ fn errors() {
         Err(OptionError::NumIterBelowLatencyCount { .. })
     ));
     assert!(matches!(
-        parse("-transport SHMEM"),
+        parse("-transport DTLS"),
         Err(OptionError::Unsupported { .. })
     ));
     assert!(matches!(
@@ -310,14 +310,19 @@ fn batching_rules() {
 #[test]
 fn capability_refusals_name_the_reason() {
     let cases = [
-        ("-transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4, TCP, TLS and UDPv4_WAN are available."),
-        ("-raw -transport SHMEM", "'-transport' is not supported by FerroDDS perftest: only UDPv4, TCP and TLS are available with -rawTransport."),
+        ("-transport UDPv6", "'-transport' is not supported by FerroDDS perftest: only UDPv4, TCP, TLS, UDPv4_WAN and SHMEM are available."),
+        ("-raw -transport UDPv4_WAN", "'-transport' is not supported by FerroDDS perftest: only UDPv4, TCP, TLS and SHMEM are available with -rawTransport."),
+        ("-transport SHMEM -peer 10.0.0.1", "'-transport SHMEM' runs on this host only: discovery goes over UDPv4 on the loopback interface, so '-nic', '-peer' and '-multicast' are not used with it."),
+        ("-transport SHMEM -nic eth0", "'-transport SHMEM' runs on this host only: discovery goes over UDPv4 on the loopback interface, so '-nic', '-peer' and '-multicast' are not used with it."),
+        ("-raw -transport SHMEM -peer 127.0.0.1", "'-rawTransport -transport SHMEM' runs on this host only: '-nic' and '-peer' are not used with it."),
+        ("-raw -transport SHMEM -noBlockingSockets", "'-noBlockingSockets' is not supported by FerroDDS perftest: raw shared memory never blocks; -noBlockingSockets is for raw UDP."),
+        ("-raw -enableSharedMemory", "'-enableSharedMemory' is not used with -rawTransport."),
+        ("-transport TCP -enableSharedMemory", "'-enableSharedMemory' adds shared memory beside UDPv4: it cannot be used with '-transport TCP', 'TLS', 'UDPv4_WAN' or 'SHMEM'."),
         ("-raw -transport TCP -noBlockingSockets", "'-noBlockingSockets' is not supported by FerroDDS perftest: raw TCP/TLS writes block (TCP flow control); -noBlockingSockets is for raw UDP."),
         ("-raw -transport TCP -dataLen 10485761", "'-dataLen' 10485761 is out of range: 28..=10485760 for the raw TCP/TLS transport."),
         ("-raw -transport TCP -transportServerBindPort 7401", "'-transportServerBindPort' is not used with -rawTransport: the raw ports follow the RTPS port formula."),
         ("-raw -enableTCP", "'-enableTCP' is not used with -rawTransport: use '-transport TCP'."),
         ("-raw -transport TCP -peer tcpv4_lan://10.0.0.1:7400", "Invalid value 'tcpv4_lan://10.0.0.1:7400' for '-peer': expected an IPv4 address."),
-        ("-enableSharedMemory", "'-enableSharedMemory' is not supported by FerroDDS perftest: only UDPv4, TCP, TLS and UDPv4_WAN are available."),
         ("-transportVerbosity 4", "Invalid value '4' for '-transportVerbosity': value out of range."),
         ("-transportPrivateKey k.pem", "'-transportCertAuthority', '-transportCertFile' and '-transportPrivateKey' need '-transport TLS'."),
         ("-transportPublicAddress 1.2.3.4:7400", "'-transportPublicAddress' and '-transportHostPort' need '-transport UDPv4_WAN'."),
@@ -352,6 +357,15 @@ fn capability_refusals_name_the_reason() {
     }
     assert!(parse("-multicast").is_ok());
     assert!(parse("-raw -noBlockingSockets").is_ok());
+    let o = parse("-transport SHMEM").unwrap();
+    assert_eq!(o.backend(), crate::transport::Backend::Dds);
+    let o = parse("-raw -transport SHMEM -numSubscribers 2").unwrap();
+    assert_eq!(o.backend(), crate::transport::Backend::RawShm);
+    assert!(
+        parse("-enableSharedMemory -peer 10.0.0.1")
+            .unwrap()
+            .enable_shared_memory
+    );
 }
 
 #[test]

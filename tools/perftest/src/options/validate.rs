@@ -69,6 +69,14 @@ impl Options {
             return Err(unsupported("-noBlockingSockets", reason));
         }
         // The address syntax of the backend.
+        if self.raw
+            && self.transport.as_deref() == Some("SHMEM")
+            && (self.nic.is_some() || !self.peers.is_empty())
+        {
+            return Err(OptionError::Conflict(
+                "'-rawTransport -transport SHMEM' runs on this host only: '-nic' and '-peer' are not used with it.",
+            ));
+        }
         if self.raw {
             if self.tcp_server_port.is_some() {
                 return Err(OptionError::Conflict(
@@ -114,6 +122,17 @@ impl Options {
             if !wan && (self.wan_public_address.is_some() || self.wan_host_port.is_some()) {
                 return Err(OptionError::Conflict(
                     "'-transportPublicAddress' and '-transportHostPort' need '-transport UDPv4_WAN'.",
+                ));
+            }
+            let shm = self.transport.as_deref() == Some("SHMEM");
+            if shm && (self.nic.is_some() || !self.peers.is_empty() || self.multicast) {
+                return Err(OptionError::Conflict(
+                    "'-transport SHMEM' runs on this host only: discovery goes over UDPv4 on the loopback interface, so '-nic', '-peer' and '-multicast' are not used with it.",
+                ));
+            }
+            if self.enable_shared_memory && (tcp_only || tls || wan || shm) {
+                return Err(OptionError::Conflict(
+                    "'-enableSharedMemory' adds shared memory beside UDPv4: it cannot be used with '-transport TCP', 'TLS', 'UDPv4_WAN' or 'SHMEM'.",
                 ));
             }
             if wan && self.multicast {

@@ -1,5 +1,6 @@
 //! The small messaging interface the test harness is written against, with two backends:
-//! [`raw`] (plain UDP sockets, no RTPS), [`raw_tcp`] (plain TCP sockets) and `dds` (the FerroDDS public API, feature `dds`).
+//! [`raw`] (plain UDP sockets, no RTPS), [`raw_tcp`] (plain TCP sockets), [`raw_shm`] (plain
+//! shared-memory rings) and `dds` (the FerroDDS public API, feature `dds`).
 //!
 //! Three "topics" carry [`TestMessage`]s: `Throughput` (publisher → subscribers),
 //! `Latency` (subscriber → publisher, pongs and init echoes) and `Announcement`
@@ -15,6 +16,7 @@ use crate::message::TestMessage;
 
 pub mod dds;
 pub mod raw;
+pub mod raw_shm;
 pub mod raw_tcp;
 pub mod tls;
 
@@ -89,6 +91,8 @@ pub enum Backend {
     Raw,
     /// [`raw_tcp`] (`-rawTransport -transport TCP`).
     RawTcp,
+    /// [`raw_shm`] (`-rawTransport -transport SHMEM`).
+    RawShm,
     /// `dds` (the default).
     Dds,
 }
@@ -99,6 +103,7 @@ impl Backend {
         match self {
             Backend::Raw => &raw::CAPABILITIES,
             Backend::RawTcp => &raw_tcp::CAPABILITIES,
+            Backend::RawShm => &raw_shm::CAPABILITIES,
             Backend::Dds => &dds::CAPABILITIES,
         }
     }

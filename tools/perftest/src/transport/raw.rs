@@ -34,7 +34,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     non_blocking_sockets: Support::Yes,
     batching: Support::Yes,
     transports: &["UDPv4"],
-    transport_limit: "only UDPv4, TCP and TLS are available with -rawTransport",
+    transport_limit: "only UDPv4, TCP, TLS and SHMEM are available with -rawTransport",
     transport_settings: Support::No("not available with -rawTransport"),
     network_capture: Support::No(
         "raw sockets have no participant to capture: record them with tcpdump or dumpcap",

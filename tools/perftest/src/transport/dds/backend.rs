@@ -134,6 +134,15 @@ impl DdsTransport {
         let wan = opts.transport.as_deref() == Some("UDPv4_WAN");
         let tcp_only = opts.transport.as_deref() == Some("TCP") || tls;
         let tcp = tcp_only || opts.enable_tcp;
+        let shm_only = opts.transport.as_deref() == Some("SHMEM");
+        let shm = shm_only || opts.enable_shared_memory;
+        if shm_only {
+            // One host: discovery over UDPv4 on the loopback interface, user data through
+            // shared memory (the option parser refused -nic, -peer and -multicast).
+            loopback = true;
+            config = config.interface(Interface::Name("lo".into()));
+        }
+        config = config.shared_memory(shm);
         // (Validated by the option parser: TCP peers are locators, UDP ones IPv4 addresses.)
         let wan_peers: Vec<SocketAddrV4> = if wan {
             opts.peers
@@ -261,6 +270,10 @@ impl DdsTransport {
             "Kind: TCP (FerroDDS RTPS over TCPv4, Cyclone DDS framing)"
         } else if tcp {
             "Kind: UDPv4 + TCP (FerroDDS RTPS; TCP with Cyclone DDS framing)"
+        } else if shm_only {
+            "Kind: SHMEM (FerroDDS RTPS through shared memory on this host; discovery over UDPv4 on lo)"
+        } else if shm {
+            "Kind: UDPv4 + SHMEM (FerroDDS RTPS; FerroDDS peers on this host through shared memory)"
         } else {
             "Kind: UDPv4 (FerroDDS RTPS)"
         };

@@ -33,8 +33,8 @@ pub use backend::*;
 
 /// What the DDS backend (FerroDDS) can do.
 pub const CAPABILITIES: Capabilities = Capabilities {
-    transports: &["UDPv4", "TCP", "TLS", "UDPv4_WAN"],
-    transport_limit: "only UDPv4, TCP, TLS and UDPv4_WAN are available",
+    transports: &["UDPv4", "TCP", "TLS", "UDPv4_WAN", "SHMEM"],
+    transport_limit: "only UDPv4, TCP, TLS, UDPv4_WAN and SHMEM are available",
     transport_settings: Support::No(
         "of the transport settings only -transportServerBindPort, -transportVerbosity, the TLS files (-transportCertAuthority, -transportCertFile, -transportPrivateKey), -transportPublicAddress and -transportHostPort are available",
     ),
