@@ -163,10 +163,10 @@ fn semantic_conflicts() {
 fn unsupported_features_fail_loudly() {
     for (args, opt) in [
         (
-            &["-rawTransport", "-transport", "SHMEM"][..],
+            &["-rawTransport", "-transport", "UDPv4_WAN"][..],
             "'-transport'",
         ),
-        (&["-transport", "SHMEM"][..], "'-transport'"),
+        (&["-transport", "DTLS"][..], "'-transport'"),
         (
             &["-secureGovernanceFile", "g.xml"][..],
             "'-secureGovernanceFile'",
