@@ -7,7 +7,7 @@
 # the instructions per round trip of each side: startup and discovery are included but
 # amortised over N round trips (use the same N when comparing).
 #
-#   scripts/callgrind-roundtrip.sh [extra perftest options, e.g. -rawTransport]
+#   scripts/callgrind-roundtrip.sh [extra perftest options, e.g. -rawTransport, -transport SHMEM]
 #
 # Environment: N (round trips, 20000), DOMAIN (160), OUT (directory for the
 # callgrind.out files, default a temporary one), SKIP_BUILD=1, CARGO_TARGET_DIR.
@@ -26,6 +26,9 @@ p="$target/release/perftest"
 mkdir -p "$out"
 rm -f "$out"/cg.sub.out "$out"/cg.pub.out "$out"/latency.txt
 common=(-domain "$dom" -noPrint -nic 127.0.0.1 -peer 127.0.0.1 -dataLen 32)
+# UDPv4 unless the options name a transport (perftest's default also runs shared memory
+# between processes of one host; the figures in the README are UDPv4's).
+case " $* " in *" -transport "*) ;; *) common+=(-transport UDPv4) ;; esac
 taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$out/cg.sub.out" \
     "$p" -sub "${common[@]}" "$@" >"$out/sub.out" 2>"$out/sub.err" &
 sub=$!

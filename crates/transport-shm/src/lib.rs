@@ -6,9 +6,10 @@
 //! # Contract
 //!
 //! * **Segments.** Each receiving participant owns one segment, the file
-//!   `<dir>/ferrodds-<uid>-<id>` ([`segment_path`]; `dir` defaults to `/dev/shm`, `uid` is
-//!   the real user id, `id` the `u16` the runtime passes: the participant's UDP user-data port,
-//!   unique on the host while the participant lives). It is created with mode `0600` by
+//!   `<dir>/ferrodds-<uid>-<netns>-<id>` ([`segment_path`]; `dir` defaults to `/dev/shm`, `uid`
+//!   is the real user id, `netns` the network namespace's inode, `id` the `u16` the runtime
+//!   passes: the participant's UDP user-data port, unique in the namespace while the
+//!   participant lives). It is created with mode `0600` by
 //!   default ([`ShmConfig::mode`], set exactly, whatever the umask), written under a temporary
 //!   name and renamed into place, so a sender never sees a half-initialised segment and a
 //!   stale file of the same name (from a dead process) is replaced atomically. It is removed on
@@ -193,18 +194,38 @@ pub fn real_uid() -> u32 {
     rustix::process::getuid().as_raw()
 }
 
-/// The segment file of participant `id` of user `uid` in `dir`: `<dir>/ferrodds-<uid>-<id>`.
+/// The segment file of participant `id` of user `uid` in `dir`, in this process's network
+/// namespace: `<dir>/ferrodds-<uid>-<netns>-<id>`. The id (a UDP port) is unique only within
+/// a network namespace, and processes in two namespaces of one host (a lab testbed) share
+/// `/dev/shm`: the namespace in the name keeps their segments apart.
 pub fn segment_path(dir: &Path, uid: u32, id: u16) -> PathBuf {
-    dir.join(format!("ferrodds-{uid}-{id}"))
+    dir.join(format!("ferrodds-{uid}-{}-{id}", net_namespace()))
 }
 
-/// This host's boot: the first 12 bytes of `/proc/sys/kernel/random/boot_id` (a UUID in
-/// hex), or zeros if it cannot be read. Peers use shared memory only if theirs is the same.
+/// This process's network namespace: the inode of `/proc/self/ns/net` (0 where that cannot
+/// be read), read once.
+pub fn net_namespace() -> u64 {
+    static NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *NS.get_or_init(|| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self/ns/net").map_or(0, |m| m.ino())
+    })
+}
+
+/// This host's boot and network namespace: the first 8 bytes of
+/// `/proc/sys/kernel/random/boot_id` (a UUID in hex; zeros if it cannot be read) and the low
+/// 32 bits of [`net_namespace`]. Peers use shared memory only if theirs is the same: two
+/// network namespaces stand for two hosts (a lab testbed), whose traffic must cross the link
+/// between them, not memory.
 pub fn host_id() -> [u8; 12] {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .ok()
         .and_then(|s| parse_boot_id(&s))
-        .unwrap_or([0; 12])
+        .unwrap_or([0; 12]);
+    let mut id = [0u8; 12];
+    id[..8].copy_from_slice(&boot[..8]);
+    id[8..].copy_from_slice(&(net_namespace() as u32).to_le_bytes());
+    id
 }
 
 fn parse_boot_id(s: &str) -> Option<[u8; 12]> {
@@ -233,6 +254,15 @@ pub fn cleanup_stale(dir: &Path, uid: u32) -> std::io::Result<usize> {
             continue;
         };
         let path = entry.path();
+        // `<netns>-<id>` or `<netns>-<id>.<pid>.tmp`, of any network namespace (a dead
+        // process's segment is stale wherever it ran).
+        let Some(rest) = rest
+            .split_once('-')
+            .filter(|(ns, _)| ns.parse::<u64>().is_ok())
+            .map(|(_, r)| r)
+        else {
+            continue;
+        };
         let owner = if rest.parse::<u16>().is_ok() {
             segment::read_owner_pid(&path)
         } else if let Some(tmp) = rest.strip_suffix(".tmp") {

@@ -474,7 +474,9 @@ fn cleanup_removes_only_dead_owners() {
     mapping(&sender(&stale, 1))
         .u32_at(28)
         .store(dead, Ordering::Relaxed);
-    let tmp = dir.0.join(format!("ferrodds-{uid}-22.{dead}.tmp"));
+    let tmp = dir
+        .0
+        .join(format!("ferrodds-{uid}-{}-22.{dead}.tmp", net_namespace()));
     std::fs::write(&tmp, b"").unwrap();
     let other = dir.0.join(format!("ferrodds-{uid}-junk"));
     std::fs::write(&other, b"junk").unwrap();
@@ -539,6 +541,13 @@ fn boot_id_parses_as_host_id() {
     assert_eq!(parse_boot_id("nonsense"), None);
     assert_eq!(parse_boot_id("zz0c2f2e-1a52-4c8e-9c6a-0d1e2f3a4b5c"), None);
     if Path::new("/proc/sys/kernel/random/boot_id").exists() {
-        assert_ne!(host_id(), [0; 12]);
+        assert_ne!(host_id()[..8], [0; 8]);
     }
+    // The network namespace is part of the identity (and of the segment names).
+    assert_eq!(host_id()[8..], (net_namespace() as u32).to_le_bytes());
+    let p = segment_path(Path::new("/dev/shm"), 5, 7);
+    assert_eq!(
+        p.file_name().unwrap().to_string_lossy(),
+        format!("ferrodds-5-{}-7", net_namespace())
+    );
 }

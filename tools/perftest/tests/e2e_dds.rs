@@ -68,6 +68,14 @@ fn latency_reliable() {
     assert_ok(&p, "pub");
     assert_ok(&s, "sub");
     assert!(p.stderr.contains("\tReliability: Reliable"));
+    // Without -transport: UDPv4 and shared memory, as RTI's default.
+    for r in [&p, &s] {
+        assert!(
+            r.stderr.contains("\tKind: UDPv4 + SHMEM (default:"),
+            "{}",
+            r.stderr
+        );
+    }
     // `Nic:` as RTI prints it: the -nic value as given.
     for r in [&p, &s] {
         assert!(r.stderr.contains("\tNic: 127.0.0.1\n"), "{}", r.stderr);

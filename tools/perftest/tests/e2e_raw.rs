@@ -564,7 +564,9 @@ fn raw_shared_memory_latency_and_throughput() {
         .unwrap();
     // Domain 91: publisher segments 30161 and 30162, subscriber 30163 (the raw ports).
     for id in [30161, 30162, 30163] {
-        let seg = format!("/dev/shm/ferrodds-{uid}-{id}");
+        use std::os::unix::fs::MetadataExt;
+        let ns = std::fs::metadata("/proc/self/ns/net").unwrap().ino();
+        let seg = format!("/dev/shm/ferrodds-{uid}-{ns}-{id}");
         assert!(!std::path::Path::new(&seg).exists(), "{seg} left behind");
     }
 }

@@ -117,7 +117,15 @@ impl Transport for RawShmTransport {
             format!(
                 "The following segments will be used: {}",
                 ids.iter()
-                    .map(|i| format!("ferrodds-{}-{i}", real_uid()))
+                    .map(|i| {
+                        ferrodds_transport_shm::segment_path(
+                            std::path::Path::new(ferrodds_transport_shm::DEFAULT_DIR),
+                            real_uid(),
+                            i.parse().unwrap_or(0),
+                        )
+                        .display()
+                        .to_string()
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             ),

@@ -135,7 +135,10 @@ impl DdsTransport {
         let tcp_only = opts.transport.as_deref() == Some("TCP") || tls;
         let tcp = tcp_only || opts.enable_tcp;
         let shm_only = opts.transport.as_deref() == Some("SHMEM");
-        let shm = shm_only || opts.enable_shared_memory;
+        // As RTI's: without -transport, UDPv4 and shared memory (FerroDDS peers on this host
+        // and in this network namespace use it for user data, every other peer UDPv4).
+        let default_transports = opts.transport.is_none();
+        let shm = shm_only || opts.enable_shared_memory || default_transports;
         if shm_only {
             // One host: discovery over UDPv4 on the loopback interface, user data through
             // shared memory (the option parser refused -nic, -peer and -multicast).
@@ -268,10 +271,14 @@ impl DdsTransport {
             "Kind: TLS (FerroDDS RTPS over TLS 1.3 over TCPv4, Cyclone DDS framing inside; mutual authentication)"
         } else if tcp_only {
             "Kind: TCP (FerroDDS RTPS over TCPv4, Cyclone DDS framing)"
+        } else if tcp && shm {
+            "Kind: UDPv4 + SHMEM + TCP (default + -enableTCP: FerroDDS RTPS; FerroDDS peers on this host through shared memory, TCP with Cyclone DDS framing)"
         } else if tcp {
             "Kind: UDPv4 + TCP (FerroDDS RTPS; TCP with Cyclone DDS framing)"
         } else if shm_only {
             "Kind: SHMEM (FerroDDS RTPS through shared memory on this host; discovery over UDPv4 on lo)"
+        } else if shm && default_transports {
+            "Kind: UDPv4 + SHMEM (default: FerroDDS RTPS; FerroDDS peers on this host through shared memory)"
         } else if shm {
             "Kind: UDPv4 + SHMEM (FerroDDS RTPS; FerroDDS peers on this host through shared memory)"
         } else {
