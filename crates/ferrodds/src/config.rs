@@ -95,7 +95,8 @@ pub struct Config {
     /// Network interface for discovery and user data. Default: [`Interface::Default`] (first
     /// non-loopback multicast-capable interface). Tests pin this to `127.0.0.1`.
     pub interface: Interface,
-    /// Whether SPDP discovery and user data use IPv4 multicast (group 239.255.0.1).
+    /// Whether SPDP discovery uses IPv4 multicast (group 239.255.0.1), and the participant
+    /// listens for user data sent to the group (see [`Config::multicast_user_data`]).
     /// Default: `true`.
     pub multicast: bool,
     /// Unicast discovery peers (IPv4 addresses). SPDP announcements are sent to the SPDP unicast
@@ -207,6 +208,11 @@ pub struct Config {
     /// their user data (and acknowledgements) through it instead of UDP; other peers keep
     /// UDP. Default: `false`.
     pub shared_memory: bool,
+    /// User data by multicast (needs [`Config::multicast`]): the participant's readers
+    /// announce the multicast group (239.255.0.1, the RTPS user-data multicast port) and its
+    /// writers send to a reader's group when it announces one, once per sample for every
+    /// reader listening there, instead of once per reader by unicast. Default: `false`.
+    pub multicast_user_data: bool,
 }
 
 impl Default for Config {
@@ -240,6 +246,7 @@ impl Default for Config {
             wan_peers: Vec::new(),
             guid_prefix: None,
             shared_memory: false,
+            multicast_user_data: false,
         }
     }
 }
@@ -306,6 +313,11 @@ impl Config {
     /// Sets [`Config::transports`].
     pub fn transports(mut self, t: Transports) -> Self {
         self.transports = t;
+        self
+    }
+    /// Sets [`Config::multicast_user_data`].
+    pub fn multicast_user_data(mut self, on: bool) -> Self {
+        self.multicast_user_data = on;
         self
     }
     /// Sets [`Config::shared_memory`].
@@ -465,6 +477,11 @@ impl Config {
         if self.guid_prefix == Some(GuidPrefix([0; 12])) {
             return Err(DdsError::BadParameter {
                 what: "guid_prefix must not be GUIDPREFIX_UNKNOWN (all zeros)",
+            });
+        }
+        if self.multicast_user_data && (!self.multicast || !self.transports.udp()) {
+            return Err(DdsError::BadParameter {
+                what: "multicast_user_data needs multicast (and UDPv4)",
             });
         }
         if self.shared_memory && (!self.transports.udp() || self.udp_wan.is_some()) {

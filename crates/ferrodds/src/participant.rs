@@ -277,6 +277,7 @@ impl DomainParticipant {
             congestion_control: config.congestion_control,
             incarnation: Some(incarnation()),
             shm_host,
+            multicast_user_data: config.multicast_user_data,
             ..ParticipantConfig::default()
         };
         let engine = Participant::new(engine_cfg, Timestamp(0));

@@ -70,6 +70,12 @@ pub struct ParticipantConfig {
     /// of* its other locators of the same list (one path per remote, not two); shared-memory
     /// locators of another host, or all of them when this is `None`, are never used.
     pub shm_host: Option<[u8; 12]>,
+    /// User data by multicast (default `false`): this participant's user readers announce
+    /// [`ParticipantConfig::default_multicast_locators`] as their multicast locators, and its
+    /// user writers send to a remote reader's multicast locators instead of its unicast ones
+    /// when it announces some, so that one datagram reaches every reader listening on the
+    /// group. Off, readers announce none and writers ignore those of remote readers.
+    pub multicast_user_data: bool,
 }
 
 impl Default for ParticipantConfig {
@@ -95,6 +101,7 @@ impl Default for ParticipantConfig {
             congestion_control: true,
             incarnation: None,
             shm_host: None,
+            multicast_user_data: false,
         }
     }
 }

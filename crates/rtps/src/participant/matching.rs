@@ -71,9 +71,20 @@ impl Participant {
             .unwrap_or_default()
     }
 
+    /// Where a local user writer sends to `reader`: with multicast user data, the reader's
+    /// multicast group when it announces one (shared by every reader that listens on it: one
+    /// datagram serves them all), else its unicast locators.
+    fn reader_locators(&self, reader: &EndpointData) -> Vec<Locator> {
+        if self.config.multicast_user_data && !reader.multicast.is_empty() {
+            reader.multicast.clone()
+        } else {
+            self.locators_for(reader.guid.prefix, &reader.unicast, false)
+        }
+    }
+
     /// Matches local user writer `wi` with a (remote or local) reader.
     pub(super) fn match_writer_reader(&mut self, wi: usize, reader: &EndpointData) {
-        let locators = self.locators_for(reader.guid.prefix, &reader.unicast, false);
+        let locators = self.reader_locators(reader);
         let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) else {
             return;
         };
@@ -329,9 +340,14 @@ impl Participant {
         let builtin = self.locators_for(prefix, &[], true);
         let mut user: SeededMap<Guid, Vec<Locator>> =
             HashMap::with_hasher(map_hasher(self.config.guid_prefix));
-        for (g, d) in self.remote_writers.iter().chain(self.remote_readers.iter()) {
+        for (g, d) in self.remote_writers.iter() {
             if g.prefix == prefix {
                 user.insert(*g, self.locators_for(prefix, &d.unicast, false));
+            }
+        }
+        for (g, d) in self.remote_readers.iter() {
+            if g.prefix == prefix {
+                user.insert(*g, self.reader_locators(d));
             }
         }
         for (i, w) in self.writers.iter_mut().enumerate() {

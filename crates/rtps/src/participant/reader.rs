@@ -83,7 +83,11 @@ impl Participant {
             type_name: attrs.type_name.clone(),
             qos: EndpointQos::from(&attrs.qos),
             unicast: Vec::new(),
-            multicast: Vec::new(),
+            multicast: if self.config.multicast_user_data {
+                self.config.default_multicast_locators.clone()
+            } else {
+                Vec::new()
+            },
         };
         self.readers.push(Some(LocalReader {
             guid,

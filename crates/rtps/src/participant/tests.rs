@@ -822,3 +822,96 @@ fn shared_memory_locators_replace_udp_on_the_same_host_only() {
         );
     }
 }
+
+/// Multicast user data: readers announce the participant's default multicast locators, and
+/// a writer with multicast user data sends each sample once, to the group, however many
+/// readers listen there (without it: once per reader, to each unicast locator).
+#[test]
+fn multicast_user_data_sends_once_to_the_group() {
+    let group = Locator::udpv4(core::net::Ipv4Addr::new(239, 255, 0, 1), 7401);
+    let config = |n: u8, on: bool| {
+        let mut c = cfg(n);
+        c.multicast_user_data = on;
+        c.default_multicast_locators = vec![group];
+        c
+    };
+    let ms = core::time::Duration::from_millis(1);
+    for on in [true, false] {
+        let mut a = Participant::new(config(1, on), Timestamp(0));
+        let w = a.create_writer(wattrs(false), Timestamp(0)).unwrap();
+        let mut readers: Vec<Participant> = (2..5)
+            .map(|n| Participant::new(config(n, on), Timestamp(0)))
+            .collect();
+        let rids: Vec<ReaderId> = readers
+            .iter_mut()
+            .map(|p| {
+                let mut ra = rattrs(false);
+                ra.qos.reliability = Reliability::RELIABLE;
+                p.create_reader(ra, Timestamp(0)).unwrap()
+            })
+            .collect();
+        let user_writer = a.writer_guid(w).unwrap().entity_id;
+        let mut t = Timestamp(0);
+        // Everyone hears everyone (a broadcast medium); returns a's user-data datagrams.
+        let step = |a: &mut Participant, rs: &mut Vec<Participant>, t: Timestamp| {
+            for p in std::iter::once(&mut *a).chain(rs.iter_mut()) {
+                if p.poll_timeout().is_some_and(|d| d <= t) {
+                    p.handle_timeout(t);
+                }
+            }
+            let from_a = drain(a, t);
+            let from_rs: Vec<_> = rs.iter_mut().flat_map(|p| drain(p, t)).collect();
+            for (d, _) in &from_rs {
+                a.handle_datagram(t, None, d);
+                for p in rs.iter_mut() {
+                    p.handle_datagram(t, None, d);
+                }
+            }
+            let mut user = Vec::new();
+            for (d, dst) in from_a {
+                for p in rs.iter_mut() {
+                    p.handle_datagram(t, None, &d);
+                }
+                let (_, subs) = codec::parse(&d).unwrap();
+                if subs
+                    .into_iter()
+                    .any(|s| matches!(s, Ok(Sub::Data(d)) if d.writer_id == user_writer))
+                {
+                    user.push(dst);
+                }
+            }
+            user
+        };
+        while a.matched_reader_count(w) < 3 && t.0 < 2_000_000_000 {
+            t = t.saturating_add(ms);
+            step(&mut a, &mut readers, t);
+        }
+        assert_eq!(a.matched_reader_count(w), 3, "multicast {on}");
+        for _ in 0..50 {
+            t = t.saturating_add(ms);
+            step(&mut a, &mut readers, t);
+        }
+        let req = WriteRequest {
+            kind: ChangeKind::Alive,
+            key_hash: None,
+            serialized_payload: &[0, 1, 0, 0, 7],
+            source_timestamp: None,
+        };
+        a.write(w, req, t).unwrap();
+        let mut sent = Vec::new();
+        for _ in 0..5 {
+            t = t.saturating_add(ms);
+            sent.extend(step(&mut a, &mut readers, t));
+        }
+        for (p, r) in readers.iter_mut().zip(&rids) {
+            assert!(p.take_sample(*r).is_some(), "multicast {on}: delivered");
+        }
+        assert_eq!(sent.len(), 1, "multicast {on}: one datagram: {sent:?}");
+        if on {
+            assert_eq!(sent[0], vec![group], "to the group only");
+        } else {
+            assert_eq!(sent[0].len(), 3, "to each reader: {:?}", sent[0]);
+            assert!(!sent[0].contains(&group));
+        }
+    }
+}

@@ -219,7 +219,8 @@ impl DdsTransport {
             }
         }
         if opts.multicast {
-            config = config.multicast(true);
+            // RTI's -multicast: user data goes to the readers' multicast group.
+            config = config.multicast(true).multicast_user_data(true);
         }
         if !peers.is_empty() {
             config = config.initial_peers(peers.clone());
@@ -230,7 +231,9 @@ impl DdsTransport {
         if let Some(b) = opts.send_buffer_size {
             config = config.send_buffer_bytes(b as usize);
         }
-        let multicast = config.multicast;
+        // "Use Multicast" says whether user data goes by multicast (RTI's meaning), not
+        // whether discovery does.
+        let multicast = config.multicast_user_data;
         let limits_line = opts.show_resource_limits.then(|| limits_line(&config));
         if opts.network_capture {
             let (role, id) = match opts.role {

@@ -1,0 +1,215 @@
+//! Multicast user data (issue 19): one perftest publisher in one network namespace and three
+//! perftest subscribers in another, joined by a veth pair (172.16.0.1 and 172.16.0.2, made and
+//! removed by the test). With `-multicast` the subscribers' readers announce the multicast
+//! group and the publisher sends each sample once, to the group: its own capture
+//! (`-networkCapture -doNotDropNetworkCapture`, decoded by tshark) holds about one user-data
+//! datagram per sample, none to the subscribers' unicast ports. Without it the same run sends
+//! one datagram per sample to each subscriber. Every subscriber receives every sample (strict
+//! reliable) either way, and the start-up summary says `Use Multicast: True` only with
+//! `-multicast`. Needs root; every process is bounded.
+
+mod common;
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::{output_bounded, perftest, temp_dir};
+use ferrodds_capture::testing::{require_tshark, tshark_check};
+use ferrodds_capture::{read_udp_payloads, Direction};
+use ferrodds_lab::testbed::{is_root, Impairments, Testbed};
+
+const PUB_ADDR: &str = "172.16.0.1";
+const SUB_ADDR: &str = "172.16.0.2";
+const SUBSCRIBERS: u32 = 3;
+const SAMPLES: u64 = 2_000;
+/// perftest's default domain (1): the user-data multicast port and the first unicast ones.
+const USER_MULTICAST_PORT: u16 = 7400 + 250 + 1;
+const LIMIT: Duration = Duration::from_secs(90);
+
+fn side(ns: &str, dir: &Path, args: &[String]) -> Output {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns])
+        .arg(perftest())
+        .args(args)
+        .current_dir(dir);
+    output_bounded(&mut cmd, LIMIT)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}\n--- stdout:\n{}--- stderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Runs the publisher and the subscribers; returns the publisher's capture file.
+fn run(tb: &Testbed, root: &Path, multicast: bool) -> PathBuf {
+    let tag = if multicast { "mc" } else { "uc" };
+    let common = |role: &str, nic: &str, peer: &str| -> Vec<String> {
+        let mut v: Vec<String> = [
+            role,
+            "-transport",
+            "UDPv4",
+            "-nic",
+            nic,
+            "-peer",
+            peer,
+            "-dataLen",
+            "200",
+            "-noPrint",
+        ]
+        .map(String::from)
+        .to_vec();
+        if multicast {
+            v.push("-multicast".into());
+        }
+        v
+    };
+    let pub_dir = root.join(format!("{tag}-pub"));
+    std::fs::create_dir_all(&pub_dir).unwrap();
+    let mut pub_args = common("-pub", PUB_ADDR, SUB_ADDR);
+    pub_args.extend(
+        [
+            "-numSubscribers",
+            &SUBSCRIBERS.to_string(),
+            "-numIter",
+            &SAMPLES.to_string(),
+            "-latencyCount",
+            "100",
+            "-batchSize",
+            "0",
+            "-networkCapture",
+            "-doNotDropNetworkCapture",
+        ]
+        .map(String::from),
+    );
+    let (publ, subs) = std::thread::scope(|s| {
+        let subs: Vec<_> = (0..SUBSCRIBERS)
+            .map(|sid| {
+                let dir = root.join(format!("{tag}-sub{sid}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                let mut args = common("-sub", SUB_ADDR, PUB_ADDR);
+                args.extend(["-sidMultiSubTest".to_string(), sid.to_string()]);
+                let ns = tb.ns_sub.clone();
+                s.spawn(move || side(&ns, &dir, &args))
+            })
+            .collect();
+        let publ = s.spawn(|| side(&tb.ns_pub, &pub_dir, &pub_args));
+        let join = |h: std::thread::ScopedJoinHandle<'_, Output>| {
+            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+        };
+        let publ = join(publ);
+        let subs: Vec<Output> = subs.into_iter().map(join).collect();
+        (publ, subs)
+    });
+    assert!(publ.status.success(), "publisher: {}", text(&publ));
+    let want = format!(
+        "Use Multicast: {}",
+        if multicast { "True" } else { "False" }
+    );
+    assert!(
+        String::from_utf8_lossy(&publ.stderr).contains(&want),
+        "{want}: {}",
+        text(&publ)
+    );
+    for (sid, o) in subs.iter().enumerate() {
+        assert!(o.status.success(), "subscriber {sid}: {}", text(o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        // The throughput summary row: size, total samples, ... (every sample, reliable).
+        let total: u64 = out
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(',').map(str::trim).collect();
+                (f.len() >= 5 && f[0].parse::<u64>().is_ok()).then(|| f[1].parse().ok())?
+            })
+            .next_back()
+            .unwrap_or_else(|| panic!("no summary row from subscriber {sid}: {}", text(o)));
+        assert!(
+            total >= SAMPLES,
+            "subscriber {sid} got {total} of {SAMPLES}: {}",
+            text(o)
+        );
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&pub_dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pcapng"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}: {}", text(&publ));
+    files.pop().unwrap()
+}
+
+/// The publisher's outbound user-data datagrams: (to the group, to unicast ports).
+fn user_data_datagrams(file: &Path) -> (u64, u64) {
+    let c = read_udp_payloads(file).unwrap();
+    let group = Ipv4Addr::new(239, 255, 0, 1);
+    let (mut to_group, mut to_unicast) = (0, 0);
+    for d in c.datagrams {
+        // User data is the large datagrams (a 200-byte sample each); discovery to the
+        // metatraffic ports and HEARTBEATs are told apart by port and size.
+        if d.direction != Some(Direction::Outbound) || d.payload.len() < 200 {
+            continue;
+        }
+        if *d.dst.ip() == group && d.dst.port() == USER_MULTICAST_PORT {
+            to_group += 1;
+        } else if !d.dst.ip().is_multicast() && d.dst.port() % 2 == 1 {
+            // Unicast user-data ports are odd (7661, 7663, ... in domain 1).
+            to_unicast += 1;
+        }
+    }
+    (to_group, to_unicast)
+}
+
+#[test]
+fn multicast_user_data_is_sent_once_per_sample() {
+    if !is_root() {
+        ferrodds_testkit::skip("the namespace test needs root");
+        return;
+    }
+    let tshark = match require_tshark() {
+        Ok(t) => t,
+        Err(e) => panic!("tshark is required for this test ({e})"),
+    };
+    let tb = Testbed::create_with_addresses(Impairments::default(), PUB_ADDR, SUB_ADDR)
+        .expect("testbed");
+    let root = temp_dir("multicast");
+    let mc = run(&tb, &root, true);
+    let uc = run(&tb, &root, false);
+    let (mc_group, mc_unicast) = user_data_datagrams(&mc);
+    let (uc_group, uc_unicast) = user_data_datagrams(&uc);
+    eprintln!(
+        "-multicast: {mc_group} datagrams to the group, {mc_unicast} unicast; \
+         without: {uc_group} to the group, {uc_unicast} unicast ({SAMPLES} samples, {SUBSCRIBERS} subscribers)"
+    );
+    // Once per sample (a few repairs may go again), not once per subscriber.
+    assert!(mc_group >= SAMPLES, "{mc_group} datagrams to the group");
+    assert!(
+        mc_group + mc_unicast < SAMPLES * 3 / 2,
+        "{mc_group} to the group and {mc_unicast} unicast for {SAMPLES} samples"
+    );
+    assert!(
+        mc_unicast < SAMPLES / 10,
+        "{mc_unicast} unicast user datagrams"
+    );
+    // Without: once per sample and subscriber, none to the group.
+    assert!(
+        uc_unicast >= SAMPLES * u64::from(SUBSCRIBERS),
+        "{uc_unicast}"
+    );
+    assert_eq!(uc_group, 0);
+    let _ = tshark;
+    for f in [&mc, &uc] {
+        let report = tshark_check(f).unwrap_or_else(|e| panic!("tshark on {}: {e}", f.display()));
+        let issues = report.issues();
+        assert!(
+            issues.is_empty(),
+            "tshark: {:#?}",
+            &issues[..issues.len().min(20)]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
