@@ -35,6 +35,14 @@ fn parse_sample(l: &str) -> Option<(u32, u32, bool)> {
 }
 
 /// Our writer → Cyclone reader.
+/// Our participant for the interop runs: the reliable unkeyed ones also run shared memory, so
+/// Cyclone sees (and must ignore) our FerroDDS shared-memory locator in SPDP and keeps UDP.
+fn our_participant(domain: u32, keyed: bool, reliable: bool) -> ferrodds::DomainParticipant {
+    let shm = reliable && !keyed;
+    ferrodds::DomainParticipant::with_config(domain, loopback_config().shared_memory(shm))
+        .expect("participant")
+}
+
 fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
     let Some(py) = cyclone_python() else { return };
     let n = 1000u32;
@@ -60,7 +68,7 @@ fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
     }
     let mut peer = Peer::start(&py, &args);
     peer.wait_line(PEER_WAIT, |l| l == "READY");
-    let p = participant(domain);
+    let p = our_participant(domain, keyed, reliable);
     let mut wq = DataWriterQos::default()
         .keep_all()
         .max_blocking_time(Duration::from_secs(5));
@@ -167,7 +175,7 @@ fn cyclone_to_ours(domain: u32, keyed: bool, reliable: bool) {
     let Some(py) = cyclone_python() else { return };
     let n = 1000u32;
     let topic = format!("cyclone_to_ours_{domain}");
-    let p = participant(domain);
+    let p = our_participant(domain, keyed, reliable);
     let mut rq = DataReaderQos::default().keep_all();
     rq = if reliable {
         rq.reliable()
