@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, non-interactively and only when missing, everything the test suite needs:
 #   - Debian packages: tshark (wire checks), cyclonedds-tools (ddsperf + libddsc, the peer DDS),
-#     chromium (report rendering check), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests)
+#     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests)
 #   - cargo-fuzz (fuzz targets run on stable with `-s none`)
 # Safe to run repeatedly. Needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -16,6 +16,8 @@ command -v nft >/dev/null 2>&1 || need_pkgs+=(nftables)
 # chromium: the lab's report test renders report.html headless and checks the screenshot
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
+# valgrind: the callgrind regression guard (instructions per round trip)
+command -v valgrind >/dev/null 2>&1 || need_pkgs+=(valgrind)
 
 if ((${#need_pkgs[@]})); then
   SUDO=""
@@ -38,7 +40,7 @@ bash "$(dirname "$0")/setup-python-peers.sh" >&2
 # Every tool the tests need must now be on PATH (an install that silently failed would
 # otherwise show up as skipped or failing tests far from its cause).
 missing=()
-for tool in tshark ddsperf ip tc nft chromium; do
+for tool in tshark ddsperf ip tc nft chromium valgrind; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 cargo fuzz --version >/dev/null 2>&1 || missing+=(cargo-fuzz)

@@ -3,7 +3,8 @@
 #   1. installs missing test dependencies (scripts/install-test-deps.sh)
 #   2. rustfmt check, clippy with -D warnings
 #   3. the release perftest (one test compares its latency with its own network capture),
-#      then every unit, integration, doc and bench-smoke test of the workspace
+#      then every unit, integration, doc and bench-smoke test of the workspace, and the
+#      callgrind guard (instructions per 32 B round trip within 5 % of the committed baseline)
 #   4. every cargo-fuzz target for a bounded time on stable (`-s none`); a crash fails the run
 # Environment: FUZZ_SECONDS (default 20) per fuzz target; SKIP_FUZZ=1 skips step 4.
 # A test whose external dependency (root for namespaces, tshark, ddsperf, …) is missing skips
@@ -31,6 +32,8 @@ step "cargo test (unit, integration, benches in test mode)"
 export FERRODDS_SKIP_LOG="$PWD/target/skipped-tests.txt"
 rm -f "$FERRODDS_SKIP_LOG"
 cargo test --workspace --all-targets --locked 2>&1 | tee target/test-output.txt
+step "callgrind regression guard (instructions per 32 B round trip vs data/callgrind-baseline.txt)"
+SKIP_BUILD=1 bash scripts/callgrind-guard.sh
 step "cargo test --doc"
 cargo test --workspace --doc --locked 2>&1 | tee -a target/test-output.txt
 
