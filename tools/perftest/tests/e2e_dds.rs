@@ -806,3 +806,31 @@ fn shared_memory_latency_and_throughput() {
         bad.stderr
     );
 }
+
+/// `-nomulticast` (RTI 2.x): multicast off as `-multicast` turns it on, discovery through the
+/// unicast peers; a latency test still runs. With `-multicast` as well it is refused.
+#[test]
+fn nomulticast_turns_multicast_off() {
+    let (p, s) = pair(
+        "93",
+        &["-latencyTest", "-exec", "1", "-noPrint", "-nomulticast"],
+        &["-noPrint", "-nomulticast"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    for r in [&p, &s] {
+        assert!(r.stderr.contains("Use Multicast: False"), "{}", r.stderr);
+    }
+    assert!(latency_summary(&p.stdout)[1] > 0.0);
+    let r = common::run(
+        &["-pub", "-nic", "127.0.0.1", "-multicast", "-nomulticast"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr
+            .contains("'-multicast' and '-nomulticast' cannot be used together."),
+        "{}",
+        r.stderr
+    );
+}

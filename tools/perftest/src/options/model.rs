@@ -185,6 +185,9 @@ pub struct Options {
     pub peers: Vec<String>,
     /// `-multicast`.
     pub multicast: bool,
+    /// `-nomulticast` (RTI 2.x): multicast off, discovery through unicast peers (127.0.0.1
+    /// when no `-peer` is given).
+    pub no_multicast: bool,
     /// `-rawTransport`.
     pub raw: bool,
     /// `-noBlockingSockets`.
@@ -299,6 +302,7 @@ impl Default for Options {
             nic: None,
             peers: Vec::new(),
             multicast: false,
+            no_multicast: false,
             raw: false,
             no_blocking_sockets: false,
             cpu: false,

@@ -248,7 +248,7 @@ impl Options {
                 self.peers.push(v.to_string());
             }
             "-multicast" => self.multicast = true,
-            "-nomulticast" => self.multicast = false,
+            "-nomulticast" => self.no_multicast = true,
             "-rawTransport" => self.raw = true,
             "-noBlockingSockets" => self.no_blocking_sockets = true,
             "-cpu" => self.cpu = true,

@@ -194,7 +194,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         Both,
         "Use the compiled-in QoS (always the case here)",
     ),
-    o("-nomulticast", Flag, Both, ""),
+    o(
+        "-nomulticast",
+        Flag,
+        Both,
+        "Do not use multicast (discovery through -peer, 127.0.0.1 by default)",
+    ),
     o(
         "-numIter",
         Value,

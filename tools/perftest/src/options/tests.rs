@@ -350,12 +350,16 @@ fn capability_refusals_name_the_reason() {
         ("-raw -dataLen 65501", "'-dataLen' 65501 is out of range: 28..=65500 for the raw UDP transport (one sample per datagram)."),
         ("-raw -multicast", "'-multicast' is not supported by FerroDDS perftest: multicast is not implemented for the raw transport yet."),
         ("-raw -multicast -peer 10.0.0.1", "'-multicast' cannot be combined with '-peer' in raw mode."),
+        ("-multicast -nomulticast", "'-multicast' and '-nomulticast' cannot be used together."),
+        ("-nomulticast -multicast", "'-multicast' and '-nomulticast' cannot be used together."),
         ("-noBlockingSockets", "'-noBlockingSockets' is not supported by FerroDDS perftest: only meaningful with -rawTransport."),
     ];
     for (args, want) in cases {
         assert_eq!(parse(args).unwrap_err().to_string(), want, "{args}");
     }
     assert!(parse("-multicast").is_ok());
+    let o = parse("-nomulticast").unwrap();
+    assert!(o.no_multicast && !o.multicast);
     assert!(parse("-raw -noBlockingSockets").is_ok());
     let o = parse("-transport SHMEM").unwrap();
     assert_eq!(o.backend(), crate::transport::Backend::Dds);

@@ -57,6 +57,11 @@ impl Options {
                 mode: caps.data_len_mode,
             });
         }
+        if self.multicast && self.no_multicast {
+            return Err(OptionError::Conflict(
+                "'-multicast' and '-nomulticast' cannot be used together.",
+            ));
+        }
         if self.raw && self.multicast && !self.peers.is_empty() {
             return Err(OptionError::Conflict(
                 "'-multicast' cannot be combined with '-peer' in raw mode.",

@@ -212,7 +212,7 @@ impl DdsTransport {
         };
         if tcp_only || wan {
             config = config.multicast(false);
-        } else if (loopback || !peers.is_empty()) && !opts.multicast {
+        } else if (loopback || !peers.is_empty() || opts.no_multicast) && !opts.multicast {
             config = config.multicast(false);
             if peers.is_empty() {
                 peers.push(Ipv4Addr::LOCALHOST);
