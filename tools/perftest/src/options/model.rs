@@ -110,8 +110,6 @@ pub struct Options {
     pub use_read_thread: bool,
     /// `-sendQueueSize`.
     pub send_queue_size: Option<u64>,
-    /// `-receiveQueueSize`.
-    pub receive_queue_size: Option<u64>,
     /// `-receiveBufferSize`.
     pub receive_buffer_size: Option<u64>,
     /// `-sendBufferSize`.
@@ -267,7 +265,6 @@ impl Default for Options {
             durability: None,
             use_read_thread: false,
             send_queue_size: None,
-            receive_queue_size: None,
             receive_buffer_size: None,
             send_buffer_size: None,
             latency_test: false,

@@ -27,6 +27,9 @@ pub(super) fn unsupported(option: &'static str, reason: &'static str) -> OptionE
 /// implement.
 const NOT_IN_TOOL: &str = "not implemented in FerroDDS perftest";
 
+/// Why `-receiveQueueSize` is refused.
+const RECEIVE_QUEUE_REASON: &str = "RTI sets the reader's initial_samples (a preallocated pool), and FerroDDS readers preallocate no samples: their queue grows as samples arrive";
+
 /// Refuses `option` with the backend's reason (or [`NOT_IN_TOOL`] when the backend has
 /// the feature but the tool does not use it).
 fn refuse(option: &'static str, support: Support) -> OptionError {
@@ -170,7 +173,13 @@ impl Options {
             }
             "-useReadThread" => self.use_read_thread = true,
             "-sendQueueSize" => self.send_queue_size = Some(num(name, v, 1, 1 << 24)?),
-            "-receiveQueueSize" => self.receive_queue_size = Some(num(name, v, 1, 1 << 24)?),
+            "-receiveQueueSize" => {
+                // RTI sets the reader's resource_limits.initial_samples: a preallocation, not
+                // a limit. FerroDDS readers preallocate nothing (the queue grows as samples
+                // arrive), so there is nothing to set; a limit would change the test.
+                num(name, v, 1, 1 << 24)?;
+                return Err(unsupported(name, RECEIVE_QUEUE_REASON));
+            }
             "-receiveBufferSize" => {
                 self.receive_buffer_size = Some(num(name, v, 1, 1 << 30)?);
             }

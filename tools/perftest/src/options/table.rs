@@ -281,7 +281,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "-receiveQueueSize",
         Value,
         Both,
-        "<n> Reader queue size, default 128",
+        "",
     ),
     o(
         "-scan",

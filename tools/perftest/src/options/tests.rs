@@ -352,6 +352,8 @@ fn capability_refusals_name_the_reason() {
         ("-raw -multicast -peer 10.0.0.1", "'-multicast' cannot be combined with '-peer' in raw mode."),
         ("-multicast -nomulticast", "'-multicast' and '-nomulticast' cannot be used together."),
         ("-nomulticast -multicast", "'-multicast' and '-nomulticast' cannot be used together."),
+        ("-receiveQueueSize 256", "'-receiveQueueSize' is not supported by FerroDDS perftest: RTI sets the reader's initial_samples (a preallocated pool), and FerroDDS readers preallocate no samples: their queue grows as samples arrive."),
+        ("-receiveQueueSize 0", "Invalid value '0' for '-receiveQueueSize': value out of range."),
         ("-noBlockingSockets", "'-noBlockingSockets' is not supported by FerroDDS perftest: only meaningful with -rawTransport."),
     ];
     for (args, want) in cases {
