@@ -141,7 +141,7 @@ pub struct Options {
     /// `-writeInstance`.
     pub write_instance: Option<u64>,
     /// `-unbounded` (with optional threshold).
-    pub unbounded: Option<Option<u64>>,
+    pub unbounded: bool,
     /// `-batchSize`.
     pub batch_size: Option<u64>,
     /// `-bestEffort`.
@@ -280,7 +280,7 @@ impl Default for Options {
             keyed: false,
             instances: None,
             write_instance: None,
-            unbounded: None,
+            unbounded: false,
             batch_size: None,
             best_effort: false,
             transport: None,

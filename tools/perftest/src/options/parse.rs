@@ -27,6 +27,9 @@ pub(super) fn unsupported(option: &'static str, reason: &'static str) -> OptionE
 /// implement.
 const NOT_IN_TOOL: &str = "not implemented in FerroDDS perftest";
 
+/// Why a `-unbounded` threshold is refused.
+const UNBOUNDED_THRESHOLD_REASON: &str = "its threshold sets RTI's buffer pool (samples up to it preallocated, larger ones allocated), and FerroDDS allocates every sample's buffer as needed: give '-unbounded' without a value (the unbounded type is used either way)";
+
 /// Why `-receiveQueueSize` is refused.
 const RECEIVE_QUEUE_REASON: &str = "RTI sets the reader's initial_samples (a preallocated pool), and FerroDDS readers preallocate no samples: their queue grows as samples arrive";
 
@@ -218,12 +221,14 @@ impl Options {
             "-instances" => self.instances = Some(num(name, v, 1, 1 << 24)?),
             "-writeInstance" => self.write_instance = Some(num(name, v, 0, 1 << 24)?),
             "-unbounded" => {
-                let threshold = if v.is_empty() {
-                    None
-                } else {
-                    Some(num(name, v, OVERHEAD_BYTES, MAX_BOUNDED_SEQ_SIZE)?)
-                };
-                self.unbounded = Some(threshold);
+                if !v.is_empty() {
+                    // RTI's threshold is the writer/reader pool_buffer_max_size: samples up
+                    // to it come from preallocated buffers, larger ones are allocated. The
+                    // type is the unbounded one either way, so only the value is refused.
+                    num(name, v, OVERHEAD_BYTES, MAX_BOUNDED_SEQ_SIZE)?;
+                    return Err(unsupported(name, UNBOUNDED_THRESHOLD_REASON));
+                }
+                self.unbounded = true;
             }
             "-batchSize" => self.batch_size = Some(num(name, v, 0, 65507)?),
             "-bestEffort" => self.best_effort = true,

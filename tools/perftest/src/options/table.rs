@@ -403,7 +403,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "-unbounded",
         Optional,
         Both,
-        "[threshold] Use the unbounded (Large) type",
+        "Use the unbounded (Large) type (a pool threshold value is refused)",
     ),
     o("-useLegacyDynamicData", Flag, Both, ""),
     o(

@@ -353,6 +353,8 @@ fn capability_refusals_name_the_reason() {
         ("-multicast -nomulticast", "'-multicast' and '-nomulticast' cannot be used together."),
         ("-nomulticast -multicast", "'-multicast' and '-nomulticast' cannot be used together."),
         ("-receiveQueueSize 256", "'-receiveQueueSize' is not supported by FerroDDS perftest: RTI sets the reader's initial_samples (a preallocated pool), and FerroDDS readers preallocate no samples: their queue grows as samples arrive."),
+        ("-unbounded 1000", "'-unbounded' is not supported by FerroDDS perftest: its threshold sets RTI's buffer pool (samples up to it preallocated, larger ones allocated), and FerroDDS allocates every sample's buffer as needed: give '-unbounded' without a value (the unbounded type is used either way)."),
+        ("-unbounded 10", "Invalid value '10' for '-unbounded': value out of range."),
         ("-receiveQueueSize 0", "Invalid value '0' for '-receiveQueueSize': value out of range."),
         ("-noBlockingSockets", "'-noBlockingSockets' is not supported by FerroDDS perftest: only meaningful with -rawTransport."),
     ];
@@ -360,6 +362,12 @@ fn capability_refusals_name_the_reason() {
         assert_eq!(parse(args).unwrap_err().to_string(), want, "{args}");
     }
     assert!(parse("-multicast").is_ok());
+    // -unbounded alone (also before another option) selects the unbounded type.
+    for args in ["-unbounded", "-unbounded -pub", "-pub -unbounded"] {
+        let o = parse(args).unwrap();
+        assert!(o.unbounded && o.large_data(), "{args}");
+    }
+    assert!(!parse("-pub").unwrap().large_data());
     let o = parse("-nomulticast").unwrap();
     assert!(o.no_multicast && !o.multicast);
     assert!(parse("-raw -noBlockingSockets").is_ok());

@@ -33,7 +33,7 @@ impl Options {
             reject(self.asynchronous, "-asynchronous")?;
             reject(self.scan.is_some(), "-scan")?;
             reject(self.thread_cpu_affinity.is_some(), "-threadCPUAffinity")?;
-            reject(self.unbounded.is_some(), "-unbounded")?;
+            reject(self.unbounded, "-unbounded")?;
             reject(self.num_publishers > 1, "-numPublishers")?;
             reject(self.pid > 0, "-pidMultiPubTest")?;
         }
