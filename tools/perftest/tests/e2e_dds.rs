@@ -834,3 +834,130 @@ fn nomulticast_turns_multicast_off() {
         r.stderr
     );
 }
+
+/// The threads of process `pid`: (name, `Cpus_allowed_list`, `policy/rt_priority` from `stat`).
+fn threads_of(pid: u32) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let p = e.path();
+        let (Ok(comm), Ok(status), Ok(stat)) = (
+            std::fs::read_to_string(p.join("comm")),
+            std::fs::read_to_string(p.join("status")),
+            std::fs::read_to_string(p.join("stat")),
+        ) else {
+            continue;
+        };
+        let cpus = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        // Fields after the ')' start at field 3 (state); rt_priority is field 40, policy 41.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let field = |n: usize| fields.get(n - 3).copied().unwrap_or("");
+        let policy = format!("{}/{}", field(41), field(40));
+        out.push((comm.trim_end().to_string(), cpus, policy));
+    }
+    out
+}
+
+/// Starts a subscriber with `extra`, waits until it reports the middleware threads it set,
+/// reads its threads and stops it.
+fn subscriber_threads(domain: &str, extra: &[&str]) -> (Vec<(String, String, String)>, String) {
+    use std::io::{BufRead, BufReader};
+    let mut args = vec!["-sub", "-nic", "127.0.0.1", "-domain", domain, "-noPrint"];
+    args.extend_from_slice(extra);
+    let mut child = spawn(&args);
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains("Middleware threads set:") {
+                let _ = tx.send(seen.clone());
+            }
+        }
+        let _ = tx.send(seen);
+    });
+    let seen = rx.recv_timeout(Duration::from_secs(20));
+    let threads = threads_of(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    let seen = seen.expect("the subscriber did not start within 20 s");
+    (threads, seen)
+}
+
+/// `-threadCPUAffinity A:B:C:D`: B pins FerroDDS's receive threads, D its event thread, an
+/// empty A leaves the main thread alone; C (RTI's database thread) is refused.
+#[test]
+fn thread_cpu_affinity_pins_receive_and_event_threads() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        ferrodds_testkit::skip("-threadCPUAffinity test: needs two CPUs");
+        return;
+    }
+    let (threads, seen) = subscriber_threads("94", &["-threadCPUAffinity", ":1::0"]);
+    assert!(seen.contains("Middleware threads set: "), "{seen}");
+    let rx: Vec<_> = threads
+        .iter()
+        .filter(|t| t.0.starts_with("ferrodds-rx") || t.0 == "ferrodds-shm-rx")
+        .collect();
+    assert!(!rx.is_empty(), "{threads:?}");
+    for t in &rx {
+        assert_eq!(t.1, "1", "{threads:?}");
+    }
+    let timer = threads.iter().find(|t| t.0 == "ferrodds-timer").unwrap();
+    assert_eq!(timer.1, "0", "{threads:?}");
+    let main = threads.iter().find(|t| t.0 == "perftest").unwrap();
+    assert_ne!(main.1, "1", "{threads:?}");
+    assert_ne!(main.1, "0", "{threads:?}");
+    let r = common::run(
+        &["-sub", "-nic", "127.0.0.1", "-threadCPUAffinity", "0:1:0:1"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("FerroDDS has no database thread"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// `-threadPriorities X:Y:Z`: SCHED_FIFO on FerroDDS's receive (Y) and event (Z) threads as
+/// on the main thread (X). Needs CAP_SYS_NICE and an RT budget: skipped where SCHED_FIFO
+/// cannot be set.
+#[test]
+fn thread_priorities_reach_receive_and_event_threads() {
+    let probe = std::process::Command::new("chrt")
+        .args(["-f", "1", "true"])
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        ferrodds_testkit::skip(
+            "-threadPriorities test: SCHED_FIFO not permitted here (or no chrt)",
+        );
+        return;
+    }
+    let (threads, seen) = subscriber_threads("95", &["-threadPriorities", "l:2:3"]);
+    assert!(seen.contains("Middleware threads set: "), "{seen}");
+    // Policy 1 is SCHED_FIFO; `l` is the minimum, 1.
+    let rx: Vec<_> = threads
+        .iter()
+        .filter(|t| t.0.starts_with("ferrodds-rx"))
+        .collect();
+    assert!(!rx.is_empty(), "{threads:?}");
+    for t in rx {
+        assert_eq!(t.2, "1/2", "{threads:?}");
+    }
+    let timer = threads.iter().find(|t| t.0 == "ferrodds-timer").unwrap();
+    assert_eq!(timer.2, "1/3", "{threads:?}");
+    let main = threads.iter().find(|t| t.0 == "perftest").unwrap();
+    assert_eq!(main.2, "1/1", "{threads:?}");
+}

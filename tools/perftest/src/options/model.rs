@@ -61,20 +61,21 @@ pub struct ThreadPriorities {
     pub main: Priority,
     /// Receive threads.
     pub receive: Priority,
-    /// Event/database threads (not applied: the middleware owns them).
+    /// Event thread (`ferrodds-timer`; FerroDDS has no database thread).
     pub event: Priority,
 }
 
 /// `-threadCPUAffinity A:B:C:D`: core lists (empty = unchanged).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CpuAffinity {
-    /// Main thread cores.
+    /// Main thread cores (and the asynchronous publisher thread, `ferrodds-publisher`).
     pub main: Vec<usize>,
-    /// Receive thread cores.
+    /// Receive thread cores (`ferrodds-rx*`, `ferrodds-shm-rx`, `ferrodds-tcp-rx` and
+    /// perftest's read threads).
     pub receive: Vec<usize>,
-    /// Database thread cores (middleware-owned; recorded only).
+    /// Database thread cores: FerroDDS has none, so a non-empty list is refused.
     pub database: Vec<usize>,
-    /// Event thread cores (middleware-owned; recorded only).
+    /// Event thread cores (`ferrodds-timer`).
     pub event: Vec<usize>,
 }
 

@@ -355,6 +355,7 @@ fn capability_refusals_name_the_reason() {
         ("-receiveQueueSize 256", "'-receiveQueueSize' is not supported by FerroDDS perftest: RTI sets the reader's initial_samples (a preallocated pool), and FerroDDS readers preallocate no samples: their queue grows as samples arrive."),
         ("-unbounded 1000", "'-unbounded' is not supported by FerroDDS perftest: its threshold sets RTI's buffer pool (samples up to it preallocated, larger ones allocated), and FerroDDS allocates every sample's buffer as needed: give '-unbounded' without a value (the unbounded type is used either way)."),
         ("-unbounded 10", "Invalid value '10' for '-unbounded': value out of range."),
+        ("-threadCPUAffinity 0:1:1:0", "'-threadCPUAffinity': FerroDDS has no database thread, so the third part (C, RTI's database thread) must be empty: give A:B::D."),
         ("-receiveQueueSize 0", "Invalid value '0' for '-receiveQueueSize': value out of range."),
         ("-noBlockingSockets", "'-noBlockingSockets' is not supported by FerroDDS perftest: only meaningful with -rawTransport."),
     ];

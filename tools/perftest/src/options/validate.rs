@@ -37,6 +37,15 @@ impl Options {
             reject(self.num_publishers > 1, "-numPublishers")?;
             reject(self.pid > 0, "-pidMultiPubTest")?;
         }
+        if self
+            .thread_cpu_affinity
+            .as_ref()
+            .is_some_and(|a| !a.database.is_empty())
+        {
+            return Err(OptionError::Conflict(
+                "'-threadCPUAffinity': FerroDDS has no database thread, so the third part (C, RTI's database thread) must be empty: give A:B::D.",
+            ));
+        }
         if !self.network_capture {
             if self.keep_network_capture {
                 return Err(OptionError::Conflict(
