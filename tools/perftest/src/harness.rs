@@ -576,6 +576,8 @@ fn switch_size(
     reliable: bool,
     num_subs: u32,
 ) -> Result<(), PerftestError> {
+    // The old size's last (partial) batch goes out before its acknowledgements are awaited.
+    writer.flush()?;
     if reliable {
         writer.wait_for_acks(Duration::from_secs(2))?;
     }

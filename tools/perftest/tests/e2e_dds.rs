@@ -961,3 +961,41 @@ fn thread_priorities_reach_receive_and_event_threads() {
     let main = threads.iter().find(|t| t.0 == "perftest").unwrap();
     assert_eq!(main.2, "1/1", "{threads:?}");
 }
+
+/// Batching as RTI's: a batch is sent when full or when perftest flushes the writer (end of
+/// the burst and of the test), never on a timer. Writing a 100-byte sample every 5 ms into
+/// 8192-byte batches (81 samples, one ping per batch at a rotating position), a ping waits
+/// for its batch to fill: at least ~75 samples × 5 ms. With a flush timer (the old 1 ms) the
+/// pings took a few ms. The last, partial batch and FINISHED arrive through the flush.
+#[test]
+fn batches_go_out_when_full_or_flushed_not_on_a_timer() {
+    let (p, s) = pair(
+        "96",
+        &[
+            "-batchSize",
+            "8192",
+            "-dataLen",
+            "100",
+            "-sleep",
+            "5",
+            "-latencyCount",
+            "1",
+            "-numIter",
+            "400",
+            "-noPrint",
+        ],
+        &["-dataLen", "100", "-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(p.stderr.contains("Batching: 8192 Bytes"), "{}", p.stderr);
+    // 400 = 4 full batches + 76 samples sent by the final flush.
+    let t = throughput_summary(&s.stdout);
+    assert_eq!((t[1], t[4]), (400.0, 0.0), "{t:?}");
+    let l = latency_summary(&p.stdout);
+    // Min latency: the ping furthest into a batch still waits for the rest of it (tens of ms).
+    assert!(
+        l[3] > 50_000.0,
+        "pings did not wait for full batches: {l:?}"
+    );
+}

@@ -573,7 +573,11 @@ impl<T: PerfType> Writer for DdsWriter<T> {
     }
 
     fn flush(&mut self) -> Result<(), PerftestError> {
-        Ok(())
+        // Batching: send what the writer holds (RTI's DataWriter::flush); a no-op otherwise.
+        self.writer.flush().map_err(|e| PerftestError::Dds {
+            context: "flushing the writer",
+            source: e,
+        })
     }
 
     fn matched(&self) -> u32 {
