@@ -100,8 +100,8 @@ pub fn middleware_thread_role(comm: &str) -> Option<ThreadRole> {
     }
 }
 
-/// The FerroDDS threads of this process: thread id, name and role (from /proc/self/task).
-pub fn middleware_threads() -> Result<Vec<(i32, String, ThreadRole)>, PerftestError> {
+/// Every thread of this process: thread id and name (from /proc/self/task).
+fn all_threads() -> Result<Vec<(i32, String)>, PerftestError> {
     let dir = std::fs::read_dir("/proc/self/task")
         .map_err(PerftestError::io("listing /proc/self/task"))?;
     let mut out = Vec::new();
@@ -112,13 +112,38 @@ pub fn middleware_threads() -> Result<Vec<(i32, String, ThreadRole)>, PerftestEr
         let Ok(comm) = std::fs::read_to_string(e.path().join("comm")) else {
             continue; // the thread ended meanwhile
         };
-        let comm = comm.trim_end().to_string();
-        if let Some(role) = middleware_thread_role(&comm) {
-            out.push((tid, comm, role));
-        }
+        out.push((tid, comm.trim_end().to_string()));
     }
-    out.sort_by_key(|t| t.0);
+    out.sort();
     Ok(out)
+}
+
+/// The FerroDDS threads of this process: thread id, name and role. A new thread names
+/// itself once it runs (until then it carries the process's name), so threads still named
+/// like the main thread are waited for, at most `NAMING_WAIT`.
+pub fn middleware_threads() -> Result<Vec<(i32, String, ThreadRole)>, PerftestError> {
+    const NAMING_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+    let main_tid = std::process::id() as i32;
+    let end = std::time::Instant::now() + NAMING_WAIT;
+    let mut threads = all_threads()?;
+    loop {
+        let main_name = threads
+            .iter()
+            .find(|t| t.0 == main_tid)
+            .map(|t| t.1.clone());
+        let unnamed = threads
+            .iter()
+            .any(|t| t.0 != main_tid && Some(&t.1) == main_name.as_ref());
+        if !unnamed || std::time::Instant::now() >= end {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        threads = all_threads()?;
+    }
+    Ok(threads
+        .into_iter()
+        .filter_map(|(tid, comm)| middleware_thread_role(&comm).map(|r| (tid, comm, r)))
+        .collect())
 }
 
 /// Pins thread `tid` of this process to `cores` (no-op for an empty list).
