@@ -241,12 +241,27 @@ fn structured_values() {
 
 #[test]
 fn raw_peers() {
-    let (a, ids) = parse_raw_pub_peer("10.0.0.2:1-2", 3).unwrap();
+    let (a, ids) = parse_raw_pub_peer("10.0.0.2:1-2").unwrap();
     assert_eq!(a, std::net::Ipv4Addr::new(10, 0, 0, 2));
     assert_eq!(ids, vec![1, 2]);
-    assert_eq!(parse_raw_pub_peer("10.0.0.2", 2).unwrap().1, vec![0, 1]);
-    assert!(parse_raw_pub_peer("10.0.0.2:2", 2).is_err());
-    assert!(parse_raw_pub_peer("host:1", 2).is_err());
+    // As RTI's (`sscanf("%[^:]:%d")` with id 0 by default): ADDR is subscriber 0 only,
+    // whatever -numSubscribers says; ids are not bounded by it.
+    assert_eq!(parse_raw_pub_peer("10.0.0.2").unwrap().1, vec![0]);
+    assert_eq!(parse_raw_pub_peer("10.0.0.2:5").unwrap().1, vec![5]);
+    assert!(parse_raw_pub_peer("10.0.0.2:2-1").is_err());
+    assert!(parse_raw_pub_peer("10.0.0.2:65535").is_err());
+    assert!(parse_raw_pub_peer("host:1").is_err());
+    // Every subscriber must be reached by the explicit peers.
+    assert!(parse("-pub -raw -numSubscribers 2 -peer 127.0.0.1:0-1").is_ok());
+    assert!(parse("-pub -raw -numSubscribers 2 -peer 127.0.0.1:0 -peer 127.0.0.1:1").is_ok());
+    assert!(parse("-pub -raw -numSubscribers 2").is_ok());
+    assert!(parse("-pub -raw -peer 127.0.0.1:3").is_err());
+    assert_eq!(
+        parse("-pub -raw -numSubscribers 2 -peer 10.0.0.2")
+            .unwrap_err()
+            .to_string(),
+        "With -rawTransport the publisher sends only to the subscriber ids its '-peer's name (ADDR is id 0, ADDR:ID, ADDR:FIRST-LAST): subscriber 1 of '-numSubscribers 2' is not reached; give e.g. '-peer ADDR:0-1'."
+    );
 }
 
 #[test]

@@ -10,6 +10,7 @@ use super::model::{
 use super::parse::unsupported;
 use super::values::{
     parse_raw_pub_peer, parse_raw_sub_peer, parse_tcp_peer, parse_tls_peer, parse_wan_peer,
+    raw_peer_coverage,
 };
 
 impl Options {
@@ -100,11 +101,23 @@ impl Options {
             if let Some(nic) = &self.nic {
                 crate::transport::raw::resolve_nic(nic)?;
             }
+            let mut targets = Vec::new();
             for p in &self.peers {
                 if is_pub {
-                    parse_raw_pub_peer(p, self.num_subscribers)?;
+                    let (addr, ids) = parse_raw_pub_peer(p)?;
+                    targets.extend(ids.into_iter().map(|s| (addr, s)));
                 } else {
                     parse_raw_sub_peer(p)?;
+                }
+            }
+            // Explicit peers must reach every subscriber (RTI would run and hang waiting for
+            // the ones it never sends to). Without -peer all of them are on 127.0.0.1.
+            if is_pub && !targets.is_empty() {
+                if let Some(missing) = raw_peer_coverage(&targets, self.num_subscribers) {
+                    return Err(OptionError::RawPeersMissSubscriber {
+                        missing,
+                        num_subscribers: self.num_subscribers,
+                    });
                 }
             }
         } else {
