@@ -462,13 +462,19 @@ fn alive(pid: u32) -> bool {
 /// Starts a long raw `lab run`, waits for its two perftest children, sends SIGTERM `signals`
 /// times back to back (`timeout` and service managers signal the lab and then its group:
 /// the second signal takes the forced exit) and checks that the lab exits at once with 130
-/// and leaves no perftest running.
-fn sigterm_stops_the_perftest_children(name: &str, signals: usize) {
+/// and leaves no perftest running. Each caller has its own domains (the tests run at once).
+fn sigterm_stops_the_perftest_children(name: &str, signals: usize, domain_base: &str) {
     let dir = temp_dir(name);
     let mut child = lab()
         .args(["run", "--systems", "raw", "--tests", "throughput"])
         .args(["--sizes", "1024", "--repetitions", "1"])
-        .args(["--execution-time", "60", "--no-pin", "--domain-base", "210"])
+        .args([
+            "--execution-time",
+            "60",
+            "--no-pin",
+            "--domain-base",
+            domain_base,
+        ])
         .arg("--perftest")
         .arg(perftest())
         .arg("--out")
@@ -540,10 +546,10 @@ fn sigterm_stops_the_perftest_children(name: &str, signals: usize) {
 
 #[test]
 fn sigterm_stops_the_run_and_its_perftest_children() {
-    sigterm_stops_the_perftest_children("sigterm", 1);
+    sigterm_stops_the_perftest_children("sigterm", 1, "225");
 }
 
 #[test]
 fn a_second_sigterm_forces_the_exit_but_still_kills_the_children() {
-    sigterm_stops_the_perftest_children("sigterm2", 2);
+    sigterm_stops_the_perftest_children("sigterm2", 2, "229");
 }
