@@ -294,8 +294,8 @@ fn run_opts(opts: Options) -> Result<(), PerftestError> {
         dds_transport(&opts, batching)?
     };
     // RTI's receive (Y/B) and event (Z/D) parts: FerroDDS's own threads, running now that the
-    // participant exists (threads it starts later, such as TCP connections' receive threads,
-    // inherit the main thread's settings).
+    // participant exists (the harness sets them again after discovery, for the receive
+    // threads of TCP/TLS connections started meanwhile).
     let mut described = transport.describe();
     if !opts.raw {
         let changed = system::apply_to_middleware_threads(

@@ -999,3 +999,74 @@ fn batches_go_out_when_full_or_flushed_not_on_a_timer() {
         "pings did not wait for full batches: {l:?}"
     );
 }
+
+/// Over TCP the receive threads start with the connections, after the participant: perftest
+/// sets them once discovery is done (before "Waiting for data ...").
+#[test]
+fn thread_cpu_affinity_reaches_tcp_receive_threads_started_later() {
+    use std::io::{BufRead, BufReader};
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        ferrodds_testkit::skip("-threadCPUAffinity test: needs two CPUs");
+        return;
+    }
+    let (pub_port, sub_port) = ("27490", "27491");
+    let sub_peer = format!("tcpv4_lan://127.0.0.1:{pub_port}");
+    let pub_peer = format!("0@tcpv4_lan://127.0.0.1:{sub_port}");
+    let mut sub = spawn(&[
+        "-sub",
+        "-nic",
+        "127.0.0.1",
+        "-domain",
+        "98",
+        "-noPrint",
+        "-transport",
+        "TCP",
+        "-transportServerBindPort",
+        sub_port,
+        "-peer",
+        &sub_peer,
+        "-threadCPUAffinity",
+        ":1::0",
+    ]);
+    let publ = spawn(&[
+        "-pub",
+        "-nic",
+        "127.0.0.1",
+        "-domain",
+        "98",
+        "-noPrint",
+        "-transport",
+        "TCP",
+        "-transportServerBindPort",
+        pub_port,
+        "-peer",
+        &pub_peer,
+        "-latencyTest",
+        "-exec",
+        "3",
+    ]);
+    let err = sub.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if line.contains("Waiting for data") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let started = rx.recv_timeout(Duration::from_secs(30));
+    let threads = threads_of(sub.id());
+    let p = wait(publ, T, "publisher");
+    let _ = sub.kill();
+    let _ = sub.wait();
+    started.expect("the subscriber never discovered the publisher");
+    assert_ok(&p, "pub");
+    let tcp_rx: Vec<_> = threads
+        .iter()
+        .filter(|t| t.0 == "ferrodds-tcp-rx")
+        .collect();
+    assert!(!tcp_rx.is_empty(), "{threads:?}");
+    for t in tcp_rx {
+        assert_eq!(t.1, "1", "{threads:?}");
+    }
+}
