@@ -181,9 +181,11 @@ impl DataWriterQos {
 /// one datagram, which any RTPS reader accepts.
 ///
 /// With `enabled`, written samples are held until `max_bytes` of payload or
-/// `max_samples` samples are pending, until [`crate::DataWriter::flush`] (or
-/// [`crate::DataWriter::write_flush`]), or until the oldest pending sample
-/// waited `max_flush_delay`. Samples that need fragmenting are never held.
+/// `max_samples` samples are pending, or until [`crate::DataWriter::flush`]
+/// (or [`crate::DataWriter::write_flush`]), as RTI Connext batches. A finite
+/// `max_flush_delay` also sends them once the oldest pending sample waited
+/// that long (off by default: Connext's `max_flush_delay` is infinite).
+/// Samples that need fragmenting are never held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Batching {
     /// Off by default (every write is sent at once).
@@ -192,12 +194,13 @@ pub struct Batching {
     pub max_bytes: usize,
     /// Samples that trigger a flush (default 0: no limit).
     pub max_samples: usize,
-    /// Longest a sample is held (default 1 ms).
+    /// Longest a sample is held; `Duration::MAX` (the default) means no
+    /// timer: only a full batch or a flush sends.
     pub max_flush_delay: Duration,
 }
 
 impl Default for Batching {
-    /// The engine's defaults (off; 8192 bytes, no sample limit, 1 ms).
+    /// The engine's defaults (off; 8192 bytes, no sample limit, no flush timer).
     fn default() -> Self {
         let e = ferrodds_rtps::Batching::default();
         Self {

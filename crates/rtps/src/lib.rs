@@ -128,8 +128,9 @@
 //!
 //! A writer with [`WriterQos::batching`] enabled holds written samples until
 //! `max_bytes` of payload or `max_samples` are pending, until
-//! [`Participant::flush`] / [`Participant::write_flush`], or until
-//! `max_flush_delay` passed ([`Participant::poll_timeout`] includes it); then
+//! [`Participant::flush`] / [`Participant::write_flush`], or, when a finite
+//! `max_flush_delay` is set (the default is infinite, as Connext's), until it
+//! passed ([`Participant::poll_timeout`] includes it); then
 //! all pending samples go out as standard DATA submessages (with INFO_TS)
 //! packed into datagrams, each ending with a HEARTBEAT for reliable readers.
 //! Samples that need fragmenting are never held. A writer with

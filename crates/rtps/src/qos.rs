@@ -223,9 +223,11 @@ impl QosPolicyId {
 /// one datagram, which any RTPS reader accepts.
 ///
 /// With `enabled`, written samples are held until `max_bytes` of payload or
-/// `max_samples` samples are pending, until [`crate::Participant::flush`] (or
-/// [`crate::Participant::write_flush`]), or until the oldest pending sample
-/// waited `max_flush_delay`. Samples that need fragmenting are never held.
+/// `max_samples` samples are pending, or until [`crate::Participant::flush`]
+/// (or [`crate::Participant::write_flush`]), as RTI Connext batches. A finite
+/// `max_flush_delay` also sends them once the oldest pending sample waited
+/// that long (off by default, as Connext's `max_flush_delay` is infinite).
+/// Samples that need fragmenting are never held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Batching {
     /// Off by default (every write is sent at once).
@@ -234,7 +236,8 @@ pub struct Batching {
     pub max_bytes: usize,
     /// Samples that trigger a flush (default 0: no limit).
     pub max_samples: usize,
-    /// Longest a sample is held (default 1 ms).
+    /// Longest a sample is held; [`DURATION_INFINITE`] (the default): no
+    /// timer, only a full batch or a flush sends.
     pub max_flush_delay: Duration,
 }
 
@@ -244,7 +247,7 @@ impl Default for Batching {
             enabled: false,
             max_bytes: 8192,
             max_samples: 0,
-            max_flush_delay: Duration::from_millis(1),
+            max_flush_delay: DURATION_INFINITE,
         }
     }
 }

@@ -369,8 +369,13 @@ fn engine_10mb_samples_to_cyclone_subscriber() {
 
 #[test]
 fn engine_batched_small_samples_to_cyclone_subscriber() {
-    // Bursts of 100 samples of 32 B, batched into 8192-byte datagrams.
-    engine_to_cyclone_with(65, 24, 10, 100, Batching::bytes(8192), 1000, true);
+    // Bursts of 100 samples of 32 B, batched into 8192-byte datagrams; a burst's last
+    // partial batch goes on a 1 ms flush timer (the loop below never flushes).
+    let batching = Batching {
+        max_flush_delay: Duration::from_millis(1),
+        ..Batching::bytes(8192)
+    };
+    engine_to_cyclone_with(65, 24, 10, 100, batching, 1000, true);
 }
 
 fn engine_to_cyclone(domain: u32, baggage: usize, period_ms: u64, min: u64, reliable: bool) {

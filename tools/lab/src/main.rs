@@ -388,11 +388,18 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode, LabError> {
     {
         let stop = Arc::clone(&stop);
         let first = AtomicBool::new(true);
+        // SIGINT, SIGTERM and SIGHUP (ctrlc's `termination` feature) all land here. The
+        // children run in their own process groups, so a signal to the lab does not reach
+        // them: the first one lets the current run stop them and write partial results; a
+        // second one (e.g. `timeout`, which signals the lab and then its group) kills them and
+        // removes the namespaces before exiting, since `Drop` does not run after `exit`.
         let _ = ctrlc::set_handler(move || {
             if first.swap(false, Ordering::SeqCst) {
-                eprintln!("\nlab: interrupted: stopping the current run and writing partial results (Ctrl-C again to force)");
+                eprintln!("\nlab: interrupted: stopping the current run and writing partial results (Ctrl-C or SIGTERM again to force)");
                 stop.store(true, Ordering::SeqCst);
             } else {
+                runner::kill_live_children();
+                ferrodds_lab::testbed::remove_live_namespaces();
                 std::process::exit(130);
             }
         });

@@ -532,6 +532,7 @@ fn spawn(spec: &CommandSpec) -> Result<Running, LabError> {
         program: spec.program.clone(),
         source,
     })?;
+    live_groups().push(child.id());
     let out = drain(child.stdout.take().expect("stdout was piped"));
     let err = drain(child.stderr.take().expect("stderr was piped"));
     Ok(Running {
@@ -554,11 +555,7 @@ impl Running {
 
     /// Sends `signal` to the whole process group (wrappers such as `sh -c` may have forked).
     fn signal_group(&self, signal: &str) {
-        let _ = Command::new("kill")
-            .args([signal, "--", &format!("-{}", self.child.id())])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        kill_group(self.child.id(), signal);
     }
 
     /// Asks the process to stop (SIGINT: perftest prints its summary and exits).
@@ -579,6 +576,8 @@ impl Running {
 
     fn finish(mut self) -> ProcOutput {
         self.kill();
+        let id = self.child.id();
+        live_groups().retain(|g| *g != id);
         let stdout = self.out.join().unwrap_or_default();
         let stderr = self.err.join().unwrap_or_default();
         ProcOutput {
@@ -586,6 +585,31 @@ impl Running {
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
             stderr: String::from_utf8_lossy(&stderr).into_owned(),
         }
+    }
+}
+
+/// Process groups of the children started by [`run_pair`] and not yet reaped.
+static LIVE_GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+fn live_groups() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn kill_group(pgid: u32, signal: &str) {
+    let _ = Command::new("kill")
+        .args([signal, "--", &format!("-{pgid}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Kills (SIGKILL) the process groups of every child still running, for an exit that
+/// cannot wait for [`run_pair`] to reap them (a second Ctrl-C or SIGTERM). Each child has its
+/// own process group, so a signal sent to the lab alone never reaches them.
+pub fn kill_live_children() {
+    let groups = std::mem::take(&mut *live_groups());
+    for g in groups {
+        kill_group(g, "-KILL");
     }
 }
 

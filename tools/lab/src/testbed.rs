@@ -199,6 +199,7 @@ impl Testbed {
         };
         // From here on, Drop removes whatever was created.
         tb.created = true;
+        live_namespaces().extend([tb.ns_pub.clone(), tb.ns_sub.clone()]);
         tb.setup()?;
         Ok(tb)
     }
@@ -365,13 +366,34 @@ impl Testbed {
             return;
         }
         self.created = false;
+        live_namespaces().retain(|n| *n != self.ns_pub && *n != self.ns_sub);
         for ns in [&self.ns_pub, &self.ns_sub] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
+            delete_namespace(ns);
         }
+    }
+}
+
+/// Namespaces of the testbeds that exist now (for [`remove_live_namespaces`]).
+static LIVE_NAMESPACES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn live_namespaces() -> std::sync::MutexGuard<'static, Vec<String>> {
+    LIVE_NAMESPACES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn delete_namespace(ns: &str) {
+    let _ = Command::new("ip")
+        .args(["netns", "del", ns])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Removes the namespaces of every testbed still alive, for an exit that skips `Drop` (a
+/// second Ctrl-C/SIGTERM); kill the processes inside first (`runner::kill_live_children`).
+pub fn remove_live_namespaces() {
+    let names = std::mem::take(&mut *live_namespaces());
+    for ns in &names {
+        delete_namespace(ns);
     }
 }
 

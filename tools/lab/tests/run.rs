@@ -425,3 +425,131 @@ fn dry_run_prints_the_quick_schedule() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid size"));
 }
+
+/// Pids of the processes whose parent is `parent` (from /proc/*/stat).
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Whether `pid` is still a live process (a zombie counts as gone).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_some_and(|state| state != "Z" && state != "X")
+        })
+        .unwrap_or(false)
+}
+
+/// Starts a long raw `lab run`, waits for its two perftest children, sends SIGTERM `signals`
+/// times back to back (`timeout` and service managers signal the lab and then its group:
+/// the second signal takes the forced exit) and checks that the lab exits at once with 130
+/// and leaves no perftest running. Each caller has its own domains (the tests run at once).
+fn sigterm_stops_the_perftest_children(name: &str, signals: usize, domain_base: &str) {
+    let dir = temp_dir(name);
+    let mut child = lab()
+        .args(["run", "--systems", "raw", "--tests", "throughput"])
+        .args(["--sizes", "1024", "--repetitions", "1"])
+        .args([
+            "--execution-time",
+            "60",
+            "--no-pin",
+            "--domain-base",
+            domain_base,
+        ])
+        .arg("--perftest")
+        .arg(perftest())
+        .arg("--out")
+        .arg(dir.join("out"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let kids = loop {
+        let kids: Vec<u32> = children_of(child.id())
+            .into_iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.contains("perftest"))
+            })
+            .collect();
+        if kids.len() == 2 {
+            break kids;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("the perftest pair never started");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for _ in 0..signals {
+        let st = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t1.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            for k in &kids {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &k.to_string()])
+                    .status();
+            }
+            panic!("lab did not stop within 10 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    // The children are reaped by the lab (first signal) or killed by it before exiting
+    // (second signal; then init reaps them): give the kernel a moment either way.
+    let t2 = Instant::now();
+    while kids.iter().any(|k| alive(*k)) && t2.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<u32> = kids.iter().copied().filter(|k| alive(*k)).collect();
+    for k in &left {
+        let _ = Command::new("kill")
+            .args(["-KILL", &k.to_string()])
+            .status();
+    }
+    assert!(
+        left.is_empty(),
+        "perftest children {left:?} still running after SIGTERM"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sigterm_stops_the_run_and_its_perftest_children() {
+    sigterm_stops_the_perftest_children("sigterm", 1, "225");
+}
+
+#[test]
+fn a_second_sigterm_forces_the_exit_but_still_kills_the_children() {
+    sigterm_stops_the_perftest_children("sigterm2", 2, "229");
+}

@@ -65,6 +65,14 @@ pub enum OptionError {
     /// Two options (or an option and a mode) that cannot be combined.
     #[error("{0}")]
     Conflict(&'static str),
+    /// Raw publisher peers that do not reach every subscriber id.
+    #[error("With -rawTransport the publisher sends only to the subscriber ids its '-peer's name (ADDR is id 0, ADDR:ID, ADDR:FIRST-LAST): subscriber {missing} of '-numSubscribers {num_subscribers}' is not reached; give e.g. '-peer ADDR:0-{last}'.", last = num_subscribers - 1)]
+    RawPeersMissSubscriber {
+        /// The first id not reached.
+        missing: u32,
+        /// `-numSubscribers`.
+        num_subscribers: u32,
+    },
     /// `-numIter` below `-latencyCount`.
     #[error("'-numIter' ({num_iter}) must not be smaller than '-latencyCount' ({latency_count}).")]
     NumIterBelowLatencyCount {

@@ -95,6 +95,16 @@ enum ReaderTask {
     Listener(Box<dyn Reader>),
 }
 
+/// `-threadCPUAffinity` / `-threadPriorities` once more after discovery: the threads
+/// FerroDDS started for the connections made meanwhile (TCP, TLS) get their parts too.
+fn reapply_thread_settings(opts: &Options) -> Result<(), PerftestError> {
+    if opts.raw {
+        return Ok(());
+    }
+    system::apply_to_middleware_threads(opts.thread_cpu_affinity.as_ref(), opts.thread_priorities)
+        .map(|_| ())
+}
+
 fn spawn_reader(
     name: &str,
     opts: &Options,
@@ -435,6 +445,7 @@ fn publisher_body(
     if transport.needs_discovery() && !wait_until(|| writer.matched() >= num_subs) {
         return Ok(false);
     }
+    reapply_thread_settings(opts)?;
     progress("Waiting for subscribers announcement ...");
     if !wait_until(|| all_subs(&lock(ann).initialized)) {
         return Ok(false);
@@ -576,6 +587,8 @@ fn switch_size(
     reliable: bool,
     num_subs: u32,
 ) -> Result<(), PerftestError> {
+    // The old size's last (partial) batch goes out before its acknowledgements are awaited.
+    writer.flush()?;
     if reliable {
         writer.wait_for_acks(Duration::from_secs(2))?;
     }
@@ -707,6 +720,7 @@ pub fn run_subscriber(
             return Ok(());
         }
     }
+    reapply_thread_settings(opts)?;
     progress("Waiting for data ...");
 
     let state = Arc::new(Mutex::new(SubState {

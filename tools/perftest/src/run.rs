@@ -159,14 +159,14 @@ pub fn startup_summary(opts: &Options, batching: BatchingState, transport: &[Str
     });
     if let Some(p) = opts.thread_priorities {
         line(&format!(
-            "\tThread priorities: main {:?}, receive {:?} (SCHED_FIFO)",
-            p.main, p.receive
+            "\tThread priorities: main {:?}, receive {:?}, event {:?} (SCHED_FIFO)",
+            p.main, p.receive, p.event
         ));
     }
     if let Some(a) = &opts.thread_cpu_affinity {
         line(&format!(
-            "\tThread CPU affinity: main {:?}, receive {:?}",
-            a.main, a.receive
+            "\tThread CPU affinity: main {:?}, receive {:?}, event {:?}",
+            a.main, a.receive, a.event
         ));
     }
     if opts.pin_memory {
@@ -293,10 +293,20 @@ fn run_opts(opts: Options) -> Result<(), PerftestError> {
     } else {
         dds_transport(&opts, batching)?
     };
-    eprint!(
-        "{}",
-        startup_summary(&opts, batching, &transport.describe())
-    );
+    // RTI's receive (Y/B) and event (Z/D) parts: FerroDDS's own threads, running now that the
+    // participant exists (the harness sets them again after discovery, for the receive
+    // threads of TCP/TLS connections started meanwhile).
+    let mut described = transport.describe();
+    if !opts.raw {
+        let changed = system::apply_to_middleware_threads(
+            opts.thread_cpu_affinity.as_ref(),
+            opts.thread_priorities,
+        )?;
+        if !changed.is_empty() {
+            described.push(format!("Middleware threads set: {}", changed.join(", ")));
+        }
+    }
+    eprint!("{}", startup_summary(&opts, batching, &described));
     let printer = Printer::new(
         PrinterConfig {
             format: opts.output_format,

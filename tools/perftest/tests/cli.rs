@@ -153,7 +153,11 @@ fn semantic_conflicts() {
     );
     fails_with(
         &["-pub", "-raw", "-peer", "127.0.0.1:5"],
-        "Invalid value '127.0.0.1:5' for '-peer'",
+        "subscriber 0 of '-numSubscribers 1' is not reached",
+    );
+    fails_with(
+        &["-pub", "-raw", "-peer", "127.0.0.1:1-0"],
+        "Invalid value '127.0.0.1:1-0' for '-peer'",
     );
     fails_with(&["-instances", "4"], "needs '-keyed'");
     fails_with(&["-raw", "-showResourceLimits"], "raw sockets have none");

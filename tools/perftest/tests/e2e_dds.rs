@@ -806,3 +806,267 @@ fn shared_memory_latency_and_throughput() {
         bad.stderr
     );
 }
+
+/// `-nomulticast` (RTI 2.x): multicast off as `-multicast` turns it on, discovery through the
+/// unicast peers; a latency test still runs. With `-multicast` as well it is refused.
+#[test]
+fn nomulticast_turns_multicast_off() {
+    let (p, s) = pair(
+        "93",
+        &["-latencyTest", "-exec", "1", "-noPrint", "-nomulticast"],
+        &["-noPrint", "-nomulticast"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    for r in [&p, &s] {
+        assert!(r.stderr.contains("Use Multicast: False"), "{}", r.stderr);
+    }
+    assert!(latency_summary(&p.stdout)[1] > 0.0);
+    let r = common::run(
+        &["-pub", "-nic", "127.0.0.1", "-multicast", "-nomulticast"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr
+            .contains("'-multicast' and '-nomulticast' cannot be used together."),
+        "{}",
+        r.stderr
+    );
+}
+
+/// The threads of process `pid`: (name, `Cpus_allowed_list`, `policy/rt_priority` from `stat`).
+fn threads_of(pid: u32) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let p = e.path();
+        let (Ok(comm), Ok(status), Ok(stat)) = (
+            std::fs::read_to_string(p.join("comm")),
+            std::fs::read_to_string(p.join("status")),
+            std::fs::read_to_string(p.join("stat")),
+        ) else {
+            continue;
+        };
+        let cpus = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        // Fields after the ')' start at field 3 (state); rt_priority is field 40, policy 41.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let field = |n: usize| fields.get(n - 3).copied().unwrap_or("");
+        let policy = format!("{}/{}", field(41), field(40));
+        out.push((comm.trim_end().to_string(), cpus, policy));
+    }
+    out
+}
+
+/// Starts a subscriber with `extra`, waits until it reports the middleware threads it set,
+/// reads its threads and stops it.
+fn subscriber_threads(domain: &str, extra: &[&str]) -> (Vec<(String, String, String)>, String) {
+    use std::io::{BufRead, BufReader};
+    let mut args = vec!["-sub", "-nic", "127.0.0.1", "-domain", domain, "-noPrint"];
+    args.extend_from_slice(extra);
+    let mut child = spawn(&args);
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains("Middleware threads set:") {
+                let _ = tx.send(seen.clone());
+            }
+        }
+        let _ = tx.send(seen);
+    });
+    let seen = rx.recv_timeout(Duration::from_secs(20));
+    let threads = threads_of(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    let seen = seen.expect("the subscriber did not start within 20 s");
+    (threads, seen)
+}
+
+/// `-threadCPUAffinity A:B:C:D`: B pins FerroDDS's receive threads, D its event thread, an
+/// empty A leaves the main thread alone; C (RTI's database thread) is refused.
+#[test]
+fn thread_cpu_affinity_pins_receive_and_event_threads() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        ferrodds_testkit::skip("-threadCPUAffinity test: needs two CPUs");
+        return;
+    }
+    let (threads, seen) = subscriber_threads("94", &["-threadCPUAffinity", ":1::0"]);
+    assert!(seen.contains("Middleware threads set: "), "{seen}");
+    let rx: Vec<_> = threads
+        .iter()
+        .filter(|t| t.0.starts_with("ferrodds-rx") || t.0 == "ferrodds-shm-rx")
+        .collect();
+    assert!(!rx.is_empty(), "{threads:?}");
+    for t in &rx {
+        assert_eq!(t.1, "1", "{threads:?}");
+    }
+    let timer = threads.iter().find(|t| t.0 == "ferrodds-timer").unwrap();
+    assert_eq!(timer.1, "0", "{threads:?}");
+    let main = threads.iter().find(|t| t.0 == "perftest").unwrap();
+    assert_ne!(main.1, "1", "{threads:?}");
+    assert_ne!(main.1, "0", "{threads:?}");
+    let r = common::run(
+        &["-sub", "-nic", "127.0.0.1", "-threadCPUAffinity", "0:1:0:1"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("FerroDDS has no database thread"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// `-threadPriorities X:Y:Z`: SCHED_FIFO on FerroDDS's receive (Y) and event (Z) threads as
+/// on the main thread (X). Needs CAP_SYS_NICE and an RT budget: skipped where SCHED_FIFO
+/// cannot be set.
+#[test]
+fn thread_priorities_reach_receive_and_event_threads() {
+    let probe = std::process::Command::new("chrt")
+        .args(["-f", "1", "true"])
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        ferrodds_testkit::skip(
+            "-threadPriorities test: SCHED_FIFO not permitted here (or no chrt)",
+        );
+        return;
+    }
+    let (threads, seen) = subscriber_threads("95", &["-threadPriorities", "l:2:3"]);
+    assert!(seen.contains("Middleware threads set: "), "{seen}");
+    // Policy 1 is SCHED_FIFO; `l` is the minimum, 1.
+    let rx: Vec<_> = threads
+        .iter()
+        .filter(|t| t.0.starts_with("ferrodds-rx"))
+        .collect();
+    assert!(!rx.is_empty(), "{threads:?}");
+    for t in rx {
+        assert_eq!(t.2, "1/2", "{threads:?}");
+    }
+    let timer = threads.iter().find(|t| t.0 == "ferrodds-timer").unwrap();
+    assert_eq!(timer.2, "1/3", "{threads:?}");
+    let main = threads.iter().find(|t| t.0 == "perftest").unwrap();
+    assert_eq!(main.2, "1/1", "{threads:?}");
+}
+
+/// Batching as RTI's: a batch is sent when full or when perftest flushes the writer (end of
+/// the burst and of the test), never on a timer. Writing a 100-byte sample every 5 ms into
+/// 8192-byte batches (81 samples, one ping per batch at a rotating position), a ping waits
+/// for its batch to fill: at least ~75 samples × 5 ms. With a flush timer (the old 1 ms) the
+/// pings took a few ms. The last, partial batch and FINISHED arrive through the flush.
+#[test]
+fn batches_go_out_when_full_or_flushed_not_on_a_timer() {
+    let (p, s) = pair(
+        "96",
+        &[
+            "-batchSize",
+            "8192",
+            "-dataLen",
+            "100",
+            "-sleep",
+            "5",
+            "-latencyCount",
+            "1",
+            "-numIter",
+            "400",
+            "-noPrint",
+        ],
+        &["-dataLen", "100", "-noPrint"],
+    );
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    assert!(p.stderr.contains("Batching: 8192 Bytes"), "{}", p.stderr);
+    // 400 = 4 full batches + 76 samples sent by the final flush.
+    let t = throughput_summary(&s.stdout);
+    assert_eq!((t[1], t[4]), (400.0, 0.0), "{t:?}");
+    let l = latency_summary(&p.stdout);
+    // Min latency: the ping furthest into a batch still waits for the rest of it (tens of ms).
+    assert!(
+        l[3] > 50_000.0,
+        "pings did not wait for full batches: {l:?}"
+    );
+}
+
+/// Over TCP the receive threads start with the connections, after the participant: perftest
+/// sets them once discovery is done (before "Waiting for data ...").
+#[test]
+fn thread_cpu_affinity_reaches_tcp_receive_threads_started_later() {
+    use std::io::{BufRead, BufReader};
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        ferrodds_testkit::skip("-threadCPUAffinity test: needs two CPUs");
+        return;
+    }
+    let (pub_port, sub_port) = ("27490", "27491");
+    let sub_peer = format!("tcpv4_lan://127.0.0.1:{pub_port}");
+    let pub_peer = format!("0@tcpv4_lan://127.0.0.1:{sub_port}");
+    let mut sub = spawn(&[
+        "-sub",
+        "-nic",
+        "127.0.0.1",
+        "-domain",
+        "98",
+        "-noPrint",
+        "-transport",
+        "TCP",
+        "-transportServerBindPort",
+        sub_port,
+        "-peer",
+        &sub_peer,
+        "-threadCPUAffinity",
+        ":1::0",
+    ]);
+    let publ = spawn(&[
+        "-pub",
+        "-nic",
+        "127.0.0.1",
+        "-domain",
+        "98",
+        "-noPrint",
+        "-transport",
+        "TCP",
+        "-transportServerBindPort",
+        pub_port,
+        "-peer",
+        &pub_peer,
+        "-latencyTest",
+        "-exec",
+        "3",
+    ]);
+    let err = sub.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if line.contains("Waiting for data") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let started = rx.recv_timeout(Duration::from_secs(30));
+    let threads = threads_of(sub.id());
+    let p = wait(publ, T, "publisher");
+    let _ = sub.kill();
+    let _ = sub.wait();
+    started.expect("the subscriber never discovered the publisher");
+    assert_ok(&p, "pub");
+    let tcp_rx: Vec<_> = threads
+        .iter()
+        .filter(|t| t.0 == "ferrodds-tcp-rx")
+        .collect();
+    assert!(!tcp_rx.is_empty(), "{threads:?}");
+    for t in tcp_rx {
+        assert_eq!(t.1, "1", "{threads:?}");
+    }
+}

@@ -171,7 +171,11 @@ impl LocalWriter {
 
     /// When held samples must go out at the latest (batching).
     pub(super) fn batch_deadline(&self) -> Option<Timestamp> {
-        if !self.qos.batching.enabled || self.pushed >= self.last_sn {
+        let b = &self.qos.batching;
+        if !b.enabled
+            || b.max_flush_delay == crate::qos::DURATION_INFINITE
+            || self.pushed >= self.last_sn
+        {
             return None;
         }
         self.batch_since

@@ -61,20 +61,21 @@ pub struct ThreadPriorities {
     pub main: Priority,
     /// Receive threads.
     pub receive: Priority,
-    /// Event/database threads (not applied: the middleware owns them).
+    /// Event thread (`ferrodds-timer`; FerroDDS has no database thread).
     pub event: Priority,
 }
 
 /// `-threadCPUAffinity A:B:C:D`: core lists (empty = unchanged).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CpuAffinity {
-    /// Main thread cores.
+    /// Main thread cores (and the asynchronous publisher thread, `ferrodds-publisher`).
     pub main: Vec<usize>,
-    /// Receive thread cores.
+    /// Receive thread cores (`ferrodds-rx*`, `ferrodds-shm-rx`, `ferrodds-tcp-rx` and
+    /// perftest's read threads).
     pub receive: Vec<usize>,
-    /// Database thread cores (middleware-owned; recorded only).
+    /// Database thread cores: FerroDDS has none, so a non-empty list is refused.
     pub database: Vec<usize>,
-    /// Event thread cores (middleware-owned; recorded only).
+    /// Event thread cores (`ferrodds-timer`).
     pub event: Vec<usize>,
 }
 
@@ -110,8 +111,6 @@ pub struct Options {
     pub use_read_thread: bool,
     /// `-sendQueueSize`.
     pub send_queue_size: Option<u64>,
-    /// `-receiveQueueSize`.
-    pub receive_queue_size: Option<u64>,
     /// `-receiveBufferSize`.
     pub receive_buffer_size: Option<u64>,
     /// `-sendBufferSize`.
@@ -143,7 +142,7 @@ pub struct Options {
     /// `-writeInstance`.
     pub write_instance: Option<u64>,
     /// `-unbounded` (with optional threshold).
-    pub unbounded: Option<Option<u64>>,
+    pub unbounded: bool,
     /// `-batchSize`.
     pub batch_size: Option<u64>,
     /// `-bestEffort`.
@@ -185,6 +184,9 @@ pub struct Options {
     pub peers: Vec<String>,
     /// `-multicast`.
     pub multicast: bool,
+    /// `-nomulticast` (RTI 2.x): multicast off, discovery through unicast peers (127.0.0.1
+    /// when no `-peer` is given).
+    pub no_multicast: bool,
     /// `-rawTransport`.
     pub raw: bool,
     /// `-noBlockingSockets`.
@@ -264,7 +266,6 @@ impl Default for Options {
             durability: None,
             use_read_thread: false,
             send_queue_size: None,
-            receive_queue_size: None,
             receive_buffer_size: None,
             send_buffer_size: None,
             latency_test: false,
@@ -280,7 +281,7 @@ impl Default for Options {
             keyed: false,
             instances: None,
             write_instance: None,
-            unbounded: None,
+            unbounded: false,
             batch_size: None,
             best_effort: false,
             transport: None,
@@ -299,6 +300,7 @@ impl Default for Options {
             nic: None,
             peers: Vec::new(),
             multicast: false,
+            no_multicast: false,
             raw: false,
             no_blocking_sockets: false,
             cpu: false,

@@ -27,6 +27,12 @@ pub(super) fn unsupported(option: &'static str, reason: &'static str) -> OptionE
 /// implement.
 const NOT_IN_TOOL: &str = "not implemented in FerroDDS perftest";
 
+/// Why a `-unbounded` threshold is refused.
+const UNBOUNDED_THRESHOLD_REASON: &str = "its threshold sets RTI's buffer pool (samples up to it preallocated, larger ones allocated), and FerroDDS allocates every sample's buffer as needed: give '-unbounded' without a value (the unbounded type is used either way)";
+
+/// Why `-receiveQueueSize` is refused.
+const RECEIVE_QUEUE_REASON: &str = "RTI sets the reader's initial_samples (a preallocated pool), and FerroDDS readers preallocate no samples: their queue grows as samples arrive";
+
 /// Refuses `option` with the backend's reason (or [`NOT_IN_TOOL`] when the backend has
 /// the feature but the tool does not use it).
 fn refuse(option: &'static str, support: Support) -> OptionError {
@@ -170,7 +176,13 @@ impl Options {
             }
             "-useReadThread" => self.use_read_thread = true,
             "-sendQueueSize" => self.send_queue_size = Some(num(name, v, 1, 1 << 24)?),
-            "-receiveQueueSize" => self.receive_queue_size = Some(num(name, v, 1, 1 << 24)?),
+            "-receiveQueueSize" => {
+                // RTI sets the reader's resource_limits.initial_samples: a preallocation, not
+                // a limit. FerroDDS readers preallocate nothing (the queue grows as samples
+                // arrive), so there is nothing to set; a limit would change the test.
+                num(name, v, 1, 1 << 24)?;
+                return Err(unsupported(name, RECEIVE_QUEUE_REASON));
+            }
             "-receiveBufferSize" => {
                 self.receive_buffer_size = Some(num(name, v, 1, 1 << 30)?);
             }
@@ -209,12 +221,14 @@ impl Options {
             "-instances" => self.instances = Some(num(name, v, 1, 1 << 24)?),
             "-writeInstance" => self.write_instance = Some(num(name, v, 0, 1 << 24)?),
             "-unbounded" => {
-                let threshold = if v.is_empty() {
-                    None
-                } else {
-                    Some(num(name, v, OVERHEAD_BYTES, MAX_BOUNDED_SEQ_SIZE)?)
-                };
-                self.unbounded = Some(threshold);
+                if !v.is_empty() {
+                    // RTI's threshold is the writer/reader pool_buffer_max_size: samples up
+                    // to it come from preallocated buffers, larger ones are allocated. The
+                    // type is the unbounded one either way, so only the value is refused.
+                    num(name, v, OVERHEAD_BYTES, MAX_BOUNDED_SEQ_SIZE)?;
+                    return Err(unsupported(name, UNBOUNDED_THRESHOLD_REASON));
+                }
+                self.unbounded = true;
             }
             "-batchSize" => self.batch_size = Some(num(name, v, 0, 65507)?),
             "-bestEffort" => self.best_effort = true,
@@ -248,7 +262,7 @@ impl Options {
                 self.peers.push(v.to_string());
             }
             "-multicast" => self.multicast = true,
-            "-nomulticast" => self.multicast = false,
+            "-nomulticast" => self.no_multicast = true,
             "-rawTransport" => self.raw = true,
             "-noBlockingSockets" => self.no_blocking_sockets = true,
             "-cpu" => self.cpu = true,

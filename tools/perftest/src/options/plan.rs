@@ -69,7 +69,7 @@ impl Options {
 
     /// Whether the unbounded ("Large") type is used.
     pub fn large_data(&self) -> bool {
-        self.unbounded.is_some() || self.data_len > OVERHEAD_BYTES + MAX_BOUNDED_SEQ_SIZE
+        self.unbounded || self.data_len > OVERHEAD_BYTES + MAX_BOUNDED_SEQ_SIZE
     }
 
     /// The batching decision of spec 4 / 6 (`dds_batching` says whether the backend can batch).

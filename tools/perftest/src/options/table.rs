@@ -194,7 +194,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         Both,
         "Use the compiled-in QoS (always the case here)",
     ),
-    o("-nomulticast", Flag, Both, ""),
+    o(
+        "-nomulticast",
+        Flag,
+        Both,
+        "Do not use multicast (discovery through -peer, 127.0.0.1 by default)",
+    ),
     o(
         "-numIter",
         Value,
@@ -276,7 +281,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "-receiveQueueSize",
         Value,
         Both,
-        "<n> Reader queue size, default 128",
+        "",
     ),
     o(
         "-scan",
@@ -398,7 +403,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "-unbounded",
         Optional,
         Both,
-        "[threshold] Use the unbounded (Large) type",
+        "Use the unbounded (Large) type (a pool threshold value is refused)",
     ),
     o("-useLegacyDynamicData", Flag, Both, ""),
     o(

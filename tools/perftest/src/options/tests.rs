@@ -241,12 +241,27 @@ fn structured_values() {
 
 #[test]
 fn raw_peers() {
-    let (a, ids) = parse_raw_pub_peer("10.0.0.2:1-2", 3).unwrap();
+    let (a, ids) = parse_raw_pub_peer("10.0.0.2:1-2").unwrap();
     assert_eq!(a, std::net::Ipv4Addr::new(10, 0, 0, 2));
     assert_eq!(ids, vec![1, 2]);
-    assert_eq!(parse_raw_pub_peer("10.0.0.2", 2).unwrap().1, vec![0, 1]);
-    assert!(parse_raw_pub_peer("10.0.0.2:2", 2).is_err());
-    assert!(parse_raw_pub_peer("host:1", 2).is_err());
+    // As RTI's (`sscanf("%[^:]:%d")` with id 0 by default): ADDR is subscriber 0 only,
+    // whatever -numSubscribers says; ids are not bounded by it.
+    assert_eq!(parse_raw_pub_peer("10.0.0.2").unwrap().1, vec![0]);
+    assert_eq!(parse_raw_pub_peer("10.0.0.2:5").unwrap().1, vec![5]);
+    assert!(parse_raw_pub_peer("10.0.0.2:2-1").is_err());
+    assert!(parse_raw_pub_peer("10.0.0.2:65535").is_err());
+    assert!(parse_raw_pub_peer("host:1").is_err());
+    // Every subscriber must be reached by the explicit peers.
+    assert!(parse("-pub -raw -numSubscribers 2 -peer 127.0.0.1:0-1").is_ok());
+    assert!(parse("-pub -raw -numSubscribers 2 -peer 127.0.0.1:0 -peer 127.0.0.1:1").is_ok());
+    assert!(parse("-pub -raw -numSubscribers 2").is_ok());
+    assert!(parse("-pub -raw -peer 127.0.0.1:3").is_err());
+    assert_eq!(
+        parse("-pub -raw -numSubscribers 2 -peer 10.0.0.2")
+            .unwrap_err()
+            .to_string(),
+        "With -rawTransport the publisher sends only to the subscriber ids its '-peer's name (ADDR is id 0, ADDR:ID, ADDR:FIRST-LAST): subscriber 1 of '-numSubscribers 2' is not reached; give e.g. '-peer ADDR:0-1'."
+    );
 }
 
 #[test]
@@ -350,12 +365,27 @@ fn capability_refusals_name_the_reason() {
         ("-raw -dataLen 65501", "'-dataLen' 65501 is out of range: 28..=65500 for the raw UDP transport (one sample per datagram)."),
         ("-raw -multicast", "'-multicast' is not supported by FerroDDS perftest: multicast is not implemented for the raw transport yet."),
         ("-raw -multicast -peer 10.0.0.1", "'-multicast' cannot be combined with '-peer' in raw mode."),
+        ("-multicast -nomulticast", "'-multicast' and '-nomulticast' cannot be used together."),
+        ("-nomulticast -multicast", "'-multicast' and '-nomulticast' cannot be used together."),
+        ("-receiveQueueSize 256", "'-receiveQueueSize' is not supported by FerroDDS perftest: RTI sets the reader's initial_samples (a preallocated pool), and FerroDDS readers preallocate no samples: their queue grows as samples arrive."),
+        ("-unbounded 1000", "'-unbounded' is not supported by FerroDDS perftest: its threshold sets RTI's buffer pool (samples up to it preallocated, larger ones allocated), and FerroDDS allocates every sample's buffer as needed: give '-unbounded' without a value (the unbounded type is used either way)."),
+        ("-unbounded 10", "Invalid value '10' for '-unbounded': value out of range."),
+        ("-threadCPUAffinity 0:1:1:0", "'-threadCPUAffinity': FerroDDS has no database thread, so the third part (C, RTI's database thread) must be empty: give A:B::D."),
+        ("-receiveQueueSize 0", "Invalid value '0' for '-receiveQueueSize': value out of range."),
         ("-noBlockingSockets", "'-noBlockingSockets' is not supported by FerroDDS perftest: only meaningful with -rawTransport."),
     ];
     for (args, want) in cases {
         assert_eq!(parse(args).unwrap_err().to_string(), want, "{args}");
     }
     assert!(parse("-multicast").is_ok());
+    // -unbounded alone (also before another option) selects the unbounded type.
+    for args in ["-unbounded", "-unbounded -pub", "-pub -unbounded"] {
+        let o = parse(args).unwrap();
+        assert!(o.unbounded && o.large_data(), "{args}");
+    }
+    assert!(!parse("-pub").unwrap().large_data());
+    let o = parse("-nomulticast").unwrap();
+    assert!(o.no_multicast && !o.multicast);
     assert!(parse("-raw -noBlockingSockets").is_ok());
     let o = parse("-transport SHMEM").unwrap();
     assert_eq!(o.backend(), crate::transport::Backend::Dds);

@@ -10,6 +10,7 @@ use super::model::{
 use super::parse::unsupported;
 use super::values::{
     parse_raw_pub_peer, parse_raw_sub_peer, parse_tcp_peer, parse_tls_peer, parse_wan_peer,
+    raw_peer_coverage,
 };
 
 impl Options {
@@ -33,9 +34,18 @@ impl Options {
             reject(self.asynchronous, "-asynchronous")?;
             reject(self.scan.is_some(), "-scan")?;
             reject(self.thread_cpu_affinity.is_some(), "-threadCPUAffinity")?;
-            reject(self.unbounded.is_some(), "-unbounded")?;
+            reject(self.unbounded, "-unbounded")?;
             reject(self.num_publishers > 1, "-numPublishers")?;
             reject(self.pid > 0, "-pidMultiPubTest")?;
+        }
+        if self
+            .thread_cpu_affinity
+            .as_ref()
+            .is_some_and(|a| !a.database.is_empty())
+        {
+            return Err(OptionError::Conflict(
+                "'-threadCPUAffinity': FerroDDS has no database thread, so the third part (C, RTI's database thread) must be empty: give A:B::D.",
+            ));
         }
         if !self.network_capture {
             if self.keep_network_capture {
@@ -56,6 +66,11 @@ impl Options {
                 max: caps.max_data_len,
                 mode: caps.data_len_mode,
             });
+        }
+        if self.multicast && self.no_multicast {
+            return Err(OptionError::Conflict(
+                "'-multicast' and '-nomulticast' cannot be used together.",
+            ));
         }
         if self.raw && self.multicast && !self.peers.is_empty() {
             return Err(OptionError::Conflict(
@@ -86,11 +101,23 @@ impl Options {
             if let Some(nic) = &self.nic {
                 crate::transport::raw::resolve_nic(nic)?;
             }
+            let mut targets = Vec::new();
             for p in &self.peers {
                 if is_pub {
-                    parse_raw_pub_peer(p, self.num_subscribers)?;
+                    let (addr, ids) = parse_raw_pub_peer(p)?;
+                    targets.extend(ids.into_iter().map(|s| (addr, s)));
                 } else {
                     parse_raw_sub_peer(p)?;
+                }
+            }
+            // Explicit peers must reach every subscriber (RTI would run and hang waiting for
+            // the ones it never sends to). Without -peer all of them are on 127.0.0.1.
+            if is_pub && !targets.is_empty() {
+                if let Some(missing) = raw_peer_coverage(&targets, self.num_subscribers) {
+                    return Err(OptionError::RawPeersMissSubscriber {
+                        missing,
+                        num_subscribers: self.num_subscribers,
+                    });
                 }
             }
         } else {

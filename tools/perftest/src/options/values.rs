@@ -212,11 +212,12 @@ pub(super) fn parse_affinity(v: &str) -> Result<CpuAffinity, OptionError> {
     })
 }
 
-/// One raw-transport publisher peer: address and the subscriber ids behind it.
-pub fn parse_raw_pub_peer(
-    p: &str,
-    num_subscribers: u32,
-) -> Result<(std::net::Ipv4Addr, Vec<u32>), OptionError> {
+/// One raw-transport publisher peer: address and the subscriber ids it sends to, as RTI
+/// Perftest reads `-peer` with `-rawTransport`: `ADDR` is subscriber id 0, `ADDR:ID` that
+/// subscriber, `ADDR:FIRST-LAST` each id of the range (one send target per id). Ids are
+/// not bounded by `-numSubscribers` (RTI sends to them all); whether every subscriber is
+/// reached is checked with the whole list ([`raw_peer_coverage`]).
+pub fn parse_raw_pub_peer(p: &str) -> Result<(std::net::Ipv4Addr, Vec<u32>), OptionError> {
     let bad = |reason| OptionError::BadValue {
         option: "-peer",
         value: p.to_string(),
@@ -227,30 +228,39 @@ pub fn parse_raw_pub_peer(
         Some((a, ids)) => (a, Some(ids)),
     };
     let addr: std::net::Ipv4Addr = addr.parse().map_err(|_| bad("expected an IPv4 address"))?;
+    let id = |s: &str| {
+        s.parse::<u32>()
+            .ok()
+            .filter(|n| *n <= MAX_SUBSCRIBER_ID)
+            .ok_or_else(|| bad("expected addr[:sid] or addr:first-last, ids 0-65534"))
+    };
     let ids = match ids {
-        None => (0..num_subscribers).collect(),
+        None => vec![0],
         Some(ids) => {
             let (first, last) = match ids.split_once('-') {
-                None => {
-                    let n = ids
-                        .parse::<u32>()
-                        .map_err(|_| bad("expected addr[:sid] or addr:first-last"))?;
-                    (n, n)
-                }
-                Some((a, b)) => (
-                    a.parse::<u32>()
-                        .map_err(|_| bad("expected addr[:sid] or addr:first-last"))?,
-                    b.parse::<u32>()
-                        .map_err(|_| bad("expected addr[:sid] or addr:first-last"))?,
-                ),
+                None => (id(ids)?, id(ids)?),
+                Some((a, b)) => (id(a)?, id(b)?),
             };
-            if first > last || last >= num_subscribers {
-                return Err(bad("subscriber ids must lie in 0..numSubscribers-1"));
+            if first > last {
+                return Err(bad(
+                    "the first subscriber id of a range must not exceed the last",
+                ));
             }
             (first..=last).collect()
         }
     };
     Ok((addr, ids))
+}
+
+/// Highest `-sidMultiSubTest` (and so raw peer id).
+pub const MAX_SUBSCRIBER_ID: u32 = 65534;
+
+/// The first subscriber id below `num_subscribers` that no `(address, id)` target reaches.
+pub fn raw_peer_coverage(
+    targets: &[(std::net::Ipv4Addr, u32)],
+    num_subscribers: u32,
+) -> Option<u32> {
+    (0..num_subscribers).find(|s| !targets.iter().any(|(_, t)| t == s))
 }
 
 /// A TCP peer: `[N@]tcpv4_lan://ADDR[:PORT]` or `ADDR[:PORT]`, the port 7400 when not given

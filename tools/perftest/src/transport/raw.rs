@@ -107,7 +107,7 @@ impl Endpoints {
                 pub_targets.extend((0..opts.num_subscribers).map(|s| (Ipv4Addr::LOCALHOST, s)));
             }
             for p in &opts.peers {
-                let (addr, ids) = parse_raw_pub_peer(p, opts.num_subscribers)?;
+                let (addr, ids) = parse_raw_pub_peer(p)?;
                 pub_targets.extend(ids.into_iter().map(|s| (addr, s)));
             }
         } else if let Some(p) = opts.peers.first() {

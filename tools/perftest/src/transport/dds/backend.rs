@@ -212,7 +212,7 @@ impl DdsTransport {
         };
         if tcp_only || wan {
             config = config.multicast(false);
-        } else if (loopback || !peers.is_empty()) && !opts.multicast {
+        } else if (loopback || !peers.is_empty() || opts.no_multicast) && !opts.multicast {
             config = config.multicast(false);
             if peers.is_empty() {
                 peers.push(Ipv4Addr::LOCALHOST);
@@ -340,7 +340,12 @@ impl DdsTransport {
             send_queue: opts.effective_send_queue_size().min(u64::from(u32::MAX)) as u32,
             max_payload: opts.payload_len().max(FINISHED_SIZE + 1),
             batch: match batching {
-                BatchingState::On(b) => Some((b, opts.samples_per_batch(batching).max(1))),
+                // The history must hold a whole batch of the smallest size (-scan sizes
+                // differ): a batch is only sent when full or flushed.
+                BatchingState::On(b) => {
+                    let smallest = opts.sizes().into_iter().min().unwrap_or(opts.data_len);
+                    Some((b, (b / smallest.max(1)).max(1)))
+                }
                 _ => None,
             },
             asynchronous: opts
@@ -562,8 +567,15 @@ impl<T: PerfType> Writer for DdsWriter<T> {
             match self.writer.write(&self.sample) {
                 Ok(()) => return Ok(()),
                 // KEEP_ALL queue full of unacknowledged samples: keep blocking (strict
-                // reliability), but let Ctrl-C through.
-                Err(DdsError::Timeout) if !stopping() => continue,
+                // reliability), but let Ctrl-C through. RTI's queue counts batches, so a
+                // full queue never holds an unsent one: send what batching holds.
+                Err(DdsError::Timeout) if !stopping() => {
+                    self.writer.flush().map_err(|e| PerftestError::Dds {
+                        context: "flushing the writer",
+                        source: e,
+                    })?;
+                    continue;
+                }
                 Err(DdsError::Timeout) => return Ok(()),
                 Err(e) => {
                     return Err(PerftestError::Dds {
@@ -576,7 +588,11 @@ impl<T: PerfType> Writer for DdsWriter<T> {
     }
 
     fn flush(&mut self) -> Result<(), PerftestError> {
-        Ok(())
+        // Batching: send what the writer holds (RTI's DataWriter::flush); a no-op otherwise.
+        self.writer.flush().map_err(|e| PerftestError::Dds {
+            context: "flushing the writer",
+            source: e,
+        })
     }
 
     fn matched(&self) -> u32 {
