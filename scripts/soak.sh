@@ -53,10 +53,10 @@ trap cleanup EXIT
 
 start_pair() { # domain tag datalen rate
   local d=$1 tag=$2 len=$3 rate=$4
-  "${pin[@]}" "$perftest" -sub -nic 127.0.0.1 -domain "$d" -dataLen "$len" -noPrint \
+  "${pin[@]}" "$perftest" -sub -transport UDPv4 -nic 127.0.0.1 -domain "$d" -dataLen "$len" -noPrint \
     >"$out/sub$tag.log" 2>&1 &
   pids+=($!)
-  "${pin[@]}" "$perftest" -pub -nic 127.0.0.1 -domain "$d" -dataLen "$len" -latencyTest \
+  "${pin[@]}" "$perftest" -pub -transport UDPv4 -nic 127.0.0.1 -domain "$d" -dataLen "$len" -latencyTest \
     -pubRate "$rate:sleep" -executionTime "$secs" -noPrint -latencyFile "$out/lat$tag.csv" \
     >"$out/pub$tag.log" 2>&1 &
   pids+=($!)

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use common::*;
 use ferrodds::cdr::types::{ShapeType, TestDataLarge};
 use ferrodds::{
-    Config, DataReader, DataReaderQos, DataWriter, DataWriterQos, DomainParticipant, PublisherQos,
-    SubscriberQos, TopicQos, TransportKind, TransportStats,
+    Config, DataReader, DataWriterQos, DomainParticipant, PublisherQos, TopicQos, TransportKind,
+    TransportStats,
 };
 
 /// The tests run one at a time: two of them find segments by listing `/dev/shm`.
@@ -35,67 +35,6 @@ fn shm_stats(p: &DomainParticipant) -> Option<TransportStats> {
         .into_iter()
         .find(|(k, _)| *k == TransportKind::Shm)
         .map(|(_, s)| s)
-}
-
-fn endpoints(
-    w: &DomainParticipant,
-    r: &DomainParticipant,
-    topic: &str,
-    reliable: bool,
-) -> (DataWriter<TestDataLarge>, DataReader<TestDataLarge>) {
-    let tw = w
-        .create_topic::<TestDataLarge>(topic, TopicQos::default())
-        .unwrap();
-    let tr = r
-        .create_topic::<TestDataLarge>(topic, TopicQos::default())
-        .unwrap();
-    let (wq, rq) = if reliable {
-        (
-            DataWriterQos::default().reliable().keep_all(),
-            DataReaderQos::default().reliable().keep_all(),
-        )
-    } else {
-        (
-            DataWriterQos::default(),
-            DataReaderQos::default().keep_all(),
-        )
-    };
-    let writer = w
-        .create_publisher(PublisherQos::default())
-        .unwrap()
-        .create_datawriter(&tw, wq)
-        .unwrap();
-    let reader = r
-        .create_subscriber(SubscriberQos::default())
-        .unwrap()
-        .create_datareader(&tr, rq)
-        .unwrap();
-    assert!(
-        writer.wait_for_matched(1, WAIT),
-        "{topic}: writer not matched"
-    );
-    assert!(
-        reader.wait_for_matched(1, WAIT),
-        "{topic}: reader not matched"
-    );
-    (writer, reader)
-}
-
-/// Takes samples until `n` arrived or `wait` passed; returns their sequence numbers (the
-/// payload of each is checked).
-fn receive(r: &DataReader<TestDataLarge>, n: usize, size: usize, wait: Duration) -> Vec<u32> {
-    let deadline = Instant::now() + wait;
-    let mut seqs = Vec::new();
-    while seqs.len() < n && Instant::now() < deadline {
-        let _ = r.wait_for_data(Duration::from_millis(50));
-        for s in r.take().unwrap() {
-            if let Some(d) = s.data {
-                assert_eq!(d.bin_data, sized_payload(d.seq_num, size), "payload");
-                seqs.push(d.seq_num);
-            }
-        }
-    }
-    seqs
 }
 
 #[test]

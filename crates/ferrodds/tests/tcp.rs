@@ -11,10 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use ferrodds::cdr::types::TestDataLarge;
-use ferrodds::{
-    Config, DataReader, DataReaderQos, DataWriter, DataWriterQos, DomainParticipant, PublisherQos,
-    SubscriberQos, TopicQos, Transports,
-};
+use ferrodds::{Config, DataReaderQos, DomainParticipant, SubscriberQos, TopicQos, Transports};
 
 fn tcp_config(port: u16, peers: &[u16]) -> Config {
     loopback_config()
@@ -30,66 +27,6 @@ fn tcp_config(port: u16, peers: &[u16]) -> Config {
 
 fn tcp_participant(domain: u32, port: u16, peers: &[u16]) -> DomainParticipant {
     DomainParticipant::with_config(domain, tcp_config(port, peers)).expect("TCP participant")
-}
-
-fn endpoints(
-    w: &DomainParticipant,
-    r: &DomainParticipant,
-    topic: &str,
-    reliable: bool,
-) -> (DataWriter<TestDataLarge>, DataReader<TestDataLarge>) {
-    let tw = w
-        .create_topic::<TestDataLarge>(topic, TopicQos::default())
-        .unwrap();
-    let tr = r
-        .create_topic::<TestDataLarge>(topic, TopicQos::default())
-        .unwrap();
-    let (wq, rq) = if reliable {
-        (
-            DataWriterQos::default().reliable().keep_all(),
-            DataReaderQos::default().reliable().keep_all(),
-        )
-    } else {
-        (
-            DataWriterQos::default(),
-            DataReaderQos::default().keep_all(),
-        )
-    };
-    let writer = w
-        .create_publisher(PublisherQos::default())
-        .unwrap()
-        .create_datawriter(&tw, wq)
-        .unwrap();
-    let reader = r
-        .create_subscriber(SubscriberQos::default())
-        .unwrap()
-        .create_datareader(&tr, rq)
-        .unwrap();
-    assert!(
-        writer.wait_for_matched(1, WAIT),
-        "{topic}: writer did not match"
-    );
-    assert!(
-        reader.wait_for_matched(1, WAIT),
-        "{topic}: reader did not match"
-    );
-    (writer, reader)
-}
-
-/// Takes samples until `n` arrived or `wait` passed; returns their sequence numbers.
-fn receive(r: &DataReader<TestDataLarge>, n: usize, size: usize, wait: Duration) -> Vec<u32> {
-    let deadline = Instant::now() + wait;
-    let mut seqs = Vec::new();
-    while seqs.len() < n && Instant::now() < deadline {
-        let _ = r.wait_for_data(Duration::from_millis(50));
-        for s in r.take().unwrap() {
-            if let Some(d) = s.data {
-                assert_eq!(d.bin_data, sized_payload(d.seq_num, size), "payload");
-                seqs.push(d.seq_num);
-            }
-        }
-    }
-    seqs
 }
 
 fn open_connections(p: &DomainParticipant) -> u64 {

@@ -356,19 +356,10 @@ pub(crate) fn remove_if_same(path: &Path, dev: u64, ino: u64) {
 /// Whether process `pid` is running: it exists (`kill(pid, 0)` does not fail with `ESRCH`;
 /// a process of another user counts) and is not a zombie waiting to be reaped. Pid 0 is not.
 pub(crate) fn pid_alive(pid: u32) -> bool {
-    let Some(p) = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return false;
-    };
-    if matches!(
-        rustix::process::test_kill_process(p),
-        Err(rustix::io::Errno::SRCH)
-    ) {
-        return false;
+    match std::ffi::CString::new(format!("/proc/{pid}/stat")) {
+        Ok(stat) => pid_alive_at(pid, &stat),
+        Err(_) => false,
     }
-    !is_zombie(pid)
 }
 
 /// What [`pid_alive_at`] needs to check a process and a segment file without allocating:
@@ -400,8 +391,9 @@ impl LivenessProbe {
     }
 }
 
-/// [`pid_alive`] with the process's `/proc/<pid>/stat` path given, reading it into a stack
-/// buffer: no allocation.
+/// [`pid_alive`] with the process's `/proc/<pid>/stat` path given (a zombie, state `Z` or
+/// `X` after the last `)`, is dead; a file that cannot be read is not evidence of death),
+/// reading it into a stack buffer: no allocation.
 fn pid_alive_at(pid: u32, proc_stat: &std::ffi::CStr) -> bool {
     let Some(p) = i32::try_from(pid)
         .ok()
@@ -433,17 +425,4 @@ fn pid_alive_at(pid: u32, proc_stat: &std::ffi::CStr) -> bool {
         .rposition(|&b| b == b')')
         .and_then(|i| stat[i + 1..].iter().find(|b| !b.is_ascii_whitespace()));
     !matches!(state, Some(b'Z' | b'X'))
-}
-
-/// Whether `/proc/<pid>/stat` shows a dead process not yet reaped (state `Z` or `X`);
-/// false when it cannot be read.
-fn is_zombie(pid: u32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // `pid (comm) state ...`; comm may contain spaces and parentheses: the state follows
-    // the last ')'.
-    stat.rfind(')')
-        .and_then(|i| stat[i + 1..].trim_start().chars().next())
-        .is_some_and(|state| matches!(state, 'Z' | 'X'))
 }

@@ -6,10 +6,13 @@
 pub mod peer;
 
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use ferrodds::cdr::types::{TestData, TestDataKeyed};
-use ferrodds::{Config, DomainParticipant};
+use ferrodds::cdr::types::{TestData, TestDataKeyed, TestDataLarge};
+use ferrodds::{
+    Config, DataReader, DataReaderQos, DataWriter, DataWriterQos, DomainParticipant, PublisherQos,
+    SubscriberQos, TopicQos,
+};
 
 /// Runs `f` on another thread and fails the test if it does not finish within `secs`.
 pub fn with_timeout<F: FnOnce() + Send + 'static>(secs: u64, f: F) {
@@ -80,8 +83,8 @@ pub fn sized_payload(seq: u32, size: usize) -> Vec<u8> {
         .collect()
 }
 
-pub fn large_data(seq: u32, size: usize) -> ferrodds::cdr::types::TestDataLarge {
-    ferrodds::cdr::types::TestDataLarge {
+pub fn large_data(seq: u32, size: usize) -> TestDataLarge {
+    TestDataLarge {
         key: [0; 4],
         entity_id: 7,
         seq_num: seq,
@@ -90,4 +93,67 @@ pub fn large_data(seq: u32, size: usize) -> ferrodds::cdr::types::TestDataLarge 
         latency_ping: -1,
         bin_data: sized_payload(seq, size),
     }
+}
+
+/// A writer in `w` and a reader in `r` on `topic` (reliable KEEP_ALL, or best effort),
+/// matched both ways.
+pub fn endpoints(
+    w: &DomainParticipant,
+    r: &DomainParticipant,
+    topic: &str,
+    reliable: bool,
+) -> (DataWriter<TestDataLarge>, DataReader<TestDataLarge>) {
+    let tw = w
+        .create_topic::<TestDataLarge>(topic, TopicQos::default())
+        .unwrap();
+    let tr = r
+        .create_topic::<TestDataLarge>(topic, TopicQos::default())
+        .unwrap();
+    let (wq, rq) = if reliable {
+        (
+            DataWriterQos::default().reliable().keep_all(),
+            DataReaderQos::default().reliable().keep_all(),
+        )
+    } else {
+        (
+            DataWriterQos::default(),
+            DataReaderQos::default().keep_all(),
+        )
+    };
+    let writer = w
+        .create_publisher(PublisherQos::default())
+        .unwrap()
+        .create_datawriter(&tw, wq)
+        .unwrap();
+    let reader = r
+        .create_subscriber(SubscriberQos::default())
+        .unwrap()
+        .create_datareader(&tr, rq)
+        .unwrap();
+    assert!(
+        writer.wait_for_matched(1, WAIT),
+        "{topic}: writer did not match"
+    );
+    assert!(
+        reader.wait_for_matched(1, WAIT),
+        "{topic}: reader did not match"
+    );
+    (writer, reader)
+}
+
+/// Takes samples until `n` arrived or `wait` passed; returns their sequence numbers (each
+/// payload checked).
+pub fn receive(r: &DataReader<TestDataLarge>, n: usize, size: usize, wait: Duration) -> Vec<u32> {
+    let deadline = Instant::now() + wait;
+    let mut seqs = Vec::new();
+    while seqs.len() < n && Instant::now() < deadline {
+        let _ = r.wait_for_data(Duration::from_millis(50));
+        for s in r.take().unwrap() {
+            if let Some(d) = s.data {
+                assert_eq!(d.bin_data, sized_payload(d.seq_num, size), "payload");
+                seqs.push(d.seq_num);
+            }
+        }
+    }
+    seqs
 }

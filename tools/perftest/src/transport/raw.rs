@@ -273,14 +273,11 @@ impl Transport for RawTransport {
         } else {
             None
         };
-        let cap = batch.unwrap_or(0).max(encoded_len(self.max_payload));
-        Ok(Box::new(RawWriter {
-            socket,
-            targets,
-            encoder: Encoder::new(self.max_payload),
-            buf: Vec::with_capacity(cap + encoded_len(self.max_payload)),
+        Ok(Box::new(BatchingWriter::new(
+            UdpSink { socket, targets },
+            self.max_payload,
             batch,
-        }))
+        )))
     }
 
     fn create_reader(&mut self, topic: TopicKind) -> Result<Box<dyn Reader>, PerftestError> {
@@ -321,44 +318,49 @@ impl Transport for RawTransport {
     }
 }
 
-struct RawWriter {
-    socket: UdpSocket,
-    targets: Vec<SocketAddr>,
+/// Where a raw writer's datagrams go: sockets here, shared-memory rings in
+/// [`super::raw_shm`].
+pub(super) trait Sink: Send {
+    /// Sends one datagram (one sample, or a batch of them) to every target; a target that
+    /// cannot take it (no listener yet, full) loses it, as a datagram is lost.
+    fn send(&mut self, datagram: &[u8]) -> Result<(), PerftestError>;
+    /// The number of targets.
+    fn targets(&self) -> u32;
+}
+
+/// A raw writer: samples are encoded into one buffer handed to the sink when the next
+/// would not fit the batch size, or on flush; without batching, each sample alone. No
+/// reliability.
+pub(super) struct BatchingWriter<S> {
+    sink: S,
     encoder: Encoder,
     buf: Vec<u8>,
     batch: Option<usize>,
 }
 
-impl RawWriter {
+impl<S: Sink> BatchingWriter<S> {
+    /// A writer of samples up to `max_payload` bytes, batching up to `batch` bytes.
+    pub(super) fn new(sink: S, max_payload: usize, batch: Option<usize>) -> Self {
+        let cap = batch.unwrap_or(0).max(encoded_len(max_payload));
+        Self {
+            sink,
+            encoder: Encoder::new(max_payload),
+            buf: Vec::with_capacity(cap + encoded_len(max_payload)),
+            batch,
+        }
+    }
+
     fn send(&mut self) -> Result<(), PerftestError> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        for t in &self.targets {
-            match self.socket.send_to(&self.buf, t) {
-                Ok(_) => {}
-                // No listener yet (ICMP port unreachable) or a full non-blocking socket:
-                // the datagram is lost, as with any UDP send.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::ConnectionRefused | io::ErrorKind::WouldBlock
-                    ) => {}
-                Err(e) => {
-                    self.buf.clear();
-                    return Err(PerftestError::Io {
-                        context: "sending a raw datagram",
-                        source: e,
-                    });
-                }
-            }
-        }
+        let sent = self.sink.send(&self.buf);
         self.buf.clear();
-        Ok(())
+        sent
     }
 }
 
-impl Writer for RawWriter {
+impl<S: Sink> Writer for BatchingWriter<S> {
     fn write(&mut self, m: &TestMessage) -> Result<(), PerftestError> {
         match self.batch {
             Some(limit) => {
@@ -384,12 +386,46 @@ impl Writer for RawWriter {
     }
 
     fn matched(&self) -> u32 {
-        self.targets.len() as u32
+        self.sink.targets()
     }
 
     fn wait_for_acks(&mut self, timeout: Duration) -> Result<bool, PerftestError> {
         std::thread::sleep(timeout);
         Ok(false)
+    }
+}
+
+/// UDP sockets: one send per target.
+struct UdpSink {
+    socket: UdpSocket,
+    targets: Vec<SocketAddr>,
+}
+
+impl Sink for UdpSink {
+    fn send(&mut self, datagram: &[u8]) -> Result<(), PerftestError> {
+        for t in &self.targets {
+            match self.socket.send_to(datagram, t) {
+                Ok(_) => {}
+                // No listener yet (ICMP port unreachable) or a full non-blocking socket:
+                // the datagram is lost, as with any UDP send.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionRefused | io::ErrorKind::WouldBlock
+                    ) => {}
+                Err(e) => {
+                    return Err(PerftestError::Io {
+                        context: "sending a raw datagram",
+                        source: e,
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn targets(&self) -> u32 {
+        self.targets.len() as u32
     }
 }
 

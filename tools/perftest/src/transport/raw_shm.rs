@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use ferrodds_transport_shm::{real_uid, SendError, ShmConfig, ShmReceiver, ShmSender};
 
 use crate::error::PerftestError;
-use crate::message::{decode_datagram, encoded_len, Encoder, TestMessage};
+use crate::message::{decode_datagram, encoded_len, TestMessage};
 use crate::options::{Options, FINISHED_SIZE};
-use crate::transport::raw::Endpoints;
+use crate::transport::raw::{BatchingWriter, Endpoints, Sink};
 use crate::transport::{raw, Capabilities, Reader, Support, TopicKind, Transport, Writer};
 
 /// What the raw shared-memory backend can do: the raw UDP backend's capabilities, over
@@ -87,13 +87,11 @@ impl Transport for RawShmTransport {
         } else {
             None
         };
-        let cap = batch.unwrap_or(0).max(encoded_len(self.max_payload));
-        Ok(Box::new(RawShmWriter {
-            targets,
-            encoder: Encoder::new(self.max_payload),
-            buf: Vec::with_capacity(cap + encoded_len(self.max_payload)),
+        Ok(Box::new(BatchingWriter::new(
+            ShmSink { targets },
+            self.max_payload,
             batch,
-        }))
+        )))
     }
 
     fn create_reader(&mut self, topic: TopicKind) -> Result<Box<dyn Reader>, PerftestError> {
@@ -169,26 +167,20 @@ impl Target {
     }
 }
 
-struct RawShmWriter {
+/// Shared-memory rings: one copy into each target's ring.
+struct ShmSink {
     targets: Vec<Target>,
-    encoder: Encoder,
-    buf: Vec<u8>,
-    batch: Option<usize>,
 }
 
-impl RawShmWriter {
-    fn send(&mut self) -> Result<(), PerftestError> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
+impl Sink for ShmSink {
+    fn send(&mut self, datagram: &[u8]) -> Result<(), PerftestError> {
         for t in &mut self.targets {
             let Some(s) = t.sender() else { continue };
-            match s.send(&[IoSlice::new(&self.buf)]) {
+            match s.send(&[IoSlice::new(datagram)]) {
                 // A full ring loses the message, as a full socket buffer would.
                 Ok(()) | Err(SendError::Full | SendError::Skipped) => {}
                 Err(SendError::Corrupt) => t.sender = None,
                 Err(e @ SendError::TooLarge { .. }) => {
-                    self.buf.clear();
                     return Err(PerftestError::Io {
                         context: "sending through shared memory",
                         source: e.into(),
@@ -196,43 +188,11 @@ impl RawShmWriter {
                 }
             }
         }
-        self.buf.clear();
         Ok(())
     }
-}
 
-impl Writer for RawShmWriter {
-    fn write(&mut self, m: &TestMessage) -> Result<(), PerftestError> {
-        match self.batch {
-            Some(limit) => {
-                if !self.buf.is_empty() && self.buf.len() + encoded_len(m.size) > limit {
-                    self.send()?;
-                }
-                self.encoder.encode(m, &mut self.buf)?;
-                if self.buf.len() >= limit {
-                    self.send()?;
-                }
-                Ok(())
-            }
-            None => {
-                self.buf.clear();
-                self.encoder.encode(m, &mut self.buf)?;
-                self.send()
-            }
-        }
-    }
-
-    fn flush(&mut self) -> Result<(), PerftestError> {
-        self.send()
-    }
-
-    fn matched(&self) -> u32 {
+    fn targets(&self) -> u32 {
         self.targets.len() as u32
-    }
-
-    fn wait_for_acks(&mut self, timeout: Duration) -> Result<bool, PerftestError> {
-        std::thread::sleep(timeout);
-        Ok(false)
     }
 }
 
