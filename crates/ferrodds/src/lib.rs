@@ -70,6 +70,7 @@ mod entity;
 mod error;
 mod participant;
 mod qos;
+mod qos_xml;
 mod reader;
 mod runtime;
 mod sample;
@@ -99,6 +100,7 @@ pub use qos::{
     LivelinessKind, Ownership, PublishMode, PublisherQos, QosPolicyId, Reliability,
     ReliabilityKind, ResourceLimits, SubscriberQos, TopicQos,
 };
+pub use qos_xml::{QosProvider, QosXmlError};
 pub use reader::{DataReader, Samples};
 pub use runtime::time_to_unix_nanos;
 pub use sample::{InstanceHandle, InstanceState, Sample, SampleInfo, SampleState};

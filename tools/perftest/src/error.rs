@@ -124,6 +124,10 @@ pub enum PerftestError {
         #[source]
         source: ferrodds::DdsError,
     },
+    /// The QoS profiles file cannot be used (it names the file, line and element).
+    #[cfg(feature = "dds")]
+    #[error("QoS profiles: {0}")]
+    QosXml(#[from] ferrodds::QosXmlError),
     /// The TLS configuration cannot be used.
     #[error("TLS error while {context}: {source}")]
     Tls {

@@ -41,6 +41,7 @@ pub mod logging;
 pub mod message;
 pub mod options;
 pub mod output;
+pub mod qos_profiles;
 pub mod run;
 pub mod stats;
 pub mod system;

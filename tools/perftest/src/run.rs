@@ -9,6 +9,7 @@ use crate::error::PerftestError;
 use crate::harness::{run_publisher, run_subscriber, RunContext, STOP};
 use crate::options::{help_text, BatchingState, Options, RateMethod, Role};
 use crate::output::{Printer, PrinterConfig};
+use crate::qos_profiles::qos_source;
 use crate::system;
 use crate::transport::raw::RawTransport;
 use crate::transport::raw_shm::RawShmTransport;
@@ -151,7 +152,16 @@ pub fn startup_summary(opts: &Options, batching: BatchingState, transport: &[Str
             opts.execution_time
         ));
     }
-    line("\tXML File: Disabled");
+    // Raw sockets have no QoS; a DDS run names the profiles file it reads (RTI's
+    // `Disabled` for the compiled-in copy).
+    line(&format!(
+        "\tXML File: {}",
+        if opts.backend() == Backend::Dds {
+            qos_source(opts).summary()
+        } else {
+            "Disabled".to_string()
+        }
+    ));
     line(if opts.network_capture {
         "\tNetwork capture: Yes"
     } else {

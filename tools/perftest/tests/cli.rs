@@ -178,7 +178,7 @@ fn unsupported_features_fail_loudly() {
         (&["-raw", "-networkCapture"][..], "'-networkCapture'"),
         (&["-raw", "-asynchronous"][..], "'-asynchronous'"),
         (&["-raw", "-scan"][..], "'-scan'"),
-        (&["-qosFile", "x.xml"][..], "'-qosFile'"),
+        (&["-rawTransport", "-qosFile", "x.xml"][..], "'-qosFile'"),
         (&["-cft", "1"][..], "'-cft'"),
         (&["-dynamicData"][..], "'-dynamicData'"),
         (&["-durability", "2"][..], "'-durability'"),

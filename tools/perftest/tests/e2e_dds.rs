@@ -448,12 +448,13 @@ fn scan_measures_every_size() {
         &[
             "-scan",
             "32:1024:4096",
-            // 2 s per size: under a loaded CI machine the backlog of one size can take a
-            // second to drain before the next size's first pong (one failure with 1 s).
+            // 3 s per size and a ping every 10 samples: under a loaded CI machine the
+            // backlog of one size can take seconds to drain before the next size's first
+            // pong (failures seen with 1 s and 2 s per size and a ping every 100).
             "-exec",
-            "2",
+            "3",
             "-latencyCount",
-            "100",
+            "10",
             "-noPrint",
             "-latencyFile",
             &latency_file_arg,
@@ -463,7 +464,8 @@ fn scan_measures_every_size() {
     assert_ok(&p, "pub");
     assert_ok(&s, "sub");
     // -latencyFile keeps one block per size, not only the last size's.
-    let dump = std::fs::read_to_string(&latency_file).unwrap();
+    let dump = std::fs::read_to_string(&latency_file)
+        .unwrap_or_else(|e| panic!("no -latencyFile ({e}):\n{}\n{}", p.stdout, p.stderr));
     let _ = std::fs::remove_file(&latency_file);
     assert_eq!(dump.matches("Sample Number, Value\n").count(), 3, "{dump}");
     for block in dump.split("Sample Number, Value\n").skip(1) {

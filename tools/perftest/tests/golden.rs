@@ -394,6 +394,7 @@ fn latency_file_format() {
 
 #[test]
 fn startup_summary_publisher_throughput() {
+    // Tests run in tools/perftest, beside the shipped perftest_qos_profiles.xml.
     let opts = Options::parse(&["-pub", "-exec", "30"]).unwrap();
     let batching = opts.batching(true);
     let text = startup_summary(&opts, batching, &["Kind: UDPv4".to_string()]);
@@ -416,7 +417,7 @@ fn startup_summary_publisher_throughput() {
          \tFlatData: No\n\
          \tZero Copy: No\n\
          \tAsynchronous Publishing: No\n\
-         \tXML File: Disabled\n\
+         \tXML File: perftest_qos_profiles.xml\n\
          \tNetwork capture: No\n\
          \nTransport Configuration:\n\
          \tKind: UDPv4\n\n",

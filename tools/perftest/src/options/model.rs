@@ -103,8 +103,14 @@ pub struct Options {
     /// `-transportVerbosity` (0 errors, 1 warnings, 2 connections, 3 everything): the
     /// transports' log; `-verbosity` when not given.
     pub transport_verbosity: Option<u32>,
-    /// `-noXmlQos` (informational).
+    /// `-noXmlQos`: the QoS profiles compiled into perftest, no file.
     pub no_xml_qos: bool,
+    /// `-qosFile` (and the 2.x name `-qosProfile`): the QoS profiles file; `None` =
+    /// `perftest_qos_profiles.xml` in the working directory or beside the executable, else
+    /// the compiled-in copy.
+    pub qos_file: Option<PathBuf>,
+    /// `-qosLibrary` (default `PerftestQosLibrary`).
+    pub qos_library: String,
     /// `-durability` (0 volatile, 1 transient local).
     pub durability: Option<u32>,
     /// `-useReadThread`.
@@ -248,6 +254,10 @@ pub const DEFAULT_SCAN_SIZES: [u64; 12] = [
 pub const LENGTH_CHANGED_SIZE: usize = 1236;
 /// Per-size execution time of `-scan` when `-executionTime` is not given (seconds).
 pub const DEFAULT_SCAN_SECONDS: u64 = 60;
+/// `-qosLibrary` default (RTI perftest's library name).
+pub const DEFAULT_QOS_LIBRARY: &str = "PerftestQosLibrary";
+/// The QoS profiles file perftest reads by default.
+pub const DEFAULT_QOS_FILE: &str = "perftest_qos_profiles.xml";
 
 impl Default for Options {
     fn default() -> Self {
@@ -263,6 +273,8 @@ impl Default for Options {
             verbosity: 1,
             transport_verbosity: None,
             no_xml_qos: false,
+            qos_file: None,
+            qos_library: DEFAULT_QOS_LIBRARY.to_string(),
             durability: None,
             use_read_thread: false,
             send_queue_size: None,

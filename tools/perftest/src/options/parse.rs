@@ -310,6 +310,10 @@ impl Options {
                 }
             }
             "-scan" => self.scan = Some(parse_scan(v)?),
+            "-qosFile" | "-qosProfile" if caps.xml_qos == Support::Yes => {
+                self.qos_file = Some(PathBuf::from(v));
+            }
+            "-qosLibrary" if caps.xml_qos == Support::Yes => self.qos_library = v.to_string(),
             "-qosFile" | "-qosLibrary" | "-qosProfile" => return Err(refuse(name, caps.xml_qos)),
             "-networkCapture" if caps.network_capture == Support::Yes => {
                 self.network_capture = true;

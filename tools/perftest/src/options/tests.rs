@@ -353,7 +353,9 @@ fn capability_refusals_name_the_reason() {
         ("-raw -durability 3", "'-durability' is not supported by FerroDDS perftest: only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available."),
         ("-raw -durability 1", "'-durability' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
         ("-secureGovernanceFile x", "'-secureGovernanceFile' is not supported by FerroDDS perftest: DDS Security is not available in FerroDDS yet."),
-        ("-qosFile x", "'-qosFile' is not supported by FerroDDS perftest: QoS XML files are not supported, the QoS is compiled in."),
+        ("-raw -qosFile x", "'-qosFile' is not supported by FerroDDS perftest: raw sockets have no QoS (not available with -rawTransport)."),
+        ("-raw -qosLibrary x", "'-qosLibrary' is not supported by FerroDDS perftest: raw sockets have no QoS (not available with -rawTransport)."),
+        ("-noXmlQos -qosFile x.xml", "'-noXmlQos' uses the QoS profiles compiled into perftest, '-qosFile' a file: give one of them."),
         ("-raw -networkCapture", "'-networkCapture' is not supported by FerroDDS perftest: raw sockets have no participant to capture: record them with tcpdump or dumpcap."),
         ("-doNotDropNetworkCapture", "'-doNotDropNetworkCapture' keeps the capture '-networkCapture' makes: give '-networkCapture' too."),
         ("-networkCaptureRemoveUserData", "'-networkCaptureRemoveUserData' applies to the capture '-networkCapture' makes: give '-networkCapture' too."),
@@ -458,4 +460,26 @@ fn network_capture_options() {
             .keep_network_capture
     );
     assert!(!parse("-pub").unwrap().network_capture);
+}
+
+#[test]
+fn qos_profile_options() {
+    let o = parse("-qosFile my.xml -qosLibrary MyLib").unwrap();
+    assert_eq!(o.qos_file.as_deref(), Some(std::path::Path::new("my.xml")));
+    assert_eq!(o.qos_library, "MyLib");
+    // RTI Perftest 2.x's name of -qosFile.
+    let o = parse("-qosProfile old.xml").unwrap();
+    assert_eq!(o.qos_file.as_deref(), Some(std::path::Path::new("old.xml")));
+    let o = parse("-noXML").unwrap();
+    assert!(o.no_xml_qos && o.qos_file.is_none());
+    assert_eq!(o.qos_library, "PerftestQosLibrary");
+    assert_eq!(
+        crate::qos_profiles::qos_source(&o),
+        crate::qos_profiles::QosSource::BuiltIn
+    );
+    let o = parse("-qosFile my.xml").unwrap();
+    assert_eq!(
+        crate::qos_profiles::qos_source(&o).summary(),
+        "my.xml".to_string()
+    );
 }

@@ -47,6 +47,11 @@ impl Options {
                 "'-threadCPUAffinity': FerroDDS has no database thread, so the third part (C, RTI's database thread) must be empty: give A:B::D.",
             ));
         }
+        if self.no_xml_qos && self.qos_file.is_some() {
+            return Err(OptionError::Conflict(
+                "'-noXmlQos' uses the QoS profiles compiled into perftest, '-qosFile' a file: give one of them.",
+            ));
+        }
         if !self.network_capture {
             if self.keep_network_capture {
                 return Err(OptionError::Conflict(

@@ -28,6 +28,7 @@ use ferrodds_transport::{list_interfaces, InterfaceSelector};
 /// security, XML QoS, ...) are refused with the DDS backend's reasons.
 pub const CAPABILITIES: Capabilities = Capabilities {
     dds_entities: Support::No("not available with -rawTransport (no DDS)"),
+    xml_qos: Support::No("raw sockets have no QoS (not available with -rawTransport)"),
     max_data_len: MAX_RAW_DATA_LEN,
     data_len_mode: "the raw UDP transport (one sample per datagram)",
     multicast: Support::No("multicast is not implemented for the raw transport yet"),

@@ -9,8 +9,8 @@ use ferrodds::cdr::types::{TestData, TestDataKeyed, TestDataKeyedLarge, TestData
 use ferrodds::{
     Batching, CaptureConfig, CaptureOverflow, Config, DataReader, DataReaderListener,
     DataReaderQos, DataWriter, DataWriterQos, DdsError, DomainParticipant, FlowController,
-    Interface, Publisher, PublisherQos, ResourceLimits, Subscriber, SubscriberQos, TopicQos,
-    TopicType, Transports, WanConfig,
+    Interface, Publisher, PublisherQos, QosProvider, ResourceLimits, Subscriber, SubscriberQos,
+    TopicQos, TopicType, Transports, WanConfig,
 };
 
 use crate::error::PerftestError;
@@ -20,6 +20,7 @@ use crate::options::{
     parse_tcp_peer, parse_tls_peer, parse_wan_peer, BatchingState, FlowControllerName, Options,
     Role, CONTROL_INSTANCE, FINISHED_SIZE,
 };
+use crate::qos_profiles::{self, qos_source, QosSource};
 use crate::transport::{OnMessage, Reader, TopicKind, Transport, Writer};
 
 /// The FerroDDS flow controller of a `-flowController` name.
@@ -110,6 +111,61 @@ pub struct DdsTransport {
     lines: Vec<String>,
     /// `-doNotDropNetworkCapture`: the capture file stays.
     keep_capture: bool,
+    /// The QoS profiles' writer and reader QoS per topic (index: [`profile_index`]).
+    writer_profiles: [DataWriterQos; 3],
+    reader_profiles: [DataReaderQos; 3],
+}
+
+/// The index of a topic's profile in [`crate::qos_profiles::PROFILES`].
+fn profile_index(topic: TopicKind) -> usize {
+    match topic {
+        TopicKind::Throughput => 0,
+        TopicKind::Latency => 1,
+        TopicKind::Announcement => 2,
+    }
+}
+
+/// The profiles' QoS per topic and the publisher/subscriber QoS of the default profile.
+type Profiles = (
+    [DataWriterQos; 3],
+    [DataReaderQos; 3],
+    PublisherQos,
+    SubscriberQos,
+);
+
+/// Loads the QoS profiles of the run (`-qosFile`, `-qosLibrary`, `-noXmlQos`).
+fn load_profiles(opts: &Options) -> Result<Profiles, PerftestError> {
+    let provider = match qos_source(opts) {
+        QosSource::File(path) => QosProvider::from_file(path)?,
+        QosSource::BuiltIn => {
+            QosProvider::from_str(qos_profiles::BUILT_IN, "built-in perftest_qos_profiles.xml")?
+        }
+    };
+    let lib = &opts.qos_library;
+    let mut writers: Vec<DataWriterQos> = Vec::new();
+    let mut readers: Vec<DataReaderQos> = Vec::new();
+    for (topic, profile) in qos_profiles::PROFILES {
+        let name = format!("{lib}::{profile}");
+        let w = provider.datawriter_qos(&name, topic)?;
+        if w.batching.enabled {
+            return Err(PerftestError::NotAvailable(
+                "a perftest QoS profile enables <batch>: perftest sets batching with -batchSize (as its summary reports); remove <batch> from the profile",
+            ));
+        }
+        writers.push(w);
+        readers.push(provider.datareader_qos(&name, topic)?);
+    }
+    let (publisher, subscriber) = match provider.default_profile() {
+        Some(d) => (provider.publisher_qos(&d)?, provider.subscriber_qos(&d)?),
+        None => (PublisherQos::default(), SubscriberQos::default()),
+    };
+    let arr = |v: Vec<DataWriterQos>| -> [DataWriterQos; 3] {
+        [v[0].clone(), v[1].clone(), v[2].clone()]
+    };
+    let arr_r = |v: Vec<DataReaderQos>| -> [DataReaderQos; 3] {
+        [v[0].clone(), v[1].clone(), v[2].clone()]
+    };
+    Ok((arr(writers), arr_r(readers), publisher, subscriber))
 }
 
 impl std::fmt::Debug for DdsTransport {
@@ -250,13 +306,16 @@ impl DdsTransport {
                     }),
             ));
         }
+        // Before the participant: a bad profiles file fails without touching the network.
+        let (writer_profiles, reader_profiles, publisher_qos, subscriber_qos) =
+            load_profiles(opts)?;
         let participant = DomainParticipant::with_config(opts.domain, config)
             .map_err(dds("creating the participant"))?;
         let publisher = participant
-            .create_publisher(PublisherQos::default())
+            .create_publisher(publisher_qos)
             .map_err(dds("creating the publisher"))?;
         let subscriber = participant
-            .create_subscriber(SubscriberQos::default())
+            .create_subscriber(subscriber_qos)
             .map_err(dds("creating the subscriber"))?;
         let kind = match (opts.keyed, opts.large_data()) {
             (false, false) => TypeKind::Plain,
@@ -352,21 +411,27 @@ impl DdsTransport {
                 .asynchronous
                 .then(|| flow_controller(opts.flow_controller)),
             lines,
+            writer_profiles,
+            reader_profiles,
         })
     }
 
+    /// The writer QoS of a topic: its profile, then what perftest's options set (see
+    /// `perftest_qos_profiles.xml`).
     fn writer_qos(&self, topic: TopicKind) -> DataWriterQos {
-        let mut q = DataWriterQos::default()
-            .reliable()
-            .max_blocking_time(Duration::from_millis(100));
+        let mut q = self.writer_profiles[profile_index(topic)].clone();
         match topic {
             TopicKind::Throughput => {
-                if self.best_effort {
-                    q = q.best_effort();
-                }
-                if self.transient_local {
-                    q = q.transient_local();
-                }
+                q = if self.best_effort {
+                    q.best_effort()
+                } else {
+                    q.reliable()
+                };
+                q = if self.transient_local {
+                    q.transient_local()
+                } else {
+                    q.volatile()
+                };
                 // -sendQueueSize counts batches when batching (RTI's max_batches).
                 let queue = match self.batch {
                     Some((bytes, per_batch)) => {
@@ -376,43 +441,45 @@ impl DdsTransport {
                     None => u64::from(self.send_queue),
                 };
                 let queue = u32::try_from(queue).unwrap_or(u32::MAX);
-                q = q.keep_all().resource_limits(ResourceLimits {
+                let limits = ResourceLimits {
                     max_samples: Some(queue),
-                    max_instances: None,
                     max_samples_per_instance: Some(queue),
-                });
+                    ..q.resource_limits
+                };
+                q = q.resource_limits(limits);
                 if let Some(fc) = self.asynchronous {
                     q = q.asynchronous(fc);
                 }
             }
             TopicKind::Latency => {
-                if self.best_effort {
-                    q = q.best_effort();
-                }
-                // Unlimited (RTI's LatencyQos): the subscriber echoes from its receive
-                // thread, which must never block on a full history (the
-                // acknowledgements that would free it arrive on that same thread).
-                q = q.keep_all();
+                q = if self.best_effort {
+                    q.best_effort()
+                } else {
+                    q.reliable()
+                };
             }
-            TopicKind::Announcement => {
-                q = q.transient_local().keep_all();
-            }
+            // The profile's, never switched to best effort (as RTI).
+            TopicKind::Announcement => {}
         }
         q
     }
 
+    /// The reader QoS of a topic: its profile, then what perftest's options set.
     fn reader_qos(&self, topic: TopicKind) -> DataReaderQos {
-        let mut q = DataReaderQos::default().reliable().keep_all();
-        match topic {
-            TopicKind::Throughput | TopicKind::Latency => {
-                if self.best_effort {
-                    q = q.best_effort();
-                }
-                if topic == TopicKind::Throughput && self.transient_local {
-                    q = q.transient_local();
-                }
-            }
-            TopicKind::Announcement => q = q.transient_local(),
+        let mut q = self.reader_profiles[profile_index(topic)].clone();
+        if topic != TopicKind::Announcement {
+            q = if self.best_effort {
+                q.best_effort()
+            } else {
+                q.reliable()
+            };
+        }
+        if topic == TopicKind::Throughput {
+            q = if self.transient_local {
+                q.transient_local()
+            } else {
+                q.volatile()
+            };
         }
         q
     }

@@ -40,7 +40,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     ),
     max_durability: 1,
     durability_limit: "only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available",
-    xml_qos: Support::No("QoS XML files are not supported, the QoS is compiled in"),
+    xml_qos: Support::Yes,
     network_capture: if cfg!(feature = "dds") {
         Support::Yes
     } else {
