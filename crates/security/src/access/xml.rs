@@ -91,7 +91,15 @@ impl<'a, 'input> Doc<'a, 'input> {
 
     /// The text of a leaf element, trimmed (it must not contain elements).
     pub(crate) fn text(&self, node: Node<'a, 'input>) -> Result<String, AccessError> {
-        self.children(node, &[])?;
+        if let Some(child) = node.children().find(|c| c.is_element()) {
+            return Err(AccessError::UnexpectedElement {
+                file: self.file.to_owned(),
+                line: self.line(child),
+                element: child.tag_name().name().to_owned(),
+                parent: node.tag_name().name().to_owned(),
+                allowed: "(text only)".to_owned(),
+            });
+        }
         let mut s = String::new();
         for t in node.children().filter(|c| c.is_text()) {
             s.push_str(t.text().unwrap_or(""));
