@@ -9,7 +9,9 @@
 //!   content must carry the `-text` `Content-Type: text/plain` header (Cyclone DDS and Fast DDS
 //!   require it too). Only then is the XML parsed ([`Governance::from_signed`],
 //!   [`Permissions::from_signed`]). [`Governance::parse_xml`] and [`Permissions::parse_xml`]
-//!   parse without a signature, for tests and fuzzing.
+//!   parse without a signature, for tests and fuzzing. (OpenSSL checks the signer's
+//!   certificate chain against the system clock; everything after the signature uses the
+//!   caller's `now`.)
 //! * Parsing is strict, following the OMG DDS Security 1.1 XSDs: every element the schema
 //!   requires must be present once, unknown elements are rejected, booleans are TRUE/FALSE in
 //!   any case or 1/0, protection kinds are the exact XSD spellings (`data_protection_kind`
