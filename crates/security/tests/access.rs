@@ -585,3 +585,20 @@ fn subject_names_compare_as_attribute_sets() {
     let e = SubjectName::parse("emailAddress=a@b, CN=x").unwrap();
     assert!(e.matches(&SubjectName::parse("CN=x/E=a@b").unwrap()));
 }
+
+#[test]
+fn every_signed_file_in_the_folder_is_one_checked_here() {
+    let mut found: Vec<String> = std::fs::read_dir(secure_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("signed_"))
+        .collect();
+    found.sort();
+    let mut expected: Vec<String> = PROFILES
+        .iter()
+        .map(|p| format!("signed_PerftestGovernance_{}.xml", p.0))
+        .chain(["Pub", "Sub"].map(|r| format!("signed_PerftestPermissions{r}.xml")))
+        .collect();
+    expected.sort();
+    assert_eq!(found, expected);
+}
