@@ -19,6 +19,8 @@ command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 # libssl-dev + pkg-config: ferrodds-security (DDS Security) links the system OpenSSL
 command -v pkg-config >/dev/null 2>&1 || need_pkgs+=(pkg-config)
 pkg-config --exists openssl 2>/dev/null || need_pkgs+=(libssl-dev)
+# openssl CLI: scripts/make-secure-resources.sh (its test regenerates perftest's secure folder)
+command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 # valgrind: the callgrind regression guard (instructions per round trip)
 command -v valgrind >/dev/null 2>&1 || need_pkgs+=(valgrind)
@@ -44,7 +46,7 @@ bash "$(dirname "$0")/setup-python-peers.sh" >&2
 # Every tool the tests need must now be on PATH (an install that silently failed would
 # otherwise show up as skipped or failing tests far from its cause).
 missing=()
-for tool in tshark ddsperf ip tc nft chromium valgrind; do
+for tool in tshark ddsperf ip tc nft chromium valgrind openssl; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 cargo fuzz --version >/dev/null 2>&1 || missing+=(cargo-fuzz)

@@ -602,3 +602,60 @@ fn every_signed_file_in_the_folder_is_one_checked_here() {
     expected.sort();
     assert_eq!(found, expected);
 }
+
+/// Days from now until the certificate's notAfter.
+fn days_left(cert: &X509) -> i32 {
+    openssl::asn1::Asn1Time::days_from_now(0)
+        .unwrap()
+        .diff(cert.not_after())
+        .unwrap()
+        .days
+}
+
+#[test]
+fn the_script_makes_a_folder_that_verifies_and_matches_the_committed_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/make-secure-resources.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(tmp.path())
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fresh_ca = PermissionsCa::load(&tmp.path().join("cacert.pem")).unwrap();
+    let committed_ca = ca();
+    for (suffix, scenario, ..) in PROFILES {
+        let name = format!("signed_PerftestGovernance_{suffix}.xml");
+        let fresh = Governance::load(&tmp.path().join(&name), &fresh_ca).unwrap();
+        let committed = Governance::load(&secure_dir().join(&name), &committed_ca).unwrap();
+        assert_eq!(fresh.domain_rules, committed.domain_rules, "{scenario}");
+        // A fresh CA is another CA: the committed one does not accept its documents.
+        let bytes = std::fs::read(tmp.path().join(&name)).unwrap();
+        assert!(Governance::from_signed(&bytes, &name, &committed_ca).is_err());
+    }
+    for role in ["Pub", "Sub"] {
+        let name = format!("signed_PerftestPermissions{role}.xml");
+        let fresh = Permissions::load(&tmp.path().join(&name), &fresh_ca).unwrap();
+        let committed = Permissions::load(&secure_dir().join(&name), &committed_ca).unwrap();
+        assert_eq!(fresh.grants, committed.grants, "{role}");
+    }
+    // 20-year certificates; the committed ones still have years to go.
+    for file in ["cacert.pem", "pub.pem", "sub.pem"] {
+        let fresh = X509::from_pem(&std::fs::read(tmp.path().join(file)).unwrap()).unwrap();
+        assert!(
+            days_left(&fresh) >= 7299,
+            "{file}: {} days",
+            days_left(&fresh)
+        );
+        let committed = X509::from_pem(&std::fs::read(secure_dir().join(file)).unwrap()).unwrap();
+        assert!(
+            days_left(&committed) > 365 * 10,
+            "committed {file} expires soon: regenerate"
+        );
+    }
+}
