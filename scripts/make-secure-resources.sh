@@ -8,7 +8,9 @@
 # Keys are EC P-256; certificates are valid for 20 years, permissions grants from 2026 to 2046, so
 # the committed fixtures do not expire under the tests. Documents are signed as S/MIME
 # (`openssl smime -sign -text`, multipart/signed) by the CA. The governance values come from
-# shared/security/PROFILES.md (see README.md in the output folder for the mapping).
+# shared/security/PROFILES.md (see README.md in the output folder for the mapping). Domain ranges
+# are written 0..230 rather than as an open `<min>0</min>` range: Cyclone DDS 0.10 reads a range
+# without <max> as the single domain <min>, and refuses documents naming a domain id above 230.
 #
 # Usage: bash scripts/make-secure-resources.sh [OUTPUT_DIR]
 # Re-running replaces every file (new keys): commit the whole folder together.
@@ -58,6 +60,7 @@ governance() { # name allow_unauthenticated rtps metadata data
       <domains>
         <id_range>
           <min>0</min>
+          <max>230</max>
         </id_range>
       </domains>
       <allow_unauthenticated_participants>$2</allow_unauthenticated_participants>
@@ -105,7 +108,7 @@ permissions() { # Role role publish... -- subscribe...
      xsi:noNamespaceSchemaLocation="http://www.omg.org/spec/DDS-SECURITY/20170901/omg_shared_ca_permissions.xsd">
   <permissions>
     <grant name="Perftest${Role}">
-      <subject_name>C=ES, O=FerroDDS, CN=perftest ${role}</subject_name>
+      <subject_name>/C=ES/O=FerroDDS/CN=perftest ${role}</subject_name>
       <validity>
         <not_before>2026-01-01T00:00:00Z</not_before>
         <not_after>2046-01-01T00:00:00Z</not_after>
@@ -114,6 +117,7 @@ permissions() { # Role role publish... -- subscribe...
         <domains>
           <id_range>
             <min>0</min>
+            <max>230</max>
           </id_range>
         </domains>
         <publish>

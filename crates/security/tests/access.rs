@@ -84,8 +84,9 @@ fn every_committed_governance_verifies_and_has_its_profile_values() {
         let path = secure_dir().join(format!("signed_PerftestGovernance_{suffix}.xml"));
         let gov = Governance::load(&path, &ca).unwrap_or_else(|e| panic!("{scenario}: {e}"));
         assert_eq!(gov.domain_rules.len(), 1, "{scenario}");
-        for domain in [0, 1, 100, 232] {
-            let r = gov.domain_rule(domain).expect("domains from 0 up");
+        assert_eq!(gov.domain_rules[0].domains.ranges, [(0, 230)], "{scenario}");
+        for domain in [0, 1, 100, 230] {
+            let r = gov.domain_rule(domain).expect("domains 0 to 230");
             assert_eq!(r.allow_unauthenticated_participants, unauth, "{scenario}");
             assert!(!r.enable_join_access_control, "{scenario}");
             assert_eq!(
@@ -228,7 +229,9 @@ fn committed_permissions_verify_and_grant_the_identity_certificates() {
         let grant = perms.grant_for(&subject).expect("the identity's grant");
         assert_eq!(grant.rules.len(), 1);
         let rule = &grant.rules[0];
-        assert!(rule.domains.contains(0) && rule.domains.contains(u32::MAX));
+        assert!(
+            rule.domains.contains(0) && rule.domains.contains(230) && !rule.domains.contains(231)
+        );
         for t in publish {
             assert!(
                 rule.publish.iter().any(|c| c.matches(t, &[], true)),
