@@ -16,7 +16,8 @@
 //!   requires must be present once, unknown elements are rejected, booleans are TRUE/FALSE in
 //!   any case or 1/0, protection kinds are the exact XSD spellings (`data_protection_kind`
 //!   only NONE/SIGN/ENCRYPT), domain ids are u32 and `id_range` may omit `min` (0) or `max`
-//!   (unbounded). Nothing falls back to a default: every error is an [`AccessError`] naming
+//!   (unbounded, as the XSD says; for interoperability write `max`: Cyclone DDS 0.10 reads a
+//!   range without it as the single domain `min` and refuses ids above 230). Nothing falls back to a default: every error is an [`AccessError`] naming
 //!   the file, the line, the element, the bad value and the valid ones. Malformed or truncated
 //!   input never panics (the `security_permissions` fuzz target checks this).
 //! * Expressions (`topic_expression`, `topic`, `partition`) are fnmatch patterns (`*`, `?`,
