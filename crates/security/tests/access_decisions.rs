@@ -429,3 +429,49 @@ fn endpoint_attributes_and_tokens() {
             .unwrap();
     assert_eq!(remote.grant().name, "Alice");
 }
+
+#[test]
+fn rsa_permissions_ca_and_bad_ca_files() {
+    // An RSA-2048 permissions CA signs and verifies too, and names its algorithm.
+    let rsa = openssl::rsa::Rsa::generate(2048).unwrap();
+    let key = PKey::from_rsa(rsa).unwrap();
+    let mut name = X509NameBuilder::new().unwrap();
+    name.append_entry_by_text("CN", "RSA CA").unwrap();
+    let name = name.build();
+    let mut b = X509::builder().unwrap();
+    b.set_version(2).unwrap();
+    b.set_subject_name(&name).unwrap();
+    b.set_issuer_name(&name).unwrap();
+    b.set_pubkey(&key).unwrap();
+    b.set_not_before(&Asn1Time::from_unix(now_unix() - 60).unwrap())
+        .unwrap();
+    b.set_not_after(&Asn1Time::days_from_now(1).unwrap())
+        .unwrap();
+    b.append_extension(BasicConstraints::new().critical().ca().build().unwrap())
+        .unwrap();
+    b.sign(&key, MessageDigest::sha256()).unwrap();
+    let pki = (b.build(), key);
+    let ca = ca_of(&pki);
+    assert_eq!(ca.algorithm(), "RSA-2048");
+    assert_eq!(ca.permissions_token().properties[1].1, "RSA-2048");
+    Governance::from_signed(&sign(GOVERNANCE, &pki), "rsa.p7s", &ca).unwrap();
+
+    // Unusable CA files are errors naming the file.
+    let err =
+        PermissionsCa::from_pem(b"-----BEGIN CERTIFICATE-----\nAAAA\n", "ca.pem").unwrap_err();
+    assert!(matches!(err, AccessError::CaCertificate { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("ca.pem: not a usable permissions CA certificate"),
+        "{err}"
+    );
+    let missing = std::path::Path::new("no/such/dir/ca.pem");
+    let err = PermissionsCa::load(missing).unwrap_err();
+    assert!(matches!(err, AccessError::Read { .. }), "{err}");
+    assert!(
+        err.to_string().contains("no/such/dir/ca.pem: cannot read"),
+        "{err}"
+    );
+    let err = Governance::load(missing, &ca).unwrap_err();
+    assert!(err.to_string().contains("no/such/dir/ca.pem"), "{err}");
+}
