@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, non-interactively and only when missing, everything the test suite needs:
 #   - Debian packages: tshark (wire checks), cyclonedds-tools (ddsperf + libddsc, the peer DDS),
-#     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests)
+#     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests),
+#     libssl-dev + pkg-config (the `openssl` crate of ferrodds-security builds against the system OpenSSL)
 #   - cargo-fuzz (fuzz targets run on stable with `-s none`)
 # Safe to run repeatedly. Needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -15,6 +16,11 @@ command -v tc >/dev/null 2>&1 || need_pkgs+=(iproute2)
 command -v nft >/dev/null 2>&1 || need_pkgs+=(nftables)
 # chromium: the lab's report test renders report.html headless and checks the screenshot
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
+# libssl-dev + pkg-config: ferrodds-security (DDS Security) links the system OpenSSL
+command -v pkg-config >/dev/null 2>&1 || need_pkgs+=(pkg-config)
+pkg-config --exists openssl 2>/dev/null || need_pkgs+=(libssl-dev)
+# openssl CLI: scripts/make-secure-resources.sh (its test regenerates perftest's secure folder)
+command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 # valgrind: the callgrind regression guard (instructions per round trip)
 command -v valgrind >/dev/null 2>&1 || need_pkgs+=(valgrind)
@@ -40,10 +46,11 @@ bash "$(dirname "$0")/setup-python-peers.sh" >&2
 # Every tool the tests need must now be on PATH (an install that silently failed would
 # otherwise show up as skipped or failing tests far from its cause).
 missing=()
-for tool in tshark ddsperf ip tc nft chromium valgrind; do
+for tool in tshark ddsperf ip tc nft chromium valgrind openssl; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 cargo fuzz --version >/dev/null 2>&1 || missing+=(cargo-fuzz)
+pkg-config --exists openssl 2>/dev/null || missing+=("libssl-dev (pkg-config openssl)")
 "$(dirname "$0")/../target/peers-venv/bin/python" -c 'import cyclonedds' >/dev/null 2>&1 ||
   missing+=("cyclonedds (python, target/peers-venv)")
 if ((${#missing[@]})); then
