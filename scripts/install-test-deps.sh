@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, non-interactively and only when missing, everything the test suite needs:
 #   - Debian packages: tshark (wire checks), cyclonedds-tools (ddsperf + libddsc, the peer DDS),
-#     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests)
+#     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests),
+#     libssl-dev + pkg-config (the openssl crate under ferrodds-security links the system OpenSSL)
 #   - cargo-fuzz (fuzz targets run on stable with `-s none`)
 # Safe to run repeatedly. Needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -18,6 +19,9 @@ command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 # valgrind: the callgrind regression guard (instructions per round trip)
 command -v valgrind >/dev/null 2>&1 || need_pkgs+=(valgrind)
+# libssl-dev + pkg-config: ferrodds-security builds the openssl crate against the system OpenSSL
+command -v pkg-config >/dev/null 2>&1 || need_pkgs+=(pkg-config)
+pkg-config --exists openssl 2>/dev/null || need_pkgs+=(libssl-dev)
 
 if ((${#need_pkgs[@]})); then
   SUDO=""
@@ -44,6 +48,7 @@ for tool in tshark ddsperf ip tc nft chromium valgrind; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 cargo fuzz --version >/dev/null 2>&1 || missing+=(cargo-fuzz)
+pkg-config --exists openssl 2>/dev/null || missing+=("libssl-dev (pkg-config openssl)")
 "$(dirname "$0")/../target/peers-venv/bin/python" -c 'import cyclonedds' >/dev/null 2>&1 ||
   missing+=("cyclonedds (python, target/peers-venv)")
 if ((${#missing[@]})); then
