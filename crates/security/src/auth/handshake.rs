@@ -860,13 +860,14 @@ impl Authenticator {
         }
         let dh2 = required(t, M, prop::DH2, true)?;
         let peer_dh = peer_dh(dh.agreement, dh2, M, prop::DH2)?;
-        optional_eq(t, M, prop::DH1, &dh.public, "the Request's dh1")?;
+        // The echo of our challenge first: it is what identifies a stale or replayed Reply.
         if challenge(t, M, prop::CHALLENGE1)? != *challenge1 {
             return Err(AuthError::ChallengeMismatch {
                 message: M,
                 property: prop::CHALLENGE1,
             });
         }
+        optional_eq(t, M, prop::DH1, &dh.public, "the Request's dh1")?;
         let challenge2 = challenge(t, M, prop::CHALLENGE2)?;
         let signature = required(t, M, prop::SIGNATURE, true)?;
         optional_eq(t, M, prop::HASH_C1, hash_c1, "the Request's hash_c1")?;

@@ -290,6 +290,7 @@ pub(crate) fn sha256(data: &[u8]) -> [u8; 32] {
 }
 
 /// A validated local identity: certificate, CA, private key and adjusted GUID.
+#[derive(Clone)]
 pub struct LocalIdentity {
     pub(crate) cert: X509,
     pub(crate) ca: X509,
