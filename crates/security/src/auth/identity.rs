@@ -123,6 +123,8 @@ fn parse_cert(bytes: &[u8], label: &str) -> Result<X509, AuthError> {
         })
 }
 
+// `time_t` is i32 on some 32-bit targets, hence the conversion.
+#[allow(clippy::useless_conversion)]
 fn unix_time(now: i64, label: &str) -> Result<Asn1Time, AuthError> {
     let t = now.try_into().map_err(|_| AuthError::BadCertificate {
         what: label.to_owned(),
@@ -176,6 +178,7 @@ where
 /// chain and signature (OpenSSL's verifier with its check time set to `now`), a supported
 /// key (RSA-2048 / P-256) and, when the certificate has a KeyUsage extension, the
 /// `digitalSignature` usage the handshake needs. `label` names the certificate in errors.
+#[allow(clippy::useless_conversion)] // `time_t` is i32 on some 32-bit targets
 pub fn validate_certificate(
     cert: &X509Ref,
     ca: &X509Ref,

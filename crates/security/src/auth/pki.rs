@@ -56,6 +56,7 @@ pub fn generate_key(algo: IdentityAlgo) -> Result<PKey<Private>, AuthError> {
     }
 }
 
+#[allow(clippy::useless_conversion)] // `time_t` is i32 on some 32-bit targets
 fn build(
     subject_cn: &str,
     key: &PKey<Private>,
