@@ -297,6 +297,31 @@ fn read_identity(
 }
 
 impl ParticipantGenericMessage {
+    /// A `dds.sec.auth` handshake message as Cyclone writes it: from the stateless writer
+    /// `source_writer` (its GUID, sequence number `sequence_number`) to the participant
+    /// `destination_participant`, answering `related` (the Request's identity for a Reply,
+    /// the Reply's for a Final; zero for a Request), endpoint GUIDs zero, one token.
+    pub fn auth_handshake(
+        source_writer: GuidBytes,
+        sequence_number: i64,
+        destination_participant: GuidBytes,
+        related: Option<MessageIdentity>,
+        token: DataHolder,
+    ) -> Self {
+        ParticipantGenericMessage {
+            message_identity: MessageIdentity {
+                source_guid: source_writer,
+                sequence_number,
+            },
+            related_message_identity: related.unwrap_or_default(),
+            destination_participant_guid: destination_participant,
+            destination_endpoint_guid: GUID_UNKNOWN,
+            source_endpoint_guid: GUID_UNKNOWN,
+            message_class_id: GMCLASSID_SECURITY_AUTH_HANDSHAKE.into(),
+            message_data: vec![token],
+        }
+    }
+
     /// Appends the CDR body (no encapsulation header) in `endianness` to `out`; alignment
     /// counts from `out.len()` at the call.
     pub fn encode(

@@ -68,16 +68,12 @@ fn authenticator(id: LocalIdentity, options: AuthOptions) -> Authenticator {
 fn over_the_wire(from: GuidBytes, to: GuidBytes, token: DataHolder, e: Endianness) -> DataHolder {
     let mut writer = from;
     writer[12..].copy_from_slice(&ENTITYID_P2P_PARTICIPANT_STATELESS_MESSAGE_WRITER);
-    let msg = ParticipantGenericMessage {
-        message_identity: MessageIdentity {
-            source_guid: writer,
-            sequence_number: 1,
-        },
-        destination_participant_guid: to,
-        message_class_id: GMCLASSID_SECURITY_AUTH_HANDSHAKE.into(),
-        message_data: vec![token],
-        ..Default::default()
+    let related = MessageIdentity {
+        source_guid: to,
+        sequence_number: 3,
     };
+    let msg = ParticipantGenericMessage::auth_handshake(writer, 1, to, Some(related), token);
+    assert_eq!(msg.message_class_id, GMCLASSID_SECURITY_AUTH_HANDSHAKE);
     let mut buf = Vec::new();
     msg.encode_payload(e, &mut buf).unwrap();
     let back = ParticipantGenericMessage::decode_payload(&buf).unwrap();

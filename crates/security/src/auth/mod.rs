@@ -38,6 +38,36 @@
 //!   [`AuthError::TooManyPending`]. A completed handshake leaves the table.
 //! * Every failure is a typed [`AuthError`] naming the message, property or file and the
 //!   reason; nothing here panics on input from the network or from files.
+//!
+//! ```
+//! use ferrodds_security::auth::pki::{generate_ca, issue_identity, minimal_pdata};
+//! use ferrodds_security::auth::{
+//!     AuthOptions, Authenticator, HandshakeStep, IdentityAlgo, LocalIdentity, OsEntropy,
+//! };
+//!
+//! let now = 1_800_000_000; // Unix seconds, from the caller's clock
+//! let ca = generate_ca("CA", IdentityAlgo::EcPrime256v1, now - 60, now + 3600)?;
+//! let participant = |cn: &str, n: u8| -> Result<Authenticator, _> {
+//!     let id = issue_identity(&ca, cn, IdentityAlgo::EcPrime256v1, n.into(), now - 60, now + 3600)?;
+//!     let id = LocalIdentity::from_parts(ca.cert.clone(), id.cert, id.key, &[n; 16], now, cn, cn)?;
+//!     let pdata = minimal_pdata(&id.guid()); // really: our SPDP data, big-endian PL
+//!     Ok::<_, ferrodds_security::auth::AuthError>(
+//!         Authenticator::new(id, b"<signed permissions>\0".to_vec(), pdata, AuthOptions::default()))
+//! };
+//! let (mut a, mut b) = (participant("a", 1)?, participant("b", 2)?);
+//! if !a.is_initiator(&b.local_guid()) {
+//!     std::mem::swap(&mut a, &mut b);
+//! }
+//! let (ag, bg) = (a.local_guid(), b.local_guid());
+//! let request = a.begin_handshake(bg, now, &mut OsEntropy)?;
+//! let HandshakeStep::Reply(reply) = b.process(ag, &request, now, &mut OsEntropy)? else { panic!() };
+//! let HandshakeStep::Final { message, outcome: at_a } = a.process(bg, &reply, now, &mut OsEntropy)?
+//! else { panic!() };
+//! let HandshakeStep::Complete(at_b) = b.process(ag, &message, now, &mut OsEntropy)? else { panic!() };
+//! assert_eq!(at_a.shared_secret, at_b.shared_secret);
+//! assert_eq!(at_a.peer_subject_name, b.identity().subject_name());
+//! # Ok::<(), ferrodds_security::auth::AuthError>(())
+//! ```
 
 mod handshake;
 mod identity;
