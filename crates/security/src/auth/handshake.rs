@@ -1035,6 +1035,78 @@ mod tests {
     }
 
     #[test]
+    fn rsa_pss_signs_with_salt_32_and_verifies_any_salt() {
+        let key = PKey::from_rsa(openssl::rsa::Rsa::generate(2048).unwrap()).unwrap();
+        let public = PKey::public_key_from_pem(&key.public_key_to_pem().unwrap()).unwrap();
+        let data = b"signed properties";
+        let sig_with = |salt: RsaPssSaltlen| {
+            let mut s = Signer::new(MessageDigest::sha256(), &key).unwrap();
+            s.set_rsa_padding(Padding::PKCS1_PSS).unwrap();
+            s.set_rsa_pss_saltlen(salt).unwrap();
+            s.update(data).unwrap();
+            s.sign_to_vec().unwrap()
+        };
+        // Peers sign with OpenSSL's default (maximum) salt, 32 (Fast DDS) or others.
+        for salt in [
+            RsaPssSaltlen::MAXIMUM_LENGTH,
+            RsaPssSaltlen::DIGEST_LENGTH,
+            RsaPssSaltlen::custom(20),
+            RsaPssSaltlen::custom(0),
+        ] {
+            assert!(verify(&public, data, &sig_with(salt)));
+        }
+        // Ours has exactly a 32-byte salt.
+        let ours = sign(&key, data).unwrap();
+        let check = |salt: i32| {
+            let mut v = Verifier::new(MessageDigest::sha256(), &public).unwrap();
+            v.set_rsa_padding(Padding::PKCS1_PSS).unwrap();
+            v.set_rsa_pss_saltlen(RsaPssSaltlen::custom(salt)).unwrap();
+            v.update(data).unwrap();
+            v.verify(&ours).unwrap_or(false)
+        };
+        assert!(check(32));
+        assert!(!check(20));
+        assert!(!verify(&public, b"other data", &ours));
+        assert!(!verify(&public, data, b"\x30\x02garbage"));
+    }
+
+    #[test]
+    fn modp_public_keys_are_accepted_der_or_raw_and_checked() {
+        let mut e = OsEntropy;
+        let der = gen_dh(KeyAgreement::DhModp2048_256, ModpEncoding::Der, &mut e).unwrap();
+        assert_eq!(der.public[0], 0x02);
+        let raw = gen_dh(KeyAgreement::DhModp2048_256, ModpEncoding::Raw, &mut e).unwrap();
+        assert!(raw.public.len() <= 256);
+        let p_der = peer_dh(KeyAgreement::DhModp2048_256, &der.public, "Request", "dh1").unwrap();
+        let p_raw = peer_dh(KeyAgreement::DhModp2048_256, &raw.public, "Reply", "dh2").unwrap();
+        assert_eq!(
+            derive(&raw.key, &p_der).unwrap(),
+            derive(&der.key, &p_raw).unwrap()
+        );
+        for bad in [
+            vec![],
+            vec![1],
+            vec![0xff; 256],
+            vec![0x02, 0x01, 0x01],
+            vec![7; 300],
+        ] {
+            assert!(
+                peer_dh(KeyAgreement::DhModp2048_256, &bad, "Request", "dh1").is_err(),
+                "{bad:?}"
+            );
+        }
+        // p - 1 (order 2) is refused.
+        let params = Dh::get_2048_256().unwrap();
+        let mut pm1 = params.prime_p().to_owned().unwrap();
+        pm1.sub_word(1).unwrap();
+        assert!(peer_dh(KeyAgreement::DhModp2048_256, &pm1.to_vec(), "Reply", "dh2").is_err());
+        // A random element of the full group is (almost surely) outside the subgroup.
+        let mut y = [0u8; 255];
+        y[0] = 3;
+        assert!(peer_dh(KeyAgreement::DhModp2048_256, &y, "Reply", "dh2").is_err());
+    }
+
+    #[test]
     fn pdata_guid_is_found_after_other_parameters() {
         let mut pl = vec![0x00, 0x15, 0x00, 0x03, 1, 2, 3, 0]; // PID_PROTOCOL_VERSION + pad
         pl.extend_from_slice(&[0x00, 0x50, 0x00, 0x10]);
