@@ -998,3 +998,75 @@ fn unsupported_key_sizes_are_rejected() {
         "{err}"
     );
 }
+
+#[test]
+fn announced_future_challenges_are_used_and_checked() {
+    use ferrodds_security::auth::{auth_request_token, parse_auth_request};
+    // The replier announces its challenge2; the initiator checks the Reply carries it.
+    let mut p = ec_pair();
+    let (ig, rg) = (p.ig(), p.rg());
+    let token = p.repl.auth_request(ig, NOW, &mut p.e).unwrap();
+    assert_eq!(token.class_id, "DDS:Auth:PKI-DH:1.0+AuthReq");
+    assert_eq!(p.repl.auth_request(ig, NOW, &mut p.e).unwrap(), token);
+    let announced = parse_auth_request(&token).unwrap();
+    p.init.note_auth_request(rg, &token, NOW).unwrap();
+    let (oi, or) = p.run();
+    assert_eq!(oi.challenge2, announced);
+    assert_eq!(or.challenge2, announced);
+
+    // The initiator announces its challenge1 (as Cyclone uses one challenge for both).
+    let mut p = ec_pair();
+    let (ig, rg) = (p.ig(), p.rg());
+    let token = p.init.auth_request(rg, NOW, &mut p.e).unwrap();
+    p.repl.note_auth_request(ig, &token, NOW).unwrap();
+    let (oi, _) = p.run();
+    assert_eq!(oi.challenge1, parse_auth_request(&token).unwrap());
+
+    // A Reply or Request whose challenge is not the announced one is refused.
+    let mut p = ec_pair();
+    let (ig, rg) = (p.ig(), p.rg());
+    p.init
+        .note_auth_request(rg, &auth_request_token(&[5; 32]), NOW)
+        .unwrap();
+    let req = p.request();
+    let reply = p.reply(&req).unwrap();
+    assert_eq!(
+        p.finish(&reply).unwrap_err(),
+        AuthError::ChallengeMismatch {
+            message: "Reply",
+            property: "challenge2"
+        }
+    );
+    p.repl
+        .note_auth_request(ig, &auth_request_token(&[6; 32]), NOW)
+        .unwrap();
+    assert_eq!(
+        p.reply(&req).unwrap_err(),
+        AuthError::ChallengeMismatch {
+            message: "Request",
+            property: "challenge1"
+        }
+    );
+
+    // Malformed AuthRequest tokens.
+    let mut bad = auth_request_token(&[1; 32]);
+    bad.binary_properties[0].value.pop();
+    assert!(matches!(
+        parse_auth_request(&bad).unwrap_err(),
+        AuthError::BadProperty {
+            property: "future_challenge",
+            ..
+        }
+    ));
+    bad.binary_properties.clear();
+    assert!(matches!(
+        parse_auth_request(&bad).unwrap_err(),
+        AuthError::MissingProperty { .. }
+    ));
+    assert!(matches!(
+        p.init
+            .note_auth_request(rg, &DataHolder::new(HANDSHAKE_REQUEST_CLASS_ID), NOW)
+            .unwrap_err(),
+        AuthError::UnexpectedMessage { .. }
+    ));
+}

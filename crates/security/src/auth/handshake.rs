@@ -17,8 +17,8 @@ use super::identity::{
     adjusted_guid, public_key, sha256, subject_oneline, validate_certificate, LocalIdentity,
 };
 use super::{
-    algo_name_eq, crypto, prop, AuthError, IdentityAlgo, KeyAgreement, HANDSHAKE_FINAL_CLASS_ID,
-    HANDSHAKE_REPLY_CLASS_ID, HANDSHAKE_REQUEST_CLASS_ID,
+    algo_name_eq, crypto, prop, AuthError, IdentityAlgo, KeyAgreement, AUTH_REQUEST_CLASS_ID,
+    HANDSHAKE_FINAL_CLASS_ID, HANDSHAKE_REPLY_CLASS_ID, HANDSHAKE_REQUEST_CLASS_ID,
 };
 use crate::generic_message::{serialize_binary_properties, BinaryProperty, DataHolder, GuidBytes};
 
@@ -145,6 +145,8 @@ struct Peer {
 }
 
 enum State {
+    /// Only future challenges exchanged (AuthRequest), no handshake message yet.
+    Announced,
     AwaitReply {
         challenge1: [u8; 32],
         dh: DhKey,
@@ -165,6 +167,16 @@ enum State {
 struct Session {
     started: i64,
     state: State,
+    /// Challenges announced in AuthRequest tokens (ours, the peer's).
+    futures: Futures,
+}
+
+/// `future_challenge`s of AuthRequest tokens: ours (our next challenge with this peer) and
+/// the peer's (its next challenge must equal it, as Cyclone checks).
+#[derive(Debug, Clone, Copy, Default)]
+struct Futures {
+    local: Option<[u8; 32]>,
+    remote: Option<[u8; 32]>,
 }
 
 /// The local side of PKI-DH authentication: our identity, credentials and the pending
@@ -540,6 +552,27 @@ fn kagree_from(
         })
 }
 
+/// An AuthRequest token announcing `future_challenge`.
+pub fn auth_request_token(future_challenge: &[u8; 32]) -> DataHolder {
+    DataHolder {
+        class_id: AUTH_REQUEST_CLASS_ID.into(),
+        properties: Vec::new(),
+        binary_properties: vec![bp(prop::FUTURE_CHALLENGE, future_challenge.to_vec())],
+    }
+}
+
+/// The `future_challenge` of an AuthRequest token (class `DDS:Auth:PKI-DH:1.0+AuthReq...`,
+/// a 32-byte `future_challenge`), as Cyclone validates it.
+pub fn parse_auth_request(token: &DataHolder) -> Result<[u8; 32], AuthError> {
+    if !token.class_id.starts_with(AUTH_REQUEST_CLASS_ID) {
+        return Err(AuthError::UnexpectedMessage {
+            expected: AUTH_REQUEST_CLASS_ID,
+            got: token.class_id.chars().take(64).collect(),
+        });
+    }
+    challenge(token, "AuthRequest", prop::FUTURE_CHALLENGE)
+}
+
 struct Credentials {
     peer: Peer,
     kagree: KeyAgreement,
@@ -602,9 +635,14 @@ impl Authenticator {
         before - self.sessions.len()
     }
 
-    /// Replaces any session with `remote` and makes sure there is room for one more.
-    fn make_room(&mut self, remote: &GuidBytes, now: i64) -> Result<(), AuthError> {
-        self.sessions.remove(remote);
+    /// Replaces any session with `remote` (keeping its announced challenges, returned) and
+    /// makes sure there is room for one more.
+    fn make_room(&mut self, remote: &GuidBytes, now: i64) -> Result<Futures, AuthError> {
+        let futures = self
+            .sessions
+            .remove(remote)
+            .map(|s| s.futures)
+            .unwrap_or_default();
         if self.sessions.len() >= self.options.max_pending {
             self.expire(now);
         }
@@ -613,7 +651,62 @@ impl Authenticator {
                 max: self.options.max_pending,
             });
         }
+        Ok(futures)
+    }
+
+    /// Records an announced challenge for `remote`, creating an entry if needed.
+    fn announce(
+        &mut self,
+        remote: GuidBytes,
+        now: i64,
+        set: impl FnOnce(&mut Futures),
+    ) -> Result<(), AuthError> {
+        if let Some(s) = self.sessions.get_mut(&remote) {
+            set(&mut s.futures);
+            return Ok(());
+        }
+        let mut futures = self.make_room(&remote, now)?;
+        set(&mut futures);
+        self.sessions.insert(
+            remote,
+            Session {
+                started: now,
+                state: State::Announced,
+                futures,
+            },
+        );
         Ok(())
+    }
+
+    /// Our AuthRequest token for `remote` (class `DDS:Auth:PKI-DH:1.0+AuthReq`, binary
+    /// property `future_challenge`), sent on the stateless topic with message class
+    /// `dds.sec.auth_request`: the challenge we will use in our next Request or Reply to
+    /// `remote` (a peer that received it checks that). Repeated calls return the same one.
+    pub fn auth_request(
+        &mut self,
+        remote: GuidBytes,
+        now: i64,
+        entropy: &mut dyn Entropy,
+    ) -> Result<DataHolder, AuthError> {
+        if let Some(c) = self.sessions.get(&remote).and_then(|s| s.futures.local) {
+            return Ok(auth_request_token(&c));
+        }
+        let mut c = [0u8; 32];
+        entropy.fill(&mut c)?;
+        self.announce(remote, now, |f| f.local = Some(c))?;
+        Ok(auth_request_token(&c))
+    }
+
+    /// Takes note of `remote`'s AuthRequest token: its next Request's `challenge1` (or
+    /// Reply's `challenge2`) must then be the announced `future_challenge`.
+    pub fn note_auth_request(
+        &mut self,
+        remote: GuidBytes,
+        token: &DataHolder,
+        now: i64,
+    ) -> Result<(), AuthError> {
+        let c = parse_auth_request(token)?;
+        self.announce(remote, now, |f| f.remote = Some(c))
     }
 
     fn own_credentials(&self, kagree: KeyAgreement) -> Vec<BinaryProperty> {
@@ -637,9 +730,15 @@ impl Authenticator {
         now: i64,
         entropy: &mut dyn Entropy,
     ) -> Result<DataHolder, AuthError> {
-        self.make_room(&remote, now)?;
-        let mut challenge1 = [0u8; 32];
-        entropy.fill(&mut challenge1)?;
+        let futures = self.make_room(&remote, now)?;
+        let challenge1 = match futures.local {
+            Some(c) => c,
+            None => {
+                let mut c = [0u8; 32];
+                entropy.fill(&mut c)?;
+                c
+            }
+        };
         let dh = gen_dh(
             self.options.key_agreement,
             self.options.modp_encoding,
@@ -659,6 +758,7 @@ impl Authenticator {
                     dh,
                     hash_c1,
                 },
+                futures,
             },
         );
         Ok(DataHolder {
@@ -768,6 +868,13 @@ impl Authenticator {
         let dh1 = required(t, M, prop::DH1, true)?.to_vec();
         let peer_dh = peer_dh(cred.kagree, &dh1, M, prop::DH1)?;
         let challenge1 = challenge(t, M, prop::CHALLENGE1)?;
+        let announced = self.sessions.get(&remote).and_then(|s| s.futures.remote);
+        if announced.is_some_and(|c| c != challenge1) {
+            return Err(AuthError::ChallengeMismatch {
+                message: M,
+                property: prop::CHALLENGE1,
+            });
+        }
         optional_eq(
             t,
             M,
@@ -777,9 +884,15 @@ impl Authenticator {
         )?;
         let hash_c1 = cred.hash;
 
-        self.make_room(&remote, now)?;
-        let mut challenge2 = [0u8; 32];
-        entropy.fill(&mut challenge2)?;
+        let futures = self.make_room(&remote, now)?;
+        let challenge2 = match futures.local {
+            Some(c) => c,
+            None => {
+                let mut c = [0u8; 32];
+                entropy.fill(&mut c)?;
+                c
+            }
+        };
         let dh = gen_dh(cred.kagree, self.options.modp_encoding, entropy)?;
         let mut props = self.own_credentials(cred.kagree);
         let hash_c2 = credentials_hash(&props)?;
@@ -815,6 +928,7 @@ impl Authenticator {
                     hash_c2,
                     peer: cred.peer,
                 },
+                futures,
             },
         );
         Ok(DataHolder {
@@ -838,6 +952,7 @@ impl Authenticator {
                     dh,
                     hash_c1,
                 },
+            futures,
             ..
         }) = self.sessions.get(&remote)
         else {
@@ -869,6 +984,12 @@ impl Authenticator {
         }
         optional_eq(t, M, prop::DH1, &dh.public, "the Request's dh1")?;
         let challenge2 = challenge(t, M, prop::CHALLENGE2)?;
+        if futures.remote.is_some_and(|c| c != challenge2) {
+            return Err(AuthError::ChallengeMismatch {
+                message: M,
+                property: prop::CHALLENGE2,
+            });
+        }
         let signature = required(t, M, prop::SIGNATURE, true)?;
         optional_eq(t, M, prop::HASH_C1, hash_c1, "the Request's hash_c1")?;
         optional_eq(

@@ -31,6 +31,10 @@
 //! * **Sans-IO**: no sockets, no clock, no threads; time (`now`, Unix seconds) and
 //!   randomness (challenges and (EC)DH private keys, from an [`Entropy`]) are inputs.
 //!   OpenSSL's own generator is used only inside RSA-PSS / ECDSA signing (salt, nonce).
+//! * **AuthRequest** (optional): [`Authenticator::auth_request`] announces the challenge we
+//!   will use next with a peer (`future_challenge`); after
+//!   [`Authenticator::note_auth_request`] the peer's next challenge must be the one it
+//!   announced (Cyclone's rule). Neither is needed to authenticate.
 //! * **Bounded state**: at most one pending handshake per remote participant (a new Request
 //!   or begin replaces the old one, so a flood from one peer keeps one entry) and at most
 //!   [`AuthOptions::max_pending`] in total; entries older than
@@ -74,8 +78,8 @@ mod identity;
 pub mod pki;
 
 pub use handshake::{
-    AuthOptions, Authenticator, Entropy, HandshakeOutcome, HandshakeStep, ModpEncoding, OsEntropy,
-    DEFAULT_HANDSHAKE_TIMEOUT_SECS, DEFAULT_MAX_PENDING,
+    auth_request_token, parse_auth_request, AuthOptions, Authenticator, Entropy, HandshakeOutcome,
+    HandshakeStep, ModpEncoding, OsEntropy, DEFAULT_HANDSHAKE_TIMEOUT_SECS, DEFAULT_MAX_PENDING,
 };
 pub use identity::{
     adjusted_guid, adjusted_guid_from_subject, parse_identity_token, permissions_token, read_uri,
