@@ -7,7 +7,8 @@
 //! replier's state after that Request and the reference Reply and Final are the same in every
 //! run of a process. The first input byte selects the mode:
 //! - `% 4 == 0`: the rest is a serialized payload (encapsulation + body); each of its first
-//!   four `DataHolder`s goes to a fresh replier and to an initiator with a pending Request;
+//!   four `DataHolder`s goes to a fresh replier and to an initiator with a pending Request,
+//!   and as an AuthRequest to a replier that then gets the reference Request;
 //! - `% 4 == 1 | 2 | 3`: the valid Request / Reply / Final payload, edited by the rest of the
 //!   input as records `[op: u8][pos: u16 BE][val: u8]` (`op % 3`: 0 XORs the byte at `pos`
 //!   with `val | 1`, 1 truncates at `pos`, 2 inserts `val` at `pos`; positions modulo the
@@ -176,6 +177,11 @@ fuzz_target!(|data: &[u8]| {
             for h in holders(rest) {
                 let _ = machine(&f.repl_id).process(ig, &h, NOW, &mut Seeded(2));
                 let _ = initiator(f).process(rg, &h, NOW, &mut Seeded(3));
+                // As an AuthRequest: noted, then the reference Request is checked against it.
+                let mut repl = machine(&f.repl_id);
+                if repl.note_auth_request(ig, &h, NOW).is_ok() {
+                    let _ = repl.process(ig, &holders(&f.request)[0], NOW, &mut Seeded(2));
+                }
             }
         }
         1 => {

@@ -1,17 +1,17 @@
 //! The seeds of the `security_handshake` fuzz target (`fuzz/corpus-seeds/security_handshake/`):
-//! the mode byte alone (the unedited Request, Reply and Final), single edits of each, and a
-//! raw generic message whose DataHolder looks like a Request. This test checks the committed
-//! files are exactly these (and that the raw one decodes); regenerate them with
+//! the mode byte alone (the unedited Request, Reply and Final), single edits of each, and
+//! raw generic messages holding a Request-like DataHolder and an AuthRequest. This test
+//! checks the committed files are exactly these; regenerate them with
 //! `FERRODDS_WRITE_FUZZ_SEEDS=1 cargo test -p ferrodds-security --test auth_fuzz_seeds`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ferrodds_cdr::Endianness;
-use ferrodds_security::auth::HANDSHAKE_REQUEST_CLASS_ID;
+use ferrodds_security::auth::{auth_request_token, HANDSHAKE_REQUEST_CLASS_ID};
 use ferrodds_security::generic_message::{
     BinaryProperty, DataHolder, MessageIdentity, ParticipantGenericMessage,
-    GMCLASSID_SECURITY_AUTH_HANDSHAKE,
+    GMCLASSID_SECURITY_AUTH_HANDSHAKE, GMCLASSID_SECURITY_AUTH_REQUEST,
 };
 
 fn raw_message() -> Vec<u8> {
@@ -46,6 +46,22 @@ fn raw_message() -> Vec<u8> {
     out
 }
 
+fn raw_auth_request() -> Vec<u8> {
+    let msg = ParticipantGenericMessage {
+        message_identity: MessageIdentity {
+            source_guid: [0x81; 16],
+            sequence_number: 2,
+        },
+        destination_participant_guid: [0x82; 16],
+        message_class_id: GMCLASSID_SECURITY_AUTH_REQUEST.into(),
+        message_data: vec![auth_request_token(&[3; 32])],
+        ..Default::default()
+    };
+    let mut out = vec![0u8];
+    msg.encode_payload(Endianness::Little, &mut out).unwrap();
+    out
+}
+
 fn expected() -> BTreeMap<&'static str, Vec<u8>> {
     BTreeMap::from([
         ("request", vec![1]),
@@ -55,6 +71,7 @@ fn expected() -> BTreeMap<&'static str, Vec<u8>> {
         ("reply-flip", vec![2, 0, 0x01, 0x00, 0x01]),
         ("final-truncate", vec![3, 1, 0x00, 0x80, 0]),
         ("raw-request", raw_message()),
+        ("raw-auth-request", raw_auth_request()),
     ])
 }
 
