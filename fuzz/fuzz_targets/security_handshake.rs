@@ -99,11 +99,23 @@ fn payload(token: DataHolder, to: GuidBytes) -> Vec<u8> {
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let ca = generate_ca("fuzz CA", IdentityAlgo::EcPrime256v1, NOW - 1000, NOW + 1000)
-            .expect("ca");
+        let ca = generate_ca(
+            "fuzz CA",
+            IdentityAlgo::EcPrime256v1,
+            NOW - 1000,
+            NOW + 1000,
+        )
+        .expect("ca");
         let mk = |cn: &str, n: u8| {
-            let i = issue_identity(&ca, cn, IdentityAlgo::EcPrime256v1, n.into(), NOW - 1000, NOW + 1000)
-                .expect("identity");
+            let i = issue_identity(
+                &ca,
+                cn,
+                IdentityAlgo::EcPrime256v1,
+                n.into(),
+                NOW - 1000,
+                NOW + 1000,
+            )
+            .expect("identity");
             LocalIdentity::from_parts(ca.cert.clone(), i.cert, i.key, &[n; 16], NOW, "c", "k")
                 .expect("load")
         };
@@ -162,8 +174,15 @@ fn holders(bytes: &[u8]) -> Vec<DataHolder> {
 }
 
 fn check_outcome(f: &Fixture, secret: [u8; 32], c1: [u8; 32], c2: [u8; 32]) {
-    assert_eq!(secret, f.secret, "accepted message changed the shared secret");
-    assert_eq!((c1, c2), f.challenges, "accepted message changed the challenges");
+    assert_eq!(
+        secret, f.secret,
+        "accepted message changed the shared secret"
+    );
+    assert_eq!(
+        (c1, c2),
+        f.challenges,
+        "accepted message changed the challenges"
+    );
 }
 
 fuzz_target!(|data: &[u8]| {
