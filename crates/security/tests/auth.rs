@@ -1070,3 +1070,42 @@ fn announced_future_challenges_are_used_and_checked() {
         AuthError::UnexpectedMessage { .. }
     ));
 }
+
+#[test]
+fn identity_without_digital_signature_usage_is_rejected() {
+    use openssl::x509::extension::KeyUsage;
+    let ca = ca(IdentityAlgo::EcPrime256v1);
+    let key = ferrodds_security::auth::pki::generate_key(IdentityAlgo::EcPrime256v1).unwrap();
+    let mut name = openssl::x509::X509Name::builder().unwrap();
+    name.append_entry_by_text("CN", "no-sign").unwrap();
+    let name = name.build();
+    let mut b = openssl::x509::X509::builder().unwrap();
+    b.set_version(2).unwrap();
+    b.set_subject_name(&name).unwrap();
+    b.set_issuer_name(ca.cert.subject_name()).unwrap();
+    b.set_not_before(&openssl::asn1::Asn1Time::from_unix(NOW - DAY).unwrap())
+        .unwrap();
+    b.set_not_after(&openssl::asn1::Asn1Time::from_unix(NOW + DAY).unwrap())
+        .unwrap();
+    b.set_pubkey(&key).unwrap();
+    b.append_extension(KeyUsage::new().key_encipherment().build().unwrap())
+        .unwrap();
+    b.sign(&ca.key, openssl::hash::MessageDigest::sha256())
+        .unwrap();
+    let err = LocalIdentity::from_parts(
+        ca.cert.clone(),
+        b.build(),
+        key,
+        &candidate(1),
+        NOW,
+        "nosign.pem",
+        "nosign.key",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        AuthError::KeyUsage {
+            what: "nosign.pem".into()
+        }
+    );
+}
