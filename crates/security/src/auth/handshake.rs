@@ -769,7 +769,10 @@ impl Authenticator {
     }
 
     /// Handles a handshake message (the `DataHolder` of a `dds.sec.auth` generic message)
-    /// from `remote` at `now`.
+    /// from `remote` at `now`. `remote` is the sender's participant GUID (the prefix of the
+    /// message's source GUID; only the 12-byte prefix is compared with its `c.pdata`).
+    /// A failed Reply or Final leaves the pending handshake in place (a forged message
+    /// cannot cancel it); a failed Request creates nothing.
     pub fn process(
         &mut self,
         remote: GuidBytes,
