@@ -498,6 +498,13 @@ fn tampering_any_byte_is_detected() {
         every_byte_tamper_detected(&enc[..n], &[21, 45, post + 1], |t| {
             rx.decode_message(t, &mut out).map(|_| ())
         });
+        // "RTPS" -> "RTPX" (which plain parsers tolerate) in the clear header.
+        let mut t = enc[..n].to_vec();
+        t[3] = b'X';
+        assert_eq!(
+            rx.decode_message(&t, &mut out),
+            Err(CryptoError::BadRtpsHeader)
+        );
         rx.decode_message(&enc[..n], &mut out).unwrap();
     }
 }

@@ -64,23 +64,27 @@
 //!
 //! # AEAD library (measured)
 //!
-//! `benches/aead.rs` compares aws-lc-rs (`LessSafeKey`, key schedule made once per session)
-//! with the `openssl` crate's EVP AES-256-GCM (`CipherCtx`, key schedule made once, IV set per
-//! call — the cheapest way to drive EVP; Cyclone DDS re-creates the context for every call),
-//! on this repository's 2-CPU build machine, `nice cargo bench -p ferrodds-security --bench
-//! aead -- --warm-up-time 1 --measurement-time 3`:
+//! `benches/aead.rs` compares aws-lc-rs 1.19 (`LessSafeKey`, key schedule made once per
+//! session) with the `openssl` crate's EVP AES-256-GCM over the system OpenSSL 3.0 (`CipherCtx`
+//! keyed once, only the IV set per call — the cheapest way to drive EVP; Cyclone DDS creates
+//! and keys a context for every call, the third column). Medians of `nice cargo bench -p
+//! ferrodds-security --bench aead -- --warm-up-time 1 --measurement-time 3` on the project's
+//! 2-CPU build machine (shared, load average about 8, so absolute figures are pessimistic):
 //!
-//! | operation | aws-lc-rs | openssl EVP |
-//! |---|---|---|
-//! | AES-256-GCM seal 32 B | BENCH | BENCH |
-//! | AES-256-GCM open 32 B | BENCH | BENCH |
-//! | AES-256-GCM seal 63000 B | BENCH | BENCH |
-//! | AES-256-GCM open 63000 B | BENCH | BENCH |
-//! | GMAC 32 B | BENCH | BENCH |
-//! | GMAC 63000 B | BENCH | BENCH |
+//! | operation | aws-lc-rs | openssl EVP | openssl, context per call |
+//! |---|---|---|---|
+//! | AES-256-GCM seal 32 B | 178 ns | 457 ns | 1.67 µs |
+//! | AES-256-GCM open 32 B | 119 ns | 335 ns | 1.85 µs |
+//! | AES-256-GCM seal 63000 B | 7.8 µs | 34.9 µs | 30.0 µs |
+//! | AES-256-GCM open 63000 B | 6.8 µs | 26.8 µs | 29.5 µs |
+//! | GMAC 32 B | 169 ns | 309 ns | 1.59 µs |
+//! | GMAC 63000 B | 5.6 µs | 15.4 µs | 18.7 µs |
 //!
-//! The hot path uses aws-lc-rs (faster at both sizes, no FFI error stack, and already in the
-//! dependency tree through rustls). No primitive is written here.
+//! The whole submessage transform over aws-lc-rs (AES-256-GCM, one receiver-specific MAC,
+//! encode then decode) takes 672 ns at 32 B and 12.9 µs at 63000 B.
+//!
+//! The hot path uses aws-lc-rs: 1.8-4.5 times faster at both sizes, no FFI error stack, and
+//! already in the dependency tree through rustls. No primitive is written here.
 
 mod keymat;
 mod keys;
@@ -203,7 +207,7 @@ pub enum CryptoError {
         /// Newest session id seen.
         newest: u32,
     },
-    /// A protected RTPS message that does not start with an RTPS 2.x header.
+    /// A protected RTPS message that does not start with an RTPS 2.x header (magic `RTPS`).
     #[error("not an RTPS 2.x message: bad magic or version in the clear header")]
     BadRtpsHeader,
     /// The decoded message's INFO_SRC copy differs from its clear RTPS header.

@@ -369,7 +369,8 @@ impl ReceiverCrypto {
     /// (`decode_rtps_message`): verifies the protected RTPS message in `encoded` and writes the
     /// plain message into `out` — the clear RTPS header followed by the protected body, whose
     /// first submessage is the INFO_SRC copy of the header (which must match it) — and returns
-    /// its length (at most `encoded.len()`). Bytes after SRTPS_POSTFIX are ignored.
+    /// its length (at most `encoded.len()`). The magic must be `RTPS`. Bytes after
+    /// SRTPS_POSTFIX are ignored.
     pub fn decode_message(&mut self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         if encoded.len() < RTPS_HDR {
             return Err(CryptoError::Truncated {
@@ -378,7 +379,9 @@ impl ReceiverCrypto {
                 have: encoded.len(),
             });
         }
-        if Header::parse(encoded).is_err() {
+        // Exactly "RTPS" (not the "RTPX" some parsers tolerate): the magic is the one part of
+        // the clear header that the INFO_SRC copy does not authenticate.
+        if !encoded.starts_with(b"RTPS") || Header::parse(encoded).is_err() {
             return Err(CryptoError::BadRtpsHeader);
         }
         let p = read_sub(encoded, RTPS_HDR)?;
