@@ -87,7 +87,7 @@ impl TransformKind {
 ///
 /// Keys are held in fixed arrays of [`MAX_KEY_LEN`] bytes of which the first
 /// `transformation_kind.key_len()` are meaningful (the rest are zero), so key material never
-/// allocates. Key ids are the big-endian integers of their 4-octet wire form.
+/// allocates; they are wiped when the key material is dropped. Key ids are the big-endian integers of their 4-octet wire form.
 #[derive(Clone, PartialEq, Eq)]
 pub struct KeyMaterial {
     /// Transformation kind.
@@ -112,6 +112,16 @@ impl std::fmt::Debug for KeyMaterial {
             .field("sender_key_id", &self.sender_key_id)
             .field("receiver_specific_key_id", &self.receiver_specific_key_id)
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for KeyMaterial {
+    /// Wipes the keys.
+    fn drop(&mut self) {
+        use zeroize::Zeroize;
+        self.master_salt.zeroize();
+        self.master_sender_key.zeroize();
+        self.master_receiver_specific_key.zeroize();
     }
 }
 
@@ -220,7 +230,10 @@ impl KeyMaterial {
         let mut key = [0u8; MAX_KEY_LEN];
         random(&mut salt[..n]);
         random(&mut key[..n]);
-        Self::new(kind, &salt[..n], sender_key_id, &key[..n], None)
+        let km = Self::new(kind, &salt[..n], sender_key_id, &key[..n], None);
+        zeroize::Zeroize::zeroize(&mut salt);
+        zeroize::Zeroize::zeroize(&mut key);
+        km
     }
 
     /// This key material with a receiver-specific key `key_id` (not 0) filled by `random`: the
@@ -242,6 +255,7 @@ impl KeyMaterial {
         let mut km = self.clone();
         km.receiver_specific_key_id = key_id;
         km.master_receiver_specific_key = key;
+        zeroize::Zeroize::zeroize(&mut key);
         Ok(km)
     }
 

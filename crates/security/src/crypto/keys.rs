@@ -22,6 +22,13 @@ impl SessionKey {
     }
 }
 
+impl Drop for SessionKey {
+    /// Wipes the key.
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.bytes);
+    }
+}
+
 impl std::fmt::Debug for SessionKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "SessionKey({} bytes)", self.len)

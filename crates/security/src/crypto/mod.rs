@@ -51,6 +51,36 @@
 //!   malformed input, a MAC mismatch, a replay, a buffer too small. Nothing panics on input
 //!   from the network. The state of a [`ReceiverCrypto`] changes only when a decode succeeds.
 //!
+//! # Example
+//!
+//! ```
+//! use ferrodds_security::crypto::*;
+//!
+//! # fn main() -> Result<(), CryptoError> {
+//! // The caller's RNG (here a fixed pattern; use the OS RNG).
+//! let mut seed = 7u8;
+//! let mut rng = |b: &mut [u8]| b.iter_mut().for_each(|x| { seed = seed.wrapping_mul(13).wrapping_add(1); *x = seed });
+//! // A writer's key material, and the copy with a receiver-specific key sent to one reader.
+//! let writer = KeyMaterial::generate(TransformKind::Aes256Gcm, 1, &mut rng)?;
+//! let to_reader = writer.with_receiver_specific_key(2, &mut rng)?;
+//! let token_bytes = to_reader.to_bytes(); // the `dds.cryp.keymat` binary property
+//!
+//! let mut tx = SenderCrypto::new(writer, 0x1234, 0)?; // random session id and IV suffix
+//! let mut macs = [ReceiverMacKey::new(&to_reader)?];
+//! let mut rx = ReceiverCrypto::new(KeyMaterial::decode(&token_bytes)?)?;
+//!
+//! let heartbeat = [0x07, 0x01, 28, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 1, 0, 0, 0,
+//!                  0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0];
+//! let mut enc = [0u8; 32 + SUBMESSAGE_OVERHEAD + RECEIVER_MAC_LEN];
+//! let n = tx.encode_submessage(&heartbeat, &mut macs, &mut enc)?;
+//! let mut out = [0u8; 128];
+//! let d = rx.decode_submessage(&enc[..n], &mut out)?;
+//! assert_eq!(&out[..d.len], &heartbeat);
+//! assert!(matches!(rx.decode_submessage(&enc[..n], &mut out), Err(CryptoError::Replayed { .. })));
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Interoperability (checked against Cyclone DDS's builtin plugin)
 //!
 //! The CryptoHeader, CryptoContent length and CryptoFooter fields are big-endian whatever the
