@@ -663,3 +663,71 @@ fn bad_plaintext_is_refused() {
     let d = rx.decode_submessage(&enc, &mut out).unwrap();
     assert_eq!(&out[..d.len], &p);
 }
+
+#[test]
+fn new_sessions_rederive_receiver_specific_keys() {
+    for kind in KINDS {
+        let (tx, mut macs, mut rxs) = submessage_setup(kind, 3);
+        // A new session for every transform (a 100-byte body is 7 blocks).
+        let mut tx = SenderCrypto::new(tx.key_material().clone(), 0xffff_fffe, 9)
+            .unwrap()
+            .with_max_blocks_per_session(2);
+        let plain = data_submessage(100);
+        let msg = rtps_message();
+        let mut enc = vec![0u8; 1000];
+        let mut out = vec![0u8; 1000];
+        let mut seen = vec![];
+        for _ in 0..4 {
+            let n = tx.encode_submessage(&plain, &mut macs, &mut enc).unwrap();
+            seen.push(tx.session_id());
+            for rx in &mut rxs {
+                let d = rx.decode_submessage(&enc[..n], &mut out).unwrap();
+                assert_eq!(&out[..d.len], &plain[..]);
+            }
+            let n = tx.encode_message(&msg, &mut macs, &mut enc).unwrap();
+            for rx in &mut rxs {
+                rx.decode_message(&enc[..n], &mut out).unwrap();
+            }
+        }
+        // Session ids wrap.
+        assert_eq!(seen, [0xffff_fffe, 0, 2, 4], "{kind:?}");
+    }
+}
+
+#[test]
+fn header_peeking_and_kind_selection() {
+    assert_eq!(
+        TransformKind::for_protection(true, 128),
+        TransformKind::Aes128Gcm
+    );
+    assert_eq!(
+        TransformKind::for_protection(false, 256),
+        TransformKind::Aes256Gmac
+    );
+    assert!(matches!(
+        CryptoHeader::of_submessage(&[0x31, 0x01, 20, 0]),
+        Err(CryptoError::Truncated { .. })
+    ));
+    assert!(matches!(
+        CryptoHeader::of_message(b"RTPS"),
+        Err(CryptoError::Truncated { .. })
+    ));
+    let mut sub = vec![0x31, 0x00, 0, 20];
+    sub.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 9, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 6]);
+    let h = CryptoHeader::of_submessage(&sub).unwrap();
+    assert_eq!(
+        h,
+        CryptoHeader {
+            transformation_kind: TransformKind::Aes256Gcm,
+            transformation_key_id: 9,
+            session_id: 5,
+            init_vector_suffix: 6
+        }
+    );
+    assert_eq!(h.nonce(), [0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 6]);
+    sub[7] = 0;
+    assert_eq!(
+        CryptoHeader::of_submessage(&sub),
+        Err(CryptoError::UnknownTransformKind(0))
+    );
+}
