@@ -13,7 +13,7 @@
 //!   sequence when its id is 0 (the layout Cyclone DDS writes and checks). [`KeyMaterial::generate`]
 //!   draws keys from a caller-supplied random source; [`kx_key_material`] derives the KxKeys of
 //!   the volatile secure endpoints from the handshake's challenges and shared secret.
-//! * **Session keys** (spec §9.5.3.3.3): `HMAC-SHA256(master_key, "SessionKey" | master_salt |
+//! * **Session keys**: `HMAC-SHA256(master_key, "SessionKey" | master_salt |
 //!   session_id BE)` truncated to the key length, and `"SessionReceiverKey"` with the
 //!   receiver-specific master key — [`session_key`], [`receiver_specific_session_key`]. The
 //!   12-byte GCM nonce is `session_id BE | init_vector_suffix BE`.
@@ -43,10 +43,12 @@
 //!   peer uses. The transform kind and key id in the CryptoHeader must be those of the key
 //!   material. When the key material carries a receiver-specific key id (origin
 //!   authentication), the MAC for that id must be present and valid. Submessages and messages
-//!   pass a sliding anti-replay window ([`REPLAY_WINDOW`] IV suffixes per session, sessions
-//!   more than [`SESSION_CACHE`] behind the newest refused); payloads do not (a payload's
+//!   pass a sliding anti-replay window ([`REPLAY_WINDOW`] IV suffixes per session; a session id
+//!   [`SESSION_CACHE`] or more behind the newest one is refused); payloads do not (a payload's
 //!   encoded form is stored and re-sent unchanged on repair). A decoded message's INFO_SRC
-//!   copy must match its clear RTPS header, so the clear header is authenticated too.
+//!   copy must match its clear RTPS header, so the clear header is authenticated too. Keep one
+//!   receiver per key material received (a Cyclone DDS writer sends two: one for its
+//!   submessages, one for its payloads).
 //! * **Errors.** Every failure is a [`CryptoError`] naming what was wrong: truncated or
 //!   malformed input, a MAC mismatch, a replay, a buffer too small. Nothing panics on input
 //!   from the network. The state of a [`ReceiverCrypto`] changes only when a decode succeeds.
