@@ -46,6 +46,7 @@
 
 pub mod engine_input;
 pub mod flood;
+pub mod scale;
 pub mod skip;
 
 pub use skip::skip;
