@@ -63,7 +63,7 @@ pub fn discovery_run(
     seed: u64,
     limit: Duration,
 ) -> ScaleReport {
-    assert!(participants >= 2 && endpoints >= 2 && endpoints % 2 == 0);
+    assert!(participants >= 2 && endpoints >= 2 && endpoints.is_multiple_of(2));
     let per_side = endpoints / 2;
     let started = Instant::now();
     let cpu0 = thread_cpu();
@@ -93,7 +93,7 @@ pub fn discovery_run(
     let target = (per_side, per_side);
     let converged = net.run_until(limit, |n| {
         calls += 1;
-        if calls % 512 != 0 {
+        if !calls.is_multiple_of(512) {
             return false;
         }
         for (i, node) in n.nodes.iter().enumerate() {

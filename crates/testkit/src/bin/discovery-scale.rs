@@ -34,7 +34,7 @@ fn main() {
             },
         }
     }
-    if endpoints < 2 || endpoints % 2 != 0 {
+    if endpoints < 2 || !endpoints.is_multiple_of(2) {
         eprintln!("discovery-scale: --endpoints must be even and at least 2");
         std::process::exit(2);
     }
