@@ -196,12 +196,6 @@ typedef struct FerroddsQos {
 // Handle of a data writer.
 typedef uint64_t FerroddsWriter;
 
-// An instance: its 16-byte key hash (all zeros: nil).
-typedef struct FerroddsInstanceHandle {
-  // The key hash.
-  uint8_t value[16];
-} FerroddsInstanceHandle;
-
 // PUBLICATION_MATCHED status of a writer.
 typedef struct FerroddsPublicationMatchedStatus {
   // Readers ever matched.
@@ -243,36 +237,14 @@ typedef struct FerroddsWriterListener {
   void *user;
 } FerroddsWriterListener;
 
+// An instance: its 16-byte key hash (all zeros: nil).
+typedef struct FerroddsInstanceHandle {
+  // The key hash.
+  uint8_t value[16];
+} FerroddsInstanceHandle;
+
 // Handle of a data reader.
 typedef uint64_t FerroddsReader;
-
-// Metadata of a taken or read sample.
-typedef struct FerroddsSampleInfo {
-  // `FERRODDS_SAMPLE_STATE_*`.
-  int32_t sample_state;
-  // `FERRODDS_INSTANCE_STATE_*`.
-  int32_t instance_state;
-  // 1: the sample carries data; 0: a dispose/unregister notification (no bytes).
-  int32_t valid_data;
-  // 1: `source_timestamp_ns` is set.
-  int32_t has_source_timestamp;
-  // The writer's timestamp, nanoseconds since the Unix epoch.
-  int64_t source_timestamp_ns;
-  // The instance.
-  struct FerroddsInstanceHandle instance_handle;
-  // GUID of the writer.
-  uint8_t publication_handle[16];
-  // The writer's sequence number of the sample.
-  int64_t sequence_number;
-} FerroddsSampleInfo;
-
-// Called by `ferrodds_take_each` and `ferrodds_read_each` for each sample: its
-// serialized bytes (valid during the call only; `len` 0 without valid data), its info
-// and the caller's `user`.
-typedef void (*FerroddsSampleCallback)(const uint8_t *data,
-                                       size_t len,
-                                       const struct FerroddsSampleInfo *info,
-                                       void *user);
 
 // SUBSCRIPTION_MATCHED status of a reader.
 typedef struct FerroddsSubscriptionMatchedStatus {
@@ -316,6 +288,34 @@ typedef struct FerroddsReaderListener {
   // Passed to every callback (see `FerroddsWriterListener.user`).
   void *user;
 } FerroddsReaderListener;
+
+// Metadata of a taken or read sample.
+typedef struct FerroddsSampleInfo {
+  // `FERRODDS_SAMPLE_STATE_*`.
+  int32_t sample_state;
+  // `FERRODDS_INSTANCE_STATE_*`.
+  int32_t instance_state;
+  // 1: the sample carries data; 0: a dispose/unregister notification (no bytes).
+  int32_t valid_data;
+  // 1: `source_timestamp_ns` is set.
+  int32_t has_source_timestamp;
+  // The writer's timestamp, nanoseconds since the Unix epoch.
+  int64_t source_timestamp_ns;
+  // The instance.
+  struct FerroddsInstanceHandle instance_handle;
+  // GUID of the writer.
+  uint8_t publication_handle[16];
+  // The writer's sequence number of the sample.
+  int64_t sequence_number;
+} FerroddsSampleInfo;
+
+// Called by `ferrodds_take_each` and `ferrodds_read_each` for each sample: its
+// serialized bytes (valid during the call only; `len` 0 without valid data), its info
+// and the caller's `user`.
+typedef void (*FerroddsSampleCallback)(const uint8_t *data,
+                                       size_t len,
+                                       const struct FerroddsSampleInfo *info,
+                                       void *user);
 
 // Handle of a wait set.
 typedef uint64_t FerroddsWaitSet;
@@ -434,10 +434,12 @@ FerroddsRetcode ferrodds_qos_writer_default(struct FerroddsQos *qos);
 FerroddsRetcode ferrodds_qos_reader_default(struct FerroddsQos *qos);
 
 // Creates a writer on `topic` (a topic of `participant`). `qos` NULL: the writer
-// defaults.
+// defaults. `listener` (copied; NULL: none) is installed before the writer can match,
+// so no matched event is missed.
 FerroddsRetcode ferrodds_writer_create(FerroddsParticipant participant,
                                        FerroddsTopic topic,
                                        const struct FerroddsQos *qos,
+                                       const struct FerroddsWriterListener *listener,
                                        FerroddsWriter *writer);
 
 // Deletes a writer (matched readers see it gone).
@@ -513,10 +515,12 @@ FerroddsRetcode ferrodds_writer_set_listener(FerroddsWriter writer,
                                              const struct FerroddsWriterListener *listener);
 
 // Creates a reader on `topic` (a topic of `participant`). `qos` NULL: the reader
-// defaults.
+// defaults. `listener` (copied; NULL: none) is installed before the reader can match,
+// so no event is missed.
 FerroddsRetcode ferrodds_reader_create(FerroddsParticipant participant,
                                        FerroddsTopic topic,
                                        const struct FerroddsQos *qos,
+                                       const struct FerroddsReaderListener *listener,
                                        FerroddsReader *reader);
 
 // Deletes a reader.

@@ -207,6 +207,7 @@ impl WriterEntry {
         topic: &TopicEntry,
         qos: DataWriterQos,
         partition: Vec<String>,
+        init: impl FnOnce(&dyn AnyWriter),
     ) -> CResult<Self> {
         let publisher = p.participant.create_publisher(PublisherQos { partition })?;
         with_ready!(topic.type_id, R => {
@@ -214,6 +215,7 @@ impl WriterEntry {
                 .participant
                 .create_topic::<WireIn<R>>(&topic.name, TopicQos::default())?;
             let w = publisher.create_datawriter(&t, qos)?;
+            init(&w);
             Ok(Self { writer: Box::new(w) })
         })
     }
@@ -324,6 +326,7 @@ impl ReaderEntry {
         topic: &TopicEntry,
         qos: DataReaderQos,
         partition: Vec<String>,
+        init: impl FnOnce(&dyn AnyReader),
     ) -> CResult<Self> {
         let subscriber = p
             .participant
@@ -333,6 +336,7 @@ impl ReaderEntry {
                 .participant
                 .create_topic::<WireOut<R>>(&topic.name, TopicQos::default())?;
             let r = subscriber.create_datareader(&t, qos)?;
+            init(&r);
             Ok(Self {
                 reader: Box::new(r),
                 stash: Mutex::new(Stash::default()),

@@ -378,6 +378,25 @@ fn bytes(p: *const u8, len: usize, what: &str) -> CResult<&'static [u8]> {
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
 
+/// The writable elements `(p, capacity)` for one call; empty when `capacity` is 0 (`p` may
+/// then be NULL).
+fn slice_mut<'a, T>(p: *mut T, capacity: usize, what: &str) -> CResult<&'a mut [T]> {
+    if capacity == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(null(what));
+    }
+    if capacity > isize::MAX as usize / size_of::<T>().max(1) {
+        return Err(CError::BadParameter(format!(
+            "{what}: capacity {capacity} too large"
+        )));
+    }
+    // SAFETY: the caller passes `capacity` writable, aligned elements at `p` (non-null,
+    // checked, size within isize::MAX), not aliased and valid for the duration of the call.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, capacity) })
+}
+
 /// `*p` for writing a result.
 fn out<'a, T>(p: *mut T, what: &str) -> CResult<&'a mut T> {
     // SAFETY: the caller passes NULL (rejected) or a pointer to a writable, aligned `T`
@@ -869,6 +888,36 @@ impl DataReaderListener for CReaderListener {
     }
 }
 
+fn writer_listener(
+    handle: FerroddsWriter,
+    l: &FerroddsWriterListener,
+) -> Arc<dyn DataWriterListener> {
+    Arc::new(CWriterListener {
+        handle,
+        l: WriterCallbacks {
+            on_publication_matched: l.on_publication_matched,
+            on_offered_incompatible_qos: l.on_offered_incompatible_qos,
+        },
+        user: User(l.user),
+    })
+}
+
+fn reader_listener(
+    handle: FerroddsReader,
+    l: &FerroddsReaderListener,
+) -> Arc<dyn DataReaderListener> {
+    Arc::new(CReaderListener {
+        handle,
+        l: ReaderCallbacks {
+            on_data_available: l.on_data_available,
+            on_subscription_matched: l.on_subscription_matched,
+            on_requested_incompatible_qos: l.on_requested_incompatible_qos,
+            on_sample_lost: l.on_sample_lost,
+        },
+        user: User(l.user),
+    })
+}
+
 // ---------------------------------------------------------------------------------------
 // Exported functions
 
@@ -1062,12 +1111,14 @@ pub extern "C" fn ferrodds_qos_reader_default(qos: *mut FerroddsQos) -> Ferrodds
 }
 
 /// Creates a writer on `topic` (a topic of `participant`). `qos` NULL: the writer
-/// defaults.
+/// defaults. `listener` (copied; NULL: none) is installed before the writer can match,
+/// so no matched event is missed.
 #[no_mangle]
 pub extern "C" fn ferrodds_writer_create(
     participant: FerroddsParticipant,
     topic: FerroddsTopic,
     qos: *const FerroddsQos,
+    listener: *const FerroddsWriterListener,
     writer: *mut FerroddsWriter,
 ) -> FerroddsRetcode {
     guard("ferrodds_writer_create", || {
@@ -1084,8 +1135,26 @@ pub extern "C" fn ferrodds_writer_create(
         } else {
             writer_qos(input(qos, "qos")?)?
         };
-        let w = WriterEntry::create(&p, &t, q, partition)?;
-        *result = handles::insert(Entity::Writer(Arc::new(w)), participant)?;
+        let listener = if listener.is_null() {
+            None
+        } else {
+            Some(*input(listener, "listener")?)
+        };
+        *result = handles::insert_with(participant, |h| {
+            let w = WriterEntry::create(&p, &t, q, partition, |w| {
+                if let Some(l) = listener {
+                    let l = writer_listener(h, &l);
+                    w.set_listener(Some(Arc::clone(&l)));
+                    // A reader matched during the creation, before the listener was
+                    // installed, is reported now.
+                    let s = w.matched_status();
+                    if s.total_count > 0 {
+                        l.on_publication_matched(&s);
+                    }
+                }
+            })?;
+            Ok(Entity::Writer(Arc::new(w)))
+        })?;
         Ok(())
     })
 }
@@ -1301,15 +1370,7 @@ pub extern "C" fn ferrodds_writer_set_listener(
         let l: Option<Arc<dyn DataWriterListener>> = if listener.is_null() {
             None
         } else {
-            let l = *input(listener, "listener")?;
-            Some(Arc::new(CWriterListener {
-                handle: writer,
-                l: WriterCallbacks {
-                    on_publication_matched: l.on_publication_matched,
-                    on_offered_incompatible_qos: l.on_offered_incompatible_qos,
-                },
-                user: User(l.user),
-            }))
+            Some(writer_listener(writer, input(listener, "listener")?))
         };
         w.writer.set_listener(l);
         Ok(())
@@ -1317,12 +1378,14 @@ pub extern "C" fn ferrodds_writer_set_listener(
 }
 
 /// Creates a reader on `topic` (a topic of `participant`). `qos` NULL: the reader
-/// defaults.
+/// defaults. `listener` (copied; NULL: none) is installed before the reader can match,
+/// so no event is missed.
 #[no_mangle]
 pub extern "C" fn ferrodds_reader_create(
     participant: FerroddsParticipant,
     topic: FerroddsTopic,
     qos: *const FerroddsQos,
+    listener: *const FerroddsReaderListener,
     reader: *mut FerroddsReader,
 ) -> FerroddsRetcode {
     guard("ferrodds_reader_create", || {
@@ -1339,8 +1402,26 @@ pub extern "C" fn ferrodds_reader_create(
         } else {
             reader_qos(input(qos, "qos")?)?
         };
-        let r = ReaderEntry::create(&p, &t, q, partition)?;
-        *result = handles::insert(Entity::Reader(Arc::new(r)), participant)?;
+        let listener = if listener.is_null() {
+            None
+        } else {
+            Some(*input(listener, "listener")?)
+        };
+        *result = handles::insert_with(participant, |h| {
+            let r = ReaderEntry::create(&p, &t, q, partition, |r| {
+                if let Some(l) = listener {
+                    let l = reader_listener(h, &l);
+                    r.set_listener(Some(Arc::clone(&l)));
+                    // A writer matched during the creation, before the listener was
+                    // installed, is reported now.
+                    let s = r.matched_status();
+                    if s.total_count > 0 {
+                        l.on_subscription_matched(&s);
+                    }
+                }
+            })?;
+            Ok(Entity::Reader(Arc::new(r)))
+        })?;
         Ok(())
     })
 }
@@ -1371,19 +1452,7 @@ pub extern "C" fn ferrodds_take(
     guard("ferrodds_take", || {
         let len = out(len, "len")?;
         let info = out(info, "info")?;
-        let buf: &mut [u8] = if capacity == 0 {
-            &mut []
-        } else {
-            if buf.is_null() {
-                return Err(null("buf"));
-            }
-            if capacity > isize::MAX as usize {
-                return Err(CError::BadParameter("capacity too large".into()));
-            }
-            // SAFETY: the caller passes `capacity` writable bytes at `buf` (non-null,
-            // checked), not aliased during the call.
-            unsafe { std::slice::from_raw_parts_mut(buf, capacity) }
-        };
+        let buf = slice_mut(buf, capacity, "buf")?;
         match self::reader(reader)?.take_into(buf) {
             Ok((n, i)) => {
                 *len = n;
@@ -1583,17 +1652,7 @@ pub extern "C" fn ferrodds_reader_set_listener(
         let l: Option<Arc<dyn DataReaderListener>> = if listener.is_null() {
             None
         } else {
-            let l = *input(listener, "listener")?;
-            Some(Arc::new(CReaderListener {
-                handle: reader,
-                l: ReaderCallbacks {
-                    on_data_available: l.on_data_available,
-                    on_subscription_matched: l.on_subscription_matched,
-                    on_requested_incompatible_qos: l.on_requested_incompatible_qos,
-                    on_sample_lost: l.on_sample_lost,
-                },
-                user: User(l.user),
-            }))
+            Some(reader_listener(reader, input(listener, "listener")?))
         };
         r.reader.set_listener(l);
         Ok(())
@@ -1718,19 +1777,7 @@ pub extern "C" fn ferrodds_waitset_wait(
     guard("ferrodds_waitset_wait", || {
         let t = timeout(timeout_ns)?;
         let ws = self::waitset(waitset)?;
-        let tokens: &mut [usize] = if capacity == 0 {
-            &mut []
-        } else {
-            if tokens.is_null() {
-                return Err(null("tokens"));
-            }
-            if capacity > isize::MAX as usize / size_of::<usize>() {
-                return Err(CError::BadParameter("capacity too large".into()));
-            }
-            // SAFETY: the caller passes `capacity` writable `uintptr_t`s at `tokens`
-            // (non-null, checked), not aliased during the call.
-            unsafe { std::slice::from_raw_parts_mut(tokens, capacity) }
-        };
+        let tokens = slice_mut(tokens, capacity, "tokens")?;
         let n = ws.wait(t, tokens)?;
         if !count.is_null() {
             *out(count, "count")? = n;

@@ -93,6 +93,64 @@ pub(crate) fn insert(entity: Entity, parent: u64) -> CResult<u64> {
     Ok(join(t.slots.len() - 1, 1))
 }
 
+/// Reserves a handle for an entity still being created (so that callbacks installed
+/// during its creation know it): lookups fail until [`fill`] stores the entity;
+/// [`release`] frees it if the creation fails.
+pub(crate) fn reserve() -> CResult<u64> {
+    let mut t = TABLE.write().unwrap_or_else(PoisonError::into_inner);
+    if let Some(i) = t.free.pop() {
+        return Ok(join(i as usize, t.slots[i as usize].generation));
+    }
+    if t.slots.len() >= u32::MAX as usize - 1 {
+        return Err(CError::Dds(ferrodds::DdsError::OutOfResources {
+            what: "handle table full",
+        }));
+    }
+    t.slots.push(Slot {
+        generation: 1,
+        entry: None,
+    });
+    Ok(join(t.slots.len() - 1, 1))
+}
+
+/// Stores the entity of a handle from [`reserve`].
+pub(crate) fn fill(handle: u64, entity: Entity, parent: u64) {
+    let mut t = TABLE.write().unwrap_or_else(PoisonError::into_inner);
+    if let Some((i, g)) = split(handle) {
+        if let Some(slot) = t.slots.get_mut(i).filter(|s| s.generation == g) {
+            slot.entry = Some((entity, parent));
+        }
+    }
+}
+
+/// Frees a handle from [`reserve`] whose entity could not be created.
+pub(crate) fn release(handle: u64) {
+    let mut t = TABLE.write().unwrap_or_else(PoisonError::into_inner);
+    if let Some((i, g)) = split(handle) {
+        if let Some(slot) = t.slots.get_mut(i).filter(|s| s.generation == g) {
+            slot.entry = None;
+            slot.generation = slot.generation.wrapping_add(1).max(1);
+            t.free.push(i as u32);
+        }
+    }
+}
+
+/// Inserts through [`reserve`] and [`fill`]: `make` gets the handle and creates the
+/// entity.
+pub(crate) fn insert_with(parent: u64, make: impl FnOnce(u64) -> CResult<Entity>) -> CResult<u64> {
+    let h = reserve()?;
+    match make(h) {
+        Ok(e) => {
+            fill(h, e, parent);
+            Ok(h)
+        }
+        Err(e) => {
+            release(h);
+            Err(e)
+        }
+    }
+}
+
 /// The entity of `handle`, or [`CError::Deleted`] (`what` names the argument).
 pub(crate) fn get(handle: u64, what: &'static str) -> CResult<Entity> {
     let t = TABLE.read().unwrap_or_else(PoisonError::into_inner);
@@ -207,5 +265,27 @@ mod tests {
         assert!(get(c, "c").is_ok(), "a kind mismatch removes nothing");
         remove(c, "c").unwrap();
         let _ = live();
+    }
+
+    #[test]
+    fn reserved_handles_resolve_once_filled() {
+        let g = Arc::new(ferrodds::GuardCondition::new());
+        let mut seen = 0;
+        let h = insert_with(0, |h| {
+            seen = h;
+            assert!(get(h, "r").is_err(), "not yet filled");
+            Ok(Entity::Guard(Arc::clone(&g)))
+        })
+        .unwrap();
+        assert_eq!(h, seen);
+        assert!(get(h, "r").is_ok());
+        remove(h, "r").unwrap();
+        let mut failed = 0;
+        let err = insert_with(0, |h| {
+            failed = h;
+            Err(CError::NoData)
+        });
+        assert!(err.is_err());
+        assert!(get(failed, "r").is_err(), "released");
     }
 }

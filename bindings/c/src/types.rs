@@ -275,3 +275,161 @@ impl<R: Ready> CdrType for WireOut<R> {
     }
 }
 wire_topic_type!(WireOut);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrodds_cdr::{
+        decode_sample, encode_key, encode_sample, key_hash, key_hash_with, Encoding,
+    };
+
+    fn shape(color: &str, x: i32) -> ShapeType {
+        ShapeType {
+            color: color.into(),
+            x,
+            y: 2,
+            shapesize: 3,
+        }
+    }
+
+    fn payload<T: TopicType>(v: &T, enc: Encoding) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_sample(v, enc, &mut out).unwrap();
+        out
+    }
+
+    /// An XCDR1 little-endian ShapeType payload built by hand (no bound check).
+    fn raw_shape(color: &str) -> Vec<u8> {
+        let mut p = vec![0, 1, 0, 0];
+        p.extend_from_slice(&(color.len() as u32 + 1).to_le_bytes());
+        p.extend_from_slice(color.as_bytes());
+        p.push(0);
+        while p.len() % 4 != 0 {
+            p.push(0);
+        }
+        for v in [1i32, 2, 3] {
+            p.extend_from_slice(&v.to_le_bytes());
+        }
+        p
+    }
+
+    fn leak(v: Vec<u8>) -> &'static [u8] {
+        Box::leak(v.into_boxed_slice())
+    }
+
+    /// A `WireIn` over a typed sample serializes to the same payload, key hash and key
+    /// payload as the typed sample itself.
+    fn wire_in_matches<R: Ready>(typed: &R::Typed) {
+        let p = payload(typed, Encoding::XCDR1_LE);
+        let body = xcdr1_le_body(&p).unwrap();
+        validate_body::<R>(body).unwrap();
+        let w = WireIn::<R>::new(leak(body.to_vec()));
+        assert_eq!(payload(&w, Encoding::XCDR1_LE), p);
+        assert_eq!(key_hash(&w).unwrap(), key_hash(typed).unwrap());
+        let mut scratch = Vec::new();
+        assert_eq!(
+            key_hash_with(&w, XcdrVersion::Xcdr2, &mut scratch).unwrap(),
+            key_hash_with(typed, XcdrVersion::Xcdr2, &mut scratch).unwrap()
+        );
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        encode_key(&w, Encoding::XCDR1_LE, &mut a).unwrap();
+        encode_key(typed, Encoding::XCDR1_LE, &mut b).unwrap();
+        assert_eq!(a, b, "dispose payload");
+    }
+
+    #[test]
+    fn wire_in_is_the_typed_sample_on_the_wire() {
+        for (c, x) in [("BLUE", 1), ("", 2), ("A COLOR OF 21 CHARS..", -3)] {
+            wire_in_matches::<Shape>(&shape(c, x));
+        }
+        let keyed = TestDataKeyed {
+            key: [1, 2, 3, 4],
+            seq_num: 9,
+            bin_data: vec![7; 33],
+            ..Default::default()
+        };
+        wire_in_matches::<PerfKeyed>(&keyed);
+        wire_in_matches::<PerfKeyedLarge>(&TestDataKeyedLarge {
+            key: [9, 9, 9, 9],
+            bin_data: vec![1; 70_000],
+            ..Default::default()
+        });
+        wire_in_matches::<Perf>(&TestData {
+            bin_data: vec![5; 3],
+            ..Default::default()
+        });
+        wire_in_matches::<PerfLarge>(&TestDataLarge::default());
+    }
+
+    #[test]
+    fn bad_bodies_are_refused_with_the_reason() {
+        let p = payload(&shape("RED", 1), Encoding::XCDR1_LE);
+        let body = xcdr1_le_body(&p).unwrap();
+        for cut in 0..body.len() {
+            assert!(validate_body::<Shape>(&body[..cut]).is_err(), "cut {cut}");
+        }
+        let mut long = body.to_vec();
+        long.extend_from_slice(&[0; 4]);
+        assert!(validate_body::<Shape>(&long)
+            .unwrap_err()
+            .to_string()
+            .contains("bytes after its last member"));
+        assert_eq!(
+            raw_shape("RED"),
+            payload(&shape("RED", 1), Encoding::XCDR1_LE)
+        );
+        let too_long = raw_shape(&"C".repeat(129));
+        let e = validate_body::<Shape>(xcdr1_le_body(&too_long).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("exceeds bound 128"), "{e}");
+        let big = TestDataLarge {
+            bin_data: vec![0; 65_471],
+            ..Default::default()
+        };
+        let p = payload(&big, Encoding::XCDR1_LE);
+        let e = validate_body::<Perf>(xcdr1_le_body(&p).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("65470"), "{e}");
+        validate_body::<PerfLarge>(xcdr1_le_body(&p).unwrap()).unwrap();
+        // Only XCDR1 little-endian is written.
+        let be = payload(&shape("RED", 1), Encoding::XCDR1_BE);
+        assert!(matches!(
+            xcdr1_le_body(&be),
+            Err(CdrError::UnsupportedEncapsulation(0))
+        ));
+        assert!(xcdr1_le_body(&[0, 1]).is_err());
+        assert!(xcdr1_le_body(&[0, 1, 0, 3, 1]).is_err(), "padding > body");
+    }
+
+    #[test]
+    fn wire_out_keeps_any_encoding_and_its_key() {
+        let s = shape("MAGENTA", 5);
+        for enc in [
+            Encoding::XCDR1_LE,
+            Encoding::XCDR1_BE,
+            Encoding::XCDR2_LE,
+            Encoding::XCDR2_BE,
+        ] {
+            let p = payload(&s, enc);
+            let out: WireOut<Shape> = decode_sample(&p).unwrap();
+            // The bytes decode as the typed sample.
+            assert_eq!(
+                decode_sample::<ShapeType>(&out.bytes).unwrap(),
+                s,
+                "{enc:?}"
+            );
+            assert_eq!(
+                key_hash(&out).unwrap(),
+                key_hash(&s).unwrap(),
+                "key of {enc:?}"
+            );
+        }
+        let bad = raw_shape(&"C".repeat(129));
+        assert!(decode_sample::<WireOut<Shape>>(&bad).is_err());
+        // Decoding into a used value reuses its buffer.
+        let mut v = WireOut::<Shape>::default();
+        ferrodds_cdr::decode_sample_into(&payload(&s, Encoding::XCDR1_LE), &mut v).unwrap();
+        let cap = v.bytes.capacity();
+        ferrodds_cdr::decode_sample_into(&payload(&shape("RED", 1), Encoding::XCDR1_LE), &mut v)
+            .unwrap();
+        assert_eq!(v.bytes.capacity(), cap);
+    }
+}
