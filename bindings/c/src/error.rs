@@ -2,7 +2,7 @@
 //! function runs behind.
 
 use std::cell::RefCell;
-use std::ffi::{c_char, CString};
+use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use ferrodds::DdsError;
@@ -133,21 +133,33 @@ pub(crate) fn dds_code(e: &DdsError) -> FerroddsRetcode {
 pub(crate) type CResult<T> = Result<T, CError>;
 
 thread_local! {
-    /// The message of the last failed call on this thread (empty: none yet).
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// The message of the last failed call on this thread, NUL-terminated (just the NUL:
+    /// none yet). Rewritten in place, so an expected outcome such as
+    /// `FERRODDS_RETCODE_NO_DATA` does not allocate once the buffer has grown.
+    static LAST_ERROR: RefCell<Vec<u8>> = RefCell::new(vec![0]);
 }
 
-/// Records `msg` as this thread's last error message.
-pub(crate) fn set_last_error(msg: &str) {
-    // Interior NULs cannot be in a C string: replace them.
-    let c = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
-    LAST_ERROR.with(|l| *l.borrow_mut() = c);
+/// Records `func: what` as this thread's last error message.
+pub(crate) fn set_last_error(func: &str, what: &dyn std::fmt::Display) {
+    use std::io::Write;
+    LAST_ERROR.with(|l| {
+        let mut buf = l.borrow_mut();
+        buf.clear();
+        let _ = write!(buf, "{func}: {what}");
+        // Interior NULs cannot be in a C string.
+        for b in buf.iter_mut() {
+            if *b == 0 {
+                *b = b'?';
+            }
+        }
+        buf.push(0);
+    });
 }
 
 /// A pointer to this thread's last error message, valid until the thread's next failing
 /// call.
 pub(crate) fn last_error_ptr() -> *const c_char {
-    LAST_ERROR.with(|l| l.borrow().as_ptr())
+    LAST_ERROR.with(|l| l.borrow().as_ptr().cast())
 }
 
 /// Runs `f` behind the panic barrier: its error becomes a return code (and this thread's
@@ -157,7 +169,7 @@ pub(crate) fn guard(func: &str, f: impl FnOnce() -> CResult<()>) -> FerroddsRetc
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => FERRODDS_RETCODE_OK,
         Ok(Err(e)) => {
-            set_last_error(&format!("{func}: {e}"));
+            set_last_error(func, &e);
             e.code()
         }
         Err(panic) => {
@@ -166,7 +178,7 @@ pub(crate) fn guard(func: &str, f: impl FnOnce() -> CResult<()>) -> FerroddsRetc
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_owned());
-            set_last_error(&format!("{func}: internal error (caught panic): {what}"));
+            set_last_error(func, &format_args!("internal error (caught panic): {what}"));
             FERRODDS_RETCODE_INTERNAL
         }
     }
@@ -206,7 +218,7 @@ mod tests {
             guard("h", || Err(CError::BadParameter("nul\0inside".into()))),
             FERRODDS_RETCODE_BAD_PARAMETER
         );
-        assert_eq!(last(), "h: bad parameter: nul\\0inside");
+        assert_eq!(last(), "h: bad parameter: nul?inside");
     }
 
     #[test]
