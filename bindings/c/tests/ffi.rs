@@ -343,6 +343,57 @@ fn listeners_fire_and_cannot_delete_their_participant() {
     drop(seen);
 }
 
+unsafe extern "C" fn delete_self(r: FerroddsReader, user: *mut c_void) {
+    // SAFETY: `user` is the `AtomicI32` of the test, alive until the participant is deleted.
+    let rc = unsafe { &*(user as *const AtomicI32) };
+    rc.store(ferrodds_reader_delete(r), Ordering::SeqCst);
+}
+
+#[test]
+fn a_reader_may_delete_itself_from_its_callback() {
+    let p = participant();
+    let mut t = 0;
+    assert_eq!(
+        ferrodds_topic_create(p, c"ffi_self".as_ptr(), FERRODDS_TYPE_SHAPE, &mut t),
+        0
+    );
+    let rc = Box::new(AtomicI32::new(-1));
+    let l = FerroddsReaderListener {
+        on_data_available: Some(delete_self),
+        on_subscription_matched: None,
+        on_requested_incompatible_qos: None,
+        on_sample_lost: None,
+        user: &*rc as *const AtomicI32 as *mut c_void,
+    };
+    let (mut w, mut r) = (0, 0);
+    assert_eq!(ferrodds_reader_create(p, t, null(), &l, &mut r), 0);
+    assert_eq!(ferrodds_writer_create(p, t, null(), null(), &mut w), 0);
+    assert_eq!(ferrodds_writer_wait_for_matched(w, 1, 10 * SEC), 0);
+    let s = shape("BLUE", 1);
+    assert_eq!(ferrodds_write(w, s.as_ptr(), s.len()), 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while rc.load(Ordering::SeqCst) == -1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(rc.load(Ordering::SeqCst), FERRODDS_RETCODE_OK);
+    assert_eq!(ferrodds_reader_delete(r), FERRODDS_RETCODE_ALREADY_DELETED);
+    // The writer sees the reader gone, and the participant keeps working.
+    let mut pm = FerroddsPublicationMatchedStatus::default();
+    while Instant::now() < deadline {
+        assert_eq!(
+            ferrodds_writer_get_publication_matched_status(w, &mut pm),
+            0
+        );
+        if pm.current_count == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(pm.current_count, 0);
+    assert_eq!(ferrodds_write(w, s.as_ptr(), s.len()), 0);
+    assert_eq!(ferrodds_participant_delete(p), 0);
+}
+
 #[test]
 fn a_reader_deleted_during_a_wait_ends_the_wait_cleanly() {
     let p = participant();
