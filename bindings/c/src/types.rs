@@ -341,6 +341,11 @@ mod tests {
     fn wire_in_is_the_typed_sample_on_the_wire() {
         for (c, x) in [("BLUE", 1), ("", 2), ("A COLOR OF 21 CHARS..", -3)] {
             wire_in_matches::<Shape>(&shape(c, x));
+            // Instance operations need only the key members: a body cut after them.
+            let p = payload(&shape(c, x), Encoding::XCDR1_LE);
+            let key_only = &xcdr1_le_body(&p).unwrap()[..4 + c.len() + 1];
+            let w = WireIn::<Shape>::new(leak(key_only.to_vec()));
+            assert_eq!(key_hash(&w).unwrap(), key_hash(&shape(c, 0)).unwrap());
         }
         let keyed = TestDataKeyed {
             key: [1, 2, 3, 4],

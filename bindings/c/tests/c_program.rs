@@ -1,6 +1,6 @@
 //! Builds the C programs with the system C compiler (`cc`) against `include/ferrodds.h`
 //! and the crate's shared library, and runs them on loopback with a time limit:
-//! `tests/c/api_test.c` and the example of the README's "C API" section (extracted from
+//! `tests/c/api_test.c`, `tests/c/pingpong.c` (two processes, briefly) and the example of the README's "C API" section (extracted from
 //! the README, so the README shows code that compiles and runs).
 
 use std::path::{Path, PathBuf};
@@ -68,8 +68,9 @@ fn compile(source: &Path, exe: &Path) {
 }
 
 /// Runs `exe` for at most `limit`; returns its stdout, panics on failure or timeout.
-fn run(exe: &Path, limit: Duration) -> String {
+fn run(exe: &Path, args: &[&str], limit: Duration) -> String {
     let mut child = Command::new(exe)
+        .args(args)
         .env_remove("FERRODDS_INTERFACE")
         .env_remove("FERRODDS_PEERS")
         .env_remove("FERRODDS_MULTICAST")
@@ -115,8 +116,21 @@ fn c_api_test_program_passes() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/api_test.c");
     let exe = tmp("ferrodds_c_api_test");
     compile(&src, &exe);
-    let out = run(&exe, Duration::from_secs(90));
+    let out = run(&exe, &[], Duration::from_secs(90));
     assert!(out.contains("api_test: ok"), "{out}");
+}
+
+#[test]
+fn c_ping_pong_between_two_processes() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/pingpong.c");
+    let exe = tmp("ferrodds_c_pingpong");
+    compile(&src, &exe);
+    let pong_exe = exe.clone();
+    let pong =
+        std::thread::spawn(move || run(&pong_exe, &["pong", "139"], Duration::from_secs(60)));
+    let out = run(&exe, &["ping", "139", "500", "32"], Duration::from_secs(60));
+    assert!(out.contains("pingpong: 500 round trips of 32 B"), "{out}");
+    pong.join().expect("pong process");
 }
 
 /// The C code block of the README's "C API" section.
@@ -142,6 +156,6 @@ fn readme_c_example_compiles_and_runs() {
     std::fs::write(&src, readme_example()).unwrap();
     let exe = tmp("ferrodds_readme_example");
     compile(&src, &exe);
-    let out = run(&exe, Duration::from_secs(60));
+    let out = run(&exe, &[], Duration::from_secs(60));
     assert!(out.contains("received x=42"), "{out}");
 }

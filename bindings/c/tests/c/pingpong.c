@@ -1,0 +1,124 @@
+/* Round-trip latency through the C API (loopback): `pingpong pong DOMAIN` echoes every
+ * TestData_t sample from topic "c_ping" back on "c_pong"; `pingpong ping DOMAIN N SIZE`
+ * sends N samples of SIZE payload bytes one at a time (reliable, KEEP_LAST 1 on both
+ * sides), waits for each echo, and prints the round-trip percentiles in microseconds.
+ * The pong exits when it receives a sample whose seq_num is 0xffffffff. Built and run
+ * briefly by tests/c_program.rs; run it longer by hand for figures. */
+#define _POSIX_C_SOURCE 199309L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ferrodds.h"
+
+#define SEC 1000000000LL
+
+#define OK(call)                                                                           \
+  do {                                                                                     \
+    FerroddsRetcode rc_ = (call);                                                          \
+    if (rc_ != FERRODDS_RETCODE_OK) {                                                      \
+      fprintf(stderr, "pingpong.c:%d: %s: %s\n", __LINE__, ferrodds_retcode_name(rc_),   \
+              ferrodds_last_error_message());                                              \
+      exit(1);                                                                             \
+    }                                                                                      \
+  } while (0)
+
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * SEC + ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b) {
+  long long x = *(const long long *)a, y = *(const long long *)b;
+  return (x > y) - (x < y);
+}
+
+/* XCDR1 little-endian TestData_t with `size` payload bytes and sequence number `seq`. */
+static size_t sample(uint8_t *buf, uint32_t seq, uint32_t size) {
+  size_t off = 4 + 28 + size, pad = (4 - off % 4) % 4;
+  memset(buf, 0, off + pad);
+  buf[1] = 0x01;
+  buf[3] = (uint8_t)pad;
+  memcpy(buf + 4 + 8, &seq, 4); /* seq_num (a little-endian host) */
+  memcpy(buf + 4 + 24, &size, 4);
+  return off + pad;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3 || (strcmp(argv[1], "ping") && strcmp(argv[1], "pong"))) {
+    fprintf(stderr, "usage: pingpong pong DOMAIN | pingpong ping DOMAIN N SIZE\n");
+    return 2;
+  }
+  int ping = strcmp(argv[1], "ping") == 0;
+  uint32_t domain = (uint32_t)atoi(argv[2]);
+  long n = ping && argc > 3 ? atol(argv[3]) : 0;
+  uint32_t size = ping && argc > 4 ? (uint32_t)atol(argv[4]) : 32;
+  if (size > 65000) size = 65000;
+
+  FerroddsParticipantConfig cfg;
+  FerroddsParticipant p;
+  FerroddsTopic tin, tout;
+  FerroddsQos wq, rq;
+  FerroddsWriter w;
+  FerroddsReader r;
+  OK(ferrodds_participant_config_loopback(&cfg));
+  OK(ferrodds_participant_create(domain, &cfg, &p));
+  OK(ferrodds_topic_create(p, ping ? "c_pong" : "c_ping", FERRODDS_TYPE_TEST_DATA, &tin));
+  OK(ferrodds_topic_create(p, ping ? "c_ping" : "c_pong", FERRODDS_TYPE_TEST_DATA, &tout));
+  OK(ferrodds_qos_writer_default(&wq));
+  OK(ferrodds_qos_reader_default(&rq));
+  rq.reliability = FERRODDS_RELIABILITY_RELIABLE;
+  OK(ferrodds_writer_create(p, tout, &wq, NULL, &w));
+  OK(ferrodds_reader_create(p, tin, &rq, NULL, &r));
+  OK(ferrodds_writer_wait_for_matched(w, 1, 30 * SEC));
+  OK(ferrodds_reader_wait_for_matched(r, 1, 30 * SEC));
+
+  static uint8_t buf[65536 + 64];
+  size_t len;
+  FerroddsSampleInfo info;
+  if (!ping) {
+    for (;;) {
+      FerroddsRetcode rc = ferrodds_reader_wait_for_data(r, 30 * SEC);
+      if (rc == FERRODDS_RETCODE_TIMEOUT) break;
+      OK(rc);
+      while ((rc = ferrodds_take(r, buf, sizeof buf, &len, &info)) == FERRODDS_RETCODE_OK) {
+        if (!info.valid_data) continue;
+        OK(ferrodds_write(w, buf, len));
+        if (memcmp(buf + 4 + 8, "\xff\xff\xff\xff", 4) == 0) goto done;
+      }
+      if (rc != FERRODDS_RETCODE_NO_DATA) OK(rc);
+    }
+  } else {
+    long long *rtt = malloc(sizeof(long long) * (size_t)(n > 0 ? n : 1));
+    if (!rtt) return 1;
+    for (long i = 0; i < n; i++) {
+      size_t out = sample(buf, (uint32_t)i, size);
+      long long t0 = now_ns();
+      OK(ferrodds_write(w, buf, out));
+      for (;;) {
+        OK(ferrodds_reader_wait_for_data(r, 5 * SEC));
+        FerroddsRetcode rc = ferrodds_take(r, buf, sizeof buf, &len, &info);
+        if (rc == FERRODDS_RETCODE_NO_DATA) continue;
+        OK(rc);
+        uint32_t seq;
+        memcpy(&seq, buf + 4 + 8, 4);
+        if (info.valid_data && seq == (uint32_t)i) break;
+      }
+      rtt[i] = now_ns() - t0;
+    }
+    size_t out = sample(buf, 0xffffffffu, 0);
+    OK(ferrodds_write(w, buf, out));
+    OK(ferrodds_writer_wait_for_acknowledgments(w, 5 * SEC));
+    qsort(rtt, (size_t)n, sizeof *rtt, cmp);
+    if (n > 0)
+      printf("pingpong: %ld round trips of %u B: p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n",
+             n, size, rtt[n / 2] / 1e3, rtt[n * 9 / 10] / 1e3, rtt[n * 99 / 100] / 1e3,
+             rtt[n - 1] / 1e3);
+    free(rtt);
+  }
+done:
+  OK(ferrodds_participant_delete(p));
+  return 0;
+}
