@@ -2,8 +2,10 @@
  * TestData_t sample from topic "c_ping" back on "c_pong"; `pingpong ping DOMAIN N SIZE`
  * sends N samples of SIZE payload bytes one at a time (reliable, KEEP_LAST 1 on both
  * sides), waits for each echo, and prints the round-trip percentiles in microseconds.
- * The pong exits when it receives a sample whose seq_num is 0xffffffff. Built and run
- * briefly by tests/c_program.rs; run it longer by hand for figures. */
+ * The pong exits when it receives a sample whose seq_num is 0xffffffff. Loopback, with
+ * the FERRODDS_* environment variables applied on top (e.g. FERRODDS_CONGESTION_CONTROL=0);
+ * PINGPONG_SHM=1 adds shared memory. Built and run briefly by tests/c_program.rs; run it
+ * longer by hand for figures. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +66,8 @@ int main(int argc, char **argv) {
   FerroddsWriter w;
   FerroddsReader r;
   OK(ferrodds_participant_config_loopback(&cfg));
+  cfg.env_overrides = 1; /* FERRODDS_* variables set by hand win over loopback */
+  if (getenv("PINGPONG_SHM")) cfg.shared_memory = 1;
   OK(ferrodds_participant_create(domain, &cfg, &p));
   OK(ferrodds_topic_create(p, ping ? "c_pong" : "c_ping", FERRODDS_TYPE_TEST_DATA, &tin));
   OK(ferrodds_topic_create(p, ping ? "c_ping" : "c_pong", FERRODDS_TYPE_TEST_DATA, &tout));
