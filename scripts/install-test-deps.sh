@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, non-interactively and only when missing, everything the test suite needs:
 #   - Debian packages: tshark (wire checks), cyclonedds-tools (ddsperf + libddsc, the peer DDS),
-#     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests)
+#     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests; maturin and pytest for the Python package)
 #   - cargo-fuzz (fuzz targets run on stable with `-s none`)
 # Safe to run repeatedly. Needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -36,6 +36,12 @@ fi
 
 # Cyclone DDS's Python package (its own libddsc) in target/peers-venv, for the interop tests.
 bash "$(dirname "$0")/setup-python-peers.sh" >&2
+# maturin (builds the Python package bindings/python) and pytest (its tests), same venv.
+venv_py="$(dirname "$0")/../target/peers-venv/bin/python"
+if ! "$venv_py" -c 'import pytest' >/dev/null 2>&1 || [ ! -x "$(dirname "$0")/../target/peers-venv/bin/maturin" ]; then
+  echo "install-test-deps: pip install maturin pytest (target/peers-venv)" >&2
+  "$venv_py" -m pip install --quiet "maturin>=1.16,<1.17" "pytest>=7"
+fi
 
 # Every tool the tests need must now be on PATH (an install that silently failed would
 # otherwise show up as skipped or failing tests far from its cause).
@@ -46,6 +52,9 @@ done
 cargo fuzz --version >/dev/null 2>&1 || missing+=(cargo-fuzz)
 "$(dirname "$0")/../target/peers-venv/bin/python" -c 'import cyclonedds' >/dev/null 2>&1 ||
   missing+=("cyclonedds (python, target/peers-venv)")
+"$(dirname "$0")/../target/peers-venv/bin/python" -c 'import pytest' >/dev/null 2>&1 ||
+  missing+=("pytest (python, target/peers-venv)")
+[ -x "$(dirname "$0")/../target/peers-venv/bin/maturin" ] || missing+=("maturin (target/peers-venv)")
 if ((${#missing[@]})); then
   echo "install-test-deps: still missing after installing: ${missing[*]}" >&2
   exit 1

@@ -1,0 +1,241 @@
+"""Write/read within one process on loopback: matching, reliable delivery, keyed
+instances, listeners, wrong arguments and use after close."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import List
+
+import pytest
+
+import ferrodds
+from conftest import RELIABLE, Shape, TestDataKeyed, loopback, payload_for
+from ferrodds import (
+    Key,
+    float64,
+    int32,
+    int64,
+    sequence,
+    topic_type,
+    uint8,
+    uint32,
+)
+
+
+@topic_type
+@dataclass
+class Everything:
+    """One member of every supported kind."""
+
+    id: Key[uint32]
+    flag: bool
+    small: int32
+    big: int64
+    ratio: float64
+    name: str
+    blob: bytes
+    values: sequence[int32]
+    names: List[str]
+    octets: ferrodds.array[uint8, 3]
+
+
+def take_until(reader: ferrodds.DataReader, n: int, timeout: float = 10.0) -> list:
+    got: list = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < deadline:
+        reader.wait(timeout=max(0.0, deadline - time.monotonic()))
+        got.extend(reader.take())
+    return got
+
+
+def test_write_read_every_kind_round_trips():
+    with loopback(211) as dp:
+        topic = ferrodds.Topic(dp, "py_every", Everything)
+        assert topic.keyed and topic.type_name == "Everything"
+        w = ferrodds.DataWriter(dp, topic, qos=RELIABLE)
+        r = ferrodds.DataReader(dp, topic, qos=RELIABLE)
+        assert w.wait_for_matched(1, timeout=10) and r.wait_for_matched(1, timeout=10)
+        sent = Everything(
+            id=7, flag=True, small=-5, big=-(2**40), ratio=2.5, name="héllo", blob=b"\x00\x01\xff",
+            values=[1, -2, 3], names=["a", "", "ccc"], octets=[9, 8, 7],
+        )
+        w.write(sent)
+        got = take_until(r, 1)
+        assert len(got) == 1
+        s = got[0]
+        assert s.info.valid_data and s.info.instance_state == "alive"
+        assert s.data == sent
+        assert isinstance(s.data, Everything)
+        assert s.info.instance_handle == w.lookup_instance(sent)
+        assert s.info.source_timestamp is not None and abs(s.info.source_timestamp - time.time()) < 60
+        assert r.take() == [] and r.wait(timeout=0.05) is False
+
+
+def test_reliable_delivery_of_n_samples_in_order():
+    n = 3000
+    with loopback(212) as dp:
+        topic = ferrodds.Topic(dp, "py_reliable", TestDataKeyed)
+        w = ferrodds.DataWriter(dp, topic, qos=ferrodds.Qos(
+            reliability=ferrodds.Reliability.RELIABLE, history=ferrodds.KeepAll(),
+            max_blocking_time=5.0))
+        r = ferrodds.DataReader(dp, topic, qos=RELIABLE)
+        assert w.wait_for_matched(1, timeout=10) and r.wait_for_matched(1, timeout=10)
+        for i in range(n):
+            w.write(TestDataKeyed([1, 0, 0, 0], 7, i, 0, 0, -1, payload_for(i)))
+        w.wait_for_acknowledgments(timeout=20)
+        got = take_until(r, n, timeout=20)
+        seqs = [s.data.seq_num for s in got]
+        assert seqs == list(range(n))
+        assert all(s.data.bin_data == payload_for(s.data.seq_num) for s in got)
+
+
+def test_keyed_instances_register_dispose_and_keep_last_per_instance():
+    with loopback(217) as dp:
+        topic = ferrodds.Topic(dp, "py_keyed", Shape)
+        w = ferrodds.DataWriter(dp, topic, qos=RELIABLE)
+        qos = ferrodds.Qos(reliability=ferrodds.Reliability.RELIABLE, history=ferrodds.KeepLast(1))
+        r = ferrodds.DataReader(dp, topic, qos=qos)
+        assert w.wait_for_matched(1, timeout=10) and r.wait_for_matched(1, timeout=10)
+        handles = {c: w.register_instance(Shape(c, 0, 0, 0)) for c in ("RED", "GREEN", "BLUE")}
+        assert len(set(handles.values())) == 3 and all(len(h) == 16 for h in handles.values())
+        for i in range(5):
+            for c in handles:
+                w.write(Shape(c, i, i, 30))
+        w.wait_for_acknowledgments(timeout=10)
+        time.sleep(0.1)
+        got = r.take()
+        # KEEP_LAST 1 per instance: the last sample of each color.
+        assert sorted((s.data.color, s.data.x) for s in got) == [("BLUE", 4), ("GREEN", 4), ("RED", 4)]
+        assert {s.data.color: s.info.instance_handle for s in got} == handles
+        w.dispose(Shape("GREEN", 0, 0, 0))
+        got = take_until(r, 1)
+        assert len(got) == 1 and not got[0].info.valid_data and got[0].data is None
+        assert got[0].info.instance_state == "not_alive_disposed"
+        assert got[0].info.instance_handle == handles["GREEN"]
+        with pytest.raises(ferrodds.PreconditionNotMetError):
+            w.unregister_instance(Shape("never-registered", 0, 0, 0))
+
+
+def test_listener_runs_on_its_own_thread_and_survives_exceptions(monkeypatch):
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(u))
+    with loopback(218) as dp:
+        topic = ferrodds.Topic(dp, "py_listener", Shape)
+        got: list = []
+        threads = set()
+        matched: list = []
+        done = threading.Event()
+
+        class Listener:
+            def on_data_available(self, reader):
+                threads.add(threading.get_ident())
+                for s in reader.take():
+                    if s.data.x == 1:
+                        raise RuntimeError("listener bug")
+                    got.append(s.data.x)
+                if 3 in got:
+                    done.set()
+
+            def on_subscription_matched(self, reader, current_count):
+                matched.append(current_count)
+
+        r = ferrodds.DataReader(dp, topic, qos=RELIABLE, listener=Listener())
+        w = ferrodds.DataWriter(dp, topic, qos=RELIABLE)
+        assert w.wait_for_matched(1, timeout=10)
+        for x in (1, 2, 3):
+            w.write(Shape("RED", x, 0, 0))
+            w.wait_for_acknowledgments(timeout=10)
+            time.sleep(0.05)
+        assert done.wait(timeout=10), f"listener got {got}"
+        assert 2 in got and 3 in got and 1 not in got
+        assert r.listener_errors == 1
+        assert len(unraisable) == 1 and isinstance(unraisable[0].exc_value, RuntimeError)
+        assert threading.get_ident() not in threads
+        assert matched and matched[0] == 1
+        # The participant keeps working after the exception: a plain-callable listener.
+        calls = threading.Event()
+        r.set_listener(lambda reader: calls.set())
+        w.write(Shape("RED", 4, 0, 0))
+        assert calls.wait(timeout=10)
+        r.set_listener(None)
+        r.close()
+
+
+def test_wrong_arguments_raise_clear_errors():
+    with loopback(218) as dp:
+        topic = ferrodds.Topic(dp, "py_bad_args", Shape)
+        w = ferrodds.DataWriter(dp, topic)
+        with pytest.raises(TypeError, match="carries Shape samples, got str"):
+            w.write("not a shape")
+        with pytest.raises(TypeError, match="field 'x'"):
+            w.write(Shape("RED", "one", 0, 0))
+        with pytest.raises(OverflowError, match="field 'y'"):
+            w.write(Shape("RED", 1, 2**31, 0))
+        with pytest.raises(ValueError, match="field 'color'.*bound"):
+            w.write(Shape("R" * 129, 1, 2, 3))
+        with pytest.raises(ValueError, match="field 'color'.*NUL"):
+            w.write(Shape("R\0D", 1, 2, 3))
+        with pytest.raises(TypeError, match="not a topic type"):
+            ferrodds.Topic(dp, "py_bad_args2", dict)
+        with pytest.raises(ferrodds.PreconditionNotMetError):
+            ferrodds.Topic(dp, "py_bad_args", TestDataKeyed)
+        with pytest.raises(ferrodds.BadParameterError):
+            ferrodds.Topic(dp, "", Shape)
+        with pytest.raises(TypeError, match="ferrodds.Qos"):
+            ferrodds.DataWriter(dp, topic, qos={"reliability": "reliable"})
+        with pytest.raises(TypeError, match="Qos.reliability"):
+            ferrodds.DataWriter(dp, topic, qos=ferrodds.Qos(reliability="reliable"))
+        with pytest.raises(ValueError, match="depth"):
+            ferrodds.DataReader(dp, topic, qos=ferrodds.Qos(history=ferrodds.KeepLast(0)))
+        with pytest.raises(ValueError, match="timeout"):
+            ferrodds.DataReader(dp, topic).wait(timeout=-1)
+        with pytest.raises(TypeError):
+            ferrodds.DataReader(dp, "py_bad_args")
+        with pytest.raises(TypeError, match="listener"):
+            ferrodds.DataReader(dp, topic, listener=42)
+        with pytest.raises(TypeError, match="no CDR mapping"):
+            @topic_type
+            @dataclass
+            class Bad:
+                x: complex
+        with pytest.raises(ValueError, match="keys"):
+            @topic_type(keys=["nope"])
+            @dataclass
+            class Bad2:
+                x: int32
+        # the writer still works after all that
+        w.write(Shape("RED", 1, 2, 3))
+    with pytest.raises(ferrodds.BadParameterError, match="peer"):
+        ferrodds.DomainParticipant(218, peers=["localhost:7400"], use_env=False)
+    with pytest.raises(ferrodds.BadParameterError, match="domain_id"):
+        ferrodds.DomainParticipant(500)
+    with pytest.raises(OverflowError):
+        ferrodds.DomainParticipant(-1)
+
+
+def test_use_after_close_raises_already_deleted():
+    dp = loopback(218)
+    topic = ferrodds.Topic(dp, "py_closed", Shape)
+    with ferrodds.DataWriter(dp, topic) as w:
+        w.write(Shape("RED", 1, 2, 3))
+    assert w.closed
+    with pytest.raises(ferrodds.AlreadyDeletedError):
+        w.write(Shape("RED", 1, 2, 3))
+    with pytest.raises(ferrodds.DdsError):  # the hierarchy's base catches it too
+        w.wait_for_matched(1, timeout=0.1)
+    r = ferrodds.DataReader(dp, topic, listener=lambda reader: None)
+    w2 = ferrodds.DataWriter(dp, topic)
+    dp.close()
+    dp.close()  # idempotent
+    assert dp.closed
+    for op in (r.take, lambda: r.wait(0.1), lambda: w2.write(Shape("RED", 1, 2, 3))):
+        with pytest.raises(ferrodds.AlreadyDeletedError):
+            op()
+    with pytest.raises(ferrodds.AlreadyDeletedError):
+        ferrodds.Topic(dp, "py_closed2", Shape)
+    r.close()
+    with pytest.raises(ferrodds.AlreadyDeletedError):
+        r.take()
