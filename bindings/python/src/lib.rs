@@ -927,6 +927,7 @@ struct DataReader {
     topic: Py<Topic>,
     listener: Mutex<Option<ListenerThread>>,
     listener_errors: Arc<std::sync::atomic::AtomicU64>,
+    undecodable: std::sync::atomic::AtomicU64,
 }
 
 impl DataReader {
@@ -946,9 +947,18 @@ impl DataReader {
         let mut out = Vec::with_capacity(raws.len());
         for raw in raws {
             let data = match &raw.body {
-                Some((body, enc)) => codec::decode(py, &topic.desc, cls.as_any(), body, *enc)
-                    .map_err(|e| SerializationError::new_err(e.value(py).to_string()))?
-                    .unbind(),
+                Some((body, enc)) => {
+                    match codec::decode(py, &topic.desc, cls.as_any(), body, *enc) {
+                        Ok(d) => d.unbind(),
+                        Err(_) => {
+                            // Malformed, or another type under the same name: dropped and
+                            // counted, as the Rust reader does.
+                            self.undecodable
+                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            continue;
+                        }
+                    }
+                }
                 None => py.None(),
             };
             let info = SampleInfo(raw.info);
@@ -1037,6 +1047,7 @@ impl DataReader {
                 topic: topic.unbind(),
                 listener: Mutex::new(None),
                 listener_errors: Arc::default(),
+                undecodable: Default::default(),
             },
         )?;
         if let Some(l) = listener {
@@ -1091,6 +1102,13 @@ impl DataReader {
     fn listener_errors(&self) -> u64 {
         self.listener_errors
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Received samples dropped because they did not decode as the topic type (malformed,
+    /// or a remote type of the same name with other members).
+    #[getter]
+    fn undecodable_count(&self) -> u64 {
+        self.undecodable.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Sets (or with `None` removes) the listener: an object with any of

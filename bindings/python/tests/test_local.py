@@ -239,3 +239,31 @@ def test_use_after_close_raises_already_deleted():
     r.close()
     with pytest.raises(ferrodds.AlreadyDeletedError):
         r.take()
+
+
+def test_undecodable_samples_are_dropped_and_counted():
+    """Another participant's type of the same name with other members: its samples do not
+    decode as ours; they are dropped and counted, and the reader goes on."""
+
+    @topic_type(typename="Mismatch")
+    @dataclass
+    class Theirs:
+        n: uint32
+
+    @topic_type(typename="Mismatch")
+    @dataclass
+    class Ours:
+        text: str
+
+    with loopback(217) as a, loopback(217) as b:
+        w = ferrodds.DataWriter(a, ferrodds.Topic(a, "py_mismatch", Theirs), qos=RELIABLE)
+        w_ok = ferrodds.DataWriter(b, ferrodds.Topic(b, "py_mismatch", Ours), qos=RELIABLE)
+        r = ferrodds.DataReader(b, ferrodds.Topic(b, "py_mismatch", Ours), qos=RELIABLE)
+        assert w.wait_for_matched(1, timeout=10) and r.wait_for_matched(2, timeout=10)
+        w.write(Theirs(1000))  # read as a string of 1000 bytes in a 4-byte body
+        w.wait_for_acknowledgments(timeout=10)
+        w_ok.write(Ours("fine"))
+        w_ok.wait_for_acknowledgments(timeout=10)
+        got = take_until(r, 1)
+        assert [s.data for s in got] == [Ours("fine")]
+        assert r.undecodable_count == 1
