@@ -36,11 +36,12 @@ fi
 
 # Cyclone DDS's Python package (its own libddsc) in target/peers-venv, for the interop tests.
 bash "$(dirname "$0")/setup-python-peers.sh" >&2
-# maturin (builds the Python package bindings/python) and pytest (its tests), same venv.
+# maturin (builds the Python package bindings/python), pytest (its tests) and mypy (stubtest
+# checks its .pyi stubs against the module), same venv.
 venv_py="$(dirname "$0")/../target/peers-venv/bin/python"
-if ! "$venv_py" -c 'import pytest' >/dev/null 2>&1 || [ ! -x "$(dirname "$0")/../target/peers-venv/bin/maturin" ]; then
-  echo "install-test-deps: pip install maturin pytest (target/peers-venv)" >&2
-  "$venv_py" -m pip install --quiet "maturin>=1.16,<1.17" "pytest>=7"
+if ! "$venv_py" -c 'import pytest, mypy' >/dev/null 2>&1 || [ ! -x "$(dirname "$0")/../target/peers-venv/bin/maturin" ]; then
+  echo "install-test-deps: pip install maturin pytest mypy (target/peers-venv)" >&2
+  "$venv_py" -m pip install --quiet "maturin>=1.16,<1.17" "pytest>=7" "mypy>=1.10"
 fi
 
 # Every tool the tests need must now be on PATH (an install that silently failed would
@@ -52,8 +53,8 @@ done
 cargo fuzz --version >/dev/null 2>&1 || missing+=(cargo-fuzz)
 "$(dirname "$0")/../target/peers-venv/bin/python" -c 'import cyclonedds' >/dev/null 2>&1 ||
   missing+=("cyclonedds (python, target/peers-venv)")
-"$(dirname "$0")/../target/peers-venv/bin/python" -c 'import pytest' >/dev/null 2>&1 ||
-  missing+=("pytest (python, target/peers-venv)")
+"$(dirname "$0")/../target/peers-venv/bin/python" -c 'import pytest, mypy' >/dev/null 2>&1 ||
+  missing+=("pytest, mypy (python, target/peers-venv)")
 [ -x "$(dirname "$0")/../target/peers-venv/bin/maturin" ] || missing+=("maturin (target/peers-venv)")
 if ((${#missing[@]})); then
   echo "install-test-deps: still missing after installing: ${missing[*]}" >&2

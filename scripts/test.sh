@@ -48,6 +48,8 @@ rm -f target/wheels/ferrodds-*.whl
 CARGO_TARGET_DIR="$PWD/target" target/peers-venv/bin/maturin build --release --locked \
   -m bindings/python/Cargo.toml --out target/wheels
 target/peers-venv/bin/pip install --quiet --force-reinstall --no-deps target/wheels/ferrodds-*.whl
+# the .pyi stubs must match the native module
+(cd target && peers-venv/bin/python -m mypy.stubtest ferrodds._ferrodds)
 timeout 600 target/peers-venv/bin/python -m pytest bindings/python/tests -q -p no:cacheprovider \
   2>&1 | tee target/pytest-output.txt
 
