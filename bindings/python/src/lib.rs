@@ -32,9 +32,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ferrodds::{
-    DataReaderListener, DataReaderQos, DataWriterQos, DdsError as RsError, Durability, History,
-    InstanceState, Ownership, PublisherQos, Reliability, ReliabilityKind, ResourceLimits,
-    SampleState, SubscriberQos, SubscriptionMatchedStatus, TopicQos,
+    DataReaderListener, DataReaderQos, DataWriterListener, DataWriterQos, DdsError as RsError,
+    Durability, History, InstanceState, Ownership, PublicationMatchedStatus, PublisherQos,
+    Reliability, ReliabilityKind, ResourceLimits, SampleState, SubscriberQos,
+    SubscriptionMatchedStatus, TopicQos,
 };
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
@@ -383,6 +384,26 @@ impl Topic {
     }
 }
 
+/// Writers and readers are created in the participant of their topic.
+fn check_same_participant(
+    participant: &Bound<'_, DomainParticipant>,
+    topic: &Bound<'_, Topic>,
+) -> PyResult<()> {
+    if topic
+        .get()
+        .participant
+        .bind(participant.py())
+        .is(participant)
+    {
+        Ok(())
+    } else {
+        Err(BadParameterError::new_err(format!(
+            "topic {:?} belongs to another participant",
+            topic.get().name
+        )))
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // QoS
 
@@ -515,6 +536,7 @@ trait AnyWriter: Send + Sync {
     fn wait_for_matched(&self, n: u32, t: Duration) -> bool;
     fn matched_count(&self) -> u32;
     fn wait_for_acknowledgments(&self, t: Duration) -> Result<(), RsError>;
+    fn set_listener(&self, l: Option<Arc<dyn DataWriterListener>>);
 }
 
 /// A serialized sample of any of the three shapes.
@@ -571,13 +593,19 @@ impl<const K: bool, const S: bool> AnyWriter for ferrodds::DataWriter<DynSample<
     fn wait_for_acknowledgments(&self, t: Duration) -> Result<(), RsError> {
         ferrodds::DataWriter::wait_for_acknowledgments(self, t)
     }
+
+    fn set_listener(&self, l: Option<Arc<dyn DataWriterListener>>) {
+        ferrodds::DataWriter::set_listener(self, l)
+    }
 }
 
 /// A DataWriter of one topic.
-#[pyclass(module = "ferrodds._ferrodds", frozen)]
+#[pyclass(module = "ferrodds._ferrodds", frozen, weakref)]
 struct DataWriter {
     inner: RwLock<Option<Arc<dyn AnyWriter>>>,
     topic: Py<Topic>,
+    listener: Mutex<Option<ListenerThread>>,
+    listener_errors: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl DataWriter {
@@ -587,6 +615,21 @@ impl DataWriter {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
             .ok_or_else(|| deleted("DataWriter"))
+    }
+
+    fn stop_listener(&self, py: Python<'_>) {
+        let old = lock(&self.listener).take();
+        if let Some(w) = self
+            .inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            w.set_listener(None);
+        }
+        if let Some(t) = old {
+            t.stop(py);
+        }
     }
 
     fn op(&self, sample: &Bound<'_, PyAny>, op: WriteOp) -> PyResult<Option<[u8; 16]>> {
@@ -610,13 +653,15 @@ impl DataWriter {
 #[pymethods]
 impl DataWriter {
     #[new]
-    #[pyo3(signature = (participant, topic, qos=None))]
+    #[pyo3(signature = (participant, topic, qos=None, listener=None))]
     fn new(
         py: Python<'_>,
         participant: Bound<'_, DomainParticipant>,
         topic: Bound<'_, Topic>,
         qos: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
+        listener: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Py<Self>> {
+        check_same_participant(&participant, &topic)?;
         let q = read_qos(qos.as_ref())?;
         let p = participant.get().get()?;
         let publisher = p
@@ -633,10 +678,60 @@ impl DataWriter {
                 })
             })
             .map_err(to_py)?;
-        Ok(Self {
-            inner: RwLock::new(Some(w)),
-            topic: topic.unbind(),
-        })
+        let me = Py::new(
+            py,
+            Self {
+                inner: RwLock::new(Some(w)),
+                topic: topic.unbind(),
+                listener: Mutex::new(None),
+                listener_errors: Arc::default(),
+            },
+        )?;
+        if let Some(l) = listener {
+            Self::set_listener(me.bind(py), Some(l))?;
+        }
+        Ok(me)
+    }
+
+    /// Sets (or with `None` removes) the listener: an object with
+    /// `on_publication_matched(writer, current_count)`. It runs on a dispatcher thread of
+    /// this writer, holding the GIL only for the call.
+    #[pyo3(signature = (listener))]
+    fn set_listener(slf: &Bound<'_, Self>, listener: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+        let py = slf.py();
+        let me = slf.get();
+        me.stop_listener(py);
+        let Some(listener) = listener else {
+            return Ok(());
+        };
+        if !listener.hasattr("on_publication_matched")? {
+            return Err(PyTypeError::new_err(
+                "listener must have on_publication_matched(writer, current_count)",
+            ));
+        }
+        let w = me.get()?;
+        let dispatch = Arc::new(Dispatch::default());
+        let thread = spawn_dispatcher(
+            slf.as_any(),
+            &listener,
+            "on_publication_matched",
+            false,
+            Arc::clone(&me.listener_errors),
+            Arc::clone(&dispatch),
+        )?;
+        *lock(&me.listener) = Some(ListenerThread {
+            dispatch: Arc::clone(&dispatch),
+            thread: Some(thread),
+        });
+        w.set_listener(Some(Arc::new(Flagger(dispatch))));
+        Ok(())
+    }
+
+    /// Exceptions raised by listener callbacks so far.
+    #[getter]
+    fn listener_errors(&self) -> u64 {
+        self.listener_errors
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The topic.
@@ -695,8 +790,10 @@ impl DataWriter {
         py.detach(|| w.wait_for_acknowledgments(t)).map_err(to_py)
     }
 
-    /// Deletes the writer (remote readers see it unmatched). Idempotent.
+    /// Deletes the writer (remote readers see it unmatched) and stops its listener.
+    /// Idempotent.
     fn close(&self, py: Python<'_>) {
+        self.stop_listener(py);
         let w = self
             .inner
             .write()
@@ -871,11 +968,12 @@ impl Sample {
     }
 }
 
-/// What a reader's dispatcher thread has to deliver.
+/// What a listener's dispatcher thread has to deliver.
 #[derive(Default)]
 struct Events {
     data: bool,
-    matched: Vec<SubscriptionMatchedStatus>,
+    /// Matched counts after each change of the matched set.
+    matched: Vec<u32>,
     closed: bool,
 }
 
@@ -896,9 +994,70 @@ impl DataReaderListener for Flagger {
         self.0.cv.notify_one();
     }
     fn on_subscription_matched(&self, status: &SubscriptionMatchedStatus) {
-        lock(&self.0.events).matched.push(*status);
+        lock(&self.0.events).matched.push(status.current_count);
         self.0.cv.notify_one();
     }
+}
+
+impl DataWriterListener for Flagger {
+    fn on_publication_matched(&self, status: &PublicationMatchedStatus) {
+        lock(&self.0.events).matched.push(status.current_count);
+        self.0.cv.notify_one();
+    }
+}
+
+/// Starts the dispatcher thread of `entity`'s listener: it waits for flagged events and
+/// calls `listener` with the GIL held only for the calls. It holds `entity` weakly and ends
+/// when the entity is gone or the dispatch is closed.
+fn spawn_dispatcher(
+    entity: &Bound<'_, PyAny>,
+    listener: &Bound<'_, PyAny>,
+    matched_method: &'static str,
+    plain: bool,
+    errors: Arc<std::sync::atomic::AtomicU64>,
+    d: Arc<Dispatch>,
+) -> PyResult<JoinHandle<()>> {
+    let target = listener.clone().unbind();
+    // A weak reference: the dispatcher must not keep an unclosed entity alive.
+    let entity = PyWeakrefReference::new(entity)?.unbind();
+    std::thread::Builder::new()
+        .name("ferrodds-py-listener".into())
+        .spawn(move || loop {
+            let ev = {
+                let mut g = lock(&d.events);
+                while !g.closed && !g.data && g.matched.is_empty() {
+                    g = d.cv.wait(g).unwrap_or_else(PoisonError::into_inner);
+                }
+                if g.closed {
+                    break;
+                }
+                std::mem::take(&mut *g)
+            };
+            let alive = Python::attach(|py| {
+                let Some(e) = entity.bind(py).upgrade() else {
+                    return false;
+                };
+                let l = target.bind(py);
+                for count in &ev.matched {
+                    call_listener(py, l, matched_method, (e.clone(), *count), &errors);
+                }
+                if ev.data {
+                    if plain {
+                        if let Err(err) = l.call1((e,)) {
+                            errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            err.write_unraisable(py, Some(l));
+                        }
+                    } else {
+                        call_listener(py, l, "on_data_available", (e,), &errors);
+                    }
+                }
+                true
+            });
+            if !alive {
+                break;
+            }
+        })
+        .map_err(|e| TransportError::new_err(format!("listener thread: {e}")))
 }
 
 struct ListenerThread {
@@ -1024,6 +1183,7 @@ impl DataReader {
         qos: Option<Bound<'_, PyAny>>,
         listener: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<Self>> {
+        check_same_participant(&participant, &topic)?;
         let q = read_qos(qos.as_ref())?;
         let p = participant.get().get()?;
         let subscriber = p
@@ -1131,56 +1291,15 @@ impl DataReader {
         }
         let r = me.get()?;
         let dispatch = Arc::new(Dispatch::default());
-        let d = Arc::clone(&dispatch);
-        let errors = Arc::clone(&me.listener_errors);
         let plain = !has("on_data_available") && !has("on_subscription_matched");
-        let target = listener.clone().unbind();
-        // A weak reference: the dispatcher must not keep an unclosed reader alive.
-        let reader = PyWeakrefReference::new(slf)?.unbind();
-        let thread = std::thread::Builder::new()
-            .name("ferrodds-py-listener".into())
-            .spawn(move || loop {
-                let ev = {
-                    let mut g = lock(&d.events);
-                    while !g.closed && !g.data && g.matched.is_empty() {
-                        g = d.cv.wait(g).unwrap_or_else(PoisonError::into_inner);
-                    }
-                    if g.closed {
-                        break;
-                    }
-                    std::mem::take(&mut *g)
-                };
-                let alive = Python::attach(|py| {
-                    let Some(rd) = reader.bind(py).upgrade() else {
-                        return false;
-                    };
-                    let l = target.bind(py);
-                    for m in &ev.matched {
-                        call_listener(
-                            py,
-                            l,
-                            "on_subscription_matched",
-                            (rd.clone(), m.current_count),
-                            &errors,
-                        );
-                    }
-                    if ev.data {
-                        if plain {
-                            if let Err(e) = l.call1((rd,)) {
-                                errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                e.write_unraisable(py, Some(l));
-                            }
-                        } else {
-                            call_listener(py, l, "on_data_available", (rd,), &errors);
-                        }
-                    }
-                    true
-                });
-                if !alive {
-                    break;
-                }
-            })
-            .map_err(|e| TransportError::new_err(format!("listener thread: {e}")))?;
+        let thread = spawn_dispatcher(
+            slf.as_any(),
+            &listener,
+            "on_subscription_matched",
+            plain,
+            Arc::clone(&me.listener_errors),
+            Arc::clone(&dispatch),
+        )?;
         *lock(&me.listener) = Some(ListenerThread {
             dispatch: Arc::clone(&dispatch),
             thread: Some(thread),
@@ -1220,6 +1339,15 @@ impl DataReader {
     fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
         self.close(py)?;
         Ok(false)
+    }
+}
+
+impl Drop for DataWriter {
+    fn drop(&mut self) {
+        if let Some(t) = lock(&self.listener).take() {
+            lock(&t.dispatch.events).closed = true;
+            t.dispatch.cv.notify_one();
+        }
     }
 }
 

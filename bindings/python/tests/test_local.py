@@ -267,3 +267,34 @@ def test_undecodable_samples_are_dropped_and_counted():
         got = take_until(r, 1)
         assert [s.data for s in got] == [Ours("fine")]
         assert r.undecodable_count == 1
+
+
+def test_writer_listener_and_topic_of_another_participant(monkeypatch):
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(u))
+    with loopback(217) as a, loopback(217) as b:
+        counts: list = []
+        seen = threading.Event()
+
+        class WriterListener:
+            def on_publication_matched(self, writer, current_count):
+                counts.append(current_count)
+                if current_count == 0:
+                    seen.set()
+                raise ValueError("listener bug")  # reported, counted, harmless
+
+        ta = ferrodds.Topic(a, "py_wlistener", Shape)
+        w = ferrodds.DataWriter(a, ta, qos=RELIABLE, listener=WriterListener())
+        r = ferrodds.DataReader(b, ferrodds.Topic(b, "py_wlistener", Shape), qos=RELIABLE)
+        assert w.wait_for_matched(1, timeout=10)
+        r.close()  # unmatched: current_count back to 0
+        assert seen.wait(timeout=10), f"counts {counts}"
+        assert counts[0] == 1 and counts[-1] == 0
+        assert w.listener_errors == len(counts) == len(unraisable)
+        with pytest.raises(TypeError, match="on_publication_matched"):
+            w.set_listener(lambda *a: None)
+        with pytest.raises(ferrodds.BadParameterError, match="another participant"):
+            ferrodds.DataWriter(b, ta)
+        with pytest.raises(ferrodds.BadParameterError, match="another participant"):
+            ferrodds.DataReader(b, ta)
+        w.write(Shape("RED", 1, 2, 3))  # still fine

@@ -81,8 +81,15 @@ class Topic(Generic[_T]):
 @final
 class DataWriter(Generic[_T]):
     def __new__(
-        cls, participant: DomainParticipant, topic: Topic[_T], qos: Optional[Qos] = None
+        cls,
+        participant: DomainParticipant,
+        topic: Topic[_T],
+        qos: Optional[Qos] = None,
+        listener: Any = None,
     ) -> "DataWriter[_T]": ...
+    def set_listener(self, listener: Any) -> None: ...
+    @property
+    def listener_errors(self) -> int: ...
     @property
     def topic(self) -> Topic[_T]: ...
     def write(self, sample: _T) -> None: ...
