@@ -840,6 +840,7 @@ trait AnyReader: Send + Sync {
     fn wait_for_matched(&self, n: u32, t: Duration) -> bool;
     fn matched_count(&self) -> u32;
     fn set_listener(&self, l: Option<Arc<dyn DataReaderListener>>);
+    fn read_condition(&self) -> ferrodds::ReadCondition;
 }
 
 impl<const K: bool, const S: bool> AnyReader for ferrodds::DataReader<DynSample<K, S>> {
@@ -878,6 +879,10 @@ impl<const K: bool, const S: bool> AnyReader for ferrodds::DataReader<DynSample<
 
     fn set_listener(&self, l: Option<Arc<dyn DataReaderListener>>) {
         ferrodds::DataReader::set_listener(self, l)
+    }
+
+    fn read_condition(&self) -> ferrodds::ReadCondition {
+        self.create_readcondition()
     }
 }
 
@@ -1362,6 +1367,131 @@ impl Drop for DataReader {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// Wait sets
+
+/// A condition the application triggers (for example to wake a thread waiting on a
+/// `WaitSet`).
+#[pyclass(module = "ferrodds._ferrodds", frozen)]
+struct GuardCondition(ferrodds::GuardCondition);
+
+#[pymethods]
+impl GuardCondition {
+    #[new]
+    fn new() -> Self {
+        Self(ferrodds::GuardCondition::new())
+    }
+
+    /// Sets the trigger value (`True` wakes the wait sets it is attached to).
+    fn set_trigger_value(&self, value: bool) {
+        self.0.set_trigger_value(value)
+    }
+
+    /// The trigger value.
+    #[getter]
+    fn trigger_value(&self) -> bool {
+        self.0.trigger_value()
+    }
+}
+
+/// The attached conditions with the Python objects they stand for.
+struct Attached {
+    ws: ferrodds::WaitSet,
+    items: Vec<(ferrodds::Condition, Arc<Py<PyAny>>)>,
+}
+
+/// Blocks until one of its attached readers (unread data) or guard conditions triggers.
+#[pyclass(module = "ferrodds._ferrodds", frozen)]
+struct WaitSet(Mutex<Attached>);
+
+impl WaitSet {
+    fn condition_of(obj: &Bound<'_, PyAny>) -> PyResult<ferrodds::Condition> {
+        if let Ok(r) = obj.cast::<DataReader>() {
+            return Ok(r.get().get()?.read_condition().into());
+        }
+        if let Ok(g) = obj.cast::<GuardCondition>() {
+            return Ok(g.get().0.clone().into());
+        }
+        Err(PyTypeError::new_err(format!(
+            "a WaitSet waits on DataReader or GuardCondition objects, got {}",
+            obj.get_type().name()?
+        )))
+    }
+}
+
+#[pymethods]
+impl WaitSet {
+    #[new]
+    fn new() -> Self {
+        Self(Mutex::new(Attached {
+            ws: ferrodds::WaitSet::new(),
+            items: Vec::new(),
+        }))
+    }
+
+    /// Attaches a `DataReader` (triggers while it has unread samples) or a
+    /// `GuardCondition`. Attaching an object twice is a no-op. Waits (without the GIL)
+    /// while another thread is in `wait`.
+    fn attach(&self, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+        let c = Self::condition_of(obj)?;
+        let key = obj.as_ptr() as usize;
+        let o = Arc::new(obj.clone().unbind());
+        obj.py().detach(|| {
+            let mut a = lock(&self.0);
+            if a.items.iter().any(|(_, x)| x.as_ptr() as usize == key) {
+                return;
+            }
+            a.ws.attach_condition(c.clone());
+            a.items.push((c, o));
+        });
+        Ok(())
+    }
+
+    /// Detaches an attached object (`BadParameterError` if it is not attached).
+    fn detach(&self, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = obj.as_ptr() as usize;
+        let removed = obj.py().detach(|| {
+            let mut a = lock(&self.0);
+            let pos = a
+                .items
+                .iter()
+                .position(|(_, x)| x.as_ptr() as usize == key)?;
+            let (c, o) = a.items.remove(pos);
+            Some((a.ws.detach_condition(c), o))
+        });
+        match removed {
+            None => Err(BadParameterError::new_err("the object is not attached")),
+            Some((r, _obj)) => r.map_err(to_py),
+        }
+    }
+
+    /// Waits until an attached object triggers and returns the triggered ones; raises
+    /// `DdsTimeoutError` after `timeout` seconds (`None` = forever). The GIL is released
+    /// while waiting; attaching from another thread waits until this returns.
+    #[pyo3(signature = (timeout=None))]
+    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Vec<Py<PyAny>>> {
+        let deadline = std::time::Instant::now() + self::timeout(timeout)?;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let triggered: Vec<Arc<Py<PyAny>>> = py
+                .detach(|| {
+                    let a = lock(&self.0);
+                    a.ws.wait(left).map(|_| {
+                        a.items
+                            .iter()
+                            .filter(|(c, _)| c.trigger_value())
+                            .map(|(_, o)| Arc::clone(o))
+                            .collect()
+                    })
+                })
+                .map_err(to_py)?;
+            if !triggered.is_empty() {
+                return Ok(triggered.iter().map(|o| o.clone_ref(py)).collect());
+            }
+        }
+    }
+}
+
 /// The native module.
 #[pymodule]
 fn _ferrodds(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -1372,6 +1502,8 @@ fn _ferrodds(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DataReader>()?;
     m.add_class::<Sample>()?;
     m.add_class::<SampleInfo>()?;
+    m.add_class::<GuardCondition>()?;
+    m.add_class::<WaitSet>()?;
     m.add("DdsError", py.get_type::<DdsError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
     m.add("BadParameterError", py.get_type::<BadParameterError>())?;

@@ -298,3 +298,34 @@ def test_writer_listener_and_topic_of_another_participant(monkeypatch):
         with pytest.raises(ferrodds.BadParameterError, match="another participant"):
             ferrodds.DataReader(b, ta)
         w.write(Shape("RED", 1, 2, 3))  # still fine
+
+
+def test_waitset_wakes_for_the_reader_with_data_and_for_a_guard():
+    with loopback(217) as dp:
+        t1 = ferrodds.Topic(dp, "py_ws_1", Shape)
+        t2 = ferrodds.Topic(dp, "py_ws_2", Shape)
+        r1 = ferrodds.DataReader(dp, t1, qos=RELIABLE)
+        r2 = ferrodds.DataReader(dp, t2, qos=RELIABLE)
+        w2 = ferrodds.DataWriter(dp, t2, qos=RELIABLE)
+        guard = ferrodds.GuardCondition()
+        ws = ferrodds.WaitSet()
+        for obj in (r1, r2, guard, r2):
+            ws.attach(obj)
+        with pytest.raises(ferrodds.DdsTimeoutError):
+            ws.wait(timeout=0.05)
+        assert w2.wait_for_matched(1, timeout=10)
+        w2.write(Shape("RED", 1, 2, 3))
+        assert ws.wait(timeout=10) == [r2]
+        assert [s.data.x for s in r2.take()] == [1]
+        threading.Timer(0.05, guard.set_trigger_value, (True,)).start()
+        assert ws.wait(timeout=10) == [guard]
+        guard.set_trigger_value(False)
+        ws.detach(guard)
+        with pytest.raises(ferrodds.BadParameterError, match="not attached"):
+            ws.detach(guard)
+        with pytest.raises(TypeError, match="DataReader or GuardCondition"):
+            ws.attach(w2)
+        r1.close()
+        ws2 = ferrodds.WaitSet()
+        with pytest.raises(ferrodds.AlreadyDeletedError):
+            ws2.attach(r1)

@@ -32,6 +32,7 @@ from ._ferrodds import (
     DdsError,
     DdsTimeoutError,
     DomainParticipant,
+    GuardCondition,
     IllegalOperationError,
     InternalError,
     NotEnabledError,
@@ -43,6 +44,7 @@ from ._ferrodds import (
     Topic,
     TransportError,
     UnsupportedError,
+    WaitSet,
 )
 from .qos import Durability, KeepAll, KeepLast, Ownership, Qos, Reliability, ResourceLimits
 from .types import (
@@ -73,6 +75,8 @@ __all__ = [
     "DataReader",
     "Sample",
     "SampleInfo",
+    "WaitSet",
+    "GuardCondition",
     "Qos",
     "Reliability",
     "Durability",

@@ -1,6 +1,6 @@
 """Type stubs of the native module (Rust, PyO3)."""
 
-from typing import Any, Generic, List, Optional, Sequence, Type, TypeVar, final
+from typing import Any, Generic, List, Optional, Sequence, Type, TypeVar, Union, final
 
 from .qos import Qos
 
@@ -11,6 +11,8 @@ __all__ = [
     "DataReader",
     "Sample",
     "SampleInfo",
+    "GuardCondition",
+    "WaitSet",
     "DdsError",
     "InternalError",
     "BadParameterError",
@@ -158,3 +160,17 @@ class DataReader(Generic[_T]):
     def closed(self) -> bool: ...
     def __enter__(self) -> "DataReader[_T]": ...
     def __exit__(self, *args: Any) -> bool: ...
+
+@final
+class GuardCondition:
+    def __new__(cls) -> "GuardCondition": ...
+    def set_trigger_value(self, value: bool) -> None: ...
+    @property
+    def trigger_value(self) -> bool: ...
+
+@final
+class WaitSet:
+    def __new__(cls) -> "WaitSet": ...
+    def attach(self, obj: Union[DataReader[Any], GuardCondition]) -> None: ...
+    def detach(self, obj: Union[DataReader[Any], GuardCondition]) -> None: ...
+    def wait(self, timeout: Optional[float] = None) -> List[Union[DataReader[Any], GuardCondition]]: ...
