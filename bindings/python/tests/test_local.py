@@ -329,3 +329,43 @@ def test_waitset_wakes_for_the_reader_with_data_and_for_a_guard():
         ws2 = ferrodds.WaitSet()
         with pytest.raises(ferrodds.AlreadyDeletedError):
             ws2.attach(r1)
+
+
+def test_topic_type_records_the_cdr_description():
+    from typing import Annotated
+
+    @topic_type(typename="m::Desc", keys=["b"])
+    class Desc:  # not a dataclass yet: the decorator makes it one
+        a: Annotated[int32, ferrodds.key]
+        b: ferrodds.bounded_str[8]
+        c: int
+        d: float
+        e: List[ferrodds.float32]
+        f: sequence[ferrodds.int16, 3]
+        g: ferrodds.bounded_bytes[2]
+
+    assert Desc.__ferrodds_type__ == (
+        "m::Desc",
+        "final",
+        (
+            ("a", ("int32",), True),
+            ("b", ("str", 8), True),
+            ("c", ("int64",), False),
+            ("d", ("float64",), False),
+            ("e", ("seq", ("float32",), None), False),
+            ("f", ("seq", ("int16",), 3), False),
+            ("g", ("bytes", 2), False),
+        ),
+    )
+    d = Desc(1, "k", 2, 0.5, [1.5], [1, 2, 3], b"xy")  # a dataclass now
+    with loopback(217) as dp:
+        t = ferrodds.Topic(dp, "py_desc", Desc)
+        assert t.keyed and t.type_name == "m::Desc"
+        with ferrodds.DataWriter(dp, t, qos=RELIABLE) as w, ferrodds.DataReader(dp, t, qos=RELIABLE) as r:
+            assert w.wait_for_matched(1, timeout=10)
+            w.write(d)
+            assert [s.data for s in take_until(r, 1)] == [d]
+            with pytest.raises(ValueError, match="field 'f'.*bound"):
+                w.write(Desc(1, "k", 2, 0.5, [], [1, 2, 3, 4], b""))
+            with pytest.raises(ValueError, match="field 'g'.*bound"):
+                w.write(Desc(1, "k", 2, 0.5, [], [], b"xyz"))

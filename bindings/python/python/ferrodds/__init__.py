@@ -49,6 +49,7 @@ from ._ferrodds import (
 from .qos import Durability, KeepAll, KeepLast, Ownership, Qos, Reliability, ResourceLimits
 from .types import (
     Key,
+    key,
     array,
     bounded_bytes,
     bounded_str,
@@ -86,6 +87,7 @@ __all__ = [
     "ResourceLimits",
     "topic_type",
     "Key",
+    "key",
     "int8",
     "uint8",
     "int16",

@@ -25,6 +25,7 @@ else:  # pragma: no cover - requires-python is 3.9
 __all__ = [
     "topic_type",
     "Key",
+    "key",
     "int8",
     "uint8",
     "int16",
@@ -62,6 +63,10 @@ class _KeyMarker:
 
 
 _KEY = _KeyMarker()
+
+#: The key marker for ``Annotated``: ``color: Annotated[str, key]`` is ``Key[str]`` in a form
+#: static type checkers read as ``str``.
+key = _KEY
 
 int8 = Annotated[int, _Kind(("int8",))]
 uint8 = Annotated[int, _Kind(("uint8",))]
@@ -178,13 +183,20 @@ def topic_type(
     if extensibility not in ("final", "appendable"):
         raise ValueError(f"extensibility must be 'final' or 'appendable', got {extensibility!r}")
     key_names = tuple(keys)
+    # Names local to the function defining the class (string annotations of a class made
+    # inside a function refer to them).
+    caller = sys._getframe(1)
+    local_names = dict(caller.f_locals) if caller.f_code.co_name != "<module>" else None
 
     def wrap(c: type) -> type:
         if not isinstance(c, type):
             raise TypeError(f"@topic_type decorates a class, got {c!r}")
         if not dataclasses.is_dataclass(c):
             c = dataclasses.dataclass(c)
-        hints = typing.get_type_hints(c, include_extras=True)
+        try:
+            hints = typing.get_type_hints(c, localns=local_names, include_extras=True)
+        except NameError as e:
+            raise TypeError(f"{c.__name__}: an annotation names something unknown ({e})") from e
         members = []
         names = set()
         for f in dataclasses.fields(c):
