@@ -1234,7 +1234,7 @@ impl DataReader {
     }
 
     /// Returns up to `max_samples` samples (all when `None`) and leaves them in the
-    /// reader, marked read.
+    /// reader; every sample the reader holds is marked read (as the Rust `read`).
     #[pyo3(signature = (max_samples=None))]
     fn read(&self, py: Python<'_>, max_samples: Option<usize>) -> PyResult<Vec<Sample>> {
         self.collect(py, max_samples.unwrap_or(usize::MAX), true)
