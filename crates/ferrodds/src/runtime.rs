@@ -246,7 +246,7 @@ pub(crate) struct Inner {
     pub(crate) capture: CaptureSlot,
     discovered: Mutex<HashSet<GuidPrefix>>,
     discovered_cv: Condvar,
-    pub(crate) topics: Mutex<HashMap<String, &'static str>>,
+    pub(crate) topics: Mutex<HashMap<String, String>>,
     publisher: Mutex<Publisher>,
     publisher_cv: Condvar,
 }
