@@ -103,6 +103,8 @@ namespace FerroDds
             N.Batching = 1; N.BatchMaxBytes = maxBytes; N.BatchMaxSamples = maxSamples; N.BatchMaxFlushDelayNs = Time.Ns(flushDelay);
             return this;
         }
+        /// <summary>Writer batching of up to maxBytes payload bytes (the other batching limits keep their defaults).</summary>
+        public Qos BatchBytes(long maxBytes) { N.Batching = 1; N.BatchMaxBytes = maxBytes; return this; }
         /// <summary>Writer: asynchronous publishing paced at about this many bytes per second (0: synchronous).</summary>
         public Qos AsyncPublishing(long bytesPerSecond) { N.AsyncBytesPerSecond = bytesPerSecond; return this; }
         /// <summary>Writer (best effort): follow the rate congestion control measured.</summary>

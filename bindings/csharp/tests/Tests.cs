@@ -255,7 +255,7 @@ namespace FerroDds.Tests
                     var w = a.CreateWriter(a.CreateTopic("throwing", ShapeType.Type), ReliableW());
                     var r = b.CreateReader(b.CreateTopic("throwing", ShapeType.Type), ReliableR(), l);
                     Matched(w, r);
-                    Assert.True(l.Matches >= 1, "subscription matched callback");
+                    Assert.True(SpinWait.SpinUntil(() => l.Matches >= 1, T), "subscription matched callback");
                     w.Write(new ShapeType { Color = "RED", X = 1 });
                     Assert.True(SpinWait.SpinUntil(() => reported >= 1, T), "exception reported");
                     Assert.True(r.Take() != null, "sample still taken");
