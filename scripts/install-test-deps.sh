@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, non-interactively and only when missing, everything the test suite needs:
 #   - Debian packages: tshark (wire checks), cyclonedds-tools (ddsperf + libddsc, the peer DDS),
-#     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests)
+#     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests),
+#     mono-devel (mcs and mono: the C# binding, its tests and the C# perftest)
 #   - cargo-fuzz (fuzz targets run on stable with `-s none`)
 # Safe to run repeatedly. Needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -18,6 +19,8 @@ command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 # valgrind: the callgrind regression guard (instructions per round trip)
 command -v valgrind >/dev/null 2>&1 || need_pkgs+=(valgrind)
+# mono-devel: mcs builds bindings/csharp, mono runs its tests and the C# perftest
+{ command -v mcs >/dev/null 2>&1 && command -v mono >/dev/null 2>&1; } || need_pkgs+=(mono-devel)
 
 if ((${#need_pkgs[@]})); then
   SUDO=""
@@ -40,7 +43,7 @@ bash "$(dirname "$0")/setup-python-peers.sh" >&2
 # Every tool the tests need must now be on PATH (an install that silently failed would
 # otherwise show up as skipped or failing tests far from its cause).
 missing=()
-for tool in tshark ddsperf ip tc nft chromium valgrind; do
+for tool in tshark ddsperf ip tc nft chromium valgrind mcs mono; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 cargo fuzz --version >/dev/null 2>&1 || missing+=(cargo-fuzz)

@@ -58,9 +58,11 @@ namespace FerroDds.Perftest
         public static Options Parse(string[] args)
         {
             var o = new Options();
+            var seen = new HashSet<string>();
             for (int i = 0; i < args.Length; i++)
             {
                 string name = Resolve(args[i]);
+                seen.Add(name);
                 Func<long> num = () =>
                 {
                     if (i + 1 >= args.Length) throw new UsageException("Missing value for " + name);
@@ -115,7 +117,10 @@ namespace FerroDds.Perftest
                     case "-help": o.Help = true; break;
                 }
             }
-            if (o.Keyed && o.Instances > 1 && !o.Keyed) throw new UsageException("-instances needs -keyed");
+            if (!o.Pub)
+                foreach (var pubOnly in new[] { "-executionTime", "-latencyTest", "-batchSize", "-numIter", "-latencyCount" })
+                    if (seen.Contains(pubOnly))
+                        throw new UsageException("Cannot use '" + pubOnly + "' while setting '-sub'.");
             if (o.Transport == "SHMEM" && (o.Nic != null || o.Peers.Count > 0))
                 throw new UsageException("-transport SHMEM is for one host: -nic and -peer do not apply");
             return o;

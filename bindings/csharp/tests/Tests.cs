@@ -326,6 +326,75 @@ namespace FerroDds.Tests
             }
         }
 
+        /// <summary>Runs a process with a time limit; returns its exit code and output (stdout + stderr).</summary>
+        static int Run(string exe, string args, int limitMs, out string stdout, out string stderr)
+        {
+            var psi = new ProcessStartInfo(exe, args) { UseShellExecute = false, RedirectStandardOutput = true, RedirectStandardError = true };
+            var p = Process.Start(psi);
+            var err = p.StandardError.ReadToEndAsync();
+            var outp = p.StandardOutput.ReadToEndAsync();
+            if (!p.WaitForExit(limitMs)) { p.Kill(); p.WaitForExit(); stdout = outp.Result; stderr = err.Result; return -1; }
+            p.WaitForExit();
+            stdout = outp.Result;
+            stderr = err.Result;
+            return p.ExitCode;
+        }
+
+        /// <summary>The data row of a -noPrintIntervals summary: its comma-separated numbers.</summary>
+        static double[] SummaryRow(string output, string what)
+        {
+            foreach (var line in output.Split('\n'))
+            {
+                var t = line.Trim();
+                if (t.Length == 0 || !char.IsDigit(t[0])) continue;
+                return t.Split(',').Select(x => double.Parse(x.Trim().Length == 0 ? "0" : x.Trim(), System.Globalization.CultureInfo.InvariantCulture)).ToArray();
+            }
+            throw new Exception(what + ": no summary row in: " + output);
+        }
+
+        static void PerftestPair(string pubExe, string pubArgs, string subExe, string subArgs, out string pubOut, out string subOut)
+        {
+            string subErr = null, subStd = null;
+            int subRc = -2;
+            var sub = new Thread(() => { subRc = Run(subExe, subArgs, 40000, out subStd, out subErr); });
+            sub.Start();
+            string pubErr;
+            int pubRc = Run(pubExe, pubArgs, 40000, out pubOut, out pubErr);
+            sub.Join();
+            subOut = subStd;
+            Assert.Equal(0, pubRc, "publisher exit code (" + pubErr + ")");
+            Assert.Equal(0, subRc, "subscriber exit code (" + subErr + ")");
+        }
+
+        [Test]
+        static void PerftestInteropWithRust()
+        {
+            string rust = Environment.GetEnvironmentVariable("FERRODDS_PERFTEST");
+            string cs = Environment.GetEnvironmentVariable("FERRODDS_PERFTEST_CS");
+            if (string.IsNullOrEmpty(rust) || string.IsNullOrEmpty(cs)) throw new Exception("FERRODDS_PERFTEST and FERRODDS_PERFTEST_CS (the Rust and C# perftests) must be set");
+            const string common = " -nic 127.0.0.1 -noPrintIntervals", time = " -executionTime 2";
+            string pubOut, subOut;
+            // C# latency publisher, Rust subscriber (echoing the pings).
+            PerftestPair("mono", cs + " -pub -latencyTest -dataLen 32 -domain 166" + common + time, rust, "-sub -dataLen 32 -domain 166" + common, out pubOut, out subOut);
+            var lat = SummaryRow(pubOut, "C# latency summary");
+            Assert.True(lat[0] == 32 && lat[3] > 0 && lat[5] >= lat[3], "C# latency row (size, ave, std, min, max, p50, ...): " + pubOut);
+            var thr = SummaryRow(subOut, "Rust throughput summary");
+            Assert.True(thr[0] == 32 && thr[1] > 100, "Rust subscriber received the C# samples: " + subOut);
+            // Rust throughput publisher (batching on), C# subscriber, keyed.
+            PerftestPair(rust, "-pub -dataLen 200 -keyed -instances 4 -domain 167" + common + time, "mono", cs + " -sub -dataLen 200 -keyed -domain 167" + common, out pubOut, out subOut);
+            thr = SummaryRow(subOut, "C# throughput summary");
+            Assert.True(thr[0] == 200 && thr[1] > 1000, "C# subscriber received the Rust samples: " + subOut);
+            Assert.Equal(0.0, thr[4], "lost samples (reliable)");
+            // The C# perftest refuses options as the Rust one does.
+            string o, e;
+            Assert.Equal(1, Run("mono", cs + " -sub -executionTime 2", 20000, out o, out e), "exit code of a refused option");
+            Assert.True(e.Contains("Cannot use '-executionTime' while setting '-sub'."), "refusal message: " + e);
+            Assert.Equal(1, Run("mono", cs + " -pub -dataLen 20", 20000, out o, out e), "exit code of a bad value");
+            Assert.True(e.Contains("-dataLen: 20"), "bad value named: " + e);
+            Assert.Equal(1, Run("mono", cs + " -frobnicate", 20000, out o, out e), "exit code of an unknown option");
+            Assert.True(e.Contains("'-frobnicate'"), "unknown option named: " + e);
+        }
+
         [Test]
         static void InteropWithRust()
         {
