@@ -27,14 +27,18 @@ fn main() -> Result<(), DdsError> {
         what: "count: not an unsigned integer",
     })?;
     let p = DomainParticipant::with_config(domain, Config::loopback())?;
-    let reader = p.create_subscriber(SubscriberQos::default())?.create_datareader(
-        &p.create_topic::<ShapeType>(&args[1], TopicQos::default())?,
-        DataReaderQos::default().reliable().keep_all(),
-    )?;
-    let writer = p.create_publisher(PublisherQos::default())?.create_datawriter(
-        &p.create_topic::<ShapeType>(&args[2], TopicQos::default())?,
-        DataWriterQos::default().reliable().keep_all(),
-    )?;
+    let reader = p
+        .create_subscriber(SubscriberQos::default())?
+        .create_datareader(
+            &p.create_topic::<ShapeType>(&args[1], TopicQos::default())?,
+            DataReaderQos::default().reliable().keep_all(),
+        )?;
+    let writer = p
+        .create_publisher(PublisherQos::default())?
+        .create_datawriter(
+            &p.create_topic::<ShapeType>(&args[2], TopicQos::default())?,
+            DataWriterQos::default().reliable().keep_all(),
+        )?;
     println!("ready");
     let t = Duration::from_secs(10);
     if !writer.wait_for_matched(1, t) {
