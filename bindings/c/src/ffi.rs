@@ -1498,11 +1498,21 @@ pub extern "C" fn ferrodds_take_each(
         let mut f = visit(callback, user)?;
         let r = self::reader(reader)?;
         let mut n = 0;
-        {
+        // A sample a too-small take kept goes first; the callback runs with no lock held
+        // (it may take from this reader too), then the buffer goes back for reuse.
+        let kept = {
             let mut stash = r.stash.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(info) = stash.info.take() {
-                f(&stash.bytes, &info);
-                n += 1;
+            stash
+                .info
+                .take()
+                .map(|i| (std::mem::take(&mut stash.bytes), i))
+        };
+        if let Some((bytes, info)) = kept {
+            f(&bytes, &info);
+            n += 1;
+            let mut stash = r.stash.lock().unwrap_or_else(|e| e.into_inner());
+            if stash.info.is_none() && stash.bytes.capacity() < bytes.capacity() {
+                stash.bytes = bytes;
             }
         }
         let max = if max == 0 { usize::MAX } else { max };
