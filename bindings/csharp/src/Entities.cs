@@ -215,13 +215,14 @@ namespace FerroDds
         {
             if (Interlocked.Exchange(ref disposed, 1) != 0) return;
             int rc = Delete();
-            Released();
             // A child deleted by its participant's disposal is already gone: not an error.
             if (rc != Check.Ok && rc != 9)
             {
+                // Refused (e.g. a participant deleted from its own listener): still usable.
                 Interlocked.Exchange(ref disposed, 0);
                 throw Check.Exception(rc);
             }
+            Released();
         }
 
         /// <summary>Calls the C API delete function.</summary>

@@ -1,4 +1,4 @@
-// Self-checking test runner of the C# binding (loopback only; domains 169 and 171-178: the SPDP ports of domains above 232 do not fit in 16 bits): runs every
+// Self-checking test runner of the C# binding (loopback only; domains 166-169, 171-178 and 181: the SPDP ports of domains above 232 do not fit in 16 bits): runs every
 // [Test]-named method below, prints PASS/FAIL per test and exits non-zero on any failure or
 // when the whole run exceeds its time bound. Usage: mono FerroDds.Tests.exe [name-filter]
 // Environment: FERRODDS_SHAPE_ECHO = path of the Rust shape_echo example (interop test).
@@ -210,6 +210,49 @@ namespace FerroDds.Tests
             Assert.Throws<AlreadyDeletedException>(() => w2.Write(new ShapeType()), "writer of a disposed participant");
             Assert.Throws<AlreadyDeletedException>(() => a.CreateTopic("x", ShapeType.Type), "participant disposed");
             r.Dispose(); // already deleted with its participant: no exception
+        }
+
+        sealed class DisposingListener : IDataReaderListener<ShapeType>
+        {
+            public DomainParticipant Participant;
+            public Exception Refused;
+            public int Calls;
+            public void OnDataAvailable(DataReader<ShapeType> reader)
+            {
+                try { if (Participant != null) Participant.Dispose(); }
+                catch (Exception e) { Refused = e; }
+                Interlocked.Increment(ref Calls);
+            }
+            public void OnSubscriptionMatched(DataReader<ShapeType> reader, MatchedStatus status) { }
+        }
+
+        [Test]
+        static void BadArgumentsThrow()
+        {
+            using (var a = Loopback(181))
+            using (var b = Loopback(181))
+            {
+                a.CreateTopic("typed", ShapeType.Type);
+                Assert.Throws<PreconditionNotMetException>(() => a.CreateTopic("typed", TestData.Type), "same name, another type");
+                var foreign = b.CreateTopic("foreign", ShapeType.Type);
+                Assert.Throws<BadParameterException>(() => a.CreateWriter(foreign), "a topic of another participant");
+                Assert.Throws<ArgumentNullException>(() => a.CreateTopic<ShapeType>(null, ShapeType.Type), "null name");
+                Assert.Throws<ArgumentNullException>(() => a.CreateReader<ShapeType>(null), "null topic");
+                Assert.Throws<BadParameterException>(() => a.CreateWriter(a.CreateTopic("q", ShapeType.Type), Qos.WriterDefault().KeepLast(0)), "history depth 0");
+                // Disposing the participant from its own listener is refused; it keeps working.
+                var l = new DisposingListener { Participant = b };
+                var w = a.CreateWriter(a.CreateTopic("selfdelete", ShapeType.Type), ReliableW());
+                var r = b.CreateReader(b.CreateTopic("selfdelete", ShapeType.Type), ReliableR(), l);
+                Matched(w, r);
+                w.Write(new ShapeType { Color = "RED", X = 1 });
+                Assert.True(SpinWait.SpinUntil(() => l.Calls >= 1, T), "callback ran");
+                Assert.True(l.Refused is DdsException, "refused with a DdsException: " + l.Refused);
+                Assert.True(!b.IsDisposed, "participant still alive");
+                l.Participant = null;
+                Assert.True(r.Take() != null, "reader still works");
+                w.Write(new ShapeType { Color = "RED", X = 2 });
+                Assert.True(SpinWait.SpinUntil(() => l.Calls >= 2, T), "listener still installed");
+            }
         }
 
         [Test]
