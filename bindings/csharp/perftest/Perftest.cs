@@ -161,6 +161,71 @@ namespace FerroDds.Perftest
   -sidMultiSubTest <id>, -pidMultiPubTest <id>, -numSubscribers <n>, -numPublishers <n>, -sendQueueSize <n>";
     }
 
+    /// <summary>
+    /// The perftest types without payload copies (as the Rust perftest: the payload is
+    /// always zeros and only its length matters). Serialize writes the header fields and the
+    /// length and leaves the payload bytes of the writer's pooled buffer as they are: zeros,
+    /// since nothing but the 32 header bytes and zero padding is ever written into a buffer
+    /// this instance has cleared once. Deserialize checks the length against the bytes and
+    /// hands out one shared zero array per length. One instance per writer or reader.
+    /// </summary>
+    internal sealed class ZeroPayloadType : ITopicType<TestData>
+    {
+        readonly ITopicType<TestData> shipped;
+        readonly int bound;
+        byte[] cleared;
+        readonly Dictionary<int, byte[]> zeros = new Dictionary<int, byte[]>();
+
+        public ZeroPayloadType(ITopicType<TestData> shipped)
+        {
+            this.shipped = shipped;
+            bound = shipped.TypeSupport == 2 || shipped.TypeSupport == 3 ? TestData.MaxBoundedSeqSize : -1;
+        }
+        public uint TypeSupport { get { return shipped.TypeSupport; } }
+        public string TypeName { get { return shipped.TypeName; } }
+        public int MaxSerializedSize(TestData s) { return shipped.MaxSerializedSize(s); }
+
+        public int Serialize(TestData s, byte[] buffer)
+        {
+            if (!ReferenceEquals(buffer, cleared))
+            {
+                Array.Clear(buffer, 0, buffer.Length);
+                cleared = buffer;
+            }
+            var w = new CdrWriter(buffer);
+            w.WriteBytes(s.Key, 0, 4);
+            w.WriteI32(s.EntityId);
+            w.WriteU32(s.SeqNum);
+            w.WriteI32(s.TimestampSec);
+            w.WriteU32(s.TimestampUsec);
+            w.WriteI32(s.LatencyPing);
+            w.WriteU32((uint)s.BinData.Length);
+            w.SkipWritten(s.BinData.Length);
+            return w.Finish();
+        }
+
+        public TestData Deserialize(byte[] data, int length, TestData reuse)
+        {
+            var r = new CdrReader(data, length);
+            var s = reuse ?? new TestData();
+            r.ReadBytes(s.Key, 0, 4);
+            s.EntityId = r.ReadI32();
+            s.SeqNum = r.ReadU32();
+            s.TimestampSec = r.ReadI32();
+            s.TimestampUsec = r.ReadU32();
+            s.LatencyPing = r.ReadI32();
+            int n = r.ReadOctetSeqLength(bound);
+            r.Skip(n);
+            if (s.BinData.Length != n)
+            {
+                byte[] z;
+                if (!zeros.TryGetValue(n, out z)) { z = new byte[n]; zeros[n] = z; }
+                s.BinData = z;
+            }
+            return s;
+        }
+    }
+
     internal sealed class Printer
     {
         readonly TextWriter o;
@@ -366,12 +431,12 @@ namespace FerroDds.Perftest
 
             DataWriter<TestData> Writer(string topic)
             {
-                return dp.CreateWriter(dp.CreateTopic(topic, type), WriterQos(topic));
+                return dp.CreateWriter(dp.CreateTopic(topic, (ITopicType<TestData>)new ZeroPayloadType(type)), WriterQos(topic));
             }
 
             DataReader<TestData> Reader(string topic, Action<TestData> onSample)
             {
-                return dp.CreateReader(dp.CreateTopic(topic, type), ReaderQos(topic), new Listen(onSample));
+                return dp.CreateReader(dp.CreateTopic(topic, (ITopicType<TestData>)new ZeroPayloadType(type)), ReaderQos(topic), new Listen(onSample));
             }
 
             /// <summary>Takes every sample from the listener thread into one reused object.</summary>

@@ -109,6 +109,13 @@ namespace FerroDds
             pos += n;
         }
 
+        /// <summary>Skips n octets (checked against the remaining bytes).</summary>
+        public void Skip(int n)
+        {
+            if (n < 0 || pos + n > end) throw Bad("truncated: " + n + " octets needed at byte " + pos, end);
+            pos += n;
+        }
+
         /// <summary>Reads a sequence length and checks that many octets remain.</summary>
         public int ReadOctetSeqLength(int bound)
         {
@@ -178,6 +185,13 @@ namespace FerroDds
             if (n > 0) Buffer.BlockCopy(src, offset, buf, pos, n);
             pos += n;
         }
+
+        /// <summary>
+        /// Advances over n octets without writing them: only for callers that know those
+        /// bytes of the buffer are already what they want (e.g. zeros of a buffer that never
+        /// held anything else there).
+        /// </summary>
+        public void SkipWritten(int n) { pos += n; }
 
         /// <summary>A string: its UTF-8 length with the NUL, the bytes, the NUL.</summary>
         public void WriteString(string s)
