@@ -3,6 +3,7 @@
 #   - Debian packages: tshark (wire checks), cyclonedds-tools (ddsperf + libddsc, the peer DDS),
 #     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests; maturin and pytest for the Python package),
 #     libssl-dev + pkg-config (the `openssl` crate of ferrodds-security builds against the system OpenSSL)
+#     mono-devel (mcs and mono: the C# binding, its tests and the C# perftest)
 #   - cargo-fuzz (fuzz targets run on stable with `-s none`)
 # Safe to run repeatedly. Needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -24,6 +25,8 @@ command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 # valgrind: the callgrind regression guard (instructions per round trip)
 command -v valgrind >/dev/null 2>&1 || need_pkgs+=(valgrind)
+# mono-devel: mcs builds bindings/csharp, mono runs its tests and the C# perftest
+{ command -v mcs >/dev/null 2>&1 && command -v mono >/dev/null 2>&1; } || need_pkgs+=(mono-devel)
 
 if ((${#need_pkgs[@]})); then
   SUDO=""
@@ -53,7 +56,7 @@ fi
 # Every tool the tests need must now be on PATH (an install that silently failed would
 # otherwise show up as skipped or failing tests far from its cause).
 missing=()
-for tool in tshark ddsperf ip tc nft chromium valgrind openssl; do
+for tool in tshark ddsperf ip tc nft chromium valgrind openssl mcs mono; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 cargo fuzz --version >/dev/null 2>&1 || missing+=(cargo-fuzz)

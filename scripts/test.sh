@@ -3,8 +3,9 @@
 #   1. installs missing test dependencies (scripts/install-test-deps.sh)
 #   2. rustfmt check, clippy with -D warnings
 #   3. the release perftest (one test compares its latency with its own network capture),
-#      then every unit, integration, doc and bench-smoke test of the workspace, and the
+#      then every unit, integration, doc and bench-smoke test of the workspace, the
 #      callgrind guard (instructions per 32 B round trip within 5 % of the committed baseline)
+#      and the C# binding's tests (Mono; release C API library, C# <-> Rust interop)
 #   4. the Python package: clippy, wheel built with maturin, installed into target/peers-venv,
 #      its pytest suite (including interop with Cyclone DDS's `cyclonedds` package)
 #   5. every cargo-fuzz target for a bounded time on stable (`-s none`); a crash fails the run
@@ -36,6 +37,8 @@ rm -f "$FERRODDS_SKIP_LOG"
 cargo test --workspace --all-targets --locked 2>&1 | tee target/test-output.txt
 step "callgrind regression guard (instructions per 32 B round trip vs data/callgrind-baseline.txt)"
 SKIP_BUILD=1 bash scripts/callgrind-guard.sh
+step "C# binding: mcs build and tests (bindings/csharp/run-tests.sh, bounded to 120 s)"
+bash bindings/csharp/run-tests.sh --release 2>&1 | tee target/csharp-test-output.txt
 step "cargo test --doc"
 cargo test --workspace --doc --locked 2>&1 | tee -a target/test-output.txt
 
@@ -85,3 +88,4 @@ if [ "$skipped" -gt 0 ]; then
   sed 's/^/  /' "$FERRODDS_SKIP_LOG"
 fi
 echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
+grep -h "csharp tests:" target/csharp-test-output.txt 2>/dev/null || true
