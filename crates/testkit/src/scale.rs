@@ -38,6 +38,18 @@ pub struct ScaleReport {
     /// bookkeeping; from `/proc/thread-self/schedstat`, wall-clock time where that is
     /// missing), so that a loaded machine does not inflate it.
     pub cpu: Duration,
+    /// Engine counters summed over all participants: DATA resent, pacing waits,
+    /// congestion-window decreases, HEARTBEATs skipped to unresponsive readers, refused
+    /// participants and endpoints.
+    pub resent_data: u64,
+    /// See `resent_data`.
+    pub pacing_waits: u64,
+    /// See `resent_data`.
+    pub congestion_decreases: u64,
+    /// See `resent_data`.
+    pub unresponsive_heartbeats_skipped: u64,
+    /// See `resent_data`.
+    pub refused: u64,
 }
 
 impl ScaleReport {
@@ -109,6 +121,14 @@ pub fn discovery_run(
         matched.iter().all(|m| *m == target)
     });
     let (sent, delivered, _, _) = net.counters;
+    let sum = |f: fn(&ferrodds_rtps::Stats) -> u64| -> u64 {
+        net.nodes.iter().map(|n| f(n.participant.stats())).sum()
+    };
+    let resent_data = sum(|s| s.resent_data);
+    let pacing_waits = sum(|s| s.pacing_waits);
+    let congestion_decreases = sum(|s| s.congestion_decreases);
+    let unresponsive_heartbeats_skipped = sum(|s| s.unresponsive_heartbeats_skipped);
+    let refused = sum(|s| s.refused_participants + s.refused_endpoints);
     ScaleReport {
         participants,
         endpoints,
@@ -121,6 +141,11 @@ pub fn discovery_run(
             (Some(a), Some(b)) => b.saturating_sub(a),
             _ => started.elapsed(),
         },
+        resent_data,
+        pacing_waits,
+        congestion_decreases,
+        unresponsive_heartbeats_skipped,
+        refused,
     }
 }
 

@@ -68,6 +68,10 @@ fn main() {
             r.bytes_per_participant() / 1000.0,
             r.cpu_per_participant().as_secs_f64() * 1000.0,
         );
+        eprintln!(
+            "  {n}: resent DATA {}, pacing waits {}, congestion decreases {}, heartbeats skipped (unresponsive) {}, refused {}",
+            r.resent_data, r.pacing_waits, r.congestion_decreases, r.unresponsive_heartbeats_skipped, r.refused
+        );
         prev = Some(r);
     }
     if failed {
