@@ -188,6 +188,7 @@ mod participant;
 mod proxy;
 pub mod qos;
 pub mod reassembly;
+pub mod security;
 mod sn_set;
 mod types;
 

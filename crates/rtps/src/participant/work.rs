@@ -147,6 +147,7 @@ impl Participant {
                 }
             }
         }
+        self.security_timeout(now);
         if self.pacer.evaluate(now, self.rtt.srtt()) {
             self.set_recovery_points(now);
         }
@@ -168,6 +169,9 @@ impl Participant {
     /// activates one of these also lowers [`Work::timeout`].
     pub(super) fn next_deadline(&self) -> Timestamp {
         let mut t = self.next_spdp;
+        if let Some(d) = self.security_deadline() {
+            t = t.min(d);
+        }
         for p in self.participants.values() {
             t = t.min(p.last_heard.saturating_add(p.data.lease_duration));
         }
