@@ -85,8 +85,8 @@ pub use capture::{
     FLUSH_INTERVAL as CAPTURE_FLUSH_INTERVAL,
 };
 pub use config::{
-    Config, Interface, Transports, ENV_CONGESTION_CONTROL, ENV_INTERFACE, ENV_MULTICAST, ENV_PEERS,
-    ENV_STATS,
+    Config, Interface, SecurityConfig, Transports, ENV_CONGESTION_CONTROL, ENV_INTERFACE,
+    ENV_MULTICAST, ENV_PEERS, ENV_STATS,
 };
 pub use error::{DdsError, DdsResult};
 pub use ferrodds_rtps::PeerLimits;
