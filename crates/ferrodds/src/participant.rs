@@ -419,6 +419,22 @@ impl DomainParticipant {
         self.inner.security_errors()
     }
 
+    /// (DDS Security) GUID prefixes of the remote participants authenticated so far (their
+    /// identity verified by the PKI-DH handshake and their permissions validated). Empty
+    /// without [`crate::Config::security`].
+    pub fn authenticated_participants(&self) -> Vec<GuidPrefix> {
+        self.inner
+            .query(|st| st.engine.authenticated_participants())
+    }
+
+    /// (DDS Security) The last authentication failures ("PREFIX: reason", oldest first, at
+    /// most 16): certificates from another CA, bad handshake messages, handshakes timed
+    /// out, permissions refused. Also counted in [`Self::engine_stats`]
+    /// (`authentication_failures`, `access_denied_participants`).
+    pub fn authentication_failures(&self) -> Vec<String> {
+        self.inner.authentication_failures()
+    }
+
     /// The protocol engine's counters: datagrams, repairs, losses readers reported, the
     /// pacing rate and the measured round trip ([`ferrodds_rtps::Stats`]). With
     /// `FERRODDS_STATS=1` in the environment they are also printed to stderr when the

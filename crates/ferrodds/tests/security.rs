@@ -73,6 +73,9 @@ fn two_secure_participants_authenticate_and_deliver() {
             .unwrap();
         assert!(w.wait_for_matched(1, WAIT), "writer did not match");
         assert!(r.wait_for_matched(1, WAIT), "reader did not match");
+        assert_eq!(a.authenticated_participants(), vec![b.guid_prefix()]);
+        assert_eq!(b.authenticated_participants(), vec![a.guid_prefix()]);
+        assert!(a.authentication_failures().is_empty());
         for s in [a.engine_stats(), b.engine_stats()] {
             assert_eq!(s.authenticated_participants, 1, "{s:?}");
             assert_eq!(s.authentication_failures, 0, "{s:?}");

@@ -15,7 +15,9 @@
 //!   each a `DataHolder` in the list's byte order, as [`LocalSecurityParams`] gives them
 //!   (little endian) — and `PID_PARTICIPANT_SECURITY_INFO` (0x1005), and the builtin
 //!   endpoint set has the stateless-message bits ([`BES_STATELESS_ANNOUNCER`],
-//!   [`BES_STATELESS_DETECTOR`]). The plugin is given `c.pdata` once
+//!   [`BES_STATELESS_DETECTOR`]) and [`BES_SECURE_PARTICIPANT_ANNOUNCER`] (which Cyclone DDS
+//!   requires to treat a participant as secure; the secure SPDP writer itself is not
+//!   implemented yet, so what peers send to it is ignored). The plugin is given `c.pdata` once
 //!   ([`ParticipantSecurity::init`]): the participant's SPDP data as a big-endian parameter
 //!   list with `PID_PARTICIPANT_GUID` and a sentinel, no encapsulation header (the security
 //!   parameters left out).
@@ -25,7 +27,10 @@
 //!   metatraffic unicast locators (INFO_DST + DATA with a fresh writer SN each time), and
 //!   every DATA from a remote stateless writer is handed to
 //!   [`ParticipantSecurity::on_message`] (payload = serialized `ParticipantGenericMessage`
-//!   with its encapsulation header).
+//!   with its encapsulation header). A message larger than a datagram goes as DATA_FRAGs
+//!   (fragments of at most 8 KiB, one per datagram); received DATA_FRAGs are reassembled per
+//!   remote participant (messages up to 64 KiB, two at a time, incomplete ones dropped after
+//!   1 s) — Cyclone DDS fragments its handshake messages at 1344 bytes.
 //! * **Handshake driver**: a remote participant announcing an identity token is
 //!   *pending*; [`ParticipantSecurity::begin`] says whether we send the Request (the
 //!   plugin's initiator rule). A message the plugin marks `resend` is sent again every
@@ -43,8 +48,11 @@
 //!   ([`crate::Stats::unauthenticated_participants_ignored`]) unless
 //!   [`ParticipantSecurity::allow_unauthenticated`], in which case they are discovered and
 //!   matched as without security.
-//! * Not in this step: the volatile-secure endpoints, crypto tokens and the payload /
-//!   submessage / message transforms.
+//! * Checked against Eclipse Cyclone DDS 0.10 (`ddsperf` with its builtin plugins): the
+//!   handshake completes and each side accepts the other's permissions, whichever initiates.
+//! * Not in this step: the volatile-secure endpoints, crypto tokens (Cyclone sends them
+//!   right after the handshake; they are ignored) and the payload / submessage / message
+//!   transforms, the secure SEDP and SPDP endpoints.
 
 use core::fmt;
 use core::time::Duration;
@@ -67,6 +75,11 @@ pub const STATELESS_READER: EntityId = EntityId([0x00, 0x02, 0x01, 0xc4]);
 pub const BES_STATELESS_ANNOUNCER: u32 = 1 << 22;
 /// Builtin endpoint set bit: `BUILTIN_PARTICIPANT_STATELESS_MESSAGE_READER`.
 pub const BES_STATELESS_DETECTOR: u32 = 1 << 23;
+/// Builtin endpoint set bit: `DISC_BUILTIN_ENDPOINT_PARTICIPANT_SECURE_ANNOUNCER` (the
+/// secure SPDP writer, 0xff0101c2). Announced although that writer does not exist yet:
+/// Cyclone DDS treats a participant as secure (and authenticates it) only when this bit is
+/// set beside an identity token.
+pub const BES_SECURE_PARTICIPANT_ANNOUNCER: u32 = 1 << 26;
 
 /// Period of handshake message resends while unanswered.
 pub const HANDSHAKE_RESEND_PERIOD: Duration = Duration::from_millis(500);

@@ -42,6 +42,10 @@
 //!   (to compute goodput); [`Network::transmit_flow_controlled`] sends a
 //!   flow-controlled writer's data within a byte budget, as one token-bucket
 //!   period of an asynchronous publisher would.
+//! - DDS Security: [`Network::add_secure_participant`] adds an engine running a
+//!   [`ferrodds_rtps::security::ParticipantSecurity`] plugin; [`secure`] makes a test PKI at
+//!   run time and the builtin plugins with seeded entropy (still no clock read: certificates
+//!   are checked against the simulated wall clock).
 #![forbid(unsafe_code)]
 
 pub mod engine_input;

@@ -293,3 +293,42 @@ fn unauthenticated_participant_matched_when_governance_allows() {
     );
     assert_eq!(authenticated(&net, a), 0);
 }
+
+#[test]
+fn handshake_messages_larger_than_a_datagram_go_as_fragments() {
+    let mut net = Network::new(11);
+    net.record = true;
+    let mut pki = TestSecurity::new("CA", false, &["alice", "bob"]).unwrap();
+    let mut nodes = Vec::new();
+    for (n, cn) in [(0, "alice"), (1, "bob")] {
+        let now = net.now;
+        let plugin = pki
+            .plugin(cn, candidate(n), DOMAIN, n as u64 + 1, now)
+            .unwrap();
+        let mut cfg = Network::config_for(n, DOMAIN);
+        cfg.max_message_size = 1200;
+        nodes.push(net.add_secure_participant(cfg, plugin).unwrap());
+    }
+    let (a, b) = (nodes[0], nodes[1]);
+    let ok = net.run_until(Duration::from_secs(5), |n| {
+        authenticated(n, a) == 1 && authenticated(n, b) == 1
+    });
+    assert!(
+        ok,
+        "no authentication: {:?} {:?}",
+        failures(&net, a),
+        failures(&net, b)
+    );
+    assert!(net.recorded().iter().all(|d| d.data.len() <= 1200));
+    // DATA_FRAG (0x16) from the stateless writer 0x000201c3.
+    let frags = net
+        .recorded()
+        .iter()
+        .filter(|d| {
+            d.data
+                .windows(16)
+                .any(|w| w[0] == 0x16 && w[12..16] == [0x00, 0x02, 0x01, 0xc3])
+        })
+        .count();
+    assert!(frags >= 4, "{frags} stateless DATA_FRAG datagrams");
+}

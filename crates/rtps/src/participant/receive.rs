@@ -225,6 +225,10 @@ impl Participant {
             },
             None => None,
         };
+        if f.writer_id == crate::security::STATELESS_WRITER {
+            self.on_stateless_frag(src, f, now);
+            return;
+        }
         let writer_guid = Guid::new(src, f.writer_id);
         let frag = FragmentRef {
             sn: f.sn,

@@ -2,9 +2,11 @@
 //! handshake driver and the gating of SEDP on authentication (see [`crate::security`]).
 
 use super::*;
+use crate::reassembly::{Reassembler, ReassemblyLimits};
 use crate::security::{
-    HandshakeOutput, SecurityFailureKind, BES_STATELESS_ANNOUNCER, BES_STATELESS_DETECTOR,
-    HANDSHAKE_RESEND_PERIOD, HANDSHAKE_TIMEOUT, STATELESS_READER, STATELESS_WRITER,
+    HandshakeOutput, SecurityFailureKind, BES_SECURE_PARTICIPANT_ANNOUNCER,
+    BES_STATELESS_ANNOUNCER, BES_STATELESS_DETECTOR, HANDSHAKE_RESEND_PERIOD, HANDSHAKE_TIMEOUT,
+    STATELESS_READER, STATELESS_WRITER,
 };
 
 /// The security state of a participant.
@@ -19,12 +21,42 @@ pub(super) struct Security {
     queued: VecDeque<GuidPrefix>,
     /// Handshakes pending.
     pending: usize,
+    /// A stateless message being sent as DATA_FRAGs (larger than a datagram).
+    train: Option<Train>,
+    /// Reassembly of stateless messages received as DATA_FRAGs, per remote participant
+    /// (only for those with a handshake pending or done).
+    reassembly: SeededMap<GuidPrefix, Reassembler>,
 }
+
+/// A stateless message sent as DATA_FRAGs, one per datagram.
+#[derive(Debug)]
+struct Train {
+    dests: Vec<Locator>,
+    to: GuidPrefix,
+    payload: Vec<u8>,
+    sn: i64,
+    /// Next fragment (0-based).
+    next: usize,
+    fragment_size: usize,
+}
+
+/// Bounds of the reassembly of one remote's stateless messages (handshake messages are a
+/// few kilobytes: certificate, permissions, participant data).
+const STATELESS_REASSEMBLY: ReassemblyLimits = ReassemblyLimits {
+    max_sample_size: 64 * 1024,
+    max_bytes_per_writer: 128 * 1024,
+    max_bytes_total: 64 << 20,
+    max_samples_per_writer: 2,
+    best_effort_timeout: core::time::Duration::from_secs(1),
+};
+
+/// Largest fragment of a stateless message sent.
+const STATELESS_FRAGMENT: usize = 8192;
 
 impl Security {
     /// Stateless messages wait to be sent.
     pub(super) fn has_queued(&self) -> bool {
-        !self.queue.is_empty()
+        !self.queue.is_empty() || self.train.is_some()
     }
 }
 
@@ -41,13 +73,15 @@ impl Participant {
         config.guid_prefix = plugin.guid_prefix();
         let mut spdp = spdp_data(&config);
         let local = plugin.init(spdp.encode_pdata())?;
-        spdp.builtin_endpoints |= BES_STATELESS_ANNOUNCER | BES_STATELESS_DETECTOR;
+        spdp.builtin_endpoints |=
+            BES_STATELESS_ANNOUNCER | BES_STATELESS_DETECTOR | BES_SECURE_PARTICIPANT_ANNOUNCER;
         spdp.security = Some(crate::security::RemoteSecurityParams {
             identity_token: Some(local.identity_token),
             permissions_token: Some(local.permissions_token),
             security_info: Some(local.security_info),
             big_endian: false,
         });
+        let prefix = config.guid_prefix;
         let mut p = Self::new(config, now);
         p.spdp_payload = spdp.encode();
         p.security = Some(Security {
@@ -56,6 +90,8 @@ impl Participant {
             queue: VecDeque::new(),
             queued: VecDeque::new(),
             pending: 0,
+            train: None,
+            reassembly: HashMap::with_hasher(map_hasher(prefix)),
         });
         Ok(p)
     }
@@ -228,6 +264,7 @@ impl Participant {
                 s.pending -= 1;
             }
             s.plugin.forget(prefix);
+            s.reassembly.remove(&prefix);
         }
         self.start_handshakes(now);
     }
@@ -238,32 +275,82 @@ impl Participant {
             return;
         };
         s.plugin.forget(prefix);
+        s.reassembly.remove(&prefix);
         if matches!(auth, AuthState::Pending { .. }) {
             s.pending -= 1;
             self.start_handshakes(now);
         }
     }
 
-    /// A DATA from a remote stateless writer.
-    pub(super) fn on_stateless(&mut self, src: GuidPrefix, d: &codec::DataSub<'_>, now: Timestamp) {
-        if d.reader_id != EntityId::UNKNOWN && d.reader_id != STATELESS_READER {
+    /// Whether a stateless submessage from `src` to `reader` is to be handled (counts it
+    /// otherwise).
+    fn stateless_accepted(&mut self, src: GuidPrefix, reader: EntityId) -> bool {
+        if (reader != EntityId::UNKNOWN && reader != STATELESS_READER) || self.security.is_none() {
             self.stats.unmatched_submessages += 1;
-            return;
+            return false;
         }
-        let Some(s) = self.security.as_mut() else {
-            self.stats.unmatched_submessages += 1;
-            return;
-        };
         let state = self.participants.get(&src).map(|p| &p.auth);
         if !matches!(
             state,
             Some(AuthState::Pending { .. } | AuthState::Authenticated)
         ) {
             self.stats.ignored_stateless_messages += 1;
+            return false;
+        }
+        true
+    }
+
+    /// A DATA from a remote stateless writer.
+    pub(super) fn on_stateless(&mut self, src: GuidPrefix, d: &codec::DataSub<'_>, now: Timestamp) {
+        if !self.stateless_accepted(src, d.reader_id) {
             return;
         }
-        let out = s.plugin.on_message(src, d.payload.unwrap_or(&[]), now);
-        self.handshake_result(src, out, now);
+        if let Some(s) = self.security.as_mut() {
+            let out = s.plugin.on_message(src, d.payload.unwrap_or(&[]), now);
+            self.handshake_result(src, out, now);
+        }
+    }
+
+    /// A DATA_FRAG from a remote stateless writer (handshake messages larger than the
+    /// sender's fragment size: Cyclone DDS fragments at 1344 bytes by default).
+    pub(super) fn on_stateless_frag(
+        &mut self,
+        src: GuidPrefix,
+        f: &codec::DataFragSub<'_>,
+        now: Timestamp,
+    ) {
+        if !self.stateless_accepted(src, f.reader_id) {
+            return;
+        }
+        let budget = self.reasm_budget.clone();
+        let Some(s) = self.security.as_mut() else {
+            return;
+        };
+        let frag = FragmentRef {
+            sn: f.sn,
+            offset: f.offset,
+            data: f.data,
+            sample_size: f.sample_size,
+            fragment_size: f.fragment_size,
+            meta: None,
+            source_timestamp: None,
+        };
+        let r = s
+            .reassembly
+            .entry(src)
+            .or_insert_with(|| Reassembler::new(STATELESS_REASSEMBLY, budget));
+        r.drop_started_before(Timestamp(
+            now.0
+                .saturating_sub(STATELESS_REASSEMBLY.best_effort_timeout.as_nanos() as u64),
+        ));
+        match r.add(&frag, false, now) {
+            Ok(Some(c)) => {
+                let out = s.plugin.on_message(src, &c.payload, now);
+                self.handshake_result(src, out, now);
+            }
+            Ok(None) => {}
+            Err(_) => self.stats.rejected_fragments += 1,
+        }
     }
 
     /// Handshake timers: resends and timeouts.
@@ -325,7 +412,8 @@ impl Participant {
             .min()
     }
 
-    /// Builds the next stateless message datagram, if any.
+    /// Builds the next stateless message datagram, if any: INFO_DST and a DATA, or one
+    /// DATA_FRAG of a message too large for one datagram.
     pub(super) fn transmit_stateless(
         &mut self,
         buf: &mut [u8],
@@ -334,26 +422,75 @@ impl Participant {
     ) -> Option<usize> {
         let ours = self.config.guid_prefix;
         let s = self.security.as_mut()?;
-        while let Some((dests, to, payload)) = s.queue.pop_front() {
+        loop {
+            if s.train.is_none() {
+                let (dests, to, payload) = s.queue.pop_front()?;
+                s.stateless_sn += 1;
+                // Header, INFO_DST, DATA.
+                if 20 + 16 + Emitter::data_len(false, false, payload.len()) <= limit {
+                    let mut e = Emitter::new(buf, limit, ours)?;
+                    if e.info_dst(to)
+                        && e.data(
+                            STATELESS_READER,
+                            STATELESS_WRITER,
+                            s.stateless_sn,
+                            None,
+                            0,
+                            &payload,
+                            false,
+                        )
+                    {
+                        self.stats.sent_data += 1;
+                        fill_dests(out, dests.iter());
+                        return Some(e.len());
+                    }
+                    continue;
+                }
+                // Header, INFO_DST, DATA_FRAG header; a multiple of 4.
+                let fragment_size =
+                    (limit.saturating_sub(20 + 16 + 36 + 4)).min(STATELESS_FRAGMENT) & !3;
+                if fragment_size < MIN_FRAGMENT || payload.len() > u32::MAX as usize {
+                    // Cannot be sent (its handshake times out).
+                    continue;
+                }
+                s.train = Some(Train {
+                    dests,
+                    to,
+                    payload,
+                    sn: s.stateless_sn,
+                    next: 0,
+                    fragment_size,
+                });
+            }
+            let t = s.train.as_mut()?;
+            let start = t.next * t.fragment_size;
+            let end = (start + t.fragment_size).min(t.payload.len());
             let mut e = Emitter::new(buf, limit, ours)?;
-            s.stateless_sn += 1;
-            if e.info_dst(to)
-                && e.data(
+            let ok = e.info_dst(t.to)
+                && e.data_frag(
                     STATELESS_READER,
                     STATELESS_WRITER,
-                    s.stateless_sn,
+                    t.sn,
                     None,
                     0,
-                    &payload,
+                    (t.next + 1) as u32,
+                    t.fragment_size as u16,
+                    t.payload.len() as u32,
+                    &t.payload[start..end],
                     false,
-                )
-            {
+                );
+            t.next += 1;
+            let done = end >= t.payload.len();
+            if ok {
+                fill_dests(out, t.dests.iter());
+            }
+            if done {
+                s.train = None;
+            }
+            if ok {
                 self.stats.sent_data += 1;
-                fill_dests(out, dests.iter());
                 return Some(e.len());
             }
-            // Larger than a datagram: cannot be sent (counted as a failure by its timeout).
         }
-        None
     }
 }

@@ -142,6 +142,8 @@ impl Participant {
             }
         }
         let gone: Vec<GuidPrefix> = removed.iter().map(|(p, _)| *p).collect();
+        // (No `now` here: the pending deadline stands in for it when a freed handshake
+        // slot starts a queued handshake; it only shifts that handshake's timeout.)
         let now = self.work.timeout;
         for (p, auth) in &removed {
             self.security_forget(*p, auth, now);
