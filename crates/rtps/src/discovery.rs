@@ -687,6 +687,69 @@ mod tests {
         }
     }
 
+    /// The DDS Security parameters: raw token values (CDR DataHolders) round-trip, the
+    /// security info is two u32s in the list's order, and `c.pdata` is a bare big-endian
+    /// list starting with PID_PARTICIPANT_GUID's neighbours and ending with the sentinel.
+    #[test]
+    fn spdp_security_parameters() {
+        // A DataHolder "A" with no properties: class_id "A\0" (len 2), two empty sequences.
+        let token = vec![2, 0, 0, 0, b'A', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let d = SpdpData {
+            guid_prefix: GuidPrefix([0x81; 12]),
+            vendor: [1, 0xfd],
+            protocol_major: 2,
+            domain_id: Some(3),
+            domain_tag_empty: true,
+            builtin_endpoints: 0x3f | (1 << 22) | (1 << 23) | (1 << 26),
+            metatraffic_unicast: vec![loc(7410)],
+            metatraffic_multicast: vec![],
+            default_unicast: vec![loc(7411)],
+            default_multicast: vec![],
+            lease_duration: Duration::from_secs(20),
+            entity_name: None,
+            incarnation: None,
+            security: Some(RemoteSecurityParams {
+                identity_token: Some(token.clone()),
+                permissions_token: Some(token.clone()),
+                security_info: Some((0x8000_0000, 0x8000_0000)),
+                big_endian: false,
+            }),
+        };
+        let bytes = d.encode();
+        assert_eq!(SpdpData::decode(&bytes), Some(d.clone()));
+        // PID 0x1001, length 16, the token verbatim (little-endian list).
+        let mut want = vec![0x01, 0x10, 16, 0];
+        want.extend_from_slice(&token);
+        assert!(bytes.windows(want.len()).any(|w| w == want.as_slice()));
+        // PID 0x1005: two u32 little endian.
+        let info = [0x05, 0x10, 8, 0, 0, 0, 0, 0x80, 0, 0, 0, 0x80];
+        assert!(bytes.windows(info.len()).any(|w| w == info));
+        // c.pdata: big endian, no encapsulation, GUID parameter, sentinel last, no tokens.
+        let pdata = d.encode_pdata();
+        let mut guid = vec![0x00, 0x50, 0x00, 0x10];
+        guid.extend_from_slice(&[0x81; 12]);
+        guid.extend_from_slice(&[0, 0, 1, 0xc1]);
+        assert!(pdata.windows(guid.len()).any(|w| w == guid.as_slice()));
+        assert_eq!(&pdata[pdata.len() - 4..], &[0, 1, 0, 0]);
+        assert!(!pdata.windows(2).any(|w| w == [0x10, 0x01]));
+        let mut with_header = vec![0, 2, 0, 0];
+        with_header.extend_from_slice(&pdata);
+        let back = SpdpData::decode(&with_header).unwrap();
+        assert_eq!(back.guid_prefix, d.guid_prefix);
+        assert_eq!(back.security, None);
+        // A big-endian list's tokens are kept as received, marked big endian.
+        let mut w = PlWriter::bare_big_endian();
+        d.write(&mut w);
+        w.push_raw(PID_IDENTITY_TOKEN, &token);
+        let be = w.finish();
+        let mut with_header = vec![0, 2, 0, 0];
+        with_header.extend_from_slice(&be);
+        let s = SpdpData::decode(&with_header).unwrap().security.unwrap();
+        assert!(s.big_endian);
+        assert_eq!(s.identity_token, Some(token));
+        assert_eq!(s.permissions_token, None);
+    }
+
     #[test]
     fn spdp_round_trip() {
         let d = SpdpData {

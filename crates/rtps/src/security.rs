@@ -32,11 +32,15 @@
 //!   remote participant (messages up to 64 KiB, two at a time, incomplete ones dropped after
 //!   1 s) — Cyclone DDS fragments its handshake messages at 1344 bytes.
 //! * **Handshake driver**: a remote participant announcing an identity token is
-//!   *pending*; [`ParticipantSecurity::begin`] says whether we send the Request (the
-//!   plugin's initiator rule). A message the plugin marks `resend` is sent again every
-//!   [`HANDSHAKE_RESEND_PERIOD`] until the remote answers (the channel is best effort);
-//!   at most [`ParticipantSecurity::max_pending_handshakes`] are pending at once (others
-//!   queue, in discovery order); one pending longer than [`HANDSHAKE_TIMEOUT`] fails. On
+//!   *pending*; [`ParticipantSecurity::begin`] starts the handshake and returns the Request
+//!   when we initiate ([`ParticipantSecurity::is_initiator`], the plugin's rule). A message
+//!   the plugin marks `resend` is sent again every [`HANDSHAKE_RESEND_PERIOD`] until the
+//!   remote answers (the channel is best effort). At most half of
+//!   [`ParticipantSecurity::max_pending_handshakes`] (at least one) handshakes *we* initiate
+//!   run at once, the others queue in discovery order; those the remote initiates start at
+//!   once (waiting holds nothing) and the plugin bounds the state their Requests create, with
+//!   room left beside ours — so participants waiting for each other's Requests cannot
+//!   deadlock. One pending longer than [`HANDSHAKE_TIMEOUT`] fails. On
 //!   completion the plugin has validated the remote permissions; the remote is then
 //!   *authenticated* ([`crate::Event::ParticipantAuthenticated`]) and only then are the
 //!   SEDP endpoints matched with it. A failure ([`crate::Event::ParticipantAuthenticationFailed`]
@@ -174,8 +178,11 @@ pub trait ParticipantSecurity: fmt::Debug + Send {
     /// `allow_unauthenticated_participants`).
     fn allow_unauthenticated(&self) -> bool;
 
-    /// Most handshakes pending at once.
+    /// Most handshakes pending at once (the engine initiates at most half of them).
     fn max_pending_handshakes(&self) -> usize;
+
+    /// Whether we send the Request to `remote` (rather than wait for its Request).
+    fn is_initiator(&self, remote: GuidPrefix) -> bool;
 
     /// A remote participant `remote` announcing an identity token was discovered at `now`:
     /// checks its tokens and starts the handshake (returns the Request when we initiate,
@@ -209,6 +216,8 @@ pub(crate) enum AuthState {
     Queued,
     /// Handshake under way.
     Pending {
+        /// We initiated it (it holds one of the initiator slots).
+        initiator: bool,
         /// When it started.
         started: Timestamp,
         /// The message to resend until answered.

@@ -22,7 +22,9 @@
 //!   Reply and Final follow (`related_message_identity` = the message answered). A message
 //!   whose `message_identity` equals the last one handled from that remote is a resend: the
 //!   answer given then is given again (the Reply or the Final; nothing after a failure), so
-//!   losses on the best-effort channel are repaired by the sender's resends. Messages for
+//!   losses on the best-effort channel are repaired by the sender's resends (a message
+//!   refused only because the pending-handshake table is full is not remembered: its resend
+//!   is handled anew). Messages for
 //!   another participant, and AuthRequests (whose `future_challenge` is noted), produce no
 //!   answer. Handshake failures are reported as non-final (a forged message must not end a
 //!   handshake; the engine's timeout does). On completion the remote's `c.perm` (trailing
@@ -173,6 +175,8 @@ pub struct BuiltinSecurity {
     guid: GuidBytes,
     seq: i64,
     remotes: HashMap<GuidPrefix, Remote>,
+    /// The last message handled failed for lack of room (not remembered as answered).
+    transient: bool,
 }
 
 impl std::fmt::Debug for BuiltinSecurity {
@@ -245,6 +249,7 @@ impl BuiltinSecurity {
             clock,
             seq: 0,
             remotes: HashMap::new(),
+            transient: false,
         })
     }
 
@@ -336,9 +341,16 @@ impl BuiltinSecurity {
             .message_data
             .first()
             .ok_or_else(|| fail(false, "handshake message without a token".into()))?;
-        let step = auth
-            .process(remote_guid, token, now_unix, &mut *self.entropy)
-            .map_err(|e| fail(false, e.to_string()))?;
+        let step = match auth.process(remote_guid, token, now_unix, &mut *self.entropy) {
+            Ok(step) => step,
+            Err(e @ AuthError::TooManyPending { .. }) => {
+                // Transient: the sender's resend is handled again (not answered from the
+                // cache).
+                self.transient = true;
+                return Err(fail(false, e.to_string()));
+            }
+            Err(e) => return Err(fail(false, e.to_string())),
+        };
         let related = Some(msg.message_identity);
         match step {
             HandshakeStep::Reply(reply) => {
@@ -435,6 +447,10 @@ impl ParticipantSecurity for BuiltinSecurity {
         self.options.max_pending
     }
 
+    fn is_initiator(&self, remote: GuidPrefix) -> bool {
+        self.guid < participant_guid(remote)
+    }
+
     fn begin(
         &mut self,
         remote: GuidPrefix,
@@ -502,9 +518,12 @@ impl ParticipantSecurity for BuiltinSecurity {
                 return Ok(answer.clone().unwrap_or(HandshakeOutput::Wait));
             }
         }
+        self.transient = false;
         let result = self.handle(remote, &msg, now);
-        let r = self.remotes.entry(remote).or_default();
-        r.last = Some((msg.message_identity, result.as_ref().ok().cloned()));
+        if !self.transient {
+            let r = self.remotes.entry(remote).or_default();
+            r.last = Some((msg.message_identity, result.as_ref().ok().cloned()));
+        }
         result
     }
 

@@ -332,3 +332,104 @@ fn handshake_messages_larger_than_a_datagram_go_as_fragments() {
         .count();
     assert!(frags >= 4, "{frags} stateless DATA_FRAG datagrams");
 }
+
+/// Five participants allowing 2 pending handshakes each (so one they initiate at a time):
+/// every pair authenticates (queued handshakes start as slots free; waiting for a
+/// Request holds no slot, so nobody deadlocks).
+#[test]
+fn bounded_pending_handshakes_all_complete() {
+    use ferrodds_security::auth::AuthOptions;
+    let mut net = Network::new(13);
+    let names = ["p0", "p1", "p2", "p3", "p4"];
+    let mut pki = TestSecurity::new("CA", false, &names).unwrap();
+    let mut nodes = Vec::new();
+    for (n, cn) in names.iter().enumerate() {
+        let now = net.now;
+        let plugin = pki
+            .plugin(cn, candidate(n), DOMAIN, n as u64 + 1, now)
+            .unwrap();
+        let plugin = Box::new((*plugin).with_options(AuthOptions {
+            max_pending: 2,
+            ..AuthOptions::default()
+        }));
+        nodes.push(
+            net.add_secure_participant(Network::config_for(n, DOMAIN), plugin)
+                .unwrap(),
+        );
+    }
+    let ok = net.run_until(Duration::from_secs(20), |n| {
+        nodes
+            .iter()
+            .all(|&i| authenticated(n, i) == names.len() - 1)
+    });
+    let counts: Vec<usize> = nodes.iter().map(|&i| authenticated(&net, i)).collect();
+    assert!(ok, "authenticated per node: {counts:?}");
+    // The only failures: Requests refused while the table was full (retried on resend).
+    let mut refused = 0;
+    for &i in &nodes {
+        for r in failures(&net, i) {
+            assert!(r.contains("too many pending handshakes"), "{r}");
+            refused += 1;
+        }
+    }
+    println!("Requests refused for lack of room (then resent and accepted): {refused}");
+}
+
+/// Identities from the common identity CA, but the remote's permissions are signed by
+/// another permissions CA: the handshake completes, the permissions are refused
+/// (access control), and nothing matches.
+#[test]
+fn permissions_from_another_permissions_ca_are_refused() {
+    let mut net = Network::new(17);
+    let mut pki = TestSecurity::new("CA", false, &["alice", "bob"]).unwrap();
+    let a = add_secure(&mut net, &mut pki, 0, "alice");
+    // Bob: identity from the same CA, governance and permissions signed by CA2.
+    let pki2 = TestSecurity::new("CA2", false, &["alice", "bob"]).unwrap();
+    let id = issue_identity(
+        &pki.ca,
+        "bob",
+        IdentityAlgo::EcPrime256v1,
+        77,
+        VALID_FROM,
+        VALID_TO,
+    )
+    .unwrap();
+    let now = net.now;
+    let plugin = pki2
+        .plugin_for(id, &pki.ca, candidate(1), DOMAIN, 2, now)
+        .unwrap();
+    let b = net
+        .add_secure_participant(Network::config_for(1, DOMAIN), plugin)
+        .unwrap();
+    let now = net.now;
+    let w = net
+        .p(a)
+        .create_writer(writer("T", WriterQos::default()), now)
+        .unwrap();
+    let r = net
+        .p(b)
+        .create_reader(reader("T", ReaderQos::default()), now)
+        .unwrap();
+    net.run_for(Duration::from_secs(5));
+    assert_eq!(net.nodes[a].participant.matched_reader_count(w), 0);
+    assert_eq!(net.nodes[b].participant.matched_writer_count(r), 0);
+    assert_eq!(authenticated(&net, a), 0);
+    assert_eq!(authenticated(&net, b), 0);
+    // The side that completes the handshake first refuses the other's permissions.
+    let denied = net.nodes[a].participant.stats().access_denied_participants
+        + net.nodes[b].participant.stats().access_denied_participants;
+    assert!(
+        denied >= 1,
+        "{:?} {:?}",
+        failures(&net, a),
+        failures(&net, b)
+    );
+    let reasons: Vec<String> = failures(&net, a)
+        .into_iter()
+        .chain(failures(&net, b))
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r.contains("permissions of")),
+        "{reasons:?}"
+    );
+}

@@ -19,7 +19,7 @@ pub(super) struct Security {
     queue: VecDeque<(Vec<Locator>, GuidPrefix, Vec<u8>)>,
     /// Remote participants waiting for a handshake slot, in discovery order.
     queued: VecDeque<GuidPrefix>,
-    /// Handshakes pending.
+    /// Handshakes pending that we initiated.
     pending: usize,
     /// A stateless message being sent as DATA_FRAGs (larger than a datagram).
     train: Option<Train>,
@@ -133,43 +133,61 @@ impl Participant {
         }
     }
 
-    /// Queues the handshake with `prefix` (just discovered, in state `Queued`).
+    /// Starts (or queues) the handshake with `prefix` (just discovered, in state `Queued`).
     pub(super) fn queue_handshake(&mut self, prefix: GuidPrefix, now: Timestamp) {
-        if let Some(s) = self.security.as_mut() {
+        let Some(s) = self.security.as_mut() else {
+            return;
+        };
+        if s.plugin.is_initiator(prefix) {
             s.queued.push_back(prefix);
+            self.start_handshakes(now);
+        } else {
+            self.start_handshake(prefix, false, now);
         }
-        self.start_handshakes(now);
     }
 
-    /// Starts queued handshakes while slots are free.
+    /// Starts queued handshakes we initiate while slots are free.
     fn start_handshakes(&mut self, now: Timestamp) {
         loop {
             let Some(s) = self.security.as_mut() else {
                 return;
             };
-            if s.pending >= s.plugin.max_pending_handshakes() {
+            if s.pending >= (s.plugin.max_pending_handshakes() / 2).max(1) {
                 return;
             }
             let Some(prefix) = s.queued.pop_front() else {
                 return;
             };
-            let Some(p) = self.participants.get_mut(&prefix) else {
-                continue;
-            };
-            if p.auth != AuthState::Queued {
-                continue;
+            if self
+                .participants
+                .get(&prefix)
+                .is_some_and(|p| p.auth == AuthState::Queued)
+            {
+                self.start_handshake(prefix, true, now);
             }
-            let params = p.data.security.clone().unwrap_or_default();
-            p.auth = AuthState::Pending {
-                started: now,
-                outstanding: None,
-                next_resend: Timestamp(u64::MAX),
-            };
-            s.pending += 1;
-            self.work.arm(now.saturating_add(HANDSHAKE_TIMEOUT));
-            let out = s.plugin.begin(prefix, &params, now);
-            self.handshake_result(prefix, out, now);
         }
+    }
+
+    fn start_handshake(&mut self, prefix: GuidPrefix, initiator: bool, now: Timestamp) {
+        let Some(s) = self.security.as_mut() else {
+            return;
+        };
+        let Some(p) = self.participants.get_mut(&prefix) else {
+            return;
+        };
+        let params = p.data.security.clone().unwrap_or_default();
+        p.auth = AuthState::Pending {
+            initiator,
+            started: now,
+            outstanding: None,
+            next_resend: Timestamp(u64::MAX),
+        };
+        if initiator {
+            s.pending += 1;
+        }
+        self.work.arm(now.saturating_add(HANDSHAKE_TIMEOUT));
+        let out = s.plugin.begin(prefix, &params, now);
+        self.handshake_result(prefix, out, now);
     }
 
     /// Applies a plugin answer for `prefix`.
@@ -223,7 +241,13 @@ impl Participant {
         let Some(p) = self.participants.get_mut(&prefix) else {
             return;
         };
-        let was_pending = matches!(p.auth, AuthState::Pending { .. });
+        let was_pending = matches!(
+            p.auth,
+            AuthState::Pending {
+                initiator: true,
+                ..
+            }
+        );
         if p.auth == AuthState::Authenticated {
             return;
         }
@@ -257,7 +281,13 @@ impl Participant {
         let Some(p) = self.participants.get_mut(&prefix) else {
             return;
         };
-        let was_pending = matches!(p.auth, AuthState::Pending { .. });
+        let was_pending = matches!(
+            p.auth,
+            AuthState::Pending {
+                initiator: true,
+                ..
+            }
+        );
         p.auth = AuthState::Failed;
         if let Some(s) = self.security.as_mut() {
             if was_pending {
@@ -276,7 +306,13 @@ impl Participant {
         };
         s.plugin.forget(prefix);
         s.reassembly.remove(&prefix);
-        if matches!(auth, AuthState::Pending { .. }) {
+        if matches!(
+            auth,
+            AuthState::Pending {
+                initiator: true,
+                ..
+            }
+        ) {
             s.pending -= 1;
             self.start_handshakes(now);
         }
@@ -365,6 +401,7 @@ impl Participant {
                 started,
                 outstanding,
                 next_resend,
+                ..
             } = &mut p.auth
             {
                 if now >= started.saturating_add(HANDSHAKE_TIMEOUT) {
