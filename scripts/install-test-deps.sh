@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, non-interactively and only when missing, everything the test suite needs:
 #   - Debian packages: tshark (wire checks), cyclonedds-tools (ddsperf + libddsc, the peer DDS),
-#     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests),
+#     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests; maturin and pytest for the Python package),
 #     libssl-dev + pkg-config (the `openssl` crate of ferrodds-security builds against the system OpenSSL)
 #   - cargo-fuzz (fuzz targets run on stable with `-s none`)
 # Safe to run repeatedly. Needs root (or sudo) for apt-get.
@@ -42,6 +42,13 @@ fi
 
 # Cyclone DDS's Python package (its own libddsc) in target/peers-venv, for the interop tests.
 bash "$(dirname "$0")/setup-python-peers.sh" >&2
+# maturin (builds the Python package bindings/python), pytest (its tests) and mypy (stubtest
+# checks its .pyi stubs against the module), same venv.
+venv_py="$(dirname "$0")/../target/peers-venv/bin/python"
+if ! "$venv_py" -c 'import pytest, mypy' >/dev/null 2>&1 || [ ! -x "$(dirname "$0")/../target/peers-venv/bin/maturin" ]; then
+  echo "install-test-deps: pip install maturin pytest mypy (target/peers-venv)" >&2
+  "$venv_py" -m pip install --quiet "maturin>=1.16,<1.17" "pytest>=7" "mypy>=1.10"
+fi
 
 # Every tool the tests need must now be on PATH (an install that silently failed would
 # otherwise show up as skipped or failing tests far from its cause).
@@ -53,6 +60,9 @@ cargo fuzz --version >/dev/null 2>&1 || missing+=(cargo-fuzz)
 pkg-config --exists openssl 2>/dev/null || missing+=("libssl-dev (pkg-config openssl)")
 "$(dirname "$0")/../target/peers-venv/bin/python" -c 'import cyclonedds' >/dev/null 2>&1 ||
   missing+=("cyclonedds (python, target/peers-venv)")
+"$(dirname "$0")/../target/peers-venv/bin/python" -c 'import pytest, mypy' >/dev/null 2>&1 ||
+  missing+=("pytest, mypy (python, target/peers-venv)")
+[ -x "$(dirname "$0")/../target/peers-venv/bin/maturin" ] || missing+=("maturin (target/peers-venv)")
 if ((${#missing[@]})); then
   echo "install-test-deps: still missing after installing: ${missing[*]}" >&2
   exit 1

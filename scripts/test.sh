@@ -5,8 +5,10 @@
 #   3. the release perftest (one test compares its latency with its own network capture),
 #      then every unit, integration, doc and bench-smoke test of the workspace, and the
 #      callgrind guard (instructions per 32 B round trip within 5 % of the committed baseline)
-#   4. every cargo-fuzz target for a bounded time on stable (`-s none`); a crash fails the run
-# Environment: FUZZ_SECONDS (default 20) per fuzz target; SKIP_FUZZ=1 skips step 4.
+#   4. the Python package: clippy, wheel built with maturin, installed into target/peers-venv,
+#      its pytest suite (including interop with Cyclone DDS's `cyclonedds` package)
+#   5. every cargo-fuzz target for a bounded time on stable (`-s none`); a crash fails the run
+# Environment: FUZZ_SECONDS (default 20) per fuzz target; SKIP_FUZZ=1 skips step 5.
 # A test whose external dependency (root for namespaces, tshark, ddsperf, …) is missing skips
 # through `ferrodds_testkit::skip`, which records it in target/skipped-tests.txt; the summary
 # counts the skips. Under CI=true a skip fails its test instead (FERRODDS_ALLOW_SKIP=1 allows
@@ -37,6 +39,20 @@ SKIP_BUILD=1 bash scripts/callgrind-guard.sh
 step "cargo test --doc"
 cargo test --workspace --doc --locked 2>&1 | tee -a target/test-output.txt
 
+step "Python package (bindings/python): fmt, clippy, maturin wheel, pytest"
+# Its own cargo workspace (an extension module cannot link into test binaries); it shares
+# target/ so the FerroDDS crates are not built twice. Tests use domains 211, 212, 217-219.
+(cd bindings/python && cargo fmt -- --check &&
+  CARGO_TARGET_DIR="$PWD/../../target" cargo clippy --all-targets --locked -- -D warnings)
+rm -f target/wheels/ferrodds-*.whl
+CARGO_TARGET_DIR="$PWD/target" target/peers-venv/bin/maturin build --release --locked \
+  -m bindings/python/Cargo.toml --out target/wheels
+target/peers-venv/bin/pip install --quiet --force-reinstall --no-deps target/wheels/ferrodds-*.whl
+# the .pyi stubs must match the native module
+(cd target && peers-venv/bin/python -m mypy.stubtest ferrodds._ferrodds)
+timeout 600 target/peers-venv/bin/python -m pytest bindings/python/tests -q -p no:cacheprovider \
+  2>&1 | tee target/pytest-output.txt
+
 if [ "${SKIP_FUZZ:-0}" != 1 ] && [ -d fuzz ]; then
   secs=${FUZZ_SECONDS:-20}
   for t in $(cd fuzz && cargo fuzz list); do
@@ -59,6 +75,8 @@ fi
 
 passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failed' target/test-output.txt | awk '{s+=$1} END {print s+0}')
+py_passed=$(grep -Eo '[0-9]+ passed' target/pytest-output.txt | tail -1 | awk '{print $1+0}')
+passed=$((passed + ${py_passed:-0}))
 skipped=0
 if [ -f "$FERRODDS_SKIP_LOG" ]; then skipped=$(wc -l <"$FERRODDS_SKIP_LOG"); fi
 step "done"

@@ -103,7 +103,9 @@ pub use ferrodds_transport::{
     TransportKind, TransportStats, WanConfig, DEFAULT_TCP_PORT, DEFAULT_WAN_PORT,
 };
 pub use ferrodds_transport_tls::{TlsConfig, TlsError};
-pub use participant::{DomainParticipant, Publisher, Subscriber, Topic, VENDOR_ID};
+pub use participant::{
+    DomainParticipant, DynamicTypeSupport, Publisher, Subscriber, Topic, VENDOR_ID,
+};
 pub use qos::{
     Batching, DataReaderQos, DataWriterQos, Durability, FlowController, History, Liveliness,
     LivelinessKind, Ownership, PublishMode, PublisherQos, QosPolicyId, Reliability,

@@ -471,6 +471,53 @@ impl DomainParticipant {
     /// Creates (or looks up) a topic. Fails with `PreconditionNotMet` when a topic of the
     /// same name but another type exists in this participant.
     pub fn create_topic<T: TopicType>(&self, name: &str, _qos: TopicQos) -> DdsResult<Topic<T>> {
+        self.register_topic(name, T::TYPE_NAME)?;
+        Ok(Topic {
+            name: name.to_owned(),
+            type_name: Arc::from(T::TYPE_NAME),
+            key_extractor: None,
+            _t: PhantomData,
+        })
+    }
+
+    /// Creates (or looks up) a topic whose type name and key are decided at run time
+    /// ([`DynamicTypeSupport`]): `T` carries serialized samples and `support` names the
+    /// type in discovery and finds the instance of received samples. Used by language
+    /// bindings. Fails with `BadParameter` for an empty type name or when
+    /// `support.key_hash` is given for an unkeyed `T` (or missing for a keyed one), and
+    /// with `PreconditionNotMet` as [`create_topic`](Self::create_topic) does.
+    pub fn create_topic_dynamic<T: TopicType>(
+        &self,
+        name: &str,
+        support: DynamicTypeSupport,
+        _qos: TopicQos,
+    ) -> DdsResult<Topic<T>> {
+        if support.type_name.is_empty() {
+            return Err(DdsError::BadParameter {
+                what: "type name must not be empty",
+            });
+        }
+        if support.key_hash.is_some() != T::IS_KEYED {
+            return Err(DdsError::BadParameter {
+                what: "a key hash function is needed exactly for keyed types",
+            });
+        }
+        self.register_topic(name, &support.type_name)?;
+        let key_extractor = support.key_hash.map(|f| {
+            ferrodds_rtps::KeyExtractor(Arc::new(move |kind, payload: &[u8]| {
+                f(kind == ferrodds_rtps::ChangeKind::Alive, payload)
+            }))
+        });
+        Ok(Topic {
+            name: name.to_owned(),
+            type_name: Arc::from(support.type_name.as_str()),
+            key_extractor,
+            _t: PhantomData,
+        })
+    }
+
+    /// Records topic `name` with `type_name` (or checks that it has that type).
+    fn register_topic(&self, name: &str, type_name: &str) -> DdsResult<()> {
         if name.is_empty() {
             return Err(DdsError::BadParameter {
                 what: "topic name must not be empty",
@@ -478,20 +525,15 @@ impl DomainParticipant {
         }
         let mut topics = lock(&self.inner.topics);
         match topics.get(name) {
-            Some(t) if *t != T::TYPE_NAME => {
-                return Err(DdsError::PreconditionNotMet {
-                    what: "a topic with this name and another type exists",
-                })
-            }
-            Some(_) => {}
+            Some(t) if t != type_name => Err(DdsError::PreconditionNotMet {
+                what: "a topic with this name and another type exists",
+            }),
+            Some(_) => Ok(()),
             None => {
-                topics.insert(name.to_owned(), T::TYPE_NAME);
+                topics.insert(name.to_owned(), type_name.to_owned());
+                Ok(())
             }
         }
-        Ok(Topic {
-            name: name.to_owned(),
-            _t: PhantomData,
-        })
     }
 
     /// Creates a publisher (its QoS carries the PARTITION of its writers).
@@ -540,9 +582,36 @@ impl std::fmt::Debug for DomainParticipant {
     }
 }
 
+/// Type support decided at run time, for topic types whose name and key are known only
+/// then (language bindings that serialize samples themselves):
+/// [`DomainParticipant::create_topic_dynamic`].
+#[derive(Clone)]
+pub struct DynamicTypeSupport {
+    /// DDS type name announced in discovery.
+    pub type_name: String,
+    /// For keyed types: the key hash of a received serialized payload (encapsulation
+    /// header included) that came without `PID_KEY_HASH`; the flag is `true` for a whole
+    /// sample and `false` for a key-only payload (dispose/unregister). `None` when the
+    /// payload cannot be decoded. Must be a pure function of its input; it runs in a
+    /// receive thread under the engine lock. `None` for unkeyed types.
+    #[allow(clippy::type_complexity)]
+    pub key_hash: Option<Arc<dyn Fn(bool, &[u8]) -> Option<[u8; 16]> + Send + Sync>>,
+}
+
+impl std::fmt::Debug for DynamicTypeSupport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynamicTypeSupport")
+            .field("type_name", &self.type_name)
+            .field("keyed", &self.key_hash.is_some())
+            .finish()
+    }
+}
+
 /// A named, typed topic.
 pub struct Topic<T> {
     name: String,
+    type_name: Arc<str>,
+    key_extractor: Option<ferrodds_rtps::KeyExtractor>,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -551,9 +620,10 @@ impl<T: TopicType> Topic<T> {
     pub fn name(&self) -> &str {
         &self.name
     }
-    /// The DDS type name announced in discovery.
-    pub fn type_name(&self) -> &'static str {
-        T::TYPE_NAME
+    /// The DDS type name announced in discovery (`T::TYPE_NAME`, or the
+    /// [`DynamicTypeSupport`]'s).
+    pub fn type_name(&self) -> &str {
+        &self.type_name
     }
 }
 
@@ -561,6 +631,8 @@ impl<T> Clone for Topic<T> {
     fn clone(&self) -> Self {
         Self {
             name: self.name.clone(),
+            type_name: Arc::clone(&self.type_name),
+            key_extractor: self.key_extractor.clone(),
             _t: PhantomData,
         }
     }
@@ -568,7 +640,10 @@ impl<T> Clone for Topic<T> {
 
 impl<T> std::fmt::Debug for Topic<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Topic").field("name", &self.name).finish()
+        f.debug_struct("Topic")
+            .field("name", &self.name)
+            .field("type_name", &self.type_name)
+            .finish()
     }
 }
 
@@ -592,7 +667,7 @@ impl Publisher {
         qos.validate()?;
         let attrs = WriterAttributes {
             topic_name: topic.name.clone(),
-            type_name: T::TYPE_NAME.to_owned(),
+            type_name: topic.type_name.to_string(),
             keyed: T::IS_KEYED,
             qos: qos.to_engine(&self.qos.partition),
         };
@@ -643,7 +718,7 @@ impl Subscriber {
         qos.validate()?;
         let attrs = ReaderAttributes {
             topic_name: topic.name.clone(),
-            type_name: T::TYPE_NAME.to_owned(),
+            type_name: topic.type_name.to_string(),
             keyed: T::IS_KEYED,
             qos: qos.to_engine(&self.qos.partition),
         };
@@ -651,7 +726,11 @@ impl Subscriber {
         let mut pending = Vec::new();
         let (id, guid) = self.inner.with_engine(&mut pending, |st, now| {
             let id = st.engine.create_reader(attrs, now)?;
-            if let Some(k) = typesupport::key_extractor::<T>() {
+            if let Some(k) = topic
+                .key_extractor
+                .clone()
+                .or_else(typesupport::key_extractor::<T>)
+            {
                 st.engine
                     .set_key_extractor(id, k)
                     .map_err(|_| DdsError::Error {

@@ -251,7 +251,7 @@ pub(crate) struct Inner {
     discovered_cv: Condvar,
     /// The last DDS Security authentication failures ("PREFIX: reason"), oldest first.
     auth_failures: Mutex<std::collections::VecDeque<String>>,
-    pub(crate) topics: Mutex<HashMap<String, &'static str>>,
+    pub(crate) topics: Mutex<HashMap<String, String>>,
     publisher: Mutex<Publisher>,
     publisher_cv: Condvar,
 }

@@ -346,8 +346,10 @@ fn receive_opts(domain: u32, how: Take, shm: bool) {
     println!("alloc: ok");
 }
 
-/// The participant's shared-memory transport carried at least `n` messages (sent or
-/// received): the flow did not go by UDP.
+/// The participant's shared-memory transport carried the flow of `n` writes: at least `n`
+/// messages offered to it (sent, or dropped when the receiver's ring was full and then
+/// repaired — on a loaded machine that is most of them) and some delivered both ways. A
+/// flow that went by UDP offers it nothing.
 fn assert_shared_memory_used(p: &DomainParticipant, n: u64) {
     let stats = p.transport_stats();
     let shm = stats
@@ -360,7 +362,9 @@ fn assert_shared_memory_used(p: &DomainParticipant, n: u64) {
         shm.messages_sent, shm.messages_received
     );
     assert!(
-        shm.messages_sent + shm.messages_received >= n,
+        shm.messages_sent + shm.messages_received + shm.send_queue_drops >= n
+            && shm.messages_sent > 0
+            && shm.messages_received > 0,
         "the flow did not go through shared memory: {shm:?}"
     );
 }

@@ -1060,3 +1060,80 @@ fn infinite_timeouts_wait_without_panicking() {
         check_in_order(&samples, 200);
     });
 }
+
+/// A topic created with a run-time type name and key function (as the language bindings
+/// do) matches a topic of the derived type with that name, and the key function gives the
+/// reader its instances; the arguments are checked.
+#[test]
+fn dynamic_type_support_names_the_type_and_keys_received_samples() {
+    use ferrodds::cdr::types::ShapeType;
+    use ferrodds::DynamicTypeSupport;
+    with_timeout(30, || {
+        let a = participant(220);
+        let b = participant(220);
+        // (A FerroDDS writer sends PID_KEY_HASH, so this runs only for other vendors.)
+        let key_hash = Arc::new(move |alive: bool, payload: &[u8]| {
+            if !alive {
+                return None;
+            }
+            let s: ShapeType = ferrodds::cdr::decode_sample(payload).ok()?;
+            ferrodds::cdr::key_hash(&s).ok().flatten()
+        });
+        let support = DynamicTypeSupport {
+            type_name: "ShapeType".into(),
+            key_hash: Some(key_hash),
+        };
+        // Bad arguments.
+        let empty = DynamicTypeSupport {
+            type_name: String::new(),
+            ..support.clone()
+        };
+        assert!(matches!(
+            b.create_topic_dynamic::<ShapeType>("dyn", empty, TopicQos::default()),
+            Err(DdsError::BadParameter { .. })
+        ));
+        assert!(matches!(
+            b.create_topic_dynamic::<TestData>("dyn", support.clone(), TopicQos::default()),
+            Err(DdsError::BadParameter { .. })
+        ));
+        let tb = b
+            .create_topic_dynamic::<ShapeType>("dyn", support.clone(), TopicQos::default())
+            .unwrap();
+        assert_eq!(tb.type_name(), "ShapeType");
+        let renamed = DynamicTypeSupport {
+            type_name: "OtherShape".into(),
+            ..support
+        };
+        assert!(matches!(
+            b.create_topic_dynamic::<ShapeType>("dyn", renamed, TopicQos::default()),
+            Err(DdsError::PreconditionNotMet { .. })
+        ));
+        let ta = a
+            .create_topic::<ShapeType>("dyn", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&ta, DataWriterQos::default())
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable())
+            .unwrap();
+        assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
+        let s = ShapeType {
+            color: "RED".into(),
+            x: 1,
+            y: 2,
+            shapesize: 3,
+        };
+        w.write(&s).unwrap();
+        let got = collect(&r, 1);
+        assert_eq!(got[0].data.as_ref(), Some(&s));
+        assert_eq!(
+            got[0].info.instance_handle,
+            InstanceHandle(ferrodds::cdr::key_hash(&s).unwrap().unwrap())
+        );
+    });
+}

@@ -50,6 +50,7 @@
 
 pub mod engine_input;
 pub mod flood;
+pub mod scale;
 pub mod secure;
 pub mod skip;
 

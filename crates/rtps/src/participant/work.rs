@@ -99,10 +99,17 @@ impl Participant {
             expired.sort_unstable();
             self.remove_participants(&expired);
         }
-        // Best effort: incomplete fragmented samples expire.
+        // Best effort: incomplete fragmented samples expire. (A reliable reader's
+        // proxies are all reliable: its builtin SEDP readers, with a proxy per remote
+        // participant, are skipped without visiting them.)
         let timeout = self.config.reassembly.best_effort_timeout;
         if let Some(deadline) = now.0.checked_sub(timeout.as_nanos() as u64) {
-            for r in self.readers.iter_mut().flatten() {
+            for r in self
+                .readers
+                .iter_mut()
+                .flatten()
+                .filter(|r| r.qos.reliability.kind != ReliabilityKind::Reliable)
+            {
                 for p in r.proxies.iter_mut().filter(|p| !p.reliable) {
                     if !p.reasm.is_empty() {
                         p.reasm.drop_started_before(Timestamp(deadline));
@@ -163,22 +170,25 @@ impl Participant {
         Some(self.work.timeout)
     }
 
-    /// The earliest pending deadline, found by visiting everything: the
-    /// SPDP announcement, leases, held-off ACKNACKs, periodic HEARTBEATs,
-    /// batch flush delays and repair delays. Every place that sets or
-    /// activates one of these also lowers [`Work::timeout`].
+    /// The earliest pending deadline: the SPDP announcement, leases,
+    /// held-off ACKNACKs, periodic HEARTBEATs, batch flush delays and repair
+    /// delays. Every place that sets or activates one of these also lowers
+    /// [`Work::timeout`]. Leases count as `next_lease_check` (a lower bound of
+    /// every lease's end, kept where leases are set), and proxies are visited
+    /// only in the endpoints whose work flags say they may have something due,
+    /// so that the cost does not grow with the number of remote participants
+    /// (discovery of N participants calls this O(N) times in each).
     pub(super) fn next_deadline(&self) -> Timestamp {
-        let mut t = self.next_spdp;
+        let mut t = self.next_spdp.min(self.next_lease_check);
         if let Some(d) = self.security_deadline() {
             t = t.min(d);
         }
-        for p in self.participants.values() {
-            t = t.min(p.last_heard.saturating_add(p.data.lease_duration));
-        }
-        for r in self.readers.iter().flatten() {
-            for p in r.proxies.iter().filter(|p| p.ack_pending) {
-                if let Some(d) = p.ack_due {
-                    t = t.min(d);
+        if self.work.ack {
+            for r in self.readers.iter().flatten().filter(|r| r.ack_work) {
+                for p in r.proxies.iter().filter(|p| p.ack_pending) {
+                    if let Some(d) = p.ack_due {
+                        t = t.min(d);
+                    }
                 }
             }
         }
@@ -202,9 +212,11 @@ impl Participant {
             if let Some(d) = w.batch_deadline().filter(|_| !w.qos.flow_controlled) {
                 t = t.min(if w.paced() { paced(d) } else { d });
             }
-            for p in &w.proxies {
-                if p.repairs_requested() {
-                    t = t.min(paced(p.repair_due));
+            if self.work.repair && w.repair_work {
+                for p in &w.proxies {
+                    if p.repairs_requested() {
+                        t = t.min(paced(p.repair_due));
+                    }
                 }
             }
         }

@@ -1,0 +1,112 @@
+//! Steady-state allocations of the C API's hot path: `ferrodds_write` from a caller
+//! buffer and `ferrodds_take_each` lending the received bytes, between two participants
+//! of this process on loopback (domain 138), reliable. Once warmed up they must not
+//! allocate; the runtimes' background threads are counted too (the allocator is global),
+//! so fewer than one allocation per 100 samples is allowed, as in the ferrodds crate's
+//! own allocation test. Runs without the libtest harness.
+#![allow(unsafe_code)]
+
+use std::alloc::System;
+use std::ffi::c_void;
+use std::ptr::null;
+use std::time::{Duration, Instant};
+
+use ferrodds_c::*;
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+const DOMAIN: u32 = 138;
+const SAMPLES: usize = 5_000;
+
+unsafe extern "C" fn count(
+    _d: *const u8,
+    len: usize,
+    _i: *const FerroddsSampleInfo,
+    user: *mut c_void,
+) {
+    // SAFETY: `user` is the `usize` counter of `main`, alive for the whole test and only
+    // touched from the thread that calls `ferrodds_take_each`.
+    unsafe { *(user as *mut usize) += usize::from(len > 0) };
+}
+
+fn ok(rc: FerroddsRetcode) {
+    assert_eq!(rc, FERRODDS_RETCODE_OK);
+}
+
+fn main() {
+    let mut cfg = std::mem::MaybeUninit::uninit();
+    ok(ferrodds_participant_config_loopback(cfg.as_mut_ptr()));
+    // SAFETY: filled by the call above.
+    let cfg = unsafe { cfg.assume_init() };
+    let (mut pp, mut sp, mut pt, mut st, mut w, mut r) = (0, 0, 0, 0, 0, 0);
+    ok(ferrodds_participant_create(DOMAIN, &cfg, &mut pp));
+    ok(ferrodds_participant_create(DOMAIN, &cfg, &mut sp));
+    ok(ferrodds_topic_create(
+        pp,
+        c"alloc".as_ptr(),
+        FERRODDS_TYPE_TEST_DATA,
+        &mut pt,
+    ));
+    ok(ferrodds_topic_create(
+        sp,
+        c"alloc".as_ptr(),
+        FERRODDS_TYPE_TEST_DATA,
+        &mut st,
+    ));
+    let mut wq = std::mem::MaybeUninit::uninit();
+    ok(ferrodds_qos_writer_default(wq.as_mut_ptr()));
+    // SAFETY: filled by the call above.
+    let mut wq = unsafe { wq.assume_init() };
+    wq.history_kind = FERRODDS_HISTORY_KEEP_ALL;
+    wq.max_samples = 64;
+    wq.max_blocking_time_ns = 5_000_000_000;
+    let mut rq = wq;
+    rq.max_samples = FERRODDS_LENGTH_UNLIMITED;
+    ok(ferrodds_writer_create(pp, pt, &wq, null(), &mut w));
+    ok(ferrodds_reader_create(sp, st, &rq, null(), &mut r));
+    ok(ferrodds_writer_wait_for_matched(w, 1, 10_000_000_000));
+    ok(ferrodds_reader_wait_for_matched(r, 1, 10_000_000_000));
+
+    // A 200-byte perftest sample, XCDR1 little-endian.
+    let mut sample = vec![0u8, 1, 0, 0];
+    sample.extend_from_slice(&[0; 24]);
+    sample.extend_from_slice(&200u32.to_le_bytes());
+    sample.extend_from_slice(&[7; 200]);
+
+    let mut received = 0usize;
+    let user = &mut received as *mut usize as *mut c_void;
+    let round = |n: usize| {
+        // SAFETY: reads the counter the callback updates on this thread (only through
+        // `user` from here on).
+        let start = unsafe { *(user as *const usize) };
+        for _ in 0..n {
+            ok(ferrodds_write(w, sample.as_ptr(), sample.len()));
+            let _ = ferrodds_take_each(r, 0, Some(count), user, std::ptr::null_mut());
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        // SAFETY: reads the counter the callback updates on this thread.
+        while unsafe { *(user as *const usize) } - start < n && Instant::now() < deadline {
+            let _ = ferrodds_reader_wait_for_data(r, 100_000_000);
+            let _ = ferrodds_take_each(r, 0, Some(count), user, std::ptr::null_mut());
+        }
+        // SAFETY: as above.
+        let got = unsafe { *(user as *const usize) } - start;
+        assert_eq!(got, n, "samples received");
+    };
+    round(1_000); // warm-up: buffers and caches reach their steady size
+    let region = Region::new(GLOBAL);
+    round(SAMPLES);
+    let stats = region.change();
+    println!(
+        "C API write + take_each, {SAMPLES} reliable samples of 228 bytes: {} allocations, {} reallocations",
+        stats.allocations, stats.reallocations
+    );
+    assert!(
+        (stats.allocations + stats.reallocations) * 100 < SAMPLES,
+        "the steady-state C API path allocates: {stats:?}"
+    );
+    ok(ferrodds_participant_delete(sp));
+    ok(ferrodds_participant_delete(pp));
+}

@@ -1,1 +1,0 @@
-//! (being written: see the crate's contract)
