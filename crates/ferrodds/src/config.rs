@@ -213,6 +213,90 @@ pub struct Config {
     /// writers send to a reader's group when it announces one, once per sample for every
     /// reader listening there, instead of once per reader by unicast. Default: `false`.
     pub multicast_user_data: bool,
+    /// DDS Security ([`SecurityConfig`]): authentication (PKI-DH) and access control
+    /// (signed governance and permissions) of participants. Default: `None` (no security).
+    pub security: Option<SecurityConfig>,
+}
+
+/// DDS Security configuration of a participant: the standard property names and values
+/// (`file:` or `data:,` URIs), as in the DDS Security specification and Cyclone DDS:
+///
+/// | property | value |
+/// |---|---|
+/// | `dds.sec.auth.identity_ca` | identity CA certificate (PEM) |
+/// | `dds.sec.auth.identity_certificate` | the participant's certificate (PEM) |
+/// | `dds.sec.auth.private_key` | its private key (PEM) |
+/// | `dds.sec.auth.password` | password of an encrypted key (optional, plain text) |
+/// | `dds.sec.access.permissions_ca` | permissions CA certificate (PEM) |
+/// | `dds.sec.access.governance` | governance document signed by the permissions CA |
+/// | `dds.sec.access.permissions` | permissions document signed by the permissions CA |
+///
+/// (the long forms `dds.sec.auth.builtin.PKI-DH.*` and
+/// `dds.sec.access.builtin.Access-Permissions.*` are accepted too). Everything is read and
+/// checked when the participant is created; a missing property, an unreadable file, a
+/// certificate or signature that does not verify, or permissions that do not allow the
+/// domain make creation fail with [`crate::DdsError::Security`] naming the property or file
+/// and the reason. With security, remote participants are authenticated (and their
+/// permissions checked) before any endpoint discovery with them; those without security
+/// are ignored unless the governance allows unauthenticated participants. This release does
+/// not protect (sign or encrypt) traffic yet: governance protection kinds are announced but
+/// not applied. Needs the `security` cargo feature (default on).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SecurityConfig {
+    properties: Vec<(String, String)>,
+}
+
+impl SecurityConfig {
+    /// No properties yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) property `name`.
+    pub fn property(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let name = name.into();
+        let value = value.into();
+        match self.properties.iter_mut().find(|(n, _)| *n == name) {
+            Some(p) => p.1 = value,
+            None => self.properties.push((name, value)),
+        }
+        self
+    }
+
+    /// The properties, in the order set.
+    pub fn properties(&self) -> &[(String, String)] {
+        &self.properties
+    }
+
+    /// `dds.sec.auth.identity_ca`.
+    pub fn identity_ca(self, uri: impl Into<String>) -> Self {
+        self.property("dds.sec.auth.identity_ca", uri)
+    }
+
+    /// `dds.sec.auth.identity_certificate`.
+    pub fn identity_certificate(self, uri: impl Into<String>) -> Self {
+        self.property("dds.sec.auth.identity_certificate", uri)
+    }
+
+    /// `dds.sec.auth.private_key`.
+    pub fn private_key(self, uri: impl Into<String>) -> Self {
+        self.property("dds.sec.auth.private_key", uri)
+    }
+
+    /// `dds.sec.access.permissions_ca`.
+    pub fn permissions_ca(self, uri: impl Into<String>) -> Self {
+        self.property("dds.sec.access.permissions_ca", uri)
+    }
+
+    /// `dds.sec.access.governance`.
+    pub fn governance(self, uri: impl Into<String>) -> Self {
+        self.property("dds.sec.access.governance", uri)
+    }
+
+    /// `dds.sec.access.permissions`.
+    pub fn permissions(self, uri: impl Into<String>) -> Self {
+        self.property("dds.sec.access.permissions", uri)
+    }
 }
 
 impl Default for Config {
@@ -247,6 +331,7 @@ impl Default for Config {
             guid_prefix: None,
             shared_memory: false,
             multicast_user_data: false,
+            security: None,
         }
     }
 }
@@ -308,6 +393,12 @@ impl Config {
             self.multicast = parse_flag(&v, "FERRODDS_MULTICAST must be 0 or 1")?;
         }
         Ok(self)
+    }
+
+    /// Sets [`Config::security`]: DDS Security for the participant.
+    pub fn security(mut self, s: SecurityConfig) -> Self {
+        self.security = Some(s);
+        self
     }
 
     /// Sets [`Config::transports`].

@@ -86,6 +86,11 @@ pub enum DdsError {
         /// Why.
         source: io::Error,
     },
+    /// DDS Security could not be set up: a configuration property, file or document is
+    /// missing or invalid, or the permissions do not allow joining the domain (the message
+    /// names the property or file and the reason).
+    #[error("security: {0}")]
+    Security(String),
     /// An operating-system error (thread creation, files).
     #[error("I/O: {0}")]
     Io(#[from] io::Error),

@@ -52,6 +52,15 @@
 //!   with lower-layer errors as typed sources. Runtime failures in threads (a failed send, a
 //!   malformed datagram) never panic; they are logged with `tracing`. `write` takes the
 //!   sample by reference, so a failed write leaves it with the caller.
+//! * **DDS Security** (cargo feature `security`, default on). [`Config::security`] with a
+//!   [`SecurityConfig`] (the standard `dds.sec.*` properties) makes the participant
+//!   authenticate remote participants (PKI-DH handshake) and validate their permissions
+//!   before any endpoint discovery with them; participants without security are ignored
+//!   unless the governance allows unauthenticated ones. Bad files or documents fail
+//!   creation with [`DdsError::Security`] naming them. Traffic is not protected yet (no
+//!   signing or encryption: governance protection kinds are announced, not applied).
+//!   [`DomainParticipant::authenticated_participants`],
+//!   [`DomainParticipant::authentication_failures`].
 //! * **Not yet.** Content filters, deadline/liveliness enforcement in the API, per-endpoint
 //!   engine locks, an async facade, a serde `Config`.
 //! * **Network capture.** [`Config::capture`] or [`DomainParticipant::start_capture`]
@@ -85,8 +94,8 @@ pub use capture::{
     FLUSH_INTERVAL as CAPTURE_FLUSH_INTERVAL,
 };
 pub use config::{
-    Config, Interface, Transports, ENV_CONGESTION_CONTROL, ENV_INTERFACE, ENV_MULTICAST, ENV_PEERS,
-    ENV_STATS,
+    Config, Interface, SecurityConfig, Transports, ENV_CONGESTION_CONTROL, ENV_INTERFACE,
+    ENV_MULTICAST, ENV_PEERS, ENV_STATS,
 };
 pub use error::{DdsError, DdsResult};
 pub use ferrodds_rtps::PeerLimits;

@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use ferrodds_cdr::TopicType;
 use ferrodds_rtps::{
@@ -64,7 +64,7 @@ pub(crate) fn new_guid_prefix() -> GuidPrefix {
 /// with the same [`Config::guid_prefix`] announces a later one than its previous run (unless
 /// the clock went back in between: peers then wait for the previous run's lease to end).
 fn incarnation() -> u64 {
-    std::time::SystemTime::now()
+    SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
@@ -104,12 +104,19 @@ impl DomainParticipant {
     pub fn with_config(domain_id: u32, config: Config) -> DdsResult<Self> {
         config.validate()?;
         let origin = Instant::now();
+        let unix_at_origin = SystemTime::now();
         let selector = match &config.interface {
             Interface::Default => InterfaceSelector::Default,
             Interface::Name(n) => InterfaceSelector::Name(n.clone()),
             Interface::Address(a) => InterfaceSelector::Address(*a),
         };
         let guid_prefix = config.guid_prefix.unwrap_or_else(new_guid_prefix);
+        // With security the GUID prefix is the identity's adjusted one.
+        let security = match &config.security {
+            Some(s) => Some(security_plugin(s, guid_prefix, domain_id, unix_at_origin)?),
+            None => None,
+        };
+        let guid_prefix = security.as_ref().map_or(guid_prefix, |p| p.guid_prefix());
         let udp = if config.transports.udp() {
             let mut udp = UdpConfig::new(domain_id);
             udp.participant_id = config.participant_id;
@@ -280,7 +287,11 @@ impl DomainParticipant {
             multicast_user_data: config.multicast_user_data,
             ..ParticipantConfig::default()
         };
-        let engine = Participant::new(engine_cfg, Timestamp(0));
+        let engine = match security {
+            Some(plugin) => Participant::with_security(engine_cfg, Timestamp(0), plugin)
+                .map_err(|f| DdsError::Security(f.reason))?,
+            None => Participant::new(engine_cfg, Timestamp(0)),
+        };
         tracing::debug!(
             domain_id,
             participant_id,
@@ -406,6 +417,22 @@ impl DomainParticipant {
     /// peer was refused, or why it refused us. Each is also logged once per peer and reason.
     pub fn transport_security_errors(&self) -> Vec<String> {
         self.inner.security_errors()
+    }
+
+    /// (DDS Security) GUID prefixes of the remote participants authenticated so far (their
+    /// identity verified by the PKI-DH handshake and their permissions validated). Empty
+    /// without [`crate::Config::security`].
+    pub fn authenticated_participants(&self) -> Vec<GuidPrefix> {
+        self.inner
+            .query(|st| st.engine.authenticated_participants())
+    }
+
+    /// (DDS Security) The last authentication failures ("PREFIX: reason", oldest first, at
+    /// most 16): certificates from another CA, bad handshake messages, handshakes timed
+    /// out, permissions refused. Also counted in [`Self::engine_stats`]
+    /// (`authentication_failures`, `access_denied_participants`).
+    pub fn authentication_failures(&self) -> Vec<String> {
+        self.inner.authentication_failures()
     }
 
     /// The protocol engine's counters: datagrams, repairs, losses readers reported, the
@@ -731,6 +758,46 @@ impl Subscriber {
     pub fn qos(&self) -> &SubscriberQos {
         &self.qos
     }
+}
+
+/// The DDS Security plugins of a new participant (candidate GUID prefix `prefix`), engine
+/// time 0 being `unix_at_origin`.
+#[cfg(feature = "security")]
+fn security_plugin(
+    config: &crate::SecurityConfig,
+    prefix: GuidPrefix,
+    domain_id: u32,
+    unix_at_origin: SystemTime,
+) -> DdsResult<Box<dyn ferrodds_rtps::security::ParticipantSecurity>> {
+    use ferrodds_security::engine::{BuiltinSecurity, SecurityFiles, WallClock};
+    let err = |e: ferrodds_security::engine::EngineSecurityError| DdsError::Security(e.to_string());
+    let files = SecurityFiles::from_properties(config.properties()).map_err(err)?;
+    let unix_ns_at_zero = unix_at_origin
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    let plugin = BuiltinSecurity::load(
+        &files,
+        prefix,
+        domain_id,
+        WallClock { unix_ns_at_zero },
+        Timestamp(0),
+        Box::new(ferrodds_security::auth::OsEntropy),
+    )
+    .map_err(err)?;
+    Ok(Box::new(plugin))
+}
+
+/// Without the `security` feature a secure participant cannot be created.
+#[cfg(not(feature = "security"))]
+fn security_plugin(
+    _config: &crate::SecurityConfig,
+    _prefix: GuidPrefix,
+    _domain_id: u32,
+    _unix_at_origin: SystemTime,
+) -> DdsResult<Box<dyn ferrodds_rtps::security::ParticipantSecurity>> {
+    Err(DdsError::Unsupported {
+        what: "DDS Security: FerroDDS was built without the `security` feature",
+    })
 }
 
 #[cfg(test)]

@@ -257,6 +257,20 @@ pub enum Event {
         /// Its GUID prefix.
         prefix: GuidPrefix,
     },
+    /// (Security on) A remote participant completed the authentication handshake and its
+    /// permissions were validated: discovery of its endpoints starts.
+    ParticipantAuthenticated {
+        /// Its GUID prefix.
+        prefix: GuidPrefix,
+    },
+    /// (Security on) Authenticating a remote participant or validating its permissions
+    /// failed (also counted in [`Stats`]).
+    ParticipantAuthenticationFailed {
+        /// Its GUID prefix.
+        prefix: GuidPrefix,
+        /// Why (the message, property, certificate or rule and the reason).
+        reason: String,
+    },
     /// A writer matched a reader.
     PublicationMatched {
         /// Local writer.
@@ -359,6 +373,22 @@ pub struct Sample {
 pub struct Stats {
     /// Datagrams given to `handle_datagram`.
     pub received_datagrams: u64,
+    /// (Security on) Authentication failures: bad tokens, certificates or handshake
+    /// messages, handshakes timed out ([`Event::ParticipantAuthenticationFailed`] names the
+    /// reason).
+    pub authentication_failures: u64,
+    /// (Security on) Authenticated remote participants whose permissions were refused.
+    pub access_denied_participants: u64,
+    /// (Security on) SPDP announcements of participants without an identity token ignored
+    /// because the governance does not allow unauthenticated participants.
+    pub unauthenticated_participants_ignored: u64,
+    /// (Security on) Stateless messages ignored: from unknown, failed or unauthenticated
+    /// participants, or while no handshake slot is free.
+    pub ignored_stateless_messages: u64,
+    /// (Security on) Remote participants authenticated.
+    pub authenticated_participants: u64,
+    /// (Security on) Handshake messages sent again because unanswered.
+    pub handshake_resends: u64,
     /// Datagrams dropped (wholly or from the first bad submessage on) as malformed.
     pub malformed_datagrams: u64,
     /// Submessages skipped because their id is unknown or unsupported.

@@ -14,6 +14,9 @@ use crate::qos::{
     DataRepresentation, Deadline, Durability, EndpointQos, History, Liveliness, LivelinessKind,
     Ownership, Partition, Reliability, ReliabilityKind, DURATION_INFINITE,
 };
+use crate::security::{
+    RemoteSecurityParams, PID_IDENTITY_TOKEN, PID_PARTICIPANT_SECURITY_INFO, PID_PERMISSIONS_TOKEN,
+};
 use crate::{EntityId, Guid, GuidPrefix, Locator};
 
 pub(crate) const PID_PARTICIPANT_LEASE_DURATION: u16 = 0x0002;
@@ -112,6 +115,9 @@ pub(crate) struct SpdpData {
     pub(crate) entity_name: Option<String>,
     /// The FerroDDS incarnation stamp, when the sender is FerroDDS and sent one.
     pub(crate) incarnation: Option<u64>,
+    /// DDS Security parameters (identity and permissions tokens, security info), when any
+    /// was announced (ours: set by a secure participant, values little endian).
+    pub(crate) security: Option<RemoteSecurityParams>,
 }
 
 /// DiscoveredWriterData / DiscoveredReaderData (the subset we use).
@@ -131,16 +137,33 @@ pub(crate) struct EndpointData {
 struct PlWriter {
     buf: Vec<u8>,
     len: usize,
+    endian: Endianness,
 }
 
 /// Largest discovery payload built (far above anything real; bounds the growth loop).
 const MAX_PAYLOAD: usize = 1 << 24;
 
+/// Longest security token value kept from SPDP data (longer ones are ignored).
+const MAX_TOKEN_LEN: usize = 4096;
+
 impl PlWriter {
     fn new() -> Self {
         let mut buf = vec![0u8; 256];
         buf[..4].copy_from_slice(&PL_CDR_LE);
-        Self { buf, len: 4 }
+        Self {
+            buf,
+            len: 4,
+            endian: Endianness::Little,
+        }
+    }
+
+    /// A big-endian list without encapsulation header (`c.pdata`).
+    fn bare_big_endian() -> Self {
+        Self {
+            buf: vec![0u8; 256],
+            len: 0,
+            endian: Endianness::Big,
+        }
     }
 
     /// Runs `f` on a list writer over the free tail (it returns the bytes it wrote),
@@ -149,7 +172,7 @@ impl PlWriter {
     fn append(&mut self, f: impl Fn(ParameterListWriter<'_>) -> Result<usize, WireError>) {
         loop {
             let tail = self.buf.get_mut(self.len..).unwrap_or(&mut []);
-            match f(ParameterListWriter::new(tail, Endianness::Little)) {
+            match f(ParameterListWriter::new(tail, self.endian)) {
                 Ok(n) => {
                     self.len += n;
                     return;
@@ -165,6 +188,10 @@ impl PlWriter {
 
     fn push<'v, V: ParameterValue<'v>>(&mut self, pid: u16, value: &V) {
         self.append(|mut w| w.push(pid, value).map(|()| w.len()));
+    }
+
+    fn push_raw(&mut self, pid: u16, value: &[u8]) {
+        self.append(|mut w| w.push_raw(pid, value).map(|()| w.len()));
     }
 
     fn finish(mut self) -> Vec<u8> {
@@ -237,8 +264,41 @@ fn must_understand(pid: u16) -> bool {
 }
 
 impl SpdpData {
+    /// PL_CDR_LE payload (encapsulation header included), security parameters included.
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut w = PlWriter::new();
+        self.write(&mut w);
+        if let Some(s) = self.security.as_ref() {
+            // (Token values are CDR in the byte order they came in: only little-endian ones
+            // fit this list.)
+            if let Some(t) = s.identity_token.as_ref().filter(|_| !s.big_endian) {
+                w.push_raw(PID_IDENTITY_TOKEN, t);
+            }
+            if let Some(t) = s.permissions_token.as_ref().filter(|_| !s.big_endian) {
+                w.push_raw(PID_PERMISSIONS_TOKEN, t);
+            }
+            if let Some((a, p)) = s.security_info {
+                w.push(
+                    PID_PARTICIPANT_SECURITY_INFO,
+                    &ferrodds_wire::SecurityInfo {
+                        attributes: a,
+                        plugin_attributes: p,
+                    },
+                );
+            }
+        }
+        w.finish()
+    }
+
+    /// The DDS Security handshake's `c.pdata`: this data as a big-endian parameter list
+    /// (no encapsulation header, no security parameters), ending with the sentinel.
+    pub(crate) fn encode_pdata(&self) -> Vec<u8> {
+        let mut w = PlWriter::bare_big_endian();
+        self.write(&mut w);
+        w.finish()
+    }
+
+    fn write(&self, w: &mut PlWriter) {
         w.push(
             PID_PROTOCOL_VERSION,
             &ProtocolVersion { major: 2, minor: 5 },
@@ -275,7 +335,6 @@ impl SpdpData {
         if let Some(i) = self.incarnation {
             w.push(PID_FERRODDS_INCARNATION, &Incarnation(i));
         }
-        w.finish()
     }
 
     /// Decodes a PL_CDR payload; `None` if malformed or lacking a GUID.
@@ -296,6 +355,7 @@ impl SpdpData {
             lease_duration: Duration::from_secs(100),
             entity_name: None,
             incarnation: None,
+            security: None,
         };
         let mut have_guid = false;
         // (Vendor-specific: applied once the vendor id is known, wherever it is.)
@@ -327,6 +387,21 @@ impl SpdpData {
                 }
                 PID_ENTITY_NAME => d.entity_name = val::<&str>(&p, e).map(str::to_owned),
                 PID_FERRODDS_INCARNATION => incarnation = val::<Incarnation>(&p, e),
+                PID_IDENTITY_TOKEN | PID_PERMISSIONS_TOKEN | PID_PARTICIPANT_SECURITY_INFO => {
+                    let s = d.security.get_or_insert_with(|| RemoteSecurityParams {
+                        big_endian: e == Endianness::Big,
+                        ..RemoteSecurityParams::default()
+                    });
+                    let token = (p.value.len() <= MAX_TOKEN_LEN).then(|| p.value.to_vec());
+                    match p.pid {
+                        PID_IDENTITY_TOKEN => s.identity_token = token,
+                        PID_PERMISSIONS_TOKEN => s.permissions_token = token,
+                        _ => {
+                            s.security_info = val::<ferrodds_wire::SecurityInfo>(&p, e)
+                                .map(|i| (i.attributes, i.plugin_attributes));
+                        }
+                    }
+                }
                 other if must_understand(other) => return None,
                 _ => {}
             }
@@ -612,6 +687,69 @@ mod tests {
         }
     }
 
+    /// The DDS Security parameters: raw token values (CDR DataHolders) round-trip, the
+    /// security info is two u32s in the list's order, and `c.pdata` is a bare big-endian
+    /// list starting with PID_PARTICIPANT_GUID's neighbours and ending with the sentinel.
+    #[test]
+    fn spdp_security_parameters() {
+        // A DataHolder "A" with no properties: class_id "A\0" (len 2), two empty sequences.
+        let token = vec![2, 0, 0, 0, b'A', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let d = SpdpData {
+            guid_prefix: GuidPrefix([0x81; 12]),
+            vendor: [1, 0xfd],
+            protocol_major: 2,
+            domain_id: Some(3),
+            domain_tag_empty: true,
+            builtin_endpoints: 0x3f | (1 << 22) | (1 << 23) | (1 << 26),
+            metatraffic_unicast: vec![loc(7410)],
+            metatraffic_multicast: vec![],
+            default_unicast: vec![loc(7411)],
+            default_multicast: vec![],
+            lease_duration: Duration::from_secs(20),
+            entity_name: None,
+            incarnation: None,
+            security: Some(RemoteSecurityParams {
+                identity_token: Some(token.clone()),
+                permissions_token: Some(token.clone()),
+                security_info: Some((0x8000_0000, 0x8000_0000)),
+                big_endian: false,
+            }),
+        };
+        let bytes = d.encode();
+        assert_eq!(SpdpData::decode(&bytes), Some(d.clone()));
+        // PID 0x1001, length 16, the token verbatim (little-endian list).
+        let mut want = vec![0x01, 0x10, 16, 0];
+        want.extend_from_slice(&token);
+        assert!(bytes.windows(want.len()).any(|w| w == want.as_slice()));
+        // PID 0x1005: two u32 little endian.
+        let info = [0x05, 0x10, 8, 0, 0, 0, 0, 0x80, 0, 0, 0, 0x80];
+        assert!(bytes.windows(info.len()).any(|w| w == info));
+        // c.pdata: big endian, no encapsulation, GUID parameter, sentinel last, no tokens.
+        let pdata = d.encode_pdata();
+        let mut guid = vec![0x00, 0x50, 0x00, 0x10];
+        guid.extend_from_slice(&[0x81; 12]);
+        guid.extend_from_slice(&[0, 0, 1, 0xc1]);
+        assert!(pdata.windows(guid.len()).any(|w| w == guid.as_slice()));
+        assert_eq!(&pdata[pdata.len() - 4..], &[0, 1, 0, 0]);
+        assert!(!pdata.windows(2).any(|w| w == [0x10, 0x01]));
+        let mut with_header = vec![0, 2, 0, 0];
+        with_header.extend_from_slice(&pdata);
+        let back = SpdpData::decode(&with_header).unwrap();
+        assert_eq!(back.guid_prefix, d.guid_prefix);
+        assert_eq!(back.security, None);
+        // A big-endian list's tokens are kept as received, marked big endian.
+        let mut w = PlWriter::bare_big_endian();
+        d.write(&mut w);
+        w.push_raw(PID_IDENTITY_TOKEN, &token);
+        let be = w.finish();
+        let mut with_header = vec![0, 2, 0, 0];
+        with_header.extend_from_slice(&be);
+        let s = SpdpData::decode(&with_header).unwrap().security.unwrap();
+        assert!(s.big_endian);
+        assert_eq!(s.identity_token, Some(token));
+        assert_eq!(s.permissions_token, None);
+    }
+
     #[test]
     fn spdp_round_trip() {
         let d = SpdpData {
@@ -628,6 +766,7 @@ mod tests {
             lease_duration: Duration::from_secs(20),
             entity_name: Some("p1".into()),
             incarnation: Some(0x0123_4567_89ab_cdef),
+            security: None,
         };
         let bytes = d.encode();
         assert_eq!(&bytes[..2], &[0, 3]);
@@ -786,6 +925,7 @@ mod golden_tests {
             lease_duration: Duration::from_millis(20_100),
             entity_name: Some("golden".into()),
             incarnation: None,
+            security: None,
         }
     }
 

@@ -76,6 +76,13 @@
 //!   gone as [`Event::SampleLost`]. A KEEP_ALL reader with `max_samples`
 //!   stops accepting (and acknowledging) when full: back-pressure.
 //!
+//! # Security
+//!
+//! [`Participant::with_security`] runs DDS Security's participant authentication and access
+//! control through a [`security::ParticipantSecurity`] plugin (secure SPDP, the stateless
+//! handshake endpoints, SEDP only with authenticated participants): see [`security`]. A
+//! participant made with [`Participant::new`] has no security.
+//!
 //! # Robustness
 //!
 //! Malformed datagrams are dropped from the first bad submessage on and
@@ -188,6 +195,7 @@ mod participant;
 mod proxy;
 pub mod qos;
 pub mod reassembly;
+pub mod security;
 mod sn_set;
 mod types;
 

@@ -10,6 +10,9 @@
 //! * [`crypto`]: `DDS:Crypto:AES-GCM-GMAC` — key material, session keys and the payload,
 //!   submessage and RTPS-message transforms with their inverses, in caller-provided buffers
 //!   (no allocation per sample).
+//! * [`engine`]: [`engine::BuiltinSecurity`], the adapter of `auth` and `access` that the RTPS
+//!   engine calls (`ferrodds_rtps::security::ParticipantSecurity`): tokens, handshake over the
+//!   stateless topic, validation of remote permissions.
 //! * [`generic_message`]: `DataHolder` tokens and the `ParticipantGenericMessage` carried on the
 //!   stateless and volatile-secure builtin topics.
 //!
@@ -20,4 +23,5 @@
 pub mod access;
 pub mod auth;
 pub mod crypto;
+pub mod engine;
 pub mod generic_message;

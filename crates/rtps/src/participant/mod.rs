@@ -41,6 +41,7 @@ use crate::qos::{
     WriterQos,
 };
 use crate::reassembly::{FragmentRef, ReassemblyBudget, Rejected};
+use crate::security::{AuthState, ParticipantSecurity, SecurityFailure};
 use crate::sn_set::SnSet;
 use crate::types::{ChangeKind, Timestamp};
 use crate::{EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time};
@@ -51,6 +52,7 @@ mod matching;
 mod reader;
 mod receive;
 mod reliability;
+mod secure;
 mod spdp;
 #[cfg(test)]
 mod tests;
@@ -162,6 +164,8 @@ pub struct Participant {
     /// a new writer proxy counts on from there
     /// ([`WriterProxy::continue_counts`]).
     count_floor: i32,
+    /// DDS Security (authentication of participants); `None`: security off.
+    security: Option<secure::Security>,
 }
 
 fn builtin_writer(
@@ -234,6 +238,31 @@ fn dedup(mut v: Vec<Locator>) -> Vec<Locator> {
     v
 }
 
+/// Our SPDP data (without security parameters).
+fn spdp_data(config: &ParticipantConfig) -> SpdpData {
+    SpdpData {
+        guid_prefix: config.guid_prefix,
+        vendor: codec::VENDOR_ID,
+        protocol_major: 2,
+        domain_id: Some(config.domain_id),
+        domain_tag_empty: true,
+        builtin_endpoints: bes::PARTICIPANT_ANNOUNCER
+            | bes::PARTICIPANT_DETECTOR
+            | bes::PUBLICATIONS_ANNOUNCER
+            | bes::PUBLICATIONS_DETECTOR
+            | bes::SUBSCRIPTIONS_ANNOUNCER
+            | bes::SUBSCRIPTIONS_DETECTOR,
+        metatraffic_unicast: config.metatraffic_unicast_locators.clone(),
+        metatraffic_multicast: config.metatraffic_multicast_locators.clone(),
+        default_unicast: config.default_unicast_locators.clone(),
+        default_multicast: config.default_multicast_locators.clone(),
+        lease_duration: config.lease_duration,
+        entity_name: config.entity_name.clone(),
+        incarnation: config.incarnation,
+        security: None,
+    }
+}
+
 impl Participant {
     /// Creates a participant; the first SPDP announcement is due at `now`.
     pub fn new(config: ParticipantConfig, now: Timestamp) -> Self {
@@ -242,26 +271,7 @@ impl Participant {
         let rto = config.heartbeat_period;
         let ack_request_ns =
             u64::try_from((config.heartbeat_period / 20).as_nanos()).unwrap_or(u64::MAX);
-        let spdp = SpdpData {
-            guid_prefix: prefix,
-            vendor: codec::VENDOR_ID,
-            protocol_major: 2,
-            domain_id: Some(config.domain_id),
-            domain_tag_empty: true,
-            builtin_endpoints: bes::PARTICIPANT_ANNOUNCER
-                | bes::PARTICIPANT_DETECTOR
-                | bes::PUBLICATIONS_ANNOUNCER
-                | bes::PUBLICATIONS_DETECTOR
-                | bes::SUBSCRIPTIONS_ANNOUNCER
-                | bes::SUBSCRIPTIONS_DETECTOR,
-            metatraffic_unicast: config.metatraffic_unicast_locators.clone(),
-            metatraffic_multicast: config.metatraffic_multicast_locators.clone(),
-            default_unicast: config.default_unicast_locators.clone(),
-            default_multicast: config.default_multicast_locators.clone(),
-            lease_duration: config.lease_duration,
-            entity_name: config.entity_name.clone(),
-            incarnation: config.incarnation,
-        };
+        let spdp = spdp_data(&config);
         Self {
             reasm_budget: ReassemblyBudget::new(),
             rx_pool: Vec::new(),
@@ -322,6 +332,7 @@ impl Participant {
             rto,
             pacer,
             count_floor: 0,
+            security: None,
         }
     }
 

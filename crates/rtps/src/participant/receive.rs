@@ -157,6 +157,10 @@ impl Participant {
             self.on_spdp(src, d, iq, now);
             return;
         }
+        if d.writer_id == crate::security::STATELESS_WRITER {
+            self.on_stateless(src, d, now);
+            return;
+        }
         let writer_guid = Guid::new(src, d.writer_id);
         let payload = d.payload.unwrap_or(&[]);
         let mut matched = false;
@@ -221,6 +225,10 @@ impl Participant {
             },
             None => None,
         };
+        if f.writer_id == crate::security::STATELESS_WRITER {
+            self.on_stateless_frag(src, f, now);
+            return;
+        }
         let writer_guid = Guid::new(src, f.writer_id);
         let frag = FragmentRef {
             sn: f.sn,

@@ -59,6 +59,8 @@ pub(super) struct RemoteParticipant {
     /// of this prefix): only its own announcements renew its lease, not every
     /// datagram with its prefix.
     pub(super) contested: bool,
+    /// Authentication (security on; `Unauthenticated` without security).
+    pub(super) auth: AuthState,
 }
 
 /// An SPDP announcement from a known GUID prefix, compared with what it last
@@ -74,13 +76,14 @@ enum Announcement {
 }
 
 impl RemoteParticipant {
-    fn new(data: SpdpData, sn: i64, now: Timestamp) -> Self {
+    fn new(data: SpdpData, sn: i64, now: Timestamp, auth: AuthState) -> Self {
         Self {
             data,
             last_heard: now,
             spdp_sn: sn,
             announced_at: now,
             contested: false,
+            auth,
         }
     }
 
@@ -132,11 +135,19 @@ impl Participant {
     /// the builtin proxies and remote endpoints, however many there are: the
     /// thousands of participants a flood announced expire together.
     pub(super) fn remove_participants(&mut self, prefixes: &[GuidPrefix]) {
-        let gone: Vec<GuidPrefix> = prefixes
-            .iter()
-            .copied()
-            .filter(|p| self.participants.remove(p).is_some())
-            .collect();
+        let mut removed: Vec<(GuidPrefix, AuthState)> = Vec::new();
+        for p in prefixes {
+            if let Some(r) = self.participants.remove(p) {
+                removed.push((*p, r.auth));
+            }
+        }
+        let gone: Vec<GuidPrefix> = removed.iter().map(|(p, _)| *p).collect();
+        // (No `now` here: the pending deadline stands in for it when a freed handshake
+        // slot starts a queued handshake; it only shifts that handshake's timeout.)
+        let now = self.work.timeout;
+        for (p, auth) in &removed {
+            self.security_forget(*p, auth, now);
+        }
         if gone.is_empty() {
             return;
         }
@@ -270,7 +281,9 @@ impl Participant {
                     .next_lease_check
                     .min(now.saturating_add(data.lease_duration));
                 p.data = data;
-                self.match_builtins(prefix, set);
+                if p.auth.admits_discovery() {
+                    self.match_builtins(prefix, set);
+                }
                 self.refresh_locators(prefix);
             }
             return;
@@ -285,20 +298,28 @@ impl Participant {
             self.stats.refused_participants += 1;
             return;
         }
+        let Some(auth) = self.initial_auth(&data) else {
+            return;
+        };
         let prefix = data.guid_prefix;
         let set = data.builtin_endpoints;
         self.work.arm(now.saturating_add(data.lease_duration));
         self.next_lease_check = self
             .next_lease_check
             .min(now.saturating_add(data.lease_duration));
+        let admitted = auth.admits_discovery();
         self.participants
-            .insert(prefix, RemoteParticipant::new(data, sn, now));
+            .insert(prefix, RemoteParticipant::new(data, sn, now, auth));
         self.events
             .push_back(Event::ParticipantDiscovered { prefix });
         let dests = self.locators_for(prefix, &[], true);
         if !dests.is_empty() {
             self.spdp_queue.push_back(dests);
         }
-        self.match_builtins(prefix, set);
+        if admitted {
+            self.match_builtins(prefix, set);
+        } else {
+            self.queue_handshake(prefix, now);
+        }
     }
 }

@@ -25,11 +25,20 @@ impl Participant {
         destinations.clear();
         // (The work hints are also tested here, so that an idle kind costs
         // no call.)
-        if let Some(len) = self.transmit_spdp(buf, limit, destinations).or_else(|| {
-            self.work
-                .ack
-                .then(|| self.transmit_acknack(now, buf, limit, destinations))?
-        }) {
+        if let Some(len) = self
+            .transmit_spdp(buf, limit, destinations)
+            .or_else(|| {
+                self.security
+                    .as_ref()
+                    .is_some_and(|s| s.has_queued())
+                    .then(|| self.transmit_stateless(buf, limit, destinations))?
+            })
+            .or_else(|| {
+                self.work
+                    .ack
+                    .then(|| self.transmit_acknack(now, buf, limit, destinations))?
+            })
+        {
             self.stats.sent_datagrams += 1;
             return Some(len);
         }

@@ -154,6 +154,7 @@ impl Participant {
                 }
             }
         }
+        self.security_timeout(now);
         if self.pacer.evaluate(now, self.rtt.srtt()) {
             self.set_recovery_points(now);
         }
@@ -179,6 +180,9 @@ impl Participant {
     /// (discovery of N participants calls this O(N) times in each).
     pub(super) fn next_deadline(&self) -> Timestamp {
         let mut t = self.next_spdp.min(self.next_lease_check);
+        if let Some(d) = self.security_deadline() {
+            t = t.min(d);
+        }
         if self.work.ack {
             for r in self.readers.iter().flatten().filter(|r| r.ack_work) {
                 for p in r.proxies.iter().filter(|p| p.ack_pending) {

@@ -104,10 +104,13 @@ fn build(
         )
         .map_err(f())?;
         b.append_extension(
+            // (digitalSignature too: the CA also signs governance and permissions
+            // documents, S/MIME, in tests.)
             KeyUsage::new()
                 .critical()
                 .key_cert_sign()
                 .crl_sign()
+                .digital_signature()
                 .build()
                 .map_err(f())?,
         )
@@ -176,4 +179,18 @@ pub fn minimal_pdata(guid: &crate::generic_message::GuidBytes) -> Vec<u8> {
     v.extend_from_slice(guid);
     v.extend_from_slice(&[0x00, 0x01, 0x00, 0x00]);
     v
+}
+
+/// Signs `document` with `signer` as `openssl smime -sign -text` does (detached PKCS#7,
+/// `multipart/signed`, `Content-Type: text/plain` header on the signed part): a governance
+/// or permissions document the access-control plugin accepts when `signer` is its
+/// permissions CA.
+pub fn sign_smime(document: &[u8], signer: &Issued) -> Result<Vec<u8>, AuthError> {
+    use openssl::pkcs7::{Pkcs7, Pkcs7Flags};
+    use openssl::stack::Stack;
+    let f = || crypto("signing a document");
+    let flags = Pkcs7Flags::TEXT | Pkcs7Flags::DETACHED;
+    let certs = Stack::new().map_err(f())?;
+    let p7 = Pkcs7::sign(&signer.cert, &signer.key, &certs, document, flags).map_err(f())?;
+    p7.to_smime(document, flags).map_err(f())
 }

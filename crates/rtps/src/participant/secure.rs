@@ -1,0 +1,533 @@
+//! DDS Security in the participant (step 1): secure SPDP, the stateless endpoints, the
+//! handshake driver and the gating of SEDP on authentication (see [`crate::security`]).
+
+use super::*;
+use crate::reassembly::{Reassembler, ReassemblyLimits};
+use crate::security::{
+    HandshakeOutput, SecurityFailureKind, BES_SECURE_PARTICIPANT_ANNOUNCER,
+    BES_STATELESS_ANNOUNCER, BES_STATELESS_DETECTOR, HANDSHAKE_RESEND_PERIOD, HANDSHAKE_TIMEOUT,
+    STATELESS_READER, STATELESS_WRITER,
+};
+
+/// The security state of a participant.
+#[derive(Debug)]
+pub(super) struct Security {
+    plugin: Box<dyn ParticipantSecurity>,
+    /// Last writer SN of the stateless writer.
+    stateless_sn: i64,
+    /// Stateless messages to send: (destinations, destination participant, payload).
+    queue: VecDeque<(Vec<Locator>, GuidPrefix, Vec<u8>)>,
+    /// Remote participants waiting for a handshake slot, in discovery order.
+    queued: VecDeque<GuidPrefix>,
+    /// Handshakes pending that we initiated.
+    pending: usize,
+    /// A stateless message being sent as DATA_FRAGs (larger than a datagram).
+    train: Option<Train>,
+    /// Reassembly of stateless messages received as DATA_FRAGs, per remote participant
+    /// (only for those with a handshake pending or done).
+    reassembly: SeededMap<GuidPrefix, Reassembler>,
+}
+
+/// A stateless message sent as DATA_FRAGs, one per datagram.
+#[derive(Debug)]
+struct Train {
+    dests: Vec<Locator>,
+    to: GuidPrefix,
+    payload: Vec<u8>,
+    sn: i64,
+    /// Next fragment (0-based).
+    next: usize,
+    fragment_size: usize,
+}
+
+/// Bounds of the reassembly of one remote's stateless messages (handshake messages are a
+/// few kilobytes: certificate, permissions, participant data).
+const STATELESS_REASSEMBLY: ReassemblyLimits = ReassemblyLimits {
+    max_sample_size: 64 * 1024,
+    max_bytes_per_writer: 128 * 1024,
+    max_bytes_total: 64 << 20,
+    max_samples_per_writer: 2,
+    best_effort_timeout: core::time::Duration::from_secs(1),
+};
+
+/// Largest fragment of a stateless message sent.
+const STATELESS_FRAGMENT: usize = 8192;
+
+impl Security {
+    /// Stateless messages wait to be sent.
+    pub(super) fn has_queued(&self) -> bool {
+        !self.queue.is_empty() || self.train.is_some()
+    }
+}
+
+impl Participant {
+    /// Creates a participant with DDS Security: its GUID prefix is the plugin's (the
+    /// `guid_prefix` of `config` is replaced), its SPDP data carries the plugin's tokens, and
+    /// remote participants are authenticated before any endpoint discovery with them (see
+    /// [`crate::security`]). Fails when the plugin refuses to start.
+    pub fn with_security(
+        mut config: ParticipantConfig,
+        now: Timestamp,
+        mut plugin: Box<dyn ParticipantSecurity>,
+    ) -> Result<Self, SecurityFailure> {
+        config.guid_prefix = plugin.guid_prefix();
+        let mut spdp = spdp_data(&config);
+        let local = plugin.init(spdp.encode_pdata())?;
+        spdp.builtin_endpoints |=
+            BES_STATELESS_ANNOUNCER | BES_STATELESS_DETECTOR | BES_SECURE_PARTICIPANT_ANNOUNCER;
+        spdp.security = Some(crate::security::RemoteSecurityParams {
+            identity_token: Some(local.identity_token),
+            permissions_token: Some(local.permissions_token),
+            security_info: Some(local.security_info),
+            big_endian: false,
+        });
+        let prefix = config.guid_prefix;
+        let mut p = Self::new(config, now);
+        p.spdp_payload = spdp.encode();
+        p.security = Some(Security {
+            plugin,
+            stateless_sn: 0,
+            queue: VecDeque::new(),
+            queued: VecDeque::new(),
+            pending: 0,
+            train: None,
+            reassembly: HashMap::with_hasher(map_hasher(prefix)),
+        });
+        Ok(p)
+    }
+
+    /// Whether this participant runs DDS Security.
+    pub fn is_secure(&self) -> bool {
+        self.security.is_some()
+    }
+
+    /// GUID prefixes of the remote participants authenticated so far (security on).
+    pub fn authenticated_participants(&self) -> Vec<GuidPrefix> {
+        let mut v: Vec<_> = self
+            .participants
+            .iter()
+            .filter(|(_, p)| p.auth == AuthState::Authenticated)
+            .map(|(k, _)| *k)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The authentication state a newly discovered participant starts in, or `None` when it
+    /// is to be ignored.
+    pub(super) fn initial_auth(&mut self, data: &SpdpData) -> Option<AuthState> {
+        let Some(s) = self.security.as_ref() else {
+            return Some(AuthState::Unauthenticated);
+        };
+        let token = data
+            .security
+            .as_ref()
+            .is_some_and(|x| x.identity_token.is_some());
+        if token {
+            Some(AuthState::Queued)
+        } else if s.plugin.allow_unauthenticated() {
+            Some(AuthState::Unauthenticated)
+        } else {
+            self.stats.unauthenticated_participants_ignored += 1;
+            None
+        }
+    }
+
+    /// Starts (or queues) the handshake with `prefix` (just discovered, in state `Queued`).
+    pub(super) fn queue_handshake(&mut self, prefix: GuidPrefix, now: Timestamp) {
+        let Some(s) = self.security.as_mut() else {
+            return;
+        };
+        if s.plugin.is_initiator(prefix) {
+            s.queued.push_back(prefix);
+            self.start_handshakes(now);
+        } else {
+            self.start_handshake(prefix, false, now);
+        }
+    }
+
+    /// Starts queued handshakes we initiate while slots are free.
+    fn start_handshakes(&mut self, now: Timestamp) {
+        loop {
+            let Some(s) = self.security.as_mut() else {
+                return;
+            };
+            if s.pending >= (s.plugin.max_pending_handshakes() / 2).max(1) {
+                return;
+            }
+            let Some(prefix) = s.queued.pop_front() else {
+                return;
+            };
+            if self
+                .participants
+                .get(&prefix)
+                .is_some_and(|p| p.auth == AuthState::Queued)
+            {
+                self.start_handshake(prefix, true, now);
+            }
+        }
+    }
+
+    fn start_handshake(&mut self, prefix: GuidPrefix, initiator: bool, now: Timestamp) {
+        let Some(s) = self.security.as_mut() else {
+            return;
+        };
+        let Some(p) = self.participants.get_mut(&prefix) else {
+            return;
+        };
+        let params = p.data.security.clone().unwrap_or_default();
+        p.auth = AuthState::Pending {
+            initiator,
+            started: now,
+            outstanding: None,
+            next_resend: Timestamp(u64::MAX),
+        };
+        if initiator {
+            s.pending += 1;
+        }
+        self.work.arm(now.saturating_add(HANDSHAKE_TIMEOUT));
+        let out = s.plugin.begin(prefix, &params, now);
+        self.handshake_result(prefix, out, now);
+    }
+
+    /// Applies a plugin answer for `prefix`.
+    fn handshake_result(
+        &mut self,
+        prefix: GuidPrefix,
+        out: Result<HandshakeOutput, SecurityFailure>,
+        now: Timestamp,
+    ) {
+        match out {
+            Ok(HandshakeOutput::Wait) => {}
+            Ok(HandshakeOutput::Send { payload, resend }) => {
+                if let Some(p) = self.participants.get_mut(&prefix) {
+                    if let AuthState::Pending {
+                        outstanding,
+                        next_resend,
+                        ..
+                    } = &mut p.auth
+                    {
+                        if resend {
+                            *outstanding = Some(payload.clone());
+                            *next_resend = now.saturating_add(HANDSHAKE_RESEND_PERIOD);
+                            self.work.arm(*next_resend);
+                        } else {
+                            *outstanding = None;
+                        }
+                    }
+                }
+                self.send_stateless(prefix, payload);
+            }
+            Ok(HandshakeOutput::Authenticated { payload }) => {
+                if let Some(payload) = payload {
+                    self.send_stateless(prefix, payload);
+                }
+                self.authenticated(prefix, now);
+            }
+            Err(f) => self.auth_failed(prefix, f, now),
+        }
+    }
+
+    fn send_stateless(&mut self, prefix: GuidPrefix, payload: Vec<u8>) {
+        let dests = self.locators_for(prefix, &[], true);
+        if let Some(s) = self.security.as_mut() {
+            if !dests.is_empty() {
+                s.queue.push_back((dests, prefix, payload));
+            }
+        }
+    }
+
+    fn authenticated(&mut self, prefix: GuidPrefix, now: Timestamp) {
+        let Some(p) = self.participants.get_mut(&prefix) else {
+            return;
+        };
+        let was_pending = matches!(
+            p.auth,
+            AuthState::Pending {
+                initiator: true,
+                ..
+            }
+        );
+        if p.auth == AuthState::Authenticated {
+            return;
+        }
+        p.auth = AuthState::Authenticated;
+        let set = p.data.builtin_endpoints;
+        if let Some(s) = self.security.as_mut() {
+            if was_pending {
+                s.pending -= 1;
+            }
+        }
+        self.stats.authenticated_participants += 1;
+        self.events
+            .push_back(Event::ParticipantAuthenticated { prefix });
+        self.match_builtins(prefix, set);
+        self.start_handshakes(now);
+    }
+
+    fn auth_failed(&mut self, prefix: GuidPrefix, f: SecurityFailure, now: Timestamp) {
+        match f.kind {
+            SecurityFailureKind::Authentication => self.stats.authentication_failures += 1,
+            SecurityFailureKind::AccessControl => self.stats.access_denied_participants += 1,
+        }
+        self.events
+            .push_back(Event::ParticipantAuthenticationFailed {
+                prefix,
+                reason: f.reason,
+            });
+        if !f.fatal {
+            return;
+        }
+        let Some(p) = self.participants.get_mut(&prefix) else {
+            return;
+        };
+        let was_pending = matches!(
+            p.auth,
+            AuthState::Pending {
+                initiator: true,
+                ..
+            }
+        );
+        p.auth = AuthState::Failed;
+        if let Some(s) = self.security.as_mut() {
+            if was_pending {
+                s.pending -= 1;
+            }
+            s.plugin.forget(prefix);
+            s.reassembly.remove(&prefix);
+        }
+        self.start_handshakes(now);
+    }
+
+    /// A remote participant was removed: its handshake state goes.
+    pub(super) fn security_forget(&mut self, prefix: GuidPrefix, auth: &AuthState, now: Timestamp) {
+        let Some(s) = self.security.as_mut() else {
+            return;
+        };
+        s.plugin.forget(prefix);
+        s.reassembly.remove(&prefix);
+        if matches!(
+            auth,
+            AuthState::Pending {
+                initiator: true,
+                ..
+            }
+        ) {
+            s.pending -= 1;
+            self.start_handshakes(now);
+        }
+    }
+
+    /// Whether a stateless submessage from `src` to `reader` is to be handled (counts it
+    /// otherwise).
+    fn stateless_accepted(&mut self, src: GuidPrefix, reader: EntityId) -> bool {
+        if (reader != EntityId::UNKNOWN && reader != STATELESS_READER) || self.security.is_none() {
+            self.stats.unmatched_submessages += 1;
+            return false;
+        }
+        let state = self.participants.get(&src).map(|p| &p.auth);
+        if !matches!(
+            state,
+            Some(AuthState::Pending { .. } | AuthState::Authenticated)
+        ) {
+            self.stats.ignored_stateless_messages += 1;
+            return false;
+        }
+        true
+    }
+
+    /// A DATA from a remote stateless writer.
+    pub(super) fn on_stateless(&mut self, src: GuidPrefix, d: &codec::DataSub<'_>, now: Timestamp) {
+        if !self.stateless_accepted(src, d.reader_id) {
+            return;
+        }
+        if let Some(s) = self.security.as_mut() {
+            let out = s.plugin.on_message(src, d.payload.unwrap_or(&[]), now);
+            self.handshake_result(src, out, now);
+        }
+    }
+
+    /// A DATA_FRAG from a remote stateless writer (handshake messages larger than the
+    /// sender's fragment size: Cyclone DDS fragments at 1344 bytes by default).
+    pub(super) fn on_stateless_frag(
+        &mut self,
+        src: GuidPrefix,
+        f: &codec::DataFragSub<'_>,
+        now: Timestamp,
+    ) {
+        if !self.stateless_accepted(src, f.reader_id) {
+            return;
+        }
+        let budget = self.reasm_budget.clone();
+        let Some(s) = self.security.as_mut() else {
+            return;
+        };
+        let frag = FragmentRef {
+            sn: f.sn,
+            offset: f.offset,
+            data: f.data,
+            sample_size: f.sample_size,
+            fragment_size: f.fragment_size,
+            meta: None,
+            source_timestamp: None,
+        };
+        let r = s
+            .reassembly
+            .entry(src)
+            .or_insert_with(|| Reassembler::new(STATELESS_REASSEMBLY, budget));
+        r.drop_started_before(Timestamp(
+            now.0
+                .saturating_sub(STATELESS_REASSEMBLY.best_effort_timeout.as_nanos() as u64),
+        ));
+        match r.add(&frag, false, now) {
+            Ok(Some(c)) => {
+                let out = s.plugin.on_message(src, &c.payload, now);
+                self.handshake_result(src, out, now);
+            }
+            Ok(None) => {}
+            Err(_) => self.stats.rejected_fragments += 1,
+        }
+    }
+
+    /// Handshake timers: resends and timeouts.
+    pub(super) fn security_timeout(&mut self, now: Timestamp) {
+        if self.security.is_none() {
+            return;
+        }
+        let mut resend = Vec::new();
+        let mut expired = Vec::new();
+        for (k, p) in self.participants.iter_mut() {
+            if let AuthState::Pending {
+                started,
+                outstanding,
+                next_resend,
+                ..
+            } = &mut p.auth
+            {
+                if now >= started.saturating_add(HANDSHAKE_TIMEOUT) {
+                    expired.push(*k);
+                } else if now >= *next_resend {
+                    if let Some(m) = outstanding {
+                        resend.push((*k, m.clone()));
+                    }
+                    *next_resend = now.saturating_add(HANDSHAKE_RESEND_PERIOD);
+                }
+            }
+        }
+        resend.sort_unstable();
+        expired.sort_unstable();
+        for (k, m) in resend {
+            self.stats.handshake_resends += 1;
+            self.send_stateless(k, m);
+        }
+        for k in expired {
+            let f = SecurityFailure {
+                kind: SecurityFailureKind::Authentication,
+                fatal: true,
+                reason: format!(
+                    "handshake not completed within {} s",
+                    HANDSHAKE_TIMEOUT.as_secs()
+                ),
+            };
+            self.auth_failed(k, f, now);
+        }
+    }
+
+    /// The earliest handshake deadline.
+    pub(super) fn security_deadline(&self) -> Option<Timestamp> {
+        self.security.as_ref()?;
+        self.participants
+            .values()
+            .filter_map(|p| match &p.auth {
+                AuthState::Pending {
+                    started,
+                    next_resend,
+                    ..
+                } => Some((*next_resend).min(started.saturating_add(HANDSHAKE_TIMEOUT))),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Builds the next stateless message datagram, if any: INFO_DST and a DATA, or one
+    /// DATA_FRAG of a message too large for one datagram.
+    pub(super) fn transmit_stateless(
+        &mut self,
+        buf: &mut [u8],
+        limit: usize,
+        out: &mut Vec<Locator>,
+    ) -> Option<usize> {
+        let ours = self.config.guid_prefix;
+        let s = self.security.as_mut()?;
+        loop {
+            if s.train.is_none() {
+                let (dests, to, payload) = s.queue.pop_front()?;
+                s.stateless_sn += 1;
+                // Header, INFO_DST, DATA.
+                if 20 + 16 + Emitter::data_len(false, false, payload.len()) <= limit {
+                    let mut e = Emitter::new(buf, limit, ours)?;
+                    if e.info_dst(to)
+                        && e.data(
+                            STATELESS_READER,
+                            STATELESS_WRITER,
+                            s.stateless_sn,
+                            None,
+                            0,
+                            &payload,
+                            false,
+                        )
+                    {
+                        self.stats.sent_data += 1;
+                        fill_dests(out, dests.iter());
+                        return Some(e.len());
+                    }
+                    continue;
+                }
+                // Header, INFO_DST, DATA_FRAG header; a multiple of 4.
+                let fragment_size =
+                    (limit.saturating_sub(20 + 16 + 36 + 4)).min(STATELESS_FRAGMENT) & !3;
+                if fragment_size < MIN_FRAGMENT || payload.len() > u32::MAX as usize {
+                    // Cannot be sent (its handshake times out).
+                    continue;
+                }
+                s.train = Some(Train {
+                    dests,
+                    to,
+                    payload,
+                    sn: s.stateless_sn,
+                    next: 0,
+                    fragment_size,
+                });
+            }
+            let t = s.train.as_mut()?;
+            let start = t.next * t.fragment_size;
+            let end = (start + t.fragment_size).min(t.payload.len());
+            let mut e = Emitter::new(buf, limit, ours)?;
+            let ok = e.info_dst(t.to)
+                && e.data_frag(
+                    STATELESS_READER,
+                    STATELESS_WRITER,
+                    t.sn,
+                    None,
+                    0,
+                    (t.next + 1) as u32,
+                    t.fragment_size as u16,
+                    t.payload.len() as u32,
+                    &t.payload[start..end],
+                    false,
+                );
+            t.next += 1;
+            let done = end >= t.payload.len();
+            if ok {
+                fill_dests(out, t.dests.iter());
+            }
+            if done {
+                s.train = None;
+            }
+            if ok {
+                self.stats.sent_data += 1;
+                return Some(e.len());
+            }
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The engine's view of DDS Security (step 1: authentication and access control of
+//! participants).
+//!
+//! # Contract
+//!
+//! * The engine depends on no security library: it calls a [`ParticipantSecurity`] value the
+//!   caller builds (the builtin PKI-DH / Permissions adapter lives in `ferrodds-security`,
+//!   which depends on this crate, so OpenSSL never enters the engine). A participant made
+//!   with [`crate::Participant::new`] has no security and behaves exactly as before; one made
+//!   with [`crate::Participant::with_security`] runs the flow below. The plugin is sans-IO
+//!   too: time is the engine's [`Timestamp`], randomness is the plugin's own input.
+//! * **SPDP**: a secure participant's GUID prefix is the plugin's
+//!   ([`ParticipantSecurity::guid_prefix`], the adjusted prefix of DDS Security §9.3.3); its
+//!   announcements carry `PID_IDENTITY_TOKEN` (0x1001), `PID_PERMISSIONS_TOKEN` (0x1002) —
+//!   each a `DataHolder` in the list's byte order, as [`LocalSecurityParams`] gives them
+//!   (little endian) — and `PID_PARTICIPANT_SECURITY_INFO` (0x1005), and the builtin
+//!   endpoint set has the stateless-message bits ([`BES_STATELESS_ANNOUNCER`],
+//!   [`BES_STATELESS_DETECTOR`]) and [`BES_SECURE_PARTICIPANT_ANNOUNCER`] (which Cyclone DDS
+//!   requires to treat a participant as secure; the secure SPDP writer itself is not
+//!   implemented yet, so what peers send to it is ignored). The plugin is given `c.pdata` once
+//!   ([`ParticipantSecurity::init`]): the participant's SPDP data as a big-endian parameter
+//!   list with `PID_PARTICIPANT_GUID` and a sentinel, no encapsulation header (the security
+//!   parameters left out).
+//! * **Stateless endpoints**: `DCPSParticipantStatelessMessage` writer
+//!   [`STATELESS_WRITER`] (0x000201c3) and reader [`STATELESS_READER`] (0x000201c4), best
+//!   effort and keyless, with no proxies: every message goes to the remote participant's
+//!   metatraffic unicast locators (INFO_DST + DATA with a fresh writer SN each time), and
+//!   every DATA from a remote stateless writer is handed to
+//!   [`ParticipantSecurity::on_message`] (payload = serialized `ParticipantGenericMessage`
+//!   with its encapsulation header). A message larger than a datagram goes as DATA_FRAGs
+//!   (fragments of at most 8 KiB, one per datagram); received DATA_FRAGs are reassembled per
+//!   remote participant (messages up to 64 KiB, two at a time, incomplete ones dropped after
+//!   1 s) — Cyclone DDS fragments its handshake messages at 1344 bytes.
+//! * **Handshake driver**: a remote participant announcing an identity token is
+//!   *pending*; [`ParticipantSecurity::begin`] starts the handshake and returns the Request
+//!   when we initiate ([`ParticipantSecurity::is_initiator`], the plugin's rule). A message
+//!   the plugin marks `resend` is sent again every [`HANDSHAKE_RESEND_PERIOD`] until the
+//!   remote answers (the channel is best effort). At most half of
+//!   [`ParticipantSecurity::max_pending_handshakes`] (at least one) handshakes *we* initiate
+//!   run at once, the others queue in discovery order; those the remote initiates start at
+//!   once (waiting holds nothing) and the plugin bounds the state their Requests create, with
+//!   room left beside ours — so participants waiting for each other's Requests cannot
+//!   deadlock. One pending longer than [`HANDSHAKE_TIMEOUT`] fails. On
+//!   completion the plugin has validated the remote permissions; the remote is then
+//!   *authenticated* ([`crate::Event::ParticipantAuthenticated`]) and only then are the
+//!   SEDP endpoints matched with it. A failure ([`crate::Event::ParticipantAuthenticationFailed`]
+//!   with the reason; [`crate::Stats::authentication_failures`] or
+//!   [`crate::Stats::access_denied_participants`]) that the plugin marks final leaves the
+//!   remote *failed* — never matched, its stateless messages ignored — until it leaves or
+//!   restarts; a non-final one (a bad Reply or Final, possibly forged) is only counted.
+//! * **Unauthenticated participants** (no identity token): ignored and counted
+//!   ([`crate::Stats::unauthenticated_participants_ignored`]) unless
+//!   [`ParticipantSecurity::allow_unauthenticated`], in which case they are discovered and
+//!   matched as without security.
+//! * Checked against Eclipse Cyclone DDS 0.10 (`ddsperf` with its builtin plugins): the
+//!   handshake completes and each side accepts the other's permissions, whichever initiates.
+//! * Not in this step: the volatile-secure endpoints, crypto tokens (Cyclone sends them
+//!   right after the handshake; they are ignored) and the payload / submessage / message
+//!   transforms, the secure SEDP and SPDP endpoints.
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::{EntityId, GuidPrefix, Timestamp};
+
+/// `PID_IDENTITY_TOKEN`.
+pub const PID_IDENTITY_TOKEN: u16 = 0x1001;
+/// `PID_PERMISSIONS_TOKEN`.
+pub const PID_PERMISSIONS_TOKEN: u16 = 0x1002;
+/// `PID_PARTICIPANT_SECURITY_INFO`.
+pub const PID_PARTICIPANT_SECURITY_INFO: u16 = 0x1005;
+
+/// `ENTITYID_P2P_BUILTIN_PARTICIPANT_STATELESS_WRITER`.
+pub const STATELESS_WRITER: EntityId = EntityId([0x00, 0x02, 0x01, 0xc3]);
+/// `ENTITYID_P2P_BUILTIN_PARTICIPANT_STATELESS_READER`.
+pub const STATELESS_READER: EntityId = EntityId([0x00, 0x02, 0x01, 0xc4]);
+
+/// Builtin endpoint set bit: `BUILTIN_PARTICIPANT_STATELESS_MESSAGE_WRITER`.
+pub const BES_STATELESS_ANNOUNCER: u32 = 1 << 22;
+/// Builtin endpoint set bit: `BUILTIN_PARTICIPANT_STATELESS_MESSAGE_READER`.
+pub const BES_STATELESS_DETECTOR: u32 = 1 << 23;
+/// Builtin endpoint set bit: `DISC_BUILTIN_ENDPOINT_PARTICIPANT_SECURE_ANNOUNCER` (the
+/// secure SPDP writer, 0xff0101c2). Announced although that writer does not exist yet:
+/// Cyclone DDS treats a participant as secure (and authenticates it) only when this bit is
+/// set beside an identity token.
+pub const BES_SECURE_PARTICIPANT_ANNOUNCER: u32 = 1 << 26;
+
+/// Period of handshake message resends while unanswered.
+pub const HANDSHAKE_RESEND_PERIOD: Duration = Duration::from_millis(500);
+/// A handshake pending longer than this fails.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the local participant announces in SPDP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalSecurityParams {
+    /// The IdentityToken `DataHolder`, CDR little endian (the `PID_IDENTITY_TOKEN` value).
+    pub identity_token: Vec<u8>,
+    /// The PermissionsToken `DataHolder`, CDR little endian.
+    pub permissions_token: Vec<u8>,
+    /// PARTICIPANT_SECURITY_INFO: (attributes, plugin attributes).
+    pub security_info: (u32, u32),
+}
+
+/// The security parameters of a remote participant's SPDP data, as received.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RemoteSecurityParams {
+    /// The raw `PID_IDENTITY_TOKEN` value (a CDR `DataHolder`), if present.
+    pub identity_token: Option<Vec<u8>>,
+    /// The raw `PID_PERMISSIONS_TOKEN` value, if present.
+    pub permissions_token: Option<Vec<u8>>,
+    /// PARTICIPANT_SECURITY_INFO, if present.
+    pub security_info: Option<(u32, u32)>,
+    /// Whether the values are big-endian CDR (the parameter list's byte order).
+    pub big_endian: bool,
+}
+
+/// What to do after a handshake step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandshakeOutput {
+    /// Nothing to send now (we wait for the remote's Request, or the message was not for us
+    /// or a duplicate already answered).
+    Wait,
+    /// Send this stateless message (a serialized `ParticipantGenericMessage` with its
+    /// encapsulation header) to the remote; with `resend`, again every
+    /// [`HANDSHAKE_RESEND_PERIOD`] until the remote's next message.
+    Send {
+        /// The payload.
+        payload: Vec<u8>,
+        /// Resend until answered.
+        resend: bool,
+    },
+    /// The handshake completed and the remote's permissions are valid: send `payload`, if
+    /// any, once (a Final), and treat the remote as authenticated.
+    Authenticated {
+        /// A last message to send once.
+        payload: Option<Vec<u8>>,
+    },
+}
+
+/// Which check failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecurityFailureKind {
+    /// Authentication: tokens, certificates, handshake messages, timeouts.
+    Authentication,
+    /// Access control: the remote's permissions (signature, grant, validity, join rules).
+    AccessControl,
+}
+
+/// A failed security step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecurityFailure {
+    /// Which check failed.
+    pub kind: SecurityFailureKind,
+    /// The handshake with this remote is over (it stays failed until it leaves); otherwise
+    /// the failure is only counted (e.g. a bad Reply that may be forged).
+    pub fatal: bool,
+    /// Why, naming the message, property, certificate or rule.
+    pub reason: String,
+}
+
+impl fmt::Display for SecurityFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+/// The security plugins as the engine calls them (sans-IO). See the module docs for the
+/// order of calls.
+pub trait ParticipantSecurity: fmt::Debug + Send {
+    /// The participant's GUID prefix (the adjusted prefix of its identity).
+    fn guid_prefix(&self) -> GuidPrefix;
+
+    /// Called once when the participant is created, with `c.pdata` (see the module docs);
+    /// returns what to announce in SPDP.
+    fn init(&mut self, pdata: Vec<u8>) -> Result<LocalSecurityParams, SecurityFailure>;
+
+    /// Whether participants without an identity token are discovered (governance
+    /// `allow_unauthenticated_participants`).
+    fn allow_unauthenticated(&self) -> bool;
+
+    /// Most handshakes pending at once (the engine initiates at most half of them).
+    fn max_pending_handshakes(&self) -> usize;
+
+    /// Whether we send the Request to `remote` (rather than wait for its Request).
+    fn is_initiator(&self, remote: GuidPrefix) -> bool;
+
+    /// A remote participant `remote` announcing an identity token was discovered at `now`:
+    /// checks its tokens and starts the handshake (returns the Request when we initiate,
+    /// [`HandshakeOutput::Wait`] otherwise).
+    fn begin(
+        &mut self,
+        remote: GuidPrefix,
+        params: &RemoteSecurityParams,
+        now: Timestamp,
+    ) -> Result<HandshakeOutput, SecurityFailure>;
+
+    /// A stateless message from participant `remote` (a handshake is pending with it, or
+    /// completed): `payload` is the DATA's serialized payload.
+    fn on_message(
+        &mut self,
+        remote: GuidPrefix,
+        payload: &[u8],
+        now: Timestamp,
+    ) -> Result<HandshakeOutput, SecurityFailure>;
+
+    /// The remote participant left (or failed, or timed out): forget its state.
+    fn forget(&mut self, remote: GuidPrefix);
+}
+
+/// Where a remote participant stands (security on).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AuthState {
+    /// Without identity token, admitted by `allow_unauthenticated_participants`.
+    Unauthenticated,
+    /// Waiting for a free handshake slot.
+    Queued,
+    /// Handshake under way.
+    Pending {
+        /// We initiated it (it holds one of the initiator slots).
+        initiator: bool,
+        /// When it started.
+        started: Timestamp,
+        /// The message to resend until answered.
+        outstanding: Option<Vec<u8>>,
+        /// When to resend it.
+        next_resend: Timestamp,
+    },
+    /// Authenticated and permitted.
+    Authenticated,
+    /// Failed for good (until it leaves).
+    Failed,
+}
+
+impl AuthState {
+    /// Whether SEDP matching with the remote is allowed.
+    pub(crate) fn admits_discovery(&self) -> bool {
+        matches!(self, AuthState::Unauthenticated | AuthState::Authenticated)
+    }
+}

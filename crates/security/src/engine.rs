@@ -1,0 +1,536 @@
+//! The builtin plugins as the RTPS engine calls them: [`BuiltinSecurity`] implements
+//! [`ferrodds_rtps::security::ParticipantSecurity`] over [`crate::auth`] and
+//! [`crate::access`] (step 1 of issue 15: authentication and access control of
+//! participants).
+//!
+//! # Contract
+//!
+//! * **Loading** ([`SecurityFiles`]): the identity CA, certificate and private key, the
+//!   permissions CA, governance and permissions, each a `file:` or `data:,` URI (the
+//!   standard property names, long or Cyclone's short form, [`SecurityFiles::from_properties`]).
+//!   [`BuiltinSecurity::load`] validates everything at the caller's `now`: the identity
+//!   against its CA, the signatures of governance and permissions against the permissions CA,
+//!   the local grant (subject, validity, join access control for the domain) and the
+//!   governance's domain rule. Every error ([`EngineSecurityError`]) names the file (or
+//!   `data:`) and the reason.
+//! * **Engine interface**: GUID prefix = the identity's adjusted prefix; SPDP tokens are the
+//!   IdentityToken and PermissionsToken (with `dds.perm_ca.sn` / `dds.perm_ca.algo`) in
+//!   little-endian CDR; PARTICIPANT_SECURITY_INFO from the governance's domain rule;
+//!   `allow_unauthenticated` is the rule's `allow_unauthenticated_participants`.
+//! * **Handshake**: the remote's IdentityToken must be PKI-DH 1.x; the participant with the
+//!   lower GUID sends the Request (from our stateless writer, to the remote participant);
+//!   Reply and Final follow (`related_message_identity` = the message answered). A message
+//!   whose `message_identity` equals the last one handled from that remote is a resend: the
+//!   answer given then is given again (the Reply or the Final; nothing after a failure), so
+//!   losses on the best-effort channel are repaired by the sender's resends (a message
+//!   refused only because the pending-handshake table is full is not remembered: its resend
+//!   is handled anew). Messages for
+//!   another participant, and AuthRequests (whose `future_challenge` is noted), produce no
+//!   answer. Handshake failures are reported as non-final (a forged message must not end a
+//!   handshake; the engine's timeout does). On completion the remote's `c.perm` (trailing
+//!   NUL removed) is verified against the permissions CA, its grant selected by the
+//!   authenticated certificate subject, and checked at `now` (validity; the domain when the
+//!   governance enables join access control): a refusal is final
+//!   ([`SecurityFailureKind::AccessControl`]).
+//! * **Time and randomness**: the engine's monotonic [`Timestamp`] is turned into Unix time
+//!   with the [`WallClock`] given at construction; randomness comes from the caller's
+//!   [`Entropy`] (OS randomness in the runtime, a seeded generator in simulations).
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ferrodds_cdr::{CdrReader, CdrWriter, Encoding, Endianness};
+use ferrodds_rtps::security::{
+    HandshakeOutput, LocalSecurityParams, ParticipantSecurity, RemoteSecurityParams,
+    SecurityFailure, SecurityFailureKind,
+};
+use ferrodds_rtps::{GuidPrefix, Timestamp};
+
+use crate::access::{
+    AccessControl, AccessError, Governance, ParticipantSecurityAttributes, PermissionsCa,
+    RemotePermissions, SubjectName,
+};
+use crate::auth::{
+    parse_identity_token, read_uri, AuthError, AuthOptions, Authenticator, Entropy, HandshakeStep,
+    IdentityConfig, LocalIdentity, AUTH_REQUEST_CLASS_ID,
+};
+use crate::generic_message::{
+    DataHolder, GenericMessageError, GuidBytes, MessageIdentity, ParticipantGenericMessage,
+    Property, ENTITYID_P2P_PARTICIPANT_STATELESS_MESSAGE_WRITER, ENTITYID_PARTICIPANT,
+    GMCLASSID_SECURITY_AUTH_HANDSHAKE, GMCLASSID_SECURITY_AUTH_REQUEST, GUID_UNKNOWN,
+};
+
+/// Property: permissions CA (`file:` / `data:,` URI).
+pub const PROP_PERMISSIONS_CA: &str = "dds.sec.access.builtin.Access-Permissions.permissions_ca";
+/// Property: signed governance document.
+pub const PROP_GOVERNANCE: &str = "dds.sec.access.builtin.Access-Permissions.governance";
+/// Property: signed permissions document.
+pub const PROP_PERMISSIONS: &str = "dds.sec.access.builtin.Access-Permissions.permissions";
+/// Cyclone's short form of [`PROP_PERMISSIONS_CA`].
+pub const PROP_PERMISSIONS_CA_SHORT: &str = "dds.sec.access.permissions_ca";
+/// Cyclone's short form of [`PROP_GOVERNANCE`].
+pub const PROP_GOVERNANCE_SHORT: &str = "dds.sec.access.governance";
+/// Cyclone's short form of [`PROP_PERMISSIONS`].
+pub const PROP_PERMISSIONS_SHORT: &str = "dds.sec.access.permissions";
+
+/// Errors creating the builtin plugins of a participant.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineSecurityError {
+    /// The identity (or a configuration value) is unusable.
+    #[error("authentication: {0}")]
+    Auth(#[from] AuthError),
+    /// A governance or permissions document or the permissions CA is unusable.
+    #[error("access control: {0}")]
+    Access(#[from] AccessError),
+    /// The local participant may not be created.
+    #[error("access control: {0}")]
+    Denied(#[from] crate::access::AccessDenied),
+    /// A required access-control property is missing.
+    #[error("access control configuration: property {0} is missing")]
+    MissingConfig(&'static str),
+}
+
+/// The six (seven with the password) configuration values of the builtin plugins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecurityFiles {
+    /// Identity CA, certificate, private key (and password).
+    pub identity: IdentityConfig,
+    /// Permissions CA URI.
+    pub permissions_ca: String,
+    /// Signed governance URI.
+    pub governance: String,
+    /// Signed permissions URI.
+    pub permissions: String,
+}
+
+impl SecurityFiles {
+    /// Reads the values from participant properties (long `dds.sec.auth.builtin.PKI-DH.*` /
+    /// `dds.sec.access.builtin.Access-Permissions.*` names or Cyclone's short
+    /// `dds.sec.auth.*` / `dds.sec.access.*` ones); a missing one is an error naming it.
+    pub fn from_properties(props: &[(String, String)]) -> Result<Self, EngineSecurityError> {
+        let as_props: Vec<Property> = props
+            .iter()
+            .map(|(n, v)| Property::new(n.clone(), v.clone()))
+            .collect();
+        let identity = IdentityConfig::from_properties(&as_props)?;
+        let find = |long: &'static str, short: &'static str| {
+            props
+                .iter()
+                .find(|(n, _)| n == long || n == short)
+                .map(|(_, v)| v.clone())
+                .ok_or(EngineSecurityError::MissingConfig(long))
+        };
+        Ok(SecurityFiles {
+            identity,
+            permissions_ca: find(PROP_PERMISSIONS_CA, PROP_PERMISSIONS_CA_SHORT)?,
+            governance: find(PROP_GOVERNANCE, PROP_GOVERNANCE_SHORT)?,
+            permissions: find(PROP_PERMISSIONS, PROP_PERMISSIONS_SHORT)?,
+        })
+    }
+}
+
+/// Maps the engine's monotonic time to Unix time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WallClock {
+    /// Unix time (nanoseconds) at engine [`Timestamp`] 0.
+    pub unix_ns_at_zero: i128,
+}
+
+impl WallClock {
+    /// Unix seconds at `t`.
+    pub fn unix_secs(&self, t: Timestamp) -> i64 {
+        let ns = self.unix_ns_at_zero + i128::from(t.0);
+        i64::try_from(ns.div_euclid(1_000_000_000)).unwrap_or(i64::MAX)
+    }
+
+    /// [`SystemTime`] at `t`.
+    pub fn system_time(&self, t: Timestamp) -> SystemTime {
+        let ns = self.unix_ns_at_zero + i128::from(t.0);
+        let ns = u64::try_from(ns.max(0)).unwrap_or(u64::MAX);
+        UNIX_EPOCH + Duration::from_nanos(ns)
+    }
+}
+
+/// What we know of one remote participant.
+#[derive(Debug, Default)]
+struct Remote {
+    /// The last message handled from it and our answer (`None`: it failed).
+    last: Option<(MessageIdentity, Option<HandshakeOutput>)>,
+    /// Its validated permissions, once authenticated.
+    permissions: Option<RemotePermissions>,
+}
+
+/// The builtin PKI-DH authentication and Permissions access control of one participant, as
+/// the engine calls them (see the module docs).
+pub struct BuiltinSecurity {
+    identity: Option<LocalIdentity>,
+    auth: Option<Authenticator>,
+    access: AccessControl,
+    attributes: ParticipantSecurityAttributes,
+    domain_id: u32,
+    options: AuthOptions,
+    entropy: Box<dyn Entropy + Send>,
+    clock: WallClock,
+    guid: GuidBytes,
+    seq: i64,
+    remotes: HashMap<GuidPrefix, Remote>,
+    /// The last message handled failed for lack of room (not remembered as answered).
+    transient: bool,
+}
+
+impl std::fmt::Debug for BuiltinSecurity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuiltinSecurity")
+            .field("guid", &self.guid)
+            .field("domain_id", &self.domain_id)
+            .field("remotes", &self.remotes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn read_access(uri: &str, what: &'static str) -> Result<(Vec<u8>, String), EngineSecurityError> {
+    let (bytes, label) = read_uri(uri, what)?;
+    // Cyclone passes documents with a trailing NUL; OpenSSL's S/MIME reader does not want it.
+    let bytes = match bytes.strip_suffix(&[0]) {
+        Some(b) => b.to_vec(),
+        None => bytes,
+    };
+    Ok((bytes, label))
+}
+
+impl BuiltinSecurity {
+    /// Loads the identity (its GUID adjusted from `candidate_prefix`) and the access-control
+    /// documents and checks that the participant may join `domain_id` at the clock's
+    /// `now` (see the module docs).
+    pub fn load(
+        files: &SecurityFiles,
+        candidate_prefix: GuidPrefix,
+        domain_id: u32,
+        clock: WallClock,
+        now: Timestamp,
+        entropy: Box<dyn Entropy + Send>,
+    ) -> Result<Self, EngineSecurityError> {
+        let mut candidate = [0u8; 16];
+        candidate[..12].copy_from_slice(&candidate_prefix.0);
+        candidate[12..].copy_from_slice(&ENTITYID_PARTICIPANT);
+        let identity = LocalIdentity::load(&files.identity, &candidate, clock.unix_secs(now))?;
+        let (ca, ca_label) = read_access(&files.permissions_ca, "permissions_ca")?;
+        let ca = PermissionsCa::from_pem(&ca, &ca_label)?;
+        let (gov, gov_label) = read_access(&files.governance, "governance")?;
+        let gov = Governance::from_signed(&gov, &gov_label, &ca)?;
+        let (perm, perm_label) = read_access(&files.permissions, "permissions")?;
+        let subject = SubjectName::from_x509(identity.certificate().subject_name());
+        let access = AccessControl::new(ca, gov, &perm, &perm_label, &subject)?;
+        Self::new(identity, access, domain_id, clock, now, entropy)
+    }
+
+    /// The plugins of a participant with `identity` and `access` in `domain_id`: checks
+    /// that the participant may join the domain at the clock's `now`.
+    pub fn new(
+        identity: LocalIdentity,
+        access: AccessControl,
+        domain_id: u32,
+        clock: WallClock,
+        now: Timestamp,
+        entropy: Box<dyn Entropy + Send>,
+    ) -> Result<Self, EngineSecurityError> {
+        let attributes = access.participant_security_attributes(domain_id)?;
+        access.check_create_participant(domain_id, clock.system_time(now))?;
+        Ok(BuiltinSecurity {
+            guid: identity.guid(),
+            identity: Some(identity),
+            auth: None,
+            access,
+            attributes,
+            domain_id,
+            options: AuthOptions::default(),
+            entropy,
+            clock,
+            seq: 0,
+            remotes: HashMap::new(),
+            transient: false,
+        })
+    }
+
+    /// Handshake options (before the participant is created).
+    pub fn with_options(mut self, options: AuthOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Our adjusted participant GUID.
+    pub fn guid(&self) -> GuidBytes {
+        self.guid
+    }
+
+    /// The validated permissions of an authenticated remote participant.
+    pub fn remote_permissions(&self, remote: GuidPrefix) -> Option<&RemotePermissions> {
+        self.remotes.get(&remote)?.permissions.as_ref()
+    }
+
+    fn stateless_writer(&self) -> GuidBytes {
+        let mut g = self.guid;
+        g[12..].copy_from_slice(&ENTITYID_P2P_PARTICIPANT_STATELESS_MESSAGE_WRITER);
+        g
+    }
+
+    /// A handshake message to `remote` answering `related`, serialized (CDR_LE).
+    fn message(
+        &mut self,
+        remote: &GuidBytes,
+        related: Option<MessageIdentity>,
+        token: DataHolder,
+    ) -> Result<Vec<u8>, SecurityFailure> {
+        self.seq += 1;
+        let m = ParticipantGenericMessage::auth_handshake(
+            self.stateless_writer(),
+            self.seq,
+            *remote,
+            related,
+            token,
+        );
+        let mut out = Vec::new();
+        m.encode_payload(Endianness::Little, &mut out)
+            .map_err(|e| fail(false, format!("encoding a handshake message: {e}")))?;
+        Ok(out)
+    }
+
+    /// Verifies the remote's permissions after a completed handshake.
+    fn permit(
+        &mut self,
+        remote: GuidPrefix,
+        outcome: &crate::auth::HandshakeOutcome,
+        now: Timestamp,
+    ) -> Result<(), SecurityFailure> {
+        let perm = outcome
+            .peer_permissions
+            .strip_suffix(&[0])
+            .unwrap_or(&outcome.peer_permissions);
+        let subject = SubjectName::from_x509(outcome.peer_certificate.subject_name());
+        let label = format!("permissions of {}", outcome.peer_subject_name);
+        let denied = |reason: String| SecurityFailure {
+            kind: SecurityFailureKind::AccessControl,
+            fatal: true,
+            reason,
+        };
+        let rp = self
+            .access
+            .validate_remote_permissions(perm, &label, &subject)
+            .map_err(|e| denied(e.to_string()))?;
+        self.access
+            .check_remote_participant(self.domain_id, &rp, self.clock.system_time(now))
+            .map_err(|e| denied(e.to_string()))?;
+        self.remotes.entry(remote).or_default().permissions = Some(rp);
+        Ok(())
+    }
+
+    fn handle(
+        &mut self,
+        remote: GuidPrefix,
+        msg: &ParticipantGenericMessage,
+        now: Timestamp,
+    ) -> Result<HandshakeOutput, SecurityFailure> {
+        let remote_guid = participant_guid(remote);
+        let now_unix = self.clock.unix_secs(now);
+        let auth = self
+            .auth
+            .as_mut()
+            .ok_or_else(|| fail(false, "security plugin not initialised".into()))?;
+        let token = msg
+            .message_data
+            .first()
+            .ok_or_else(|| fail(false, "handshake message without a token".into()))?;
+        let step = match auth.process(remote_guid, token, now_unix, &mut *self.entropy) {
+            Ok(step) => step,
+            Err(e @ AuthError::TooManyPending { .. }) => {
+                // Transient: the sender's resend is handled again (not answered from the
+                // cache).
+                self.transient = true;
+                return Err(fail(false, e.to_string()));
+            }
+            Err(e) => return Err(fail(false, e.to_string())),
+        };
+        let related = Some(msg.message_identity);
+        match step {
+            HandshakeStep::Reply(reply) => {
+                let payload = self.message(&remote_guid, related, reply)?;
+                Ok(HandshakeOutput::Send {
+                    payload,
+                    resend: true,
+                })
+            }
+            HandshakeStep::Final { message, outcome } => {
+                let payload = self.message(&remote_guid, related, message)?;
+                self.permit(remote, &outcome, now)?;
+                Ok(HandshakeOutput::Authenticated {
+                    payload: Some(payload),
+                })
+            }
+            HandshakeStep::Complete(outcome) => {
+                self.permit(remote, &outcome, now)?;
+                Ok(HandshakeOutput::Authenticated { payload: None })
+            }
+        }
+    }
+}
+
+fn fail(fatal: bool, reason: String) -> SecurityFailure {
+    SecurityFailure {
+        kind: SecurityFailureKind::Authentication,
+        fatal,
+        reason,
+    }
+}
+
+fn participant_guid(prefix: GuidPrefix) -> GuidBytes {
+    let mut g = [0u8; 16];
+    g[..12].copy_from_slice(&prefix.0);
+    g[12..].copy_from_slice(&ENTITYID_PARTICIPANT);
+    g
+}
+
+/// The CDR (little endian) of a token, as a parameter value.
+fn token_bytes(t: &DataHolder) -> Result<Vec<u8>, GenericMessageError> {
+    let mut out = Vec::new();
+    t.encode(&mut CdrWriter::new(&mut out, Encoding::XCDR1_LE))?;
+    Ok(out)
+}
+
+impl ParticipantSecurity for BuiltinSecurity {
+    fn guid_prefix(&self) -> GuidPrefix {
+        let mut p = [0u8; 12];
+        p.copy_from_slice(&self.guid[..12]);
+        GuidPrefix(p)
+    }
+
+    fn init(&mut self, pdata: Vec<u8>) -> Result<LocalSecurityParams, SecurityFailure> {
+        let identity = self
+            .identity
+            .take()
+            .ok_or_else(|| fail(true, "security plugin initialised twice".into()))?;
+        let identity_token = token_bytes(&identity.identity_token())
+            .map_err(|e| fail(true, format!("IdentityToken: {e}")))?;
+        let pt = self.access.permissions_token();
+        let mut perm_token = DataHolder::new(pt.class_id);
+        perm_token.properties = pt
+            .properties
+            .into_iter()
+            .map(|(n, v)| Property::new(n, v))
+            .collect();
+        let permissions_token =
+            token_bytes(&perm_token).map_err(|e| fail(true, format!("PermissionsToken: {e}")))?;
+        // c.perm: the signed document with a trailing NUL, as Cyclone sends it.
+        let mut perm = self
+            .access
+            .permissions_credential()
+            .properties
+            .into_iter()
+            .next()
+            .map(|(_, v)| v.into_bytes())
+            .unwrap_or_default();
+        perm.push(0);
+        self.auth = Some(Authenticator::new(identity, perm, pdata, self.options));
+        let info = self.attributes.security_info();
+        Ok(LocalSecurityParams {
+            identity_token,
+            permissions_token,
+            security_info: (info.attributes, info.plugin_attributes),
+        })
+    }
+
+    fn allow_unauthenticated(&self) -> bool {
+        self.attributes.allow_unauthenticated_participants
+    }
+
+    fn max_pending_handshakes(&self) -> usize {
+        self.options.max_pending
+    }
+
+    fn is_initiator(&self, remote: GuidPrefix) -> bool {
+        self.guid < participant_guid(remote)
+    }
+
+    fn begin(
+        &mut self,
+        remote: GuidPrefix,
+        params: &RemoteSecurityParams,
+        now: Timestamp,
+    ) -> Result<HandshakeOutput, SecurityFailure> {
+        let enc = if params.big_endian {
+            Encoding::XCDR1_BE
+        } else {
+            Encoding::XCDR1_LE
+        };
+        let bytes = params.identity_token.as_deref().unwrap_or(&[]);
+        let token = DataHolder::decode(&mut CdrReader::new(bytes, enc))
+            .map_err(|e| fail(true, format!("IdentityToken: {e}")))?;
+        parse_identity_token(&token).map_err(|e| fail(true, e.to_string()))?;
+        self.remotes.insert(remote, Remote::default());
+        let remote_guid = participant_guid(remote);
+        let now_unix = self.clock.unix_secs(now);
+        let auth = self
+            .auth
+            .as_mut()
+            .ok_or_else(|| fail(true, "security plugin not initialised".into()))?;
+        if !auth.is_initiator(&remote_guid) {
+            return Ok(HandshakeOutput::Wait);
+        }
+        let request = auth
+            .begin_handshake(remote_guid, now_unix, &mut *self.entropy)
+            .map_err(|e| fail(true, e.to_string()))?;
+        let payload = self.message(&remote_guid, None, request)?;
+        Ok(HandshakeOutput::Send {
+            payload,
+            resend: true,
+        })
+    }
+
+    fn on_message(
+        &mut self,
+        remote: GuidPrefix,
+        payload: &[u8],
+        now: Timestamp,
+    ) -> Result<HandshakeOutput, SecurityFailure> {
+        let msg = ParticipantGenericMessage::decode_payload(payload)
+            .map_err(|e| fail(false, format!("stateless message: {e}")))?;
+        if msg.destination_participant_guid != self.guid
+            && msg.destination_participant_guid != GUID_UNKNOWN
+        {
+            return Ok(HandshakeOutput::Wait);
+        }
+        if msg.message_class_id == GMCLASSID_SECURITY_AUTH_REQUEST {
+            let now_unix = self.clock.unix_secs(now);
+            if let (Some(auth), Some(t)) = (self.auth.as_mut(), msg.message_data.first()) {
+                if t.class_id.starts_with(AUTH_REQUEST_CLASS_ID) {
+                    auth.note_auth_request(participant_guid(remote), t, now_unix)
+                        .map_err(|e| fail(false, e.to_string()))?;
+                }
+            }
+            return Ok(HandshakeOutput::Wait);
+        }
+        if msg.message_class_id != GMCLASSID_SECURITY_AUTH_HANDSHAKE {
+            return Ok(HandshakeOutput::Wait);
+        }
+        if let Some((id, answer)) = self.remotes.get(&remote).and_then(|r| r.last.as_ref()) {
+            if *id == msg.message_identity {
+                // A resend: our answer was lost (or theirs crossed ours).
+                return Ok(answer.clone().unwrap_or(HandshakeOutput::Wait));
+            }
+        }
+        self.transient = false;
+        let result = self.handle(remote, &msg, now);
+        if !self.transient {
+            let r = self.remotes.entry(remote).or_default();
+            r.last = Some((msg.message_identity, result.as_ref().ok().cloned()));
+        }
+        result
+    }
+
+    fn forget(&mut self, remote: GuidPrefix) {
+        self.remotes.remove(&remote);
+        if let Some(a) = self.auth.as_mut() {
+            a.cancel(&participant_guid(remote));
+        }
+    }
+}
