@@ -387,6 +387,14 @@ pub struct Stats {
     pub ignored_stateless_messages: u64,
     /// (Security on) Remote participants authenticated.
     pub authenticated_participants: u64,
+    /// (Security on) Protected datagrams (or volatile-secure submessages) dropped because
+    /// they failed to decode: tampered, replayed, or without the sender's key.
+    pub rejected_protected_datagrams: u64,
+    /// (Security on, RTPS protection) Submessages dropped because they came in clear
+    /// (neither SPDP nor stateless) from a participant that must protect them.
+    pub unprotected_submessages_dropped: u64,
+    /// (Security on) Datagrams not sent because the transform failed.
+    pub protection_failures: u64,
     /// (Security on) Handshake messages sent again because unanswered.
     pub handshake_resends: u64,
     /// Datagrams dropped (wholly or from the first bad submessage on) as malformed.

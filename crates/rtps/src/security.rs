@@ -1,5 +1,5 @@
 //! The engine's view of DDS Security (step 1: authentication and access control of
-//! participants).
+//! participants; step 2: key exchange and RTPS message protection).
 //!
 //! # Contract
 //!
@@ -54,9 +54,34 @@
 //!   matched as without security.
 //! * Checked against Eclipse Cyclone DDS 0.10 (`ddsperf` with its builtin plugins): the
 //!   handshake completes and each side accepts the other's permissions, whichever initiates.
-//! * Not in this step: the volatile-secure endpoints, crypto tokens (Cyclone sends them
-//!   right after the handshake; they are ignored) and the payload / submessage / message
-//!   transforms, the secure SEDP and SPDP endpoints.
+//! * **Key exchange** (step 2, when [`ParticipantSecurity::protects_messages`]): once a
+//!   remote is authenticated the engine sends it [`ParticipantSecurity::key_exchange_offer`]
+//!   (the participant crypto tokens, a `ParticipantGenericMessage`) from the
+//!   volatile-secure writer [`VOLATILE_SECURE_WRITER`] (0xff0202c3) to the reader
+//!   [`VOLATILE_SECURE_READER`] (0xff0202c4), as INFO_DST + a DATA protected with
+//!   [`ParticipantSecurity::encode_volatile`] (submessage transform under the KxKeys), one per
+//!   datagram, never message-protected. The offer is sent again every
+//!   [`HANDSHAKE_RESEND_PERIOD`] until [`ParticipantSecurity::key_exchange_acked`]; every
+//!   received volatile DATA is decoded ([`ParticipantSecurity::decode_volatile`]) and
+//!   handed to [`ParticipantSecurity::on_volatile_message`], whose answer (an ack carrying
+//!   our tokens too) is sent once. *Deviation*: the volatile endpoints are driven as this
+//!   offer/ack exchange (best effort, resent until acknowledged by the peer's answer), not
+//!   as RTPS reliable endpoints with HEARTBEAT/ACKNACK; the builtin-endpoint-set bits
+//!   [`BES_VOLATILE_SECURE_WRITER`] / [`BES_VOLATILE_SECURE_READER`] are announced.
+//! * **RTPS message protection** (when [`ParticipantSecurity::protects_messages`]): every
+//!   datagram the participant sends except SPDP, stateless and volatile-secure ones is
+//!   given to [`ParticipantSecurity::encode_message`] (datagrams are built
+//!   [`ParticipantSecurity::message_overhead`] bytes smaller so that the protected one fits
+//!   `max_message_size`), through a scratch buffer reserved at creation (no allocation per
+//!   datagram). A received datagram whose first submessage is `SRTPS_PREFIX` is decoded
+//!   with the sender's key material ([`ParticipantSecurity::decode_message`]) before it is
+//!   interpreted; one that fails is dropped and counted
+//!   ([`crate::Stats::rejected_protected_datagrams`]). An unprotected datagram is then only
+//!   interpreted for its SPDP, stateless and volatile-secure submessages; the others are
+//!   dropped and counted ([`crate::Stats::unprotected_submessages_dropped`]).
+//! * Not yet: the secure SEDP and SPDP endpoints, payload / submessage protection of user
+//!   endpoints (data_protection_kind, metadata_protection_kind), datawriter/datareader
+//!   crypto tokens.
 
 use core::fmt;
 use core::time::Duration;
@@ -74,6 +99,19 @@ pub const PID_PARTICIPANT_SECURITY_INFO: u16 = 0x1005;
 pub const STATELESS_WRITER: EntityId = EntityId([0x00, 0x02, 0x01, 0xc3]);
 /// `ENTITYID_P2P_BUILTIN_PARTICIPANT_STATELESS_READER`.
 pub const STATELESS_READER: EntityId = EntityId([0x00, 0x02, 0x01, 0xc4]);
+
+/// `ENTITYID_P2P_BUILTIN_PARTICIPANT_VOLATILE_MESSAGE_SECURE_WRITER`.
+pub const VOLATILE_SECURE_WRITER: EntityId = EntityId([0xff, 0x02, 0x02, 0xc3]);
+/// `ENTITYID_P2P_BUILTIN_PARTICIPANT_VOLATILE_MESSAGE_SECURE_READER`.
+pub const VOLATILE_SECURE_READER: EntityId = EntityId([0xff, 0x02, 0x02, 0xc4]);
+/// Builtin endpoint set bit: `BUILTIN_PARTICIPANT_VOLATILE_MESSAGE_SECURE_WRITER`.
+pub const BES_VOLATILE_SECURE_WRITER: u32 = 1 << 24;
+/// Builtin endpoint set bit: `BUILTIN_PARTICIPANT_VOLATILE_MESSAGE_SECURE_READER`.
+pub const BES_VOLATILE_SECURE_READER: u32 = 1 << 25;
+/// Submessage id `SRTPS_PREFIX`.
+pub const SRTPS_PREFIX: u8 = 0x33;
+/// Submessage id `SEC_PREFIX`.
+pub const SEC_PREFIX: u8 = 0x31;
 
 /// Builtin endpoint set bit: `BUILTIN_PARTICIPANT_STATELESS_MESSAGE_WRITER`.
 pub const BES_STATELESS_ANNOUNCER: u32 = 1 << 22;
@@ -144,6 +182,8 @@ pub enum SecurityFailureKind {
     Authentication,
     /// Access control: the remote's permissions (signature, grant, validity, join rules).
     AccessControl,
+    /// Cryptography: key exchange and transforms (a bad, replayed or unknown-key message).
+    Cryptography,
 }
 
 /// A failed security step.
@@ -205,6 +245,92 @@ pub trait ParticipantSecurity: fmt::Debug + Send {
 
     /// The remote participant left (or failed, or timed out): forget its state.
     fn forget(&mut self, remote: GuidPrefix);
+
+    /// Whether RTPS messages are protected (governance `rtps_protection_kind` not NONE):
+    /// the key exchange and the message transforms run. Default: no.
+    fn protects_messages(&self) -> bool {
+        false
+    }
+
+    /// Most bytes [`Self::encode_message`] adds to a datagram.
+    fn message_overhead(&self) -> usize {
+        0
+    }
+
+    /// The key-exchange offer to send to the authenticated `remote` (our participant crypto
+    /// tokens), or `None` when there is nothing to send.
+    fn key_exchange_offer(&mut self, remote: GuidPrefix) -> Option<Vec<u8>> {
+        let _ = remote;
+        None
+    }
+
+    /// Whether `remote` acknowledged our crypto tokens (offers stop).
+    fn key_exchange_acked(&self, remote: GuidPrefix) -> bool {
+        let _ = remote;
+        true
+    }
+
+    /// A decoded volatile-secure message from `remote` (its payload): returns a message to
+    /// send back once, if any.
+    fn on_volatile_message(
+        &mut self,
+        remote: GuidPrefix,
+        payload: &[u8],
+    ) -> Result<Option<Vec<u8>>, SecurityFailure> {
+        let _ = (remote, payload);
+        Ok(None)
+    }
+
+    /// Protects the submessage `plain` of the volatile-secure writer to `remote` into `out`
+    /// (its length returned).
+    fn encode_volatile(
+        &mut self,
+        remote: GuidPrefix,
+        plain: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, SecurityFailure> {
+        let _ = (remote, plain, out);
+        Err(no_crypto())
+    }
+
+    /// Decodes the protected submessage from `remote` at the start of `encoded` into `out`:
+    /// returns (bytes consumed of `encoded`, plain length).
+    fn decode_volatile(
+        &mut self,
+        remote: GuidPrefix,
+        encoded: &[u8],
+        out: &mut [u8],
+    ) -> Result<(usize, usize), SecurityFailure> {
+        let _ = (remote, encoded, out);
+        Err(no_crypto())
+    }
+
+    /// Protects the RTPS message `plain` (header included) with our participant key
+    /// material into `out` (at least `plain.len() +` [`Self::message_overhead`] bytes).
+    fn encode_message(&mut self, plain: &[u8], out: &mut [u8]) -> Result<usize, SecurityFailure> {
+        let _ = (plain, out);
+        Err(no_crypto())
+    }
+
+    /// Decodes the protected RTPS message `encoded` from `remote` into `out` (at least
+    /// `encoded.len()` bytes); fails when tampered, replayed or without `remote`'s key.
+    fn decode_message(
+        &mut self,
+        remote: GuidPrefix,
+        encoded: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, SecurityFailure> {
+        let _ = (remote, encoded, out);
+        Err(no_crypto())
+    }
+}
+
+fn no_crypto() -> SecurityFailure {
+    SecurityFailure {
+        kind: SecurityFailureKind::Cryptography,
+        fatal: false,
+        reason: "no cryptographic plugin".into(),
+    }
 }
 
 /// Where a remote participant stands (security on).

@@ -32,6 +32,20 @@
 //!   authenticated certificate subject, and checked at `now` (validity; the domain when the
 //!   governance enables join access control): a refusal is final
 //!   ([`SecurityFailureKind::AccessControl`]).
+//! * **Key exchange and RTPS protection** (step 2, governance `rtps_protection_kind` not
+//!   NONE): the participant key material is generated at construction from the caller's
+//!   entropy — AES-256-GMAC for SIGN, AES-256-GCM for ENCRYPT (the `*_WITH_ORIGIN_AUTHENTICATION`
+//!   kinds are treated as SIGN / ENCRYPT: no receiver-specific MACs yet), a random non-zero
+//!   sender key id, session id and IV suffix. On completion of a handshake the KxKeys
+//!   ([`crate::crypto::kx_key_material`] of the challenges and shared secret) protect the
+//!   volatile-secure submessages both ways. The key-exchange offer is a
+//!   `dds.sec.participant_crypto_tokens` message (from our volatile-secure writer to the
+//!   remote participant and its volatile-secure reader, `related_message_identity` zero)
+//!   with one `DDS:Crypto:AES_GCM_GMAC` CryptoToken whose binary property
+//!   `dds.cryp.keymat` is our KeyMaterial CDR; an offer received is answered with the same
+//!   message whose `related_message_identity` is the offer's (the ack); a message relating
+//!   to one of ours acknowledges our tokens. The remote's key material replaces the one held
+//!   only when it differs (so a resent offer keeps the anti-replay window).
 //! * **Time and randomness**: the engine's monotonic [`Timestamp`] is turned into Unix time
 //!   with the [`WallClock`] given at construction; randomness comes from the caller's
 //!   [`Entropy`] (OS randomness in the runtime, a seeded generator in simulations).
@@ -46,6 +60,7 @@ use ferrodds_rtps::security::{
 };
 use ferrodds_rtps::{GuidPrefix, Timestamp};
 
+use crate::access::ProtectionKind;
 use crate::access::{
     AccessControl, AccessError, Governance, ParticipantSecurityAttributes, PermissionsCa,
     RemotePermissions, SubjectName,
@@ -54,11 +69,22 @@ use crate::auth::{
     parse_identity_token, read_uri, AuthError, AuthOptions, Authenticator, Entropy, HandshakeStep,
     IdentityConfig, LocalIdentity, AUTH_REQUEST_CLASS_ID,
 };
-use crate::generic_message::{
-    DataHolder, GenericMessageError, GuidBytes, MessageIdentity, ParticipantGenericMessage,
-    Property, ENTITYID_P2P_PARTICIPANT_STATELESS_MESSAGE_WRITER, ENTITYID_PARTICIPANT,
-    GMCLASSID_SECURITY_AUTH_HANDSHAKE, GMCLASSID_SECURITY_AUTH_REQUEST, GUID_UNKNOWN,
+use crate::crypto::{
+    kx_key_material, KeyMaterial, ReceiverCrypto, SenderCrypto, TransformKind, MESSAGE_OVERHEAD,
 };
+use crate::generic_message::{
+    BinaryProperty, DataHolder, GenericMessageError, GuidBytes, MessageIdentity,
+    ParticipantGenericMessage, Property, ENTITYID_P2P_PARTICIPANT_STATELESS_MESSAGE_WRITER,
+    ENTITYID_P2P_PARTICIPANT_VOLATILE_MESSAGE_SECURE_READER,
+    ENTITYID_P2P_PARTICIPANT_VOLATILE_MESSAGE_SECURE_WRITER, ENTITYID_PARTICIPANT,
+    GMCLASSID_SECURITY_AUTH_HANDSHAKE, GMCLASSID_SECURITY_AUTH_REQUEST,
+    GMCLASSID_SECURITY_PARTICIPANT_CRYPTO_TOKENS, GUID_UNKNOWN,
+};
+
+/// CryptoToken class of the builtin cryptographic plugin.
+pub const CRYPTO_TOKEN_CLASS: &str = "DDS:Crypto:AES_GCM_GMAC";
+/// Binary property of a CryptoToken holding the KeyMaterial CDR.
+pub const PROP_KEYMAT: &str = "dds.cryp.keymat";
 
 /// Property: permissions CA (`file:` / `data:,` URI).
 pub const PROP_PERMISSIONS_CA: &str = "dds.sec.access.builtin.Access-Permissions.permissions_ca";
@@ -86,6 +112,9 @@ pub enum EngineSecurityError {
     /// The local participant may not be created.
     #[error("access control: {0}")]
     Denied(#[from] crate::access::AccessDenied),
+    /// The participant key material could not be made.
+    #[error("cryptography: {0}")]
+    Crypto(String),
     /// A required access-control property is missing.
     #[error("access control configuration: property {0} is missing")]
     MissingConfig(&'static str),
@@ -159,6 +188,14 @@ struct Remote {
     last: Option<(MessageIdentity, Option<HandshakeOutput>)>,
     /// Its validated permissions, once authenticated.
     permissions: Option<RemotePermissions>,
+    /// KxKeys: volatile-secure submessages to it.
+    kx_tx: Option<SenderCrypto>,
+    /// KxKeys: volatile-secure submessages from it.
+    kx_rx: Option<ReceiverCrypto>,
+    /// Its participant key material: RTPS messages from it.
+    msg_rx: Option<ReceiverCrypto>,
+    /// It acknowledged our crypto tokens.
+    acked: bool,
 }
 
 /// The builtin PKI-DH authentication and Permissions access control of one participant, as
@@ -177,6 +214,10 @@ pub struct BuiltinSecurity {
     remotes: HashMap<GuidPrefix, Remote>,
     /// The last message handled failed for lack of room (not remembered as answered).
     transient: bool,
+    /// Our participant key material and its sender (RTPS protection on).
+    msg_tx: Option<SenderCrypto>,
+    /// Last sequence number of the volatile-secure writer's messages.
+    volatile_seq: i64,
 }
 
 impl std::fmt::Debug for BuiltinSecurity {
@@ -237,7 +278,23 @@ impl BuiltinSecurity {
     ) -> Result<Self, EngineSecurityError> {
         let attributes = access.participant_security_attributes(domain_id)?;
         access.check_create_participant(domain_id, clock.system_time(now))?;
+        let mut entropy = entropy;
+        let msg_tx = match attributes.rtps_protection_kind {
+            ProtectionKind::None => None,
+            k => {
+                let encrypt = matches!(
+                    k,
+                    ProtectionKind::Encrypt | ProtectionKind::EncryptWithOriginAuthentication
+                );
+                Some(new_sender(
+                    TransformKind::for_protection(encrypt, 256),
+                    &mut *entropy,
+                )?)
+            }
+        };
         Ok(BuiltinSecurity {
+            msg_tx,
+            volatile_seq: 0,
             guid: identity.guid(),
             identity: Some(identity),
             auth: None,
@@ -321,8 +378,70 @@ impl BuiltinSecurity {
         self.access
             .check_remote_participant(self.domain_id, &rp, self.clock.system_time(now))
             .map_err(|e| denied(e.to_string()))?;
-        self.remotes.entry(remote).or_default().permissions = Some(rp);
+        let kx = if self.msg_tx.is_some() {
+            let km = kx_key_material(
+                &outcome.challenge1,
+                &outcome.challenge2,
+                &outcome.shared_secret,
+            )
+            .map_err(|e| crypto_fail(format!("KxKeys: {e}")))?;
+            let rx =
+                ReceiverCrypto::new(km.clone()).map_err(|e| crypto_fail(format!("KxKeys: {e}")))?;
+            let tx = kx_sender(km, &mut *self.entropy).map_err(crypto_fail)?;
+            Some((tx, rx))
+        } else {
+            None
+        };
+        let r = self.remotes.entry(remote).or_default();
+        r.permissions = Some(rp);
+        if let Some((tx, rx)) = kx {
+            r.kx_tx = Some(tx);
+            r.kx_rx = Some(rx);
+        }
         Ok(())
+    }
+
+    fn volatile_writer(&self) -> GuidBytes {
+        let mut g = self.guid;
+        g[12..].copy_from_slice(&ENTITYID_P2P_PARTICIPANT_VOLATILE_MESSAGE_SECURE_WRITER);
+        g
+    }
+
+    /// Our crypto-tokens message to `remote`, answering `related` (an offer's identity) or
+    /// not (an offer).
+    fn tokens_message(
+        &mut self,
+        remote: GuidPrefix,
+        related: MessageIdentity,
+    ) -> Result<Vec<u8>, SecurityFailure> {
+        let km = self
+            .msg_tx
+            .as_ref()
+            .ok_or_else(|| crypto_fail("RTPS protection is off".into()))?
+            .key_material()
+            .to_bytes();
+        let mut token = DataHolder::new(CRYPTO_TOKEN_CLASS);
+        token.binary_properties = vec![BinaryProperty::new(PROP_KEYMAT, km)];
+        self.volatile_seq += 1;
+        let dest = participant_guid(remote);
+        let mut dest_reader = dest;
+        dest_reader[12..].copy_from_slice(&ENTITYID_P2P_PARTICIPANT_VOLATILE_MESSAGE_SECURE_READER);
+        let m = ParticipantGenericMessage {
+            message_identity: MessageIdentity {
+                source_guid: self.volatile_writer(),
+                sequence_number: self.volatile_seq,
+            },
+            related_message_identity: related,
+            destination_participant_guid: dest,
+            destination_endpoint_guid: dest_reader,
+            source_endpoint_guid: GUID_UNKNOWN,
+            message_class_id: GMCLASSID_SECURITY_PARTICIPANT_CRYPTO_TOKENS.into(),
+            message_data: vec![token],
+        };
+        let mut out = Vec::new();
+        m.encode_payload(Endianness::Little, &mut out)
+            .map_err(|e| crypto_fail(format!("encoding crypto tokens: {e}")))?;
+        Ok(out)
     }
 
     fn handle(
@@ -372,6 +491,53 @@ impl BuiltinSecurity {
                 Ok(HandshakeOutput::Authenticated { payload: None })
             }
         }
+    }
+}
+
+/// Random bytes from `entropy`, as a crypto random source (errors noted).
+fn fill(entropy: &mut (dyn Entropy + Send), failed: &mut Option<AuthError>, b: &mut [u8]) {
+    if let Err(e) = entropy.fill(b) {
+        *failed = Some(e);
+    }
+}
+
+fn random_u32(entropy: &mut (dyn Entropy + Send)) -> Result<u32, AuthError> {
+    let mut b = [0u8; 4];
+    entropy.fill(&mut b)?;
+    Ok(u32::from_be_bytes(b))
+}
+
+/// A sender over new key material of `kind` (random key id, session id and IV suffix).
+fn new_sender(
+    kind: TransformKind,
+    entropy: &mut (dyn Entropy + Send),
+) -> Result<SenderCrypto, EngineSecurityError> {
+    let key_id = random_u32(entropy)?.max(1);
+    let mut failed = None;
+    let km = KeyMaterial::generate(kind, key_id, |b| fill(entropy, &mut failed, b));
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    let km =
+        km.map_err(|e| EngineSecurityError::Crypto(format!("participant key material: {e}")))?;
+    kx_sender(km, entropy).map_err(EngineSecurityError::Crypto)
+}
+
+/// A sender over `km` starting at a random session id and IV suffix.
+fn kx_sender(km: KeyMaterial, entropy: &mut (dyn Entropy + Send)) -> Result<SenderCrypto, String> {
+    let session = random_u32(entropy).map_err(|e| e.to_string())?;
+    let mut iv = [0u8; 8];
+    entropy.fill(&mut iv).map_err(|e| e.to_string())?;
+    // Keep room below the IV suffix's end.
+    let iv = u64::from_be_bytes(iv) >> 1;
+    SenderCrypto::new(km, session, iv).map_err(|e| format!("sender: {e}"))
+}
+
+fn crypto_fail(reason: String) -> SecurityFailure {
+    SecurityFailure {
+        kind: SecurityFailureKind::Cryptography,
+        fatal: false,
+        reason,
     }
 }
 
@@ -525,6 +691,132 @@ impl ParticipantSecurity for BuiltinSecurity {
             r.last = Some((msg.message_identity, result.as_ref().ok().cloned()));
         }
         result
+    }
+
+    fn protects_messages(&self) -> bool {
+        self.msg_tx.is_some()
+    }
+
+    fn message_overhead(&self) -> usize {
+        if self.msg_tx.is_some() {
+            MESSAGE_OVERHEAD
+        } else {
+            0
+        }
+    }
+
+    fn key_exchange_offer(&mut self, remote: GuidPrefix) -> Option<Vec<u8>> {
+        self.remotes.get(&remote)?.kx_tx.as_ref()?;
+        self.tokens_message(remote, MessageIdentity::default()).ok()
+    }
+
+    fn key_exchange_acked(&self, remote: GuidPrefix) -> bool {
+        self.remotes.get(&remote).is_none_or(|r| r.acked)
+    }
+
+    fn on_volatile_message(
+        &mut self,
+        remote: GuidPrefix,
+        payload: &[u8],
+    ) -> Result<Option<Vec<u8>>, SecurityFailure> {
+        let msg = ParticipantGenericMessage::decode_payload(payload)
+            .map_err(|e| crypto_fail(format!("volatile-secure message: {e}")))?;
+        if msg.destination_participant_guid != self.guid
+            || msg.message_class_id != GMCLASSID_SECURITY_PARTICIPANT_CRYPTO_TOKENS
+        {
+            return Ok(None);
+        }
+        let token = msg
+            .message_data
+            .iter()
+            .find(|t| t.class_id == CRYPTO_TOKEN_CLASS)
+            .ok_or_else(|| {
+                crypto_fail(format!(
+                    "participant crypto tokens without a {CRYPTO_TOKEN_CLASS} token"
+                ))
+            })?;
+        let bytes = token.binary_property(PROP_KEYMAT).ok_or_else(|| {
+            crypto_fail(format!("CryptoToken without the {PROP_KEYMAT} property"))
+        })?;
+        let km =
+            KeyMaterial::decode(bytes).map_err(|e| crypto_fail(format!("{PROP_KEYMAT}: {e}")))?;
+        let ours = self.volatile_writer();
+        let r = self
+            .remotes
+            .get_mut(&remote)
+            .filter(|r| r.kx_rx.is_some())
+            .ok_or_else(|| {
+                crypto_fail("crypto tokens from an unauthenticated participant".into())
+            })?;
+        if r.msg_rx.as_ref().is_none_or(|rx| *rx.key_material() != km) {
+            r.msg_rx = Some(
+                ReceiverCrypto::new(km).map_err(|e| crypto_fail(format!("{PROP_KEYMAT}: {e}")))?,
+            );
+        }
+        if msg.related_message_identity.source_guid == ours {
+            r.acked = true;
+        }
+        if msg.related_message_identity == MessageIdentity::default() {
+            // An offer: acknowledge it (with our tokens).
+            return self.tokens_message(remote, msg.message_identity).map(Some);
+        }
+        Ok(None)
+    }
+
+    fn encode_volatile(
+        &mut self,
+        remote: GuidPrefix,
+        plain: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, SecurityFailure> {
+        let tx = self
+            .remotes
+            .get_mut(&remote)
+            .and_then(|r| r.kx_tx.as_mut())
+            .ok_or_else(|| crypto_fail("no KxKeys for this participant".into()))?;
+        tx.encode_submessage(plain, &mut [], out)
+            .map_err(|e| crypto_fail(e.to_string()))
+    }
+
+    fn decode_volatile(
+        &mut self,
+        remote: GuidPrefix,
+        encoded: &[u8],
+        out: &mut [u8],
+    ) -> Result<(usize, usize), SecurityFailure> {
+        let rx = self
+            .remotes
+            .get_mut(&remote)
+            .and_then(|r| r.kx_rx.as_mut())
+            .ok_or_else(|| crypto_fail("no KxKeys for this participant".into()))?;
+        let d = rx
+            .decode_submessage(encoded, out)
+            .map_err(|e| crypto_fail(e.to_string()))?;
+        Ok((d.consumed, d.len))
+    }
+
+    fn encode_message(&mut self, plain: &[u8], out: &mut [u8]) -> Result<usize, SecurityFailure> {
+        let tx = self
+            .msg_tx
+            .as_mut()
+            .ok_or_else(|| crypto_fail("RTPS protection is off".into()))?;
+        tx.encode_message(plain, &mut [], out)
+            .map_err(|e| crypto_fail(e.to_string()))
+    }
+
+    fn decode_message(
+        &mut self,
+        remote: GuidPrefix,
+        encoded: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, SecurityFailure> {
+        let rx = self
+            .remotes
+            .get_mut(&remote)
+            .and_then(|r| r.msg_rx.as_mut())
+            .ok_or_else(|| crypto_fail("no key material of this participant".into()))?;
+        rx.decode_message(encoded, out)
+            .map_err(|e| crypto_fail(e.to_string()))
     }
 
     fn forget(&mut self, remote: GuidPrefix) {

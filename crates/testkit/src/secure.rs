@@ -43,6 +43,11 @@ impl Entropy for SeededEntropy {
 /// A governance document for domains 0-230: join access control on, no protection of any
 /// kind (step 1 of DDS Security: authentication and access control without crypto).
 pub fn governance_xml(allow_unauthenticated: bool) -> String {
+    governance_xml_with(allow_unauthenticated, "NONE")
+}
+
+/// Like [`governance_xml`] with `rtps_protection_kind` = `rtps` (`NONE`, `SIGN`, `ENCRYPT`).
+pub fn governance_xml_with(allow_unauthenticated: bool, rtps: &str) -> String {
     let allow = if allow_unauthenticated {
         "TRUE"
     } else {
@@ -58,7 +63,7 @@ pub fn governance_xml(allow_unauthenticated: bool) -> String {
       <enable_join_access_control>TRUE</enable_join_access_control>
       <discovery_protection_kind>NONE</discovery_protection_kind>
       <liveliness_protection_kind>NONE</liveliness_protection_kind>
-      <rtps_protection_kind>NONE</rtps_protection_kind>
+      <rtps_protection_kind>{rtps}</rtps_protection_kind>
       <topic_access_rules>
         <topic_rule>
           <topic_expression>*</topic_expression>
@@ -121,8 +126,21 @@ impl TestSecurity {
         allow_unauthenticated: bool,
         common_names: &[&str],
     ) -> Result<Self, AuthError> {
+        Self::with_rtps_protection(ca_name, allow_unauthenticated, common_names, "NONE")
+    }
+
+    /// Like [`TestSecurity::new`] with the governance's `rtps_protection_kind` = `rtps`.
+    pub fn with_rtps_protection(
+        ca_name: &str,
+        allow_unauthenticated: bool,
+        common_names: &[&str],
+        rtps: &str,
+    ) -> Result<Self, AuthError> {
         let ca = generate_ca(ca_name, IdentityAlgo::EcPrime256v1, VALID_FROM, VALID_TO)?;
-        let governance = sign_smime(governance_xml(allow_unauthenticated).as_bytes(), &ca)?;
+        let governance = sign_smime(
+            governance_xml_with(allow_unauthenticated, rtps).as_bytes(),
+            &ca,
+        )?;
         let permissions = sign_smime(permissions_xml(common_names).as_bytes(), &ca)?;
         Ok(Self {
             ca,

@@ -7,9 +7,19 @@ use ferrodds_wire::ReceiverState;
 impl Participant {
     /// Processes one received datagram. `src` is the sender's locator, if known
     /// (unused for now). Malformed input is counted in [`Stats`] and dropped.
+    /// With DDS Security protecting RTPS messages, a protected datagram is decoded first
+    /// (see [`crate::security`]).
     pub fn handle_datagram(&mut self, now: Timestamp, src: Option<Locator>, datagram: &[u8]) {
         let _ = src;
         self.stats.received_datagrams += 1;
+        if self.protects_messages() && self.receive_protected(now, datagram) {
+            return;
+        }
+        self.interpret(now, datagram, secure::Origin::Clear);
+    }
+
+    /// Interprets the submessages of a (decoded) datagram from `origin`.
+    pub(super) fn interpret(&mut self, now: Timestamp, datagram: &[u8], origin: secure::Origin) {
         let Ok((hdr, subs)) = codec::parse(datagram) else {
             self.stats.malformed_datagrams += 1;
             return;
@@ -55,6 +65,10 @@ impl Participant {
                 Sub::Other(_) => self.stats.unknown_submessages += 1,
                 Sub::Pad => {}
                 _ if !for_us => {}
+                ref s if self.security.is_some() && !self.admits(origin, s) => {}
+                Sub::Data(d) if d.writer_id == crate::security::VOLATILE_SECURE_WRITER => {
+                    self.on_volatile_data(rx.source_guid_prefix, &d, now)
+                }
                 Sub::Data(d) => self.on_data(rx.source_guid_prefix, &d, rx.timestamp, now),
                 Sub::DataFrag(f) => self.on_data_frag(rx.source_guid_prefix, &f, rx.timestamp, now),
                 Sub::HeartbeatFrag {

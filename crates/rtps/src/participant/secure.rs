@@ -1,12 +1,15 @@
-//! DDS Security in the participant (step 1): secure SPDP, the stateless endpoints, the
-//! handshake driver and the gating of SEDP on authentication (see [`crate::security`]).
+//! DDS Security in the participant: secure SPDP, the stateless endpoints, the handshake
+//! driver and the gating of SEDP on authentication (step 1); the volatile-secure key
+//! exchange and the RTPS message transforms (step 2). See [`crate::security`].
 
 use super::*;
 use crate::reassembly::{Reassembler, ReassemblyLimits};
 use crate::security::{
     HandshakeOutput, SecurityFailureKind, BES_SECURE_PARTICIPANT_ANNOUNCER,
-    BES_STATELESS_ANNOUNCER, BES_STATELESS_DETECTOR, HANDSHAKE_RESEND_PERIOD, HANDSHAKE_TIMEOUT,
-    STATELESS_READER, STATELESS_WRITER,
+    BES_STATELESS_ANNOUNCER, BES_STATELESS_DETECTOR, BES_VOLATILE_SECURE_READER,
+    BES_VOLATILE_SECURE_WRITER, HANDSHAKE_RESEND_PERIOD, HANDSHAKE_TIMEOUT, SEC_PREFIX,
+    SRTPS_PREFIX, STATELESS_READER, STATELESS_WRITER, VOLATILE_SECURE_READER,
+    VOLATILE_SECURE_WRITER,
 };
 
 /// The security state of a participant.
@@ -15,8 +18,19 @@ pub(super) struct Security {
     plugin: Box<dyn ParticipantSecurity>,
     /// Last writer SN of the stateless writer.
     stateless_sn: i64,
-    /// Stateless messages to send: (destinations, destination participant, payload).
-    queue: VecDeque<(Vec<Locator>, GuidPrefix, Vec<u8>)>,
+    /// Stateless (or, flagged, volatile-secure) messages to send: (destinations,
+    /// destination participant, payload, volatile).
+    queue: VecDeque<(Vec<Locator>, GuidPrefix, Vec<u8>, bool)>,
+    /// Last writer SN of the volatile-secure writer.
+    volatile_sn: i64,
+    /// RTPS messages are protected (step 2).
+    protects: bool,
+    /// Bytes the message transform adds (0 when not protecting).
+    pub(super) overhead: usize,
+    /// Remote participants whose key-exchange offer is not acknowledged: next offer time.
+    kx: SeededMap<GuidPrefix, Timestamp>,
+    /// Scratch buffer of the transforms (reserved at creation).
+    scratch: Vec<u8>,
     /// Remote participants waiting for a handshake slot, in discovery order.
     queued: VecDeque<GuidPrefix>,
     /// Handshakes pending that we initiated.
@@ -50,6 +64,20 @@ const STATELESS_REASSEMBLY: ReassemblyLimits = ReassemblyLimits {
     best_effort_timeout: core::time::Duration::from_secs(1),
 };
 
+/// Smallest scratch buffer of a protecting participant (a received datagram's bound).
+const SCRATCH_MIN: usize = 65536;
+
+/// Where the submessages being interpreted come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// A datagram in clear.
+    Clear,
+    /// A decoded protected RTPS message.
+    Message,
+    /// A decoded volatile-secure submessage.
+    Volatile,
+}
+
 /// Largest fragment of a stateless message sent.
 const STATELESS_FRAGMENT: usize = 8192;
 
@@ -75,6 +103,21 @@ impl Participant {
         let local = plugin.init(spdp.encode_pdata())?;
         spdp.builtin_endpoints |=
             BES_STATELESS_ANNOUNCER | BES_STATELESS_DETECTOR | BES_SECURE_PARTICIPANT_ANNOUNCER;
+        let protects = plugin.protects_messages();
+        let overhead = if protects {
+            plugin.message_overhead()
+        } else {
+            0
+        };
+        if protects {
+            spdp.builtin_endpoints |= BES_VOLATILE_SECURE_WRITER | BES_VOLATILE_SECURE_READER;
+        }
+        // Received datagrams are at most 64 KiB; sent ones max_message_size + overhead.
+        let scratch = if protects {
+            vec![0u8; (config.max_message_size + overhead).max(SCRATCH_MIN)]
+        } else {
+            Vec::new()
+        };
         spdp.security = Some(crate::security::RemoteSecurityParams {
             identity_token: Some(local.identity_token),
             permissions_token: Some(local.permissions_token),
@@ -88,6 +131,11 @@ impl Participant {
             plugin,
             stateless_sn: 0,
             queue: VecDeque::new(),
+            volatile_sn: 0,
+            protects,
+            overhead,
+            kx: HashMap::with_hasher(map_hasher(prefix)),
+            scratch,
             queued: VecDeque::new(),
             pending: 0,
             train: None,
@@ -229,12 +277,170 @@ impl Participant {
     }
 
     fn send_stateless(&mut self, prefix: GuidPrefix, payload: Vec<u8>) {
+        self.send_builtin(prefix, payload, false);
+    }
+
+    fn send_builtin(&mut self, prefix: GuidPrefix, payload: Vec<u8>, volatile: bool) {
         let dests = self.locators_for(prefix, &[], true);
         if let Some(s) = self.security.as_mut() {
             if !dests.is_empty() {
-                s.queue.push_back((dests, prefix, payload));
+                s.queue.push_back((dests, prefix, payload, volatile));
             }
         }
+    }
+
+    /// Sends the key-exchange offer to `prefix` (authenticated) and schedules its resend.
+    fn offer_keys(&mut self, prefix: GuidPrefix, now: Timestamp) {
+        let Some(s) = self.security.as_mut() else {
+            return;
+        };
+        if s.plugin.key_exchange_acked(prefix) {
+            s.kx.remove(&prefix);
+            return;
+        }
+        let Some(offer) = s.plugin.key_exchange_offer(prefix) else {
+            s.kx.remove(&prefix);
+            return;
+        };
+        let next = now.saturating_add(HANDSHAKE_RESEND_PERIOD);
+        s.kx.insert(prefix, next);
+        self.work.arm(next);
+        self.send_builtin(prefix, offer, true);
+    }
+
+    /// A DATA of a remote volatile-secure writer, decoded.
+    fn on_volatile(&mut self, src: GuidPrefix, d: &codec::DataSub<'_>, now: Timestamp) {
+        if !self
+            .participants
+            .get(&src)
+            .is_some_and(|p| p.auth == AuthState::Authenticated)
+        {
+            self.stats.ignored_stateless_messages += 1;
+            return;
+        }
+        let Some(s) = self.security.as_mut() else {
+            return;
+        };
+        match s.plugin.on_volatile_message(src, d.payload.unwrap_or(&[])) {
+            Ok(Some(reply)) => self.send_builtin(src, reply, true),
+            Ok(None) => {}
+            Err(_) => self.stats.rejected_protected_datagrams += 1,
+        }
+        if let Some(s) = self.security.as_mut() {
+            if s.plugin.key_exchange_acked(src) {
+                s.kx.remove(&src);
+            }
+        }
+        let _ = now;
+    }
+
+    /// Whether this participant protects RTPS messages.
+    pub(super) fn protects_messages(&self) -> bool {
+        self.security.as_ref().is_some_and(|s| s.protects)
+    }
+
+    /// Protects the datagram `buf[..len]` in place (security with message protection on);
+    /// `None` (counted) if the transform fails.
+    pub(super) fn protect_datagram(&mut self, buf: &mut [u8], len: usize) -> Option<usize> {
+        let Some(s) = self.security.as_mut().filter(|s| s.protects) else {
+            return Some(len);
+        };
+        match s.plugin.encode_message(&buf[..len], &mut s.scratch) {
+            Ok(n) if n <= buf.len() => {
+                buf[..n].copy_from_slice(&s.scratch[..n]);
+                Some(n)
+            }
+            _ => {
+                self.stats.protection_failures += 1;
+                None
+            }
+        }
+    }
+
+    /// Receives a datagram when this participant protects RTPS messages: decodes a
+    /// protected message or volatile-secure submessage and interprets the result; returns
+    /// `false` when the datagram is to be interpreted as it is (in clear).
+    pub(super) fn receive_protected(&mut self, now: Timestamp, datagram: &[u8]) -> bool {
+        const HDR: usize = 20;
+        if datagram.len() < HDR + 4 {
+            return false;
+        }
+        let mut p = [0u8; 12];
+        p.copy_from_slice(&datagram[8..20]);
+        let src = GuidPrefix(p);
+        let Some(s) = self.security.as_mut() else {
+            return false;
+        };
+        let message = datagram[HDR] == SRTPS_PREFIX;
+        // Our volatile-secure datagrams: header, INFO_DST (16), SEC_PREFIX...
+        let volatile =
+            datagram.len() > HDR + 20 && datagram[HDR] == 0x0e && datagram[HDR + 16] == SEC_PREFIX;
+        if !message && !volatile {
+            return false;
+        }
+        let mut scratch = core::mem::take(&mut s.scratch);
+        let decoded = if scratch.len() < datagram.len() {
+            None
+        } else if message {
+            s.plugin
+                .decode_message(src, datagram, &mut scratch)
+                .ok()
+                .map(|n| (n, Origin::Message))
+        } else {
+            scratch[..HDR].copy_from_slice(&datagram[..HDR]);
+            s.plugin
+                .decode_volatile(src, &datagram[HDR + 16..], &mut scratch[HDR..])
+                .ok()
+                .map(|(_, n)| (HDR + n, Origin::Volatile))
+        };
+        match decoded {
+            Some((n, origin)) => self.interpret(now, &scratch[..n], origin),
+            None => self.stats.rejected_protected_datagrams += 1,
+        }
+        if let Some(s) = self.security.as_mut() {
+            s.scratch = scratch;
+        }
+        true
+    }
+
+    /// Whether a submessage from a datagram of `origin` may be interpreted: with message
+    /// protection, clear datagrams carry only SPDP and stateless traffic, and volatile-secure
+    /// DATA only come decoded.
+    pub(super) fn admits(&mut self, origin: Origin, sub: &Sub<'_>) -> bool {
+        let writer = match sub {
+            Sub::Data(d) => Some(d.writer_id),
+            Sub::DataFrag(f) => Some(f.writer_id),
+            _ => None,
+        };
+        if writer == Some(VOLATILE_SECURE_WRITER) {
+            if origin == Origin::Volatile {
+                return true;
+            }
+            self.stats.unprotected_submessages_dropped += 1;
+            return false;
+        }
+        if origin != Origin::Clear || !self.protects_messages() {
+            return true;
+        }
+        if matches!(writer, Some(w) if w == SPDP_WRITER || w == STATELESS_WRITER) {
+            return true;
+        }
+        self.stats.unprotected_submessages_dropped += 1;
+        false
+    }
+
+    /// Hands a decoded volatile-secure DATA to the plugin.
+    pub(super) fn on_volatile_data(
+        &mut self,
+        src: GuidPrefix,
+        d: &codec::DataSub<'_>,
+        now: Timestamp,
+    ) {
+        if d.reader_id != EntityId::UNKNOWN && d.reader_id != VOLATILE_SECURE_READER {
+            self.stats.unmatched_submessages += 1;
+            return;
+        }
+        self.on_volatile(src, d, now);
     }
 
     fn authenticated(&mut self, prefix: GuidPrefix, now: Timestamp) {
@@ -262,6 +468,9 @@ impl Participant {
         self.events
             .push_back(Event::ParticipantAuthenticated { prefix });
         self.match_builtins(prefix, set);
+        if self.protects_messages() {
+            self.offer_keys(prefix, now);
+        }
         self.start_handshakes(now);
     }
 
@@ -269,6 +478,7 @@ impl Participant {
         match f.kind {
             SecurityFailureKind::Authentication => self.stats.authentication_failures += 1,
             SecurityFailureKind::AccessControl => self.stats.access_denied_participants += 1,
+            SecurityFailureKind::Cryptography => self.stats.rejected_protected_datagrams += 1,
         }
         self.events
             .push_back(Event::ParticipantAuthenticationFailed {
@@ -306,6 +516,7 @@ impl Participant {
         };
         s.plugin.forget(prefix);
         s.reassembly.remove(&prefix);
+        s.kx.remove(&prefix);
         if matches!(
             auth,
             AuthState::Pending {
@@ -416,6 +627,21 @@ impl Participant {
         }
         resend.sort_unstable();
         expired.sort_unstable();
+        let mut offers: Vec<GuidPrefix> = self
+            .security
+            .as_ref()
+            .map(|s| {
+                s.kx.iter()
+                    .filter(|(_, t)| now >= **t)
+                    .map(|(k, _)| *k)
+                    .collect()
+            })
+            .unwrap_or_default();
+        offers.sort_unstable();
+        for k in offers {
+            self.stats.handshake_resends += 1;
+            self.offer_keys(k, now);
+        }
         for (k, m) in resend {
             self.stats.handshake_resends += 1;
             self.send_stateless(k, m);
@@ -435,8 +661,10 @@ impl Participant {
 
     /// The earliest handshake deadline.
     pub(super) fn security_deadline(&self) -> Option<Timestamp> {
-        self.security.as_ref()?;
-        self.participants
+        let s = self.security.as_ref()?;
+        let kx = s.kx.values().min().copied();
+        let hs = self
+            .participants
             .values()
             .filter_map(|p| match &p.auth {
                 AuthState::Pending {
@@ -446,7 +674,11 @@ impl Participant {
                 } => Some((*next_resend).min(started.saturating_add(HANDSHAKE_TIMEOUT))),
                 _ => None,
             })
-            .min()
+            .min();
+        match (kx, hs) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Builds the next stateless message datagram, if any: INFO_DST and a DATA, or one
@@ -461,7 +693,38 @@ impl Participant {
         let s = self.security.as_mut()?;
         loop {
             if s.train.is_none() {
-                let (dests, to, payload) = s.queue.pop_front()?;
+                let (dests, to, payload, volatile) = s.queue.pop_front()?;
+                if volatile {
+                    s.volatile_sn += 1;
+                    let mut e = Emitter::new(buf, limit, ours)?;
+                    if !(e.info_dst(to)
+                        && e.data(
+                            VOLATILE_SECURE_READER,
+                            VOLATILE_SECURE_WRITER,
+                            s.volatile_sn,
+                            None,
+                            0,
+                            &payload,
+                            false,
+                        ))
+                    {
+                        continue;
+                    }
+                    let len = e.len();
+                    // Header (20) and INFO_DST (16) stay; the DATA is protected.
+                    match s.plugin.encode_volatile(to, &buf[36..len], &mut s.scratch) {
+                        Ok(n) if 36 + n <= limit => {
+                            buf[36..36 + n].copy_from_slice(&s.scratch[..n]);
+                            self.stats.sent_data += 1;
+                            fill_dests(out, dests.iter());
+                            return Some(36 + n);
+                        }
+                        _ => {
+                            self.stats.protection_failures += 1;
+                            continue;
+                        }
+                    }
+                }
                 s.stateless_sn += 1;
                 // Header, INFO_DST, DATA.
                 if 20 + 16 + Emitter::data_len(false, false, payload.len()) <= limit {

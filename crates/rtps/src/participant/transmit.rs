@@ -21,26 +21,30 @@ impl Participant {
         buf: &mut [u8],
         destinations: &mut Vec<Locator>,
     ) -> Option<usize> {
-        let limit = self.config.max_message_size.min(buf.len());
+        let full = self.config.max_message_size.min(buf.len());
+        // With RTPS message protection, room is left for the transform.
+        let overhead = self.security.as_ref().map_or(0, |s| s.overhead);
+        let limit = full.saturating_sub(overhead);
         destinations.clear();
         // (The work hints are also tested here, so that an idle kind costs
         // no call.)
-        if let Some(len) = self
-            .transmit_spdp(buf, limit, destinations)
-            .or_else(|| {
-                self.security
-                    .as_ref()
-                    .is_some_and(|s| s.has_queued())
-                    .then(|| self.transmit_stateless(buf, limit, destinations))?
-            })
-            .or_else(|| {
-                self.work
-                    .ack
-                    .then(|| self.transmit_acknack(now, buf, limit, destinations))?
-            })
-        {
+        if let Some(len) = self.transmit_spdp(buf, full, destinations).or_else(|| {
+            self.security
+                .as_ref()
+                .is_some_and(|s| s.has_queued())
+                .then(|| self.transmit_stateless(buf, full, destinations))?
+        }) {
             self.stats.sent_datagrams += 1;
             return Some(len);
+        }
+        if let Some(len) = self
+            .work
+            .ack
+            .then(|| self.transmit_acknack(now, buf, limit, destinations))
+            .flatten()
+        {
+            self.stats.sent_datagrams += 1;
+            return self.protect_out(buf, len, overhead);
         }
         if !(self.work.repair || self.work.push) {
             return None;
@@ -56,7 +60,7 @@ impl Participant {
                 .push
                 .then(|| self.transmit_push(now, buf, limit, destinations, None, false))??;
             self.stats.sent_datagrams += 1;
-            return Some(len);
+            return self.protect_out(buf, len, overhead);
         }
         let (len, paced) = self
             .work
@@ -74,7 +78,17 @@ impl Participant {
         }
         self.stats.sent_datagrams += 1;
         debug_assert!(len <= limit);
-        Some(len)
+        self.protect_out(buf, len, overhead)
+    }
+
+    /// The datagram `buf[..len]` as sent: protected when `overhead` (message protection).
+    #[inline]
+    fn protect_out(&mut self, buf: &mut [u8], len: usize, overhead: usize) -> Option<usize> {
+        if overhead == 0 {
+            Some(len)
+        } else {
+            self.protect_datagram(buf, len)
+        }
     }
 
     /// Flow-controlled sending of one writer's new data: builds the next
@@ -92,7 +106,13 @@ impl Participant {
         destinations: &mut Vec<Locator>,
     ) -> Option<usize> {
         self.user_writer(w)?;
-        let limit = self.config.max_message_size.min(buf.len()).min(budget);
+        let overhead = self.security.as_ref().map_or(0, |s| s.overhead);
+        let limit = self
+            .config
+            .max_message_size
+            .min(buf.len())
+            .min(budget)
+            .saturating_sub(overhead);
         destinations.clear();
         let paced = self.pacer.may_send(now, self.rtt.srtt());
         let (len, paced) = self.transmit_push(now, buf, limit, destinations, Some(w.0), paced)?;
@@ -100,7 +120,7 @@ impl Participant {
             self.pacer.on_sent(now, len);
         }
         self.stats.sent_datagrams += 1;
-        Some(len)
+        self.protect_out(buf, len, overhead)
     }
 
     fn transmit_spdp(
