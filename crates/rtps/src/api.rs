@@ -393,6 +393,10 @@ pub struct Stats {
     /// (Security on, RTPS protection) Submessages dropped because they came in clear
     /// (neither SPDP nor stateless) from a participant that must protect them.
     pub unprotected_submessages_dropped: u64,
+    /// (Security on, RTPS protection) Datagrams sent as protected RTPS messages.
+    pub protected_datagrams_sent: u64,
+    /// (Security on, RTPS protection) Protected RTPS messages received and decoded.
+    pub protected_datagrams_received: u64,
     /// (Security on) Datagrams not sent because the transform failed.
     pub protection_failures: u64,
     /// (Security on) Handshake messages sent again because unanswered.

@@ -12,7 +12,9 @@
 //!   (no allocation per sample).
 //! * [`engine`]: [`engine::BuiltinSecurity`], the adapter of `auth` and `access` that the RTPS
 //!   engine calls (`ferrodds_rtps::security::ParticipantSecurity`): tokens, handshake over the
-//!   stateless topic, validation of remote permissions.
+//!   stateless topic, validation of remote permissions; with `rtps_protection_kind` SIGN or
+//!   ENCRYPT, the participant key material, the key exchange on the volatile-secure topic
+//!   (KxKeys) and the RTPS message transforms.
 //! * [`generic_message`]: `DataHolder` tokens and the `ParticipantGenericMessage` carried on the
 //!   stateless and volatile-secure builtin topics.
 //!

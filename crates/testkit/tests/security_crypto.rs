@@ -193,6 +193,10 @@ fn encrypt_hides_payload_and_protects_every_datagram() {
         }
     }
     assert!(protected >= 100, "only {protected} protected datagrams");
+    let sa = p.net.nodes[p.a].participant.stats();
+    let sb = p.net.nodes[p.b].participant.stats();
+    assert!(sa.protected_datagrams_sent >= 100, "{sa:?}");
+    assert!(sb.protected_datagrams_received >= 100, "{sb:?}");
     for (k, i) in [p.a, p.b].into_iter().enumerate() {
         let s = p.net.nodes[i].participant.stats();
         assert_eq!(s.rejected_protected_datagrams, rejected[k], "{s:?}");

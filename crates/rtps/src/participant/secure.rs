@@ -348,6 +348,7 @@ impl Participant {
         match s.plugin.encode_message(&buf[..len], &mut s.scratch) {
             Ok(n) if n <= buf.len() => {
                 buf[..n].copy_from_slice(&s.scratch[..n]);
+                self.stats.protected_datagrams_sent += 1;
                 Some(n)
             }
             _ => {
@@ -368,6 +369,10 @@ impl Participant {
         let mut p = [0u8; 12];
         p.copy_from_slice(&datagram[8..20]);
         let src = GuidPrefix(p);
+        if src == self.config.guid_prefix {
+            // Our own datagram looped back: never a remote's.
+            return true;
+        }
         let Some(s) = self.security.as_mut() else {
             return false;
         };
@@ -394,7 +399,12 @@ impl Participant {
                 .map(|(_, n)| (HDR + n, Origin::Volatile))
         };
         match decoded {
-            Some((n, origin)) => self.interpret(now, &scratch[..n], origin),
+            Some((n, origin)) => {
+                if origin == Origin::Message {
+                    self.stats.protected_datagrams_received += 1;
+                }
+                self.interpret(now, &scratch[..n], origin)
+            }
             None => self.stats.rejected_protected_datagrams += 1,
         }
         if let Some(s) = self.security.as_mut() {
