@@ -58,16 +58,21 @@
 //!   remote is authenticated the engine sends it [`ParticipantSecurity::key_exchange_offer`]
 //!   (the participant crypto tokens, a `ParticipantGenericMessage`) from the
 //!   volatile-secure writer [`VOLATILE_SECURE_WRITER`] (0xff0202c3) to the reader
-//!   [`VOLATILE_SECURE_READER`] (0xff0202c4), as INFO_DST + a DATA protected with
-//!   [`ParticipantSecurity::encode_volatile`] (submessage transform under the KxKeys), one per
-//!   datagram, never message-protected. The offer is sent again every
-//!   [`HANDSHAKE_RESEND_PERIOD`] until [`ParticipantSecurity::key_exchange_acked`]; every
-//!   received volatile DATA is decoded ([`ParticipantSecurity::decode_volatile`]) and
-//!   handed to [`ParticipantSecurity::on_volatile_message`], whose answer (an ack carrying
-//!   our tokens too) is sent once. *Deviation*: the volatile endpoints are driven as this
-//!   offer/ack exchange (best effort, resent until acknowledged by the peer's answer), not
-//!   as RTPS reliable endpoints with HEARTBEAT/ACKNACK; the builtin-endpoint-set bits
-//!   [`BES_VOLATILE_SECURE_WRITER`] / [`BES_VOLATILE_SECURE_READER`] are announced.
+//!   [`VOLATILE_SECURE_READER`] (0xff0202c4), as INFO_DST + a DATA and a HEARTBEAT
+//!   (first = last = the DATA's SN, not final), each protected with
+//!   [`ParticipantSecurity::encode_volatile`] (submessage transform under the KxKeys), one
+//!   datagram per message, never message-protected. The offer is sent again every
+//!   [`HANDSHAKE_RESEND_PERIOD`] until [`ParticipantSecurity::key_exchange_acked`] or an
+//!   ACKNACK of the remote volatile-secure reader past the offer's SN (what a reliable reader
+//!   such as Cyclone DDS's answers to the HEARTBEAT). Every SEC_PREFIX submessage of a
+//!   received clear datagram is decoded ([`ParticipantSecurity::decode_volatile`]) in place
+//!   and the datagram interpreted; a volatile DATA is handed to
+//!   [`ParticipantSecurity::on_volatile_message`], whose answer (an ack carrying our tokens
+//!   too) is sent once; volatile DATA in clear are dropped. *Deviation*: our volatile
+//!   endpoints are this offer/answer exchange, not full RTPS reliable endpoints (we send no
+//!   ACKNACK for the remote's volatile writer: Cyclone DDS keeps sending HEARTBEATs for it);
+//!   the builtin-endpoint-set bits [`BES_VOLATILE_SECURE_WRITER`] /
+//!   [`BES_VOLATILE_SECURE_READER`] are announced.
 //! * **RTPS message protection** (when [`ParticipantSecurity::protects_messages`]): every
 //!   datagram the participant sends except SPDP, stateless and volatile-secure ones is
 //!   given to [`ParticipantSecurity::encode_message`] (datagrams are built
@@ -79,6 +84,10 @@
 //!   ([`crate::Stats::rejected_protected_datagrams`]). An unprotected datagram is then only
 //!   interpreted for its SPDP, stateless and volatile-secure submessages; the others are
 //!   dropped and counted ([`crate::Stats::unprotected_submessages_dropped`]).
+//! * Checked against Cyclone DDS 0.10 `ddsperf` with the perftest RTPSSign governance: each
+//!   side takes the other's participant crypto tokens and we decode Cyclone's protected
+//!   messages. Cyclone sends its SEDP HEARTBEATs to all readers in clear (they are dropped
+//!   here), so SEDP with Cyclone may stall; user data with Cyclone is not tested.
 //! * Not yet: the secure SEDP and SPDP endpoints, payload / submessage protection of user
 //!   endpoints (data_protection_kind, metadata_protection_kind), datawriter/datareader
 //!   crypto tokens.

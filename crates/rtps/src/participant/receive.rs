@@ -69,6 +69,13 @@ impl Participant {
                 Sub::Data(d) if d.writer_id == crate::security::VOLATILE_SECURE_WRITER => {
                     self.on_volatile_data(rx.source_guid_prefix, &d, now)
                 }
+                Sub::AckNack {
+                    writer_id, ref set, ..
+                } if writer_id == crate::security::VOLATILE_SECURE_WRITER
+                    && origin == secure::Origin::Volatile =>
+                {
+                    self.on_volatile_acknack(rx.source_guid_prefix, set.base())
+                }
                 Sub::Data(d) => self.on_data(rx.source_guid_prefix, &d, rx.timestamp, now),
                 Sub::DataFrag(f) => self.on_data_frag(rx.source_guid_prefix, &f, rx.timestamp, now),
                 Sub::HeartbeatFrag {

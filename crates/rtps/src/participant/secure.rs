@@ -27,8 +27,9 @@ pub(super) struct Security {
     protects: bool,
     /// Bytes the message transform adds (0 when not protecting).
     pub(super) overhead: usize,
-    /// Remote participants whose key-exchange offer is not acknowledged: next offer time.
-    kx: SeededMap<GuidPrefix, Timestamp>,
+    /// Remote participants whose key-exchange offer is not acknowledged: next offer time
+    /// and the volatile-secure SN of the last offer.
+    kx: SeededMap<GuidPrefix, (Timestamp, i64)>,
     /// Scratch buffer of the transforms (reserved at creation).
     scratch: Vec<u8>,
     /// Remote participants waiting for a handshake slot, in discovery order.
@@ -63,6 +64,34 @@ const STATELESS_REASSEMBLY: ReassemblyLimits = ReassemblyLimits {
     max_samples_per_writer: 2,
     best_effort_timeout: core::time::Duration::from_secs(1),
 };
+
+/// The submessage at `pos` of `d`: (id, end offset), or `None` when truncated.
+fn sub_at(d: &[u8], pos: usize) -> Option<(u8, usize)> {
+    let h = d.get(pos..pos + 4)?;
+    let len = if h[1] & 1 == 1 {
+        u16::from_le_bytes([h[2], h[3]])
+    } else {
+        u16::from_be_bytes([h[2], h[3]])
+    } as usize;
+    // octetsToNextHeader 0: the submessage extends to the end (not for PAD / INFO_TS).
+    let end = if len == 0 && h[0] != 0x01 && h[0] != 0x09 {
+        d.len()
+    } else {
+        pos + 4 + len
+    };
+    (end <= d.len()).then_some((h[0], end))
+}
+
+/// The submessages of datagram `d` (after the RTPS header): (id, start, end).
+fn sub_ends(d: &[u8]) -> impl Iterator<Item = (u8, usize, usize)> + '_ {
+    let mut pos = 20;
+    core::iter::from_fn(move || {
+        let (id, end) = sub_at(d, pos)?;
+        let start = pos;
+        pos = end;
+        Some((id, start, end))
+    })
+}
 
 /// Smallest scratch buffer of a protecting participant (a received datagram's bound).
 const SCRATCH_MIN: usize = 65536;
@@ -303,7 +332,9 @@ impl Participant {
             return;
         };
         let next = now.saturating_add(HANDSHAKE_RESEND_PERIOD);
-        s.kx.insert(prefix, next);
+        // The offer goes out with the next volatile SN (the queue holds no other to `prefix`
+        // at most a few; an ACKNACK at or past it acknowledges).
+        s.kx.insert(prefix, (next, s.volatile_sn + 1));
         self.work.arm(next);
         self.send_builtin(prefix, offer, true);
     }
@@ -377,9 +408,8 @@ impl Participant {
             return false;
         };
         let message = datagram[HDR] == SRTPS_PREFIX;
-        // Our volatile-secure datagrams: header, INFO_DST (16), SEC_PREFIX...
-        let volatile =
-            datagram.len() > HDR + 20 && datagram[HDR] == 0x0e && datagram[HDR + 16] == SEC_PREFIX;
+        // Protected volatile-secure submessages (SEC_PREFIX) in a clear datagram.
+        let volatile = !message && sub_ends(datagram).any(|(id, _, _)| id == SEC_PREFIX);
         if !message && !volatile {
             return false;
         }
@@ -392,11 +422,41 @@ impl Participant {
                 .ok()
                 .map(|n| (n, Origin::Message))
         } else {
+            // Rebuild the datagram with each protected submessage replaced by its plain
+            // form; clear volatile-secure DATA are left out.
             scratch[..HDR].copy_from_slice(&datagram[..HDR]);
-            s.plugin
-                .decode_volatile(src, &datagram[HDR + 16..], &mut scratch[HDR..])
-                .ok()
-                .map(|(_, n)| (HDR + n, Origin::Volatile))
+            let mut o = HDR;
+            let mut pos = HDR;
+            let mut ok = true;
+            while pos + 4 <= datagram.len() {
+                let Some((id, end)) = sub_at(datagram, pos) else {
+                    break;
+                };
+                if id == SEC_PREFIX {
+                    match s
+                        .plugin
+                        .decode_volatile(src, &datagram[pos..], &mut scratch[o..])
+                    {
+                        Ok((consumed, n)) => {
+                            o += n;
+                            pos += consumed;
+                            continue;
+                        }
+                        Err(_) => {
+                            ok = false;
+                            break;
+                        }
+                    }
+                }
+                let clear_volatile_data = (id == 0x15 || id == 0x16)
+                    && datagram.get(pos + 12..pos + 16) == Some(&VOLATILE_SECURE_WRITER.0[..]);
+                if !clear_volatile_data {
+                    scratch[o..o + (end - pos)].copy_from_slice(&datagram[pos..end]);
+                    o += end - pos;
+                }
+                pos = end;
+            }
+            ok.then_some((o, Origin::Volatile))
         };
         match decoded {
             Some((n, origin)) => {
@@ -437,6 +497,16 @@ impl Participant {
         }
         self.stats.unprotected_submessages_dropped += 1;
         false
+    }
+
+    /// A decoded ACKNACK of a remote volatile-secure reader (a reliable one, as Cyclone
+    /// DDS's): acknowledges our offer once it is past the offer's SN.
+    pub(super) fn on_volatile_acknack(&mut self, src: GuidPrefix, base: i64) {
+        if let Some(s) = self.security.as_mut() {
+            if s.kx.get(&src).is_some_and(|&(_, sn)| base > sn) {
+                s.kx.remove(&src);
+            }
+        }
     }
 
     /// Hands a decoded volatile-secure DATA to the plugin.
@@ -642,7 +712,7 @@ impl Participant {
             .as_ref()
             .map(|s| {
                 s.kx.iter()
-                    .filter(|(_, t)| now >= **t)
+                    .filter(|(_, (t, _))| now >= *t)
                     .map(|(k, _)| *k)
                     .collect()
             })
@@ -672,7 +742,7 @@ impl Participant {
     /// The earliest handshake deadline.
     pub(super) fn security_deadline(&self) -> Option<Timestamp> {
         let s = self.security.as_ref()?;
-        let kx = s.kx.values().min().copied();
+        let kx = s.kx.values().map(|(t, _)| *t).min();
         let hs = self
             .participants
             .values()
@@ -720,9 +790,35 @@ impl Participant {
                     {
                         continue;
                     }
+                    let data_end = e.len();
+                    // A HEARTBEAT announcing this SN as the first available, so that a
+                    // reliable volatile-secure reader (Cyclone DDS's) delivers it without
+                    // waiting for earlier offers that were lost, and ACKNACKs it (which
+                    // acknowledges the offer).
+                    let count = i32::try_from(s.volatile_sn).unwrap_or(i32::MAX);
+                    if !e.heartbeat(
+                        VOLATILE_SECURE_READER,
+                        VOLATILE_SECURE_WRITER,
+                        s.volatile_sn,
+                        s.volatile_sn,
+                        count,
+                        false,
+                    ) {
+                        continue;
+                    }
                     let len = e.len();
-                    // Header (20) and INFO_DST (16) stay; the DATA is protected.
-                    match s.plugin.encode_volatile(to, &buf[36..len], &mut s.scratch) {
+                    // Header (20) and INFO_DST (16) stay; DATA and HEARTBEAT are protected
+                    // one by one.
+                    let n1 = s
+                        .plugin
+                        .encode_volatile(to, &buf[36..data_end], &mut s.scratch);
+                    let n = n1.and_then(|n1| {
+                        let b = &mut s.scratch[n1..];
+                        s.plugin
+                            .encode_volatile(to, &buf[data_end..len], b)
+                            .map(|n2| n1 + n2)
+                    });
+                    match n {
                         Ok(n) if 36 + n <= limit => {
                             buf[36..36 + n].copy_from_slice(&s.scratch[..n]);
                             self.stats.sent_data += 1;
