@@ -67,7 +67,7 @@ impl Participant {
                 _ if !for_us => {}
                 ref s if self.security.is_some() && !self.admits(origin, s) => {}
                 Sub::Data(d) if d.writer_id == crate::security::VOLATILE_SECURE_WRITER => {
-                    self.on_volatile_data(rx.source_guid_prefix, &d, now)
+                    self.on_volatile_data(rx.source_guid_prefix, &d)
                 }
                 Sub::AckNack {
                     writer_id, ref set, ..

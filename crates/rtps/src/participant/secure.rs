@@ -332,15 +332,16 @@ impl Participant {
             return;
         };
         let next = now.saturating_add(HANDSHAKE_RESEND_PERIOD);
-        // The offer goes out with the next volatile SN (the queue holds no other to `prefix`
-        // at most a few; an ACKNACK at or past it acknowledges).
+        // The offer goes out with the next volatile SN or a later one (if answers to others
+        // are queued before it); an ACKNACK past that SN acknowledges it — the remote only
+        // learns SNs of messages to it, all of which carry our tokens.
         s.kx.insert(prefix, (next, s.volatile_sn + 1));
         self.work.arm(next);
         self.send_builtin(prefix, offer, true);
     }
 
     /// A DATA of a remote volatile-secure writer, decoded.
-    fn on_volatile(&mut self, src: GuidPrefix, d: &codec::DataSub<'_>, now: Timestamp) {
+    fn on_volatile(&mut self, src: GuidPrefix, d: &codec::DataSub<'_>) {
         if !self
             .participants
             .get(&src)
@@ -362,7 +363,6 @@ impl Participant {
                 s.kx.remove(&src);
             }
         }
-        let _ = now;
     }
 
     /// Whether this participant protects RTPS messages.
@@ -510,17 +510,12 @@ impl Participant {
     }
 
     /// Hands a decoded volatile-secure DATA to the plugin.
-    pub(super) fn on_volatile_data(
-        &mut self,
-        src: GuidPrefix,
-        d: &codec::DataSub<'_>,
-        now: Timestamp,
-    ) {
+    pub(super) fn on_volatile_data(&mut self, src: GuidPrefix, d: &codec::DataSub<'_>) {
         if d.reader_id != EntityId::UNKNOWN && d.reader_id != VOLATILE_SECURE_READER {
             self.stats.unmatched_submessages += 1;
             return;
         }
-        self.on_volatile(src, d, now);
+        self.on_volatile(src, d);
     }
 
     fn authenticated(&mut self, prefix: GuidPrefix, now: Timestamp) {
