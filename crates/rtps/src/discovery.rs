@@ -388,17 +388,31 @@ impl SpdpData {
                 PID_ENTITY_NAME => d.entity_name = val::<&str>(&p, e).map(str::to_owned),
                 PID_FERRODDS_INCARNATION => incarnation = val::<Incarnation>(&p, e),
                 PID_IDENTITY_TOKEN | PID_PERMISSIONS_TOKEN | PID_PARTICIPANT_SECURITY_INFO => {
-                    let s = d.security.get_or_insert_with(|| RemoteSecurityParams {
-                        big_endian: e == Endianness::Big,
-                        ..RemoteSecurityParams::default()
-                    });
-                    let token = (p.value.len() <= MAX_TOKEN_LEN).then(|| p.value.to_vec());
-                    match p.pid {
-                        PID_IDENTITY_TOKEN => s.identity_token = token,
-                        PID_PERMISSIONS_TOKEN => s.permissions_token = token,
-                        _ => {
-                            s.security_info = val::<ferrodds_wire::SecurityInfo>(&p, e)
-                                .map(|i| (i.attributes, i.plugin_attributes));
+                    // A parameter value is a whole number of 4-byte words on the wire; a
+                    // token that is not is malformed and ignored (kept, it would come back
+                    // padded when re-encoded), as is one that does not decode: a participant
+                    // is secure only by the security parameters it really carries (both
+                    // found by the discovery_data fuzz target).
+                    let token = (p.value.len() <= MAX_TOKEN_LEN && p.value.len().is_multiple_of(4))
+                        .then(|| p.value.to_vec());
+                    let info = (p.pid == PID_PARTICIPANT_SECURITY_INFO)
+                        .then(|| val::<ferrodds_wire::SecurityInfo>(&p, e))
+                        .flatten()
+                        .map(|i| (i.attributes, i.plugin_attributes));
+                    let present = if p.pid == PID_PARTICIPANT_SECURITY_INFO {
+                        info.is_some()
+                    } else {
+                        token.is_some()
+                    };
+                    if present {
+                        let s = d.security.get_or_insert_with(|| RemoteSecurityParams {
+                            big_endian: e == Endianness::Big,
+                            ..RemoteSecurityParams::default()
+                        });
+                        match p.pid {
+                            PID_IDENTITY_TOKEN => s.identity_token = token,
+                            PID_PERMISSIONS_TOKEN => s.permissions_token = token,
+                            _ => s.security_info = info,
                         }
                     }
                 }
