@@ -86,6 +86,8 @@ fn spawn_script(ns: &str, script: &Path, args: &[&str], env: &[(&str, &str)], lo
     for (k, v) in env {
         c.env(k, v);
     }
+    // Its own process group, so that a hung script is killed with its perftest.
+    std::os::unix::process::CommandExt::process_group(&mut c, 0);
     c.stdin(Stdio::null())
         .stdout(std::fs::File::create(log.with_extension("out")).unwrap())
         .stderr(std::fs::File::create(log).unwrap())
@@ -93,7 +95,9 @@ fn spawn_script(ns: &str, script: &Path, args: &[&str], env: &[(&str, &str)], lo
         .expect("spawn script")
 }
 
-fn wait_both(mut a: Child, mut b: Child, limit: Duration, logs: &[&Path]) {
+/// Waits for both scripts; `Err` with what each log says about its last perftest run when
+/// they do not finish within `limit` (both killed).
+fn wait_both(mut a: Child, mut b: Child, limit: Duration, logs: &[&Path]) -> Result<(), String> {
     let end = Instant::now() + limit;
     let (mut da, mut db) = (None, None);
     while da.is_none() || db.is_none() {
@@ -104,21 +108,21 @@ fn wait_both(mut a: Child, mut b: Child, limit: Duration, logs: &[&Path]) {
             db = b.try_wait().unwrap();
         }
         if Instant::now() > end {
-            let _ = a.kill();
-            let _ = b.kill();
+            for child in [&a, &b] {
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", child.id())])
+                    .status();
+            }
+            let _ = a.wait();
+            let _ = b.wait();
             let tails: Vec<String> = logs
                 .iter()
-                .map(|l| {
-                    let s = std::fs::read_to_string(l).unwrap_or_default();
-                    let tail: Vec<char> = s.chars().rev().take(3000).collect();
-                    let tail: String = tail.into_iter().rev().collect();
-                    format!("{}:\n{tail}", l.display())
-                })
+                .map(|l| format!("{}:\n{}", l.display(), last_run(l)))
                 .collect();
-            panic!(
+            return Err(format!(
                 "the scripts did not finish within {limit:?}\n{}",
                 tails.join("\n")
-            );
+            ));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -130,6 +134,16 @@ fn wait_both(mut a: Child, mut b: Child, limit: Duration, logs: &[&Path]) {
             std::fs::read_to_string(log).unwrap_or_default()
         );
     }
+    Ok(())
+}
+
+/// What a script's log says after the start-up summary of its last perftest run (the
+/// transports' connection log with it), at most its last 8,000 characters.
+fn last_run(log: &Path) -> String {
+    let s = std::fs::read_to_string(log).unwrap_or_default();
+    let from = s.rfind("Initial peers:").unwrap_or(0);
+    let tail: Vec<char> = s[from..].chars().rev().take(8000).collect();
+    tail.into_iter().rev().collect()
 }
 
 /// The first field of every row of `file`, which must hold `n` data rows (no headers).
@@ -157,14 +171,41 @@ fn published_tcp_scripts_run_unchanged_between_namespaces() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A run that hangs (both sides waiting to discover each other, seen once in CI in about
+    // a hundred runs and not reproduced since) gets one more, on a fresh testbed; the first
+    // one's connection log is printed so the cause can be found.
+    if let Err(first) = tcp_scripts_attempt() {
+        println!("first attempt failed, trying once more:\n{first}");
+        if let Err(second) = tcp_scripts_attempt() {
+            panic!("{second}");
+        }
+    }
+}
+
+/// One run of the TCP scripts' matrix on a fresh testbed; `Err` when the scripts hang.
+fn tcp_scripts_attempt() -> Result<(), String> {
     let tb = Testbed::create_with_addresses(Impairments::default(), PUB_ADDR, SUB_ADDR)
         .expect("testbed");
     install_counters(&tb.ns_pub);
     install_counters(&tb.ns_sub);
-    let perftest = perftest();
-    let perftest = perftest.to_str().unwrap();
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/published");
     let dir = temp_dir("tcp-scripts");
+    // The scripts run perftest as they are; PERFTEST names a wrapper that adds the
+    // transports' connection log (dialled, accepted, closed) on stderr.
+    let wrapper = dir.join("perftest-logged");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec '{}' \"$@\" -transportVerbosity 2\n",
+            perftest().display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let perftest = wrapper.to_str().unwrap();
     let out = dir.join("results");
     let out_s = out.to_str().unwrap();
     // Every size for the reliable unkeyed test, the smallest and largest for the other three
@@ -204,7 +245,7 @@ fn published_tcp_scripts_run_unchanged_between_namespaces() {
             sub,
             Duration::from_secs(20 * n as u64 + 30),
             &[&pub_log, &sub_log],
-        );
+        )?;
     }
     // One row per size in every file, in order.
     for (rel, keyed, sizes) in [
@@ -248,6 +289,7 @@ fn published_tcp_scripts_run_unchanged_between_namespaces() {
     }
     drop(tb);
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
 }
 
 /// The suite script's TLS and UDPv4_WAN cases (`scripts/published/suite.sh`, as the published
@@ -308,7 +350,8 @@ fn published_suite_script_tls_and_wan_cases_between_namespaces() {
         let pub_log = dir.join(format!("pub-{transport}.log"));
         let sub = spawn_script(&tb.ns_sub, &script, &sub_args, &env, &sub_log);
         let publ = spawn_script(&tb.ns_pub, &script, &pub_args, &env, &pub_log);
-        wait_both(publ, sub, Duration::from_secs(120), &[&pub_log, &sub_log]);
+        wait_both(publ, sub, Duration::from_secs(120), &[&pub_log, &sub_log])
+            .unwrap_or_else(|e| panic!("{e}"));
         let lower = transport.to_lowercase();
         for side in ["pub", "sub"] {
             let f = out.join(format!("{lower}_{side}.csv"));
