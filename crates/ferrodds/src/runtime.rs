@@ -164,9 +164,6 @@ impl Readers {
     }
 }
 
-/// Authentication failures kept for [`Inner::authentication_failures`].
-const MAX_AUTH_FAILURES: usize = 16;
-
 /// What the engine lock protects.
 pub(crate) struct EngineState {
     pub(crate) engine: Participant,
@@ -249,8 +246,6 @@ pub(crate) struct Inner {
     pub(crate) capture: CaptureSlot,
     discovered: Mutex<HashSet<GuidPrefix>>,
     discovered_cv: Condvar,
-    /// The last DDS Security authentication failures ("PREFIX: reason"), oldest first.
-    auth_failures: Mutex<std::collections::VecDeque<String>>,
     pub(crate) topics: Mutex<HashMap<String, String>>,
     publisher: Mutex<Publisher>,
     publisher_cv: Condvar,
@@ -309,7 +304,6 @@ impl Inner {
             capture: CaptureSlot::default(),
             discovered: Mutex::new(HashSet::new()),
             discovered_cv: Condvar::new(),
-            auth_failures: Mutex::new(std::collections::VecDeque::new()),
             topics: Mutex::new(HashMap::new()),
             publisher: Mutex::new(Publisher::default()),
             publisher_cv: Condvar::new(),
@@ -625,6 +619,15 @@ impl Inner {
                     pending.push(Pending::Writer(Arc::clone(w), ev));
                 }
             }
+            Event::ParticipantAuthenticationFailed { prefix } => {
+                // Logged here, where the engine that keeps the reason is at hand.
+                let reason = engine
+                    .authentication_failures()
+                    .filter(|(p, _)| p == prefix)
+                    .last()
+                    .map_or("", |(_, r)| r);
+                tracing::warn!(?prefix, %reason, "participant authentication failed");
+            }
             _ => pending.push(Pending::Participant(ev)),
         }
     }
@@ -660,21 +663,17 @@ impl Inner {
             Event::ParticipantAuthenticated { prefix } => {
                 tracing::debug!(?prefix, "participant authenticated");
             }
-            Event::ParticipantAuthenticationFailed { prefix, reason } => {
-                tracing::warn!(?prefix, %reason, "participant authentication failed");
-                let mut g = lock(&self.auth_failures);
-                if g.len() >= MAX_AUTH_FAILURES {
-                    g.pop_front();
-                }
-                g.push_back(format!("{prefix:?}: {reason}"));
-            }
             other => tracing::trace!(?other, "unhandled engine event"),
         }
     }
 
     /// The last DDS Security authentication failures, oldest first.
     pub(crate) fn authentication_failures(&self) -> Vec<String> {
-        lock(&self.auth_failures).iter().cloned().collect()
+        lock(&self.engine)
+            .engine
+            .authentication_failures()
+            .map(|(prefix, reason)| format!("{prefix:?}: {reason}"))
+            .collect()
     }
 
     pub(crate) fn discovered_participants(&self) -> Vec<GuidPrefix> {

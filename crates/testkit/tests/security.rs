@@ -35,12 +35,9 @@ fn authenticated(net: &Network, i: usize) -> usize {
 
 fn failures(net: &Network, i: usize) -> Vec<String> {
     net.nodes[i]
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::ParticipantAuthenticationFailed { reason, .. } => Some(reason.clone()),
-            _ => None,
-        })
+        .participant
+        .authentication_failures()
+        .map(|(_, reason)| reason.to_string())
         .collect()
 }
 

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use ferrodds_rtps::{Event, GuidPrefix, History, ReaderQos, Reliability, WriterQos};
+use ferrodds_rtps::{GuidPrefix, History, ReaderQos, Reliability, WriterQos};
 use ferrodds_testkit::helpers::{alive, reader, value, writer};
 use ferrodds_testkit::secure::TestSecurity;
 use ferrodds_testkit::{LinkConfig, Network};
@@ -29,12 +29,9 @@ fn sample(i: u32) -> Vec<u8> {
 
 fn failures(net: &Network, i: usize) -> Vec<String> {
     net.nodes[i]
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::ParticipantAuthenticationFailed { reason, .. } => Some(reason.clone()),
-            _ => None,
-        })
+        .participant
+        .authentication_failures()
+        .map(|(_, reason)| reason.to_string())
         .collect()
 }
 

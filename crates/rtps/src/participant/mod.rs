@@ -66,6 +66,9 @@ use spdp::RemoteParticipant;
 use work::Work;
 use writer::{LocalWriter, PushPlan, Sizes};
 
+/// Authentication failures kept for [`Participant::authentication_failures`].
+const MAX_AUTH_FAILURES: usize = 16;
+
 /// Bytes of a datagram not available to a user payload: header, INFO_DST,
 /// INFO_TS, DATA header, inline QoS (key hash + status info), a HEARTBEAT and
 /// a HEARTBEAT_FRAG.
@@ -131,6 +134,8 @@ pub struct Participant {
     scratch: Outcome,
     leave_queue: VecDeque<Vec<Locator>>,
     events: VecDeque<Event>,
+    /// The last [`MAX_AUTH_FAILURES`] authentication failures and why, oldest first.
+    auth_failures: VecDeque<(GuidPrefix, String)>,
     /// Bytes under reassembly in all readers.
     reasm_budget: ReassemblyBudget,
     /// Payload buffers given back by [`Participant::recycle_payload`], reused
@@ -317,6 +322,7 @@ impl Participant {
             scratch: Outcome::default(),
             leave_queue: VecDeque::new(),
             events: VecDeque::new(),
+            auth_failures: VecDeque::new(),
             work: Work {
                 ack: false,
                 push: false,
@@ -400,6 +406,13 @@ impl Participant {
     /// Counters.
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// (Security on) The last authentication failures (at most 16), oldest first: the
+    /// remote participant and why (the message, property, certificate or rule and the
+    /// reason); each was also an [`Event::ParticipantAuthenticationFailed`].
+    pub fn authentication_failures(&self) -> impl Iterator<Item = (GuidPrefix, &str)> {
+        self.auth_failures.iter().map(|(p, r)| (*p, r.as_str()))
     }
 
     fn alloc_entity(&mut self, kind: u8) -> Result<EntityId, EngineError> {

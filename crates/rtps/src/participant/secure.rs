@@ -555,11 +555,12 @@ impl Participant {
             SecurityFailureKind::AccessControl => self.stats.access_denied_participants += 1,
             SecurityFailureKind::Cryptography => self.stats.rejected_protected_datagrams += 1,
         }
+        if self.auth_failures.len() >= MAX_AUTH_FAILURES {
+            self.auth_failures.pop_front();
+        }
+        self.auth_failures.push_back((prefix, f.reason));
         self.events
-            .push_back(Event::ParticipantAuthenticationFailed {
-                prefix,
-                reason: f.reason,
-            });
+            .push_back(Event::ParticipantAuthenticationFailed { prefix });
         if !f.fatal {
             return;
         }
