@@ -62,11 +62,13 @@ perftest_p50() { # tool domain size
 python_p50() { # domain size
   local dom=$1 size=$2 count=$((seconds * 8000))
   [ "$size" -gt 8192 ] && count=$((seconds * 1500))
-  (cd bindings/python/examples &&
+  local v
+  v=$(cd bindings/python/examples || exit 1
     timeout "$T" "${pin[@]}" "../../../$venv/bin/python" pong.py --domain "$dom" >/dev/null 2>&1 &
     timeout "$T" "${pin[@]}" "../../../$venv/bin/python" ping.py --domain "$dom" --size "$size" \
-      --count "$count" --warmup 1000 2>/dev/null | sed -n 's/.* p50 \([0-9.]*\) us.*/\1/p'
-    wait) || echo nan
+      --count "$count" --warmup 1000 2>"../../../$out/ping.err" | sed -n 's/.* p50 \([0-9.]*\) us.*/\1/p'
+    wait)
+  echo "${v:-nan}"
 }
 
 c_p50() { # domain size (the C program takes payload bytes and prints the round trip)

@@ -28,8 +28,8 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "cargo build --release -p ferrodds-perftest (the capture truth check compares the optimised tool with the wire)"
-cargo build --release -p ferrodds-perftest --locked
+step "cargo build --release -p ferrodds-perftest -p ferrodds-c (the capture truth check compares the optimised tool with the wire; the lab's C# rows run over the release C API)"
+cargo build --release -p ferrodds-perftest -p ferrodds-c --locked
 
 step "cargo test (unit, integration, benches in test mode)"
 export FERRODDS_SKIP_LOG="$PWD/target/skipped-tests.txt"

@@ -355,6 +355,7 @@ mod tests {
                 transport: Transport::Udpv4,
                 size,
                 capture: Default::default(),
+                language: Default::default(),
             },
             topology: "loopback".into(),
             execution_time_s: 1,

@@ -68,6 +68,8 @@ pub struct LabOptions {
     pub topology: TopologyOptions,
     /// perftest binary.
     pub perftest: PathBuf,
+    /// The C# perftest's wrapper (runs with [`crate::matrix::Language::Cs`]).
+    pub perftest_cs: Option<PathBuf>,
     /// ddsperf binary; `None` removes Cyclone from the matrix (with a note).
     pub ddsperf: Option<PathBuf>,
     /// Per-run timeout; `None` = execution time + a margin for start-up and shutdown.
@@ -419,6 +421,7 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
     let out = absolute(&opts.out);
     let mut placement = Placement {
         perftest: opts.perftest.clone(),
+        perftest_cs: opts.perftest_cs.clone(),
         ddsperf: opts
             .ddsperf
             .clone()
@@ -756,6 +759,7 @@ mod tests {
                 transport: Transport::Udpv4,
                 size: 32,
                 capture: Default::default(),
+                language: Default::default(),
             },
         }
     }

@@ -2,7 +2,7 @@
 #![forbid(unsafe_code)]
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -106,6 +106,14 @@ struct RunArgs {
     /// Systems: ferrodds,raw,cyclone.
     #[arg(long)]
     systems: Option<String>,
+    /// Languages of the FerroDDS perftest: rust,cs (comma-separated; cs is the C# perftest over
+    /// the C API, UDPv4 and SHMEM without capture, its rows beside the published C# figures).
+    #[arg(long)]
+    language: Option<String>,
+    /// The C# perftest's executable wrapper (default: bindings/csharp/perftest/perftest_cs
+    /// from the current directory, then from the repository the lab was built in).
+    #[arg(long, env = "FERRODDS_PERFTEST_CS")]
+    perftest_cs: Option<PathBuf>,
     /// perftest -executionTime of each run, in seconds.
     #[arg(long)]
     execution_time: Option<u32>,
@@ -205,6 +213,33 @@ fn spec_from(a: &RunArgs) -> Result<MatrixSpec, LabError> {
     if let Some(s) = &a.systems {
         spec.systems = matrix::parse_list(s)?;
     }
+    if let Some(s) = &a.language {
+        spec.languages = matrix::parse_list(s)?;
+        if spec.languages.is_empty() {
+            return Err(LabError::Usage("--language needs rust, cs or both"));
+        }
+    }
+    if spec.languages.contains(&matrix::Language::Cs) {
+        if !spec.systems.contains(&System::Ferrodds) {
+            return Err(LabError::Usage(
+                "--language cs selects FerroDDS's C# perftest: add ferrodds to --systems",
+            ));
+        }
+        if !spec
+            .transports
+            .iter()
+            .any(|t| matches!(t, matrix::Transport::Udpv4 | matrix::Transport::Shmem))
+        {
+            return Err(LabError::Usage(
+                "--language cs: the C# perftest runs over udpv4 and shmem only",
+            ));
+        }
+        if !spec.captures.contains(&matrix::Capture::Off) {
+            return Err(LabError::Usage(
+                "--language cs: the C# perftest has no network capture: add off to --capture",
+            ));
+        }
+    }
     if let Some(t) = a.execution_time {
         if t == 0 {
             return Err(LabError::Usage("--execution-time must be at least 1 s"));
@@ -229,6 +264,21 @@ fn find_perftest(explicit: &Option<PathBuf>) -> Option<PathBuf> {
         .and_then(|e| e.parent().map(|d| d.join("perftest")))
         .filter(|p| p.is_file());
     sibling.or_else(|| runner::find_program("perftest"))
+}
+
+/// The C# perftest wrapper: explicit, else `bindings/csharp/perftest/perftest_cs` under the
+/// current directory, else under the repository this lab was built from.
+fn find_perftest_cs(explicit: &Option<PathBuf>) -> Option<PathBuf> {
+    if let Some(p) = explicit {
+        return Some(p.clone());
+    }
+    let rel = Path::new("bindings/csharp/perftest/perftest_cs");
+    let built_in = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel);
+    [rel.to_path_buf(), built_in]
+        .into_iter()
+        .find(|p| p.is_file())
 }
 
 fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
@@ -270,6 +320,24 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
         Some(p) => Some(p.clone()),
         None => runner::find_program("ddsperf"),
     };
+    let perftest_cs = if spec.languages.contains(&matrix::Language::Cs) {
+        match find_perftest_cs(&a.perftest_cs) {
+            Some(p) if a.dry_run || exists(&p) => Some(p),
+            Some(p) => {
+                return Err(LabError::BadValue {
+                    what: "--perftest-cs (no such program)",
+                    value: p.display().to_string(),
+                })
+            }
+            None => {
+                return Err(LabError::Usage(
+                    "the C# perftest (bindings/csharp/perftest/perftest_cs) was not found: run the lab from the repository or pass --perftest-cs PATH",
+                ))
+            }
+        }
+    } else {
+        None
+    };
     let imp = Impairments {
         loss_pct: a.loss,
         delay_ms: a.delay,
@@ -280,6 +348,11 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
     if a.topology != Topo::Loopback && spec.transports.contains(&matrix::Transport::Shmem) {
         return Err(LabError::Usage(
             "--transport shmem runs both processes on one host: it needs --topology loopback",
+        ));
+    }
+    if a.topology == Topo::Remote && spec.languages.contains(&matrix::Language::Cs) {
+        return Err(LabError::Usage(
+            "--language cs runs on this host's topologies (loopback, netns), not remote",
         ));
     }
     if a.topology != Topo::Netns && imp.any() {
@@ -321,6 +394,7 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
         cpu,
         topology,
         perftest,
+        perftest_cs,
         ddsperf,
         run_timeout: a.run_timeout.map(Duration::from_secs),
         domain_base: a.domain_base,
@@ -335,6 +409,7 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode, LabError> {
     if a.dry_run {
         let placement = runner::Placement {
             perftest: opts.perftest.clone(),
+            perftest_cs: opts.perftest_cs.clone(),
             ddsperf: opts
                 .ddsperf
                 .clone()

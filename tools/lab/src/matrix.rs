@@ -104,6 +104,21 @@ pub enum Capture {
     NoUserData,
 }
 
+/// The language of the FerroDDS perftest a run uses: the Rust one, or the C# one over the C
+/// API (`bindings/csharp/perftest/perftest_cs`), whose figures the published Connext C# ones
+/// compare with. The baselines are Rust (raw) or C (Cyclone) whatever this says.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Language {
+    /// `perftest` (default).
+    #[default]
+    Rust,
+    /// The C# perftest (UDPv4 and SHMEM, no network capture).
+    Cs,
+}
+
 macro_rules! named_enum {
     ($t:ty, $what:literal, $($v:path => $s:literal),+ $(,)?) => {
         impl $t {
@@ -133,6 +148,7 @@ named_enum!(System, "system", System::Ferrodds => "ferrodds", System::Raw => "ra
 named_enum!(TestKind, "test", TestKind::Latency => "latency", TestKind::Throughput => "throughput");
 named_enum!(Reliability, "reliability", Reliability::Reliable => "reliable", Reliability::BestEffort => "best-effort");
 named_enum!(Capture, "capture", Capture::Off => "off", Capture::On => "on", Capture::NoUserData => "no-user-data");
+named_enum!(Language, "language", Language::Rust => "rust", Language::Cs => "cs");
 named_enum!(Transport, "transport", Transport::Udpv4 => "udpv4", Transport::Shmem => "shmem", Transport::Tcp => "tcp", Transport::Tls => "tls", Transport::Udpv4Wan => "udpv4-wan");
 
 impl Transport {
@@ -238,6 +254,9 @@ pub struct Scenario {
     /// Network capture (FerroDDS only; the baselines never capture).
     #[serde(default)]
     pub capture: Capture,
+    /// The perftest's language (FerroDDS only; the baselines are always [`Language::Rust`]).
+    #[serde(default)]
+    pub language: Language,
 }
 
 impl Scenario {
@@ -252,6 +271,9 @@ impl Scenario {
             self.transport,
         );
         s.push_str(capture_suffix(self.capture));
+        if self.language == Language::Cs {
+            s.push_str(" C#");
+        }
         s
     }
 }
@@ -325,6 +347,9 @@ pub struct MatrixSpec {
     /// Network capture settings of the FerroDDS runs (default: off only).
     #[serde(default = "captures_off")]
     pub captures: Vec<Capture>,
+    /// Languages of the FerroDDS perftest (default: Rust only).
+    #[serde(default = "rust_only")]
+    pub languages: Vec<Language>,
     /// Explicit sizes; `None` = [`STANDARD_SIZES`] plus [`LARGE_SIZES`] for reliable unkeyed.
     pub sizes: Option<Vec<u64>>,
     /// Repetitions of each scenario.
@@ -335,6 +360,10 @@ pub struct MatrixSpec {
 
 fn captures_off() -> Vec<Capture> {
     vec![Capture::Off]
+}
+
+fn rust_only() -> Vec<Language> {
+    vec![Language::Rust]
 }
 
 impl MatrixSpec {
@@ -348,6 +377,7 @@ impl MatrixSpec {
             batching: vec![false, true],
             transports: vec![Transport::Udpv4],
             captures: captures_off(),
+            languages: rust_only(),
             sizes: None,
             repetitions: 3,
             execution_time_s: 10,
@@ -364,6 +394,7 @@ impl MatrixSpec {
             batching: vec![false],
             transports: vec![Transport::Udpv4],
             captures: captures_off(),
+            languages: rust_only(),
             sizes: Some(QUICK_SIZES.to_vec()),
             repetitions: 1,
             execution_time_s: 2,
@@ -391,7 +422,8 @@ impl MatrixSpec {
     ///   carries any size); it has no reliability setting, so it is run once per configuration,
     ///   in the best-effort groups (or the reliable ones if best effort is not selected);
     /// - Cyclone `ddsperf` has no batching switch and no SHMEM here: batching-off UDPv4 and TCP
-    ///   groups only.
+    ///   groups only;
+    /// - the C# perftest runs over UDPv4 and SHMEM, without network capture.
     pub fn scenarios(&self) -> Vec<Scenario> {
         let raw_reliability = if self.reliabilities.contains(&Reliability::BestEffort) {
             Reliability::BestEffort
@@ -417,9 +449,15 @@ impl MatrixSpec {
                                 {
                                     continue;
                                 }
-                                for (system, capture) in self.system_captures() {
+                                for (system, capture, language) in self.system_captures() {
                                     let keep = match system {
-                                        System::Ferrodds => true,
+                                        System::Ferrodds => {
+                                            language == Language::Rust
+                                                || matches!(
+                                                    transport,
+                                                    Transport::Udpv4 | Transport::Shmem
+                                                )
+                                        }
                                         System::Raw => {
                                             // Raw UDP and raw shared memory: one sample per
                                             // datagram or slot; raw TCP carries up to 10 MiB.
@@ -446,6 +484,7 @@ impl MatrixSpec {
                                             transport,
                                             size,
                                             capture,
+                                            language,
                                         });
                                     }
                                 }
@@ -458,20 +497,30 @@ impl MatrixSpec {
         out
     }
 
-    /// The systems to run in each group, with their capture settings: FerroDDS once per
-    /// capture setting (so capture on and off interleave in one group), the baselines once,
-    /// without capture.
-    fn system_captures(&self) -> Vec<(System, Capture)> {
+    /// The systems to run in each group, with their capture settings and languages: FerroDDS
+    /// in Rust once per capture setting (so capture on and off interleave in one group), in C#
+    /// once without capture, the baselines once, without capture.
+    fn system_captures(&self) -> Vec<(System, Capture, Language)> {
         let mut v = Vec::new();
         for &system in &self.systems {
             if system == System::Ferrodds {
-                let mut caps = self.captures.clone();
-                if caps.is_empty() {
-                    caps.push(Capture::Off);
+                let mut langs = self.languages.clone();
+                if langs.is_empty() {
+                    langs.push(Language::Rust);
                 }
-                v.extend(caps.into_iter().map(|c| (system, c)));
+                for lang in langs {
+                    if lang == Language::Cs {
+                        v.push((system, Capture::Off, lang));
+                        continue;
+                    }
+                    let mut caps = self.captures.clone();
+                    if caps.is_empty() {
+                        caps.push(Capture::Off);
+                    }
+                    v.extend(caps.into_iter().map(|c| (system, c, lang)));
+                }
             } else {
-                v.push((system, Capture::Off));
+                v.push((system, Capture::Off, Language::Rust));
             }
         }
         v
@@ -516,6 +565,63 @@ fn same_group(a: &Scenario, b: &Scenario) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn c_sharp_rows_run_beside_rust_over_udpv4_and_shmem_without_capture() {
+        let mut spec = MatrixSpec::quick();
+        spec.systems = vec![System::Ferrodds, System::Raw];
+        spec.tests = vec![TestKind::Latency];
+        spec.sizes = Some(vec![32]);
+        spec.transports = vec![Transport::Udpv4, Transport::Tcp, Transport::Shmem];
+        spec.captures = vec![Capture::Off, Capture::On];
+        spec.languages = vec![Language::Rust, Language::Cs];
+        let all = spec.scenarios();
+        let cs: Vec<_> = all.iter().filter(|s| s.language == Language::Cs).collect();
+        assert_eq!(
+            cs.iter().map(|s| s.transport).collect::<Vec<_>>(),
+            vec![Transport::Udpv4, Transport::Shmem]
+        );
+        assert!(cs
+            .iter()
+            .all(|s| s.system == System::Ferrodds && s.capture == Capture::Off));
+        assert!(
+            cs[0].config_label().ends_with(" C#"),
+            "{}",
+            cs[0].config_label()
+        );
+        // Rust rows keep both capture settings on every transport; baselines stay Rust.
+        for t in [Transport::Udpv4, Transport::Tcp, Transport::Shmem] {
+            let rust = all
+                .iter()
+                .filter(|s| {
+                    s.system == System::Ferrodds && s.language == Language::Rust && s.transport == t
+                })
+                .count();
+            assert_eq!(rust, 2, "{t}");
+        }
+        assert!(all
+            .iter()
+            .filter(|s| s.system != System::Ferrodds)
+            .all(|s| s.language == Language::Rust));
+        // C# and Rust of one configuration interleave in the schedule's group.
+        let sched = spec.schedule();
+        let first_group: Vec<_> = sched
+            .iter()
+            .take_while(|r| r.scenario.transport == Transport::Udpv4)
+            .map(|r| (r.scenario.system, r.scenario.capture, r.scenario.language))
+            .collect();
+        assert_eq!(
+            first_group,
+            vec![
+                (System::Ferrodds, Capture::Off, Language::Rust),
+                (System::Ferrodds, Capture::On, Language::Rust),
+                (System::Ferrodds, Capture::Off, Language::Cs),
+                (System::Raw, Capture::Off, Language::Rust),
+            ]
+        );
+        assert_eq!("cs".parse::<Language>().unwrap(), Language::Cs);
+        assert!("java".parse::<Language>().is_err());
+    }
 
     #[test]
     fn quick_matrix_is_small_and_interleaved() {
@@ -719,6 +825,7 @@ mod tests {
             transport: Transport::Udpv4,
             size: 32,
             capture: Default::default(),
+            language: Default::default(),
         };
         assert_eq!(s.config_label(), "ferrodds best-effort keyed batching");
         let r = Scenario {

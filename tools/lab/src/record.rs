@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
-use crate::matrix::{Capture, Reliability, Scenario, System, TestKind, Transport};
+use crate::matrix::{Capture, Language, Reliability, Scenario, System, TestKind, Transport};
 
 /// Columns common to both CSV files, first.
-pub const META_COLUMNS: [&str; 14] = [
+pub const META_COLUMNS: [&str; 15] = [
     "run_index",
     "repetition",
     "system",
@@ -29,6 +29,7 @@ pub const META_COLUMNS: [&str; 14] = [
     "batching",
     "transport",
     "capture",
+    "language",
     "topology",
     "size_bytes",
     "execution_time_s",
@@ -261,6 +262,7 @@ pub fn write_csv(path: &Path, test: TestKind, records: &[RunRecord]) -> Result<(
             bool_str(s.batching).into(),
             s.transport.name().into(),
             s.capture.name().into(),
+            s.language.name().into(),
             r.topology.clone(),
             s.size.to_string(),
             r.execution_time_s.to_string(),
@@ -350,9 +352,10 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
         .enumerate()
         .map(|(i, h)| (h.trim().to_string(), i))
         .collect();
-    // `capture` came later: files without it are runs without capture.
+    // `capture` and `language` came later: files without them are runs without capture, in
+    // Rust.
     for col in META_COLUMNS.iter().chain(TAIL_COLUMNS.iter()) {
-        if *col != "capture" && !idx.contains_key(*col) {
+        if !matches!(*col, "capture" | "language") && !idx.contains_key(*col) {
             return Err(LabError::MissingColumn {
                 path: path.to_path_buf(),
                 column: col,
@@ -379,6 +382,10 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
             capture: match idx.get("capture").and_then(|&i| rec.get(i)) {
                 Some(c) if !c.trim().is_empty() => c.parse::<Capture>()?,
                 _ => Capture::Off,
+            },
+            language: match idx.get("language").and_then(|&i| rec.get(i)) {
+                Some(c) if !c.trim().is_empty() => c.parse::<Language>()?,
+                _ => Language::Rust,
             },
         };
         let (latency, throughput) = match test {
@@ -776,6 +783,7 @@ mod tests {
                 transport: Transport::Udpv4,
                 size: 32,
                 capture: Default::default(),
+                language: Default::default(),
             },
             topology: "loopback".into(),
             execution_time_s: 2,
@@ -848,6 +856,7 @@ mod tests {
         ];
         runs[0].scenario.capture = Capture::NoUserData;
         runs[1].scenario.capture = Capture::On;
+        runs[2].scenario.language = Language::Cs;
         let summary = Summary {
             lab_version: "0.1.0".into(),
             started_unix_s: 1,
@@ -883,7 +892,7 @@ mod tests {
     }
 
     #[test]
-    fn files_without_the_capture_column_are_runs_without_capture() {
+    fn files_without_the_capture_and_language_columns_are_rust_runs_without_capture() {
         let dir = std::env::temp_dir().join(format!("lab-record-nocap-{}", std::process::id()));
         let runs = vec![rec(0, TestKind::Latency, RunStatus::Ok, 12.5)];
         let summary = Summary {
@@ -906,11 +915,14 @@ mod tests {
         let p = dir.join(files::LATENCY_CSV);
         let mut r = csv::Reader::from_path(&p).unwrap();
         let h = r.headers().unwrap().clone();
-        let at = h.iter().position(|c| c == "capture").unwrap();
+        let at: Vec<usize> = ["capture", "language"]
+            .iter()
+            .map(|name| h.iter().position(|c| c == *name).unwrap())
+            .collect();
         let keep = |rec: &csv::StringRecord| -> Vec<String> {
             rec.iter()
                 .enumerate()
-                .filter(|(i, _)| *i != at)
+                .filter(|(i, _)| !at.contains(i))
                 .map(|(_, v)| v.to_string())
                 .collect()
         };
@@ -925,6 +937,7 @@ mod tests {
         let back = read_csv(&p).unwrap();
         assert_eq!(back, runs);
         assert_eq!(back[0].scenario.capture, Capture::Off);
+        assert_eq!(back[0].scenario.language, Language::Rust);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

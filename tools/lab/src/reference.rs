@@ -12,6 +12,9 @@ pub const DEFAULT_LATENCY: (&str, &str) =
     ("security_udpv4_10g_cpp98_reliable", "no_security_libraries");
 /// The published TCP latency source and scenario (drawn for runs over TCP).
 pub const TCP_LATENCY: (&str, &str) = ("tcp_10g_cpp98", "unkeyed_reliable");
+/// The published C# latency (UDPv4, 10 GbE, unkeyed strict reliable), drawn beside runs of the
+/// C# perftest.
+pub const CS_LATENCY: (&str, &str) = ("csharp_udpv4_10g", "unkeyed_reliable");
 /// The throughput series drawn by default: UDPv4, 10 GbE, best effort, batching 8192 B.
 pub const DEFAULT_THROUGHPUT: (&str, &str) = (
     "network_capture_udpv4_10g_cpp98",
@@ -124,6 +127,31 @@ pub fn tcp_latency() -> Vec<RefLatency> {
         .collect();
     v.sort_by_key(|r| r.size);
     v
+}
+
+/// The published C# latency ([`CS_LATENCY`]), for runs of the C# perftest.
+pub fn cs_latency() -> Vec<RefLatency> {
+    let mut v: Vec<RefLatency> = latency()
+        .into_iter()
+        .filter(|r| r.source == CS_LATENCY.0 && r.scenario == CS_LATENCY.1)
+        .collect();
+    v.sort_by_key(|r| r.size);
+    v
+}
+
+/// The published cost of C# at `size` bytes: the median one-way latency of the C# API
+/// ([`CS_LATENCY`]) over C++'s on the same transport ([`DEFAULT_LATENCY`], UDPv4 10 GbE,
+/// unkeyed strict reliable). 1.12 at 32 B. `None` where either is not published.
+pub fn cs_latency_ratio(size: u64) -> Option<f64> {
+    let all = latency();
+    let p50 = |(source, scenario): (&str, &str)| {
+        all.iter()
+            .find(|r| r.source == source && r.scenario == scenario && r.size == size)
+            .map(|r| r.p50_us)
+    };
+    let cs = p50(CS_LATENCY)?;
+    let cpp = p50(DEFAULT_LATENCY)?;
+    (cpp > 0.0).then(|| cs / cpp)
 }
 
 /// The default throughput reference series, sorted by size.

@@ -17,7 +17,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::error::LabError;
-use crate::matrix::{Capture, Scenario, System, TestKind, Transport};
+use crate::matrix::{Capture, Language, Scenario, System, TestKind, Transport};
 use crate::record::{Aggregate, RunStatus, Spread, Summary};
 use crate::reference;
 
@@ -66,6 +66,8 @@ const REF_COLOR: RGBColor = RGBColor(120, 120, 120);
 const REF_TCP_COLOR: RGBColor = RGBColor(60, 60, 60);
 /// Label of the published TCP latency series.
 const TCP_REFERENCE_LABEL: &str = "Connext (published: TCP 10 GbE, reliable, other hardware)";
+const REF_CS_COLOR: RGBColor = RGBColor(120, 60, 140);
+const CS_REFERENCE_LABEL: &str = "Connext C# (published: UDPv4 10 GbE, reliable, other hardware)";
 
 /// Escapes text for HTML.
 pub fn html_escape(s: &str) -> String {
@@ -263,6 +265,31 @@ fn series_for(
                 color: REF_TCP_COLOR,
                 system: None,
                 points: tcp_pts,
+                reference: true,
+            });
+        }
+        // Runs of the C# perftest: the published C# latency too.
+        let cs = summary
+            .aggregates
+            .iter()
+            .any(|a| a.scenario.language == Language::Cs && a.scenario.test == metric.test());
+        let cs_pts: Vec<(f64, f64, f64, f64)> = match metric {
+            Metric::P50 if cs => reference::cs_latency()
+                .iter()
+                .map(|r| (r.size as f64, r.p50_us, r.p50_us, r.p50_us))
+                .collect(),
+            Metric::P99 if cs => reference::cs_latency()
+                .iter()
+                .map(|r| (r.size as f64, r.p99_us, r.p99_us, r.p99_us))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !cs_pts.is_empty() {
+            out.push(Series {
+                label: CS_REFERENCE_LABEL.to_string(),
+                color: REF_CS_COLOR,
+                system: None,
+                points: cs_pts,
                 reference: true,
             });
         }
@@ -599,6 +626,16 @@ pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, La
                 "<div><span class=\"sw ref\"></span>{TCP_REFERENCE_LABEL} (darker dashed, latency plots)</div>"
             );
         }
+        if summary
+            .aggregates
+            .iter()
+            .any(|a| a.scenario.language == Language::Cs && a.scenario.test == TestKind::Latency)
+        {
+            let _ = write!(
+                h,
+                "<div><span class=\"sw ref\"></span>{CS_REFERENCE_LABEL} (purple dashed, latency plots)</div>"
+            );
+        }
     }
     h.push_str("</div><p class=\"note\">Markers: ● FerroDDS, ▲ raw UDP or TCP sockets (perftest -rawTransport), ■ Cyclone DDS ddsperf.</p>\n");
 
@@ -689,6 +726,7 @@ pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, La
     h.push_str("</table>\n");
 
     capture_cost_table(&mut h, summary);
+    language_cost_table(&mut h, summary);
 
     let failed: Vec<_> = summary
         .runs
@@ -767,6 +805,52 @@ fn capture_cost_table(h: &mut String, summary: &Summary) {
     h.push_str("</table><p class=\"note\">Connext's ratio: its published capture latency (both participants capturing, best effort) over its published latency without capture on the same hardware (strict reliable: the closest row RTI publishes). Connext publishes no throughput without capture for that hardware.</p>\n");
 }
 
+/// The cost of the C# API: each FerroDDS row of the C# perftest over the same row of the Rust
+/// one (runs interleaved in one group), beside the commercial leader's published C# over C++
+/// latency ratio. Nothing when no C# run was made.
+fn language_cost_table(h: &mut String, summary: &Summary) {
+    let cs: Vec<_> = summary
+        .aggregates
+        .iter()
+        .filter(|a| a.scenario.language == Language::Cs)
+        .collect();
+    if cs.is_empty() {
+        return;
+    }
+    h.push_str("<h2>C# cost (C# perftest ÷ Rust perftest, medians)</h2><table><tr><th>configuration</th><th>size (B)</th><th>latency p50 ratio</th><th>Connext published p50 ratio (C# ÷ C++)</th><th>throughput ratio (samples/s)</th><th>lost % in C#</th></tr>");
+    for a in cs {
+        let rust = Scenario {
+            language: Language::Rust,
+            ..a.scenario
+        };
+        let Some(b) = summary.aggregates.iter().find(|b| b.scenario == rust) else {
+            continue;
+        };
+        let ratio = |x: &Option<Spread>, y: &Option<Spread>| match (x, y) {
+            (Some(x), Some(y)) if y.median > 0.0 => format!("{:.2}×", x.median / y.median),
+            _ => "–".to_string(),
+        };
+        let published = match a.scenario.test {
+            TestKind::Latency => reference::cs_latency_ratio(a.scenario.size)
+                .map_or_else(|| "–".to_string(), |r| format!("{r:.2}×")),
+            TestKind::Throughput => "–".to_string(),
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            html_escape(&a.scenario.config_label()),
+            a.scenario.size,
+            ratio(&a.p50_us, &b.p50_us),
+            published,
+            ratio(&a.samples_per_s, &b.samples_per_s),
+            a.lost_pct
+                .as_ref()
+                .map_or_else(|| "–".to_string(), |l| format!("{:.2}", l.median)),
+        );
+    }
+    h.push_str("</table><p class=\"note\">Connext's ratio: its published C# latency over its published C++ latency on the same hardware and transport (UDPv4 10 GbE, unkeyed strict reliable), where both are published. Both FerroDDS perftests use the same library (the C# one through the C API).</p>\n");
+}
+
 /// Writes `report.html` into `dir`.
 pub fn write_report(dir: &Path, summary: &Summary, with_reference: bool) -> Result<(), LabError> {
     let html = render_html(summary, with_reference)?;
@@ -790,6 +874,7 @@ mod tests {
                 transport: Transport::Udpv4,
                 size: 32,
                 capture,
+                language: Default::default(),
             },
             runs_ok: 1,
             runs_failed: 0,
@@ -826,6 +911,63 @@ mod tests {
         assert!(h.contains(">1.05×<"), "{h}");
         // Connext: 23 µs with capture, 17 µs without, at 32 B
         assert!(h.contains(">1.35×<"), "{h}");
+    }
+
+    #[test]
+    fn c_sharp_cost_is_a_ratio_beside_the_published_one() {
+        let agg = |language: Language, p50: f64| Aggregate {
+            scenario: Scenario {
+                system: System::Ferrodds,
+                test: TestKind::Latency,
+                reliability: crate::matrix::Reliability::Reliable,
+                keyed: false,
+                batching: false,
+                transport: Transport::Udpv4,
+                size: 32,
+                capture: Capture::Off,
+                language,
+            },
+            runs_ok: 1,
+            runs_failed: 0,
+            avg_us: Spread::of(&[p50]),
+            p50_us: Spread::of(&[p50]),
+            p99_us: Spread::of(&[p50]),
+            samples_per_s: None,
+            mbps: None,
+            lost_pct: None,
+            lost_samples_total: 0,
+        };
+        let mut summary = Summary {
+            lab_version: "0".into(),
+            started_unix_s: 0,
+            finished_unix_s: 0,
+            host: Default::default(),
+            settings: Default::default(),
+            planned_runs: 2,
+            runs_ok: 2,
+            runs_failed: 0,
+            runs_not_started: 0,
+            interrupted: false,
+            notes: Vec::new(),
+            aggregates: vec![agg(Language::Rust, 10.0)],
+            runs: Vec::new(),
+        };
+        let mut h = String::new();
+        language_cost_table(&mut h, &summary);
+        assert!(h.is_empty(), "no C# rows, no table");
+        summary.aggregates.push(agg(Language::Cs, 12.5));
+        language_cost_table(&mut h, &summary);
+        assert!(h.contains("C# cost"), "{h}");
+        assert!(h.contains("ferrodds reliable unkeyed C#"), "{h}");
+        assert!(h.contains(">1.25×<"), "{h}");
+        // Connext: 19 µs in C#, 17 µs in C++, at 32 B
+        assert!(h.contains(">1.12×<"), "{h}");
+        // The published C# line is drawn beside the latency plots.
+        let series = series_for(&summary, Metric::P50, &BTreeMap::new(), true);
+        assert!(
+            series.iter().any(|s| s.label == CS_REFERENCE_LABEL),
+            "C# reference line"
+        );
     }
 
     #[test]

@@ -16,7 +16,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::LabError;
-use crate::matrix::{Capture, Reliability, Scenario, System, TestKind, Transport, BATCH_BYTES};
+use crate::matrix::{
+    Capture, Language, Reliability, Scenario, System, TestKind, Transport, BATCH_BYTES,
+};
 use crate::matrix::{KEYED_INSTANCES, LARGE_THRESHOLD};
 
 /// Most bytes of one pipe's output kept (the tail).
@@ -202,6 +204,8 @@ impl CommandSpec {
 pub struct Placement {
     /// The perftest binary (local path, or remote name for the remote side).
     pub perftest: PathBuf,
+    /// The C# perftest's wrapper (FerroDDS runs in C#; local topologies).
+    pub perftest_cs: Option<PathBuf>,
     /// perftest binary name on the remote host (remote topology).
     pub remote_perftest: Option<String>,
     /// The ddsperf binary.
@@ -350,9 +354,15 @@ fn perftest_commands(
         }
         v
     };
+    let own_bin = match (s.language, &p.perftest_cs) {
+        (Language::Cs, Some(cs)) if s.system == System::Ferrodds => cs.display().to_string(),
+        // (Never the Rust perftest in a C# row: the run fails, visibly.)
+        (Language::Cs, None) if s.system == System::Ferrodds => "perftest_cs".to_string(),
+        _ => p.perftest.display().to_string(),
+    };
     let sub_bin = match &p.remote_perftest {
         Some(r) if !p.sub_shell_prefix.is_empty() => r.clone(),
-        _ => p.perftest.display().to_string(),
+        _ => own_bin.clone(),
     };
     let mut sub = CommandSpec::new(sub_bin)
         .args(["-sub"])
@@ -376,14 +386,12 @@ fn perftest_commands(
             }
         }
     }
-    let mut publ = CommandSpec::new(p.perftest.display().to_string())
-        .args(pub_args)
-        .args(side(
-            &p.pub_addr,
-            &p.sub_addr,
-            p.tcp_pub_port,
-            p.tcp_sub_port,
-        ));
+    let mut publ = CommandSpec::new(own_bin).args(pub_args).args(side(
+        &p.pub_addr,
+        &p.sub_addr,
+        p.tcp_pub_port,
+        p.tcp_sub_port,
+    ));
     if capture {
         publ.cwd.clone_from(&p.capture_dir);
         if p.sub_shell_prefix.is_empty() {
@@ -739,6 +747,7 @@ mod tests {
             transport: Transport::Udpv4,
             size: 1024,
             capture: Default::default(),
+            language: Default::default(),
         }
     }
 
@@ -752,6 +761,38 @@ mod tests {
             cyclone_pub_uri: "file:///c.xml".into(),
             cyclone_sub_uri: "file:///c.xml".into(),
             ..Default::default()
+        }
+    }
+
+    #[test]
+    fn c_sharp_runs_use_the_c_sharp_perftest_on_both_sides() {
+        let mut p = placement();
+        p.perftest_cs = Some(PathBuf::from("/repo/perftest_cs"));
+        let mut s = scenario(System::Ferrodds, TestKind::Latency);
+        s.language = Language::Cs;
+        let line = |c: &CommandSpec| c.shell_line();
+        let c = build_commands(&s, &p, 7, 5);
+        for side in [&c.client, &c.server] {
+            assert!(line(side).contains("/repo/perftest_cs "), "{}", line(side));
+            assert!(!line(side).contains("/x/perftest"), "{}", line(side));
+        }
+        // Without the wrapper a C# row never falls back to the Rust perftest.
+        p.perftest_cs = None;
+        let c = build_commands(&s, &p, 7, 5);
+        assert!(
+            line(&c.client).contains(" perftest_cs "),
+            "{}",
+            line(&c.client)
+        );
+        // Rust rows and the raw baseline keep the Rust perftest.
+        p.perftest_cs = Some(PathBuf::from("/repo/perftest_cs"));
+        for sys in [System::Ferrodds, System::Raw] {
+            let c = build_commands(&scenario(sys, TestKind::Latency), &p, 7, 5);
+            assert!(
+                line(&c.client).contains("/x/perftest "),
+                "{}",
+                line(&c.client)
+            );
         }
     }
 

@@ -170,3 +170,55 @@ fn a_bad_cpu_list_is_refused_before_anything_runs() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn c_sharp_language_combinations_it_cannot_run_are_refused() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["--language", "java"], "language"),
+        (
+            &["--language", "cs", "--transport", "tcp"],
+            "udpv4 and shmem",
+        ),
+        (
+            &["--language", "cs", "--capture", "on"],
+            "no network capture",
+        ),
+        (&["--language", "cs", "--systems", "raw"], "add ferrodds"),
+        (
+            &["--language", "cs", "--perftest-cs", "/no/such/perftest_cs"],
+            "--perftest-cs",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = output_bounded(
+            lab()
+                .args(["run", "--quick", "--perftest", "sh"])
+                .args(args),
+            Duration::from_secs(20),
+        );
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // A dry run shows the C# perftest's command lines beside the Rust ones.
+    let out = output_bounded(
+        lab().args([
+            "run",
+            "--quick",
+            "--dry-run",
+            "--perftest",
+            "perftest",
+            "--language",
+            "rust,cs",
+            "--perftest-cs",
+            "/opt/perftest_cs",
+            "--systems",
+            "ferrodds",
+        ]),
+        Duration::from_secs(20),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(text.contains("/opt/perftest_cs -pub"), "{text}");
+    assert!(text.contains("perftest -pub"), "{text}");
+}

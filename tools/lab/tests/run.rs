@@ -73,6 +73,93 @@ fn quick_style_run_against_raw_dds_and_cyclone() {
     std::fs::remove_dir_all(&out_dir).unwrap();
 }
 
+/// The language axis: FerroDDS's C# perftest (Mono, over the release C API library) runs
+/// beside the Rust one in each group, and the report puts their ratio beside the published
+/// C# one. Needs mono, mcs and `target/release/libferrodds_c.so` (scripts/test.sh builds it).
+#[test]
+fn c_sharp_perftest_rows_run_beside_rust() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lib = root.join("target/release/libferrodds_c.so");
+    let have = ferrodds_lab::runner::find_program("mono").is_some()
+        && ferrodds_lab::runner::find_program("mcs").is_some()
+        && lib.is_file();
+    if !have {
+        ferrodds_testkit::skip("the C# rows need mono, mcs and the release C API library");
+        return;
+    }
+    let out_dir = temp_dir("csharp");
+    let out = output_bounded(
+        lab()
+            .args(["run", "--systems", "ferrodds", "--language", "rust,cs"])
+            .args(["--tests", "latency,throughput", "--sizes", "32"])
+            .args([
+                "--reliability",
+                "reliable",
+                "--keyed",
+                "off",
+                "--batching",
+                "off",
+            ])
+            .args(["--execution-time", "2", "--repetitions", "1"])
+            .args(["--domain-base", "155"])
+            .arg("--perftest")
+            .arg(perftest())
+            .arg("--perftest-cs")
+            .arg(root.join("bindings/csharp/perftest/perftest_cs"))
+            .arg("--out")
+            .arg(&out_dir),
+        Duration::from_secs(240),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let s = record::read_results(&out_dir).unwrap();
+    assert_eq!(s.runs.len(), 4, "{stderr}");
+    for r in &s.runs {
+        assert_eq!(
+            r.status,
+            RunStatus::Ok,
+            "{} {} failed: {}\n{}",
+            r.scenario.config_label(),
+            r.scenario.test,
+            r.error,
+            r.stderr_tail
+        );
+        let cs = r.scenario.language == ferrodds_lab::matrix::Language::Cs;
+        assert_eq!(
+            cs,
+            r.pub_command.contains("perftest_cs"),
+            "{}",
+            r.pub_command
+        );
+        assert_eq!(
+            cs,
+            r.sub_command.contains("perftest_cs"),
+            "{}",
+            r.sub_command
+        );
+        match r.scenario.test {
+            TestKind::Latency => {
+                let l = r.latency.unwrap();
+                assert!(l.p50_us > 0.0 && l.p50_us < 100_000.0, "{l:?}");
+            }
+            TestKind::Throughput => {
+                let t = r.throughput.unwrap();
+                assert!(t.total_samples > 0 && t.samples_per_s > 0.0, "{t:?}");
+            }
+        }
+    }
+    let csv = std::fs::read_to_string(out_dir.join(files::LATENCY_CSV)).unwrap();
+    assert!(csv.lines().next().unwrap().contains(",language,"), "{csv}");
+    let html = std::fs::read_to_string(out_dir.join(files::REPORT_HTML)).unwrap();
+    assert!(html.contains("C# cost"), "the C# cost table");
+    assert!(html.contains("ferrodds reliable unkeyed C#"), "the C# rows");
+    assert!(
+        html.contains("Connext C# (published"),
+        "the published C# line"
+    );
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}
+
 #[test]
 fn tcp_transport_axis_with_raw_tcp_and_cyclone_over_tcp() {
     let out_dir = temp_dir("tcp");
