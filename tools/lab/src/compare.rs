@@ -344,6 +344,7 @@ mod tests {
 
     fn rec(test: TestKind, size: u64, v: f64) -> RunRecord {
         RunRecord {
+            udp_datagrams: None,
             run_index: 0,
             repetition: 0,
             scenario: Scenario {

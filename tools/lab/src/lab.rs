@@ -407,6 +407,7 @@ pub fn make_record(
         pub_command: client_cmd.shell_line(),
         sub_command: server_cmd.shell_line(),
         stderr_tail,
+        udp_datagrams: None,
     }
 }
 
@@ -415,6 +416,38 @@ struct Setup {
     _testbed: Option<Testbed>,
     notes: Vec<String>,
     manual_remote: bool,
+    /// Where the UDP datagrams of throughput runs are counted: `None` not at all (remote),
+    /// `Some(None)` this host's namespace (loopback), `Some(Some(ns))` the publisher's netns.
+    udp_count: Option<Option<String>>,
+}
+
+/// `OutDatagrams` of the `Udp:` lines of `/proc/net/snmp`.
+pub fn parse_udp_out_datagrams(snmp: &str) -> Option<u64> {
+    let mut lines = snmp.lines().filter(|l| l.starts_with("Udp:"));
+    let header = lines.next()?;
+    let values = lines.next()?;
+    let i = header
+        .split_whitespace()
+        .position(|h| h == "OutDatagrams")?;
+    values.split_whitespace().nth(i)?.parse().ok()
+}
+
+/// UDP datagrams sent so far in this network namespace (`None`) or in `netns`.
+fn udp_out_datagrams(netns: Option<&str>) -> Option<u64> {
+    let text = match netns {
+        None => std::fs::read_to_string("/proc/net/snmp").ok()?,
+        Some(ns) => {
+            let out = std::process::Command::new("ip")
+                .args(["netns", "exec", ns, "cat", "/proc/net/snmp"])
+                .output()
+                .ok()?;
+            if !out.status.success() {
+                return None;
+            }
+            String::from_utf8(out.stdout).ok()?
+        }
+    };
+    parse_udp_out_datagrams(&text)
 }
 
 fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
@@ -536,11 +569,17 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
             }
         }
     }
+    let udp_count = match &opts.topology {
+        TopologyOptions::Loopback => Some(None),
+        TopologyOptions::Netns(_) => testbed.as_ref().map(|tb| Some(tb.ns_pub.clone())),
+        TopologyOptions::Remote { .. } => None,
+    };
     Ok(Setup {
         placement,
         _testbed: testbed,
         notes,
         manual_remote,
+        udp_count,
     })
 }
 
@@ -670,12 +709,21 @@ pub fn run_lab(
                 .unwrap_or_else(|| default_timeout(run, exec, rate_mbit)),
             server_grace: grace,
         };
+        let count_in = setup
+            .udp_count
+            .as_ref()
+            .filter(|_| s.test == TestKind::Throughput);
+        let udp_before = count_in.and_then(|ns| udp_out_datagrams(ns.as_deref()));
         let record = match runner::run_pair(&server, &cmds.client, timing, stop) {
             Ok(outcome) => {
                 let mut r =
                     make_record(run, &outcome, &shown_server, &cmds.client, &topology, exec);
                 if setup.manual_remote {
                     r.sub_command = cmds.server.args.last().cloned().unwrap_or_default();
+                }
+                let udp_after = count_in.and_then(|ns| udp_out_datagrams(ns.as_deref()));
+                if let (Some(a), Some(b)) = (udp_before, udp_after) {
+                    r.udp_datagrams = Some(b.saturating_sub(a));
                 }
                 r
             }
@@ -693,6 +741,7 @@ pub fn run_lab(
                 pub_command: cmds.client.shell_line(),
                 sub_command: shown_server.shell_line(),
                 stderr_tail: String::new(),
+                udp_datagrams: None,
             },
         };
         progress.run_finished(&record, estimate(run, exec));
@@ -782,6 +831,21 @@ mod tests {
     }
 
     const LAT: &str = "Sample Size (Bytes), Ave (us), Std (us), Min (us), Max (us), 50% (us), 90% (us), 99% (us), 99.99% (us), 99.9999% (us)\n32, 10, 1.0, 8, 50, 9, 12, 20, 40, 50\n";
+
+    #[test]
+    fn udp_out_datagrams_come_from_the_udp_lines_of_snmp() {
+        let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
+Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdp: 10 2 0 12345 0\n\
+UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdpLite: 0 0 0 7 0\n";
+        assert_eq!(parse_udp_out_datagrams(snmp), Some(12345));
+        assert_eq!(parse_udp_out_datagrams("Udp: OutDatagrams\n"), None);
+        assert_eq!(parse_udp_out_datagrams(""), None);
+        // This host's counter is readable and grows with a datagram sent.
+        let before = udp_out_datagrams(None).expect("/proc/net/snmp");
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.send_to(b"x", s.local_addr().unwrap()).unwrap();
+        assert!(udp_out_datagrams(None).unwrap() > before);
+    }
 
     #[test]
     fn records_from_outcomes() {

@@ -50,13 +50,15 @@ pub const LATENCY_COLUMNS: [&str; 9] = [
     "p999999_us",
 ];
 
-/// perftest's throughput summary.
-pub const THROUGHPUT_COLUMNS: [&str; 5] = [
+/// perftest's throughput summary, then the UDP datagrams sent during the run
+/// ([`RunRecord::udp_datagrams`]; empty where not counted).
+pub const THROUGHPUT_COLUMNS: [&str; 6] = [
     "total_samples",
     "samples_per_s",
     "mbps",
     "lost_samples",
     "lost_pct",
+    "udp_datagrams",
 ];
 
 /// Columns common to both CSV files, last.
@@ -213,6 +215,22 @@ pub struct RunRecord {
     pub sub_command: String,
     /// Last lines of the processes' error output, kept for failed runs.
     pub stderr_tail: String,
+    /// Throughput runs: UDP datagrams sent in the publisher's network namespace while the run
+    /// lasted (`OutDatagrams` of `/proc/net/snmp`; on loopback both processes and anything
+    /// else on the host; in a netns testbed the publisher's side only). `None` where not
+    /// counted (latency runs, remote topology, files from before this column).
+    #[serde(default)]
+    pub udp_datagrams: Option<u64>,
+}
+
+impl RunRecord {
+    /// Samples received per UDP datagram sent ([`RunRecord::udp_datagrams`]): about 1 for one
+    /// sample per datagram, about 126 for Cyclone's `ddsperf` at 32 B (it packs samples).
+    pub fn samples_per_datagram(&self) -> Option<f64> {
+        let d = self.udp_datagrams.filter(|d| *d > 0)?;
+        let t = self.throughput?;
+        Some(t.total_samples as f64 / d as f64)
+    }
 }
 
 fn bool_str(b: bool) -> &'static str {
@@ -281,6 +299,7 @@ pub fn write_csv(path: &Path, test: TestKind, records: &[RunRecord]) -> Result<(
                     fmt_f(t.mbps),
                     t.lost_samples.to_string(),
                     fmt_f(t.lost_pct),
+                    r.udp_datagrams.map(|d| d.to_string()).unwrap_or_default(),
                 ]),
                 None => row.extend(std::iter::repeat_n(String::new(), THROUGHPUT_COLUMNS.len())),
             },
@@ -352,8 +371,8 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
         .enumerate()
         .map(|(i, h)| (h.trim().to_string(), i))
         .collect();
-    // `capture` and `language` came later: files without them are runs without capture, in
-    // Rust.
+    // `capture`, `language` and `udp_datagrams` came later: files without them are runs
+    // without capture, in Rust, with datagrams not counted.
     for col in META_COLUMNS.iter().chain(TAIL_COLUMNS.iter()) {
         if !matches!(*col, "capture" | "language") && !idx.contains_key(*col) {
             return Err(LabError::MissingColumn {
@@ -415,7 +434,12 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
                 (None, t)
             }
         };
+        let udp_datagrams = match idx.get("udp_datagrams").and_then(|&i| rec.get(i)) {
+            Some(v) if !v.trim().is_empty() => Some(row.parse("udp_datagrams")?),
+            _ => None,
+        };
         out.push(RunRecord {
+            udp_datagrams,
             run_index: row.parse("run_index")?,
             repetition: row.parse("repetition")?,
             scenario,
@@ -499,6 +523,9 @@ pub struct Aggregate {
     pub lost_pct: Option<Spread>,
     /// Lost samples summed over repetitions.
     pub lost_samples_total: u64,
+    /// Samples per UDP datagram ([`RunRecord::samples_per_datagram`]), where counted.
+    #[serde(default)]
+    pub samples_per_datagram: Option<Spread>,
 }
 
 /// Groups records by scenario (all repetitions) and summarises each group.
@@ -539,7 +566,10 @@ pub fn aggregate(records: &[RunRecord]) -> Vec<Aggregate> {
             } else {
                 (None, None, None)
             };
+            let per_datagram: Vec<f64> =
+                ok.iter().filter_map(|r| r.samples_per_datagram()).collect();
             Aggregate {
+                samples_per_datagram: Spread::of(&per_datagram),
                 scenario,
                 runs_ok: ok.len() as u32,
                 runs_failed: (rs.len() - ok.len()) as u32,
@@ -772,6 +802,7 @@ mod tests {
 
     fn rec(i: usize, test: TestKind, status: RunStatus, v: f64) -> RunRecord {
         RunRecord {
+            udp_datagrams: None,
             run_index: i,
             repetition: (i % 3) as u32,
             scenario: Scenario {
@@ -857,6 +888,7 @@ mod tests {
         runs[0].scenario.capture = Capture::NoUserData;
         runs[1].scenario.capture = Capture::On;
         runs[2].scenario.language = Language::Cs;
+        runs[1].udp_datagrams = Some(61_728);
         let summary = Summary {
             lab_version: "0.1.0".into(),
             started_unix_s: 1,

@@ -704,7 +704,7 @@ pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, La
         );
     }
     h.push_str("</table>\n");
-    h.push_str("<h2>Throughput table (median [min–max] over repetitions)</h2><table><tr><th>configuration</th><th>size (B)</th><th>runs ok/failed</th><th>samples/s</th><th>Mbit/s</th><th>lost %</th><th>lost samples (sum)</th></tr>");
+    h.push_str("<h2>Throughput table (median [min–max] over repetitions)</h2><table><tr><th>configuration</th><th>size (B)</th><th>runs ok/failed</th><th>samples/s</th><th>Mbit/s</th><th>lost %</th><th>lost samples (sum)</th><th>samples per UDP datagram</th></tr>");
     for a in summary
         .aggregates
         .iter()
@@ -712,7 +712,7 @@ pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, La
     {
         let _ = write!(
             h,
-            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}/{}</td>{}{}{}<td class=\"num\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}/{}</td>{}{}{}<td class=\"num\">{}</td>{}</tr>",
             html_escape(&a.scenario.config_label()),
             a.scenario.size,
             a.runs_ok,
@@ -720,10 +720,12 @@ pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, La
             spread_cell(a.samples_per_s, 0),
             spread_cell(a.mbps, 1),
             spread_cell(a.lost_pct, 2),
-            a.lost_samples_total
+            a.lost_samples_total,
+            spread_cell(a.samples_per_datagram, 1)
         );
     }
-    h.push_str("</table>\n");
+    h.push_str("</table><p class=\"note\">Samples per UDP datagram: samples received over the UDP datagrams sent while the run lasted (<code>OutDatagrams</code> of <code>/proc/net/snmp</code>: on loopback all of this host's, acknowledgements and discovery included; in a netns testbed the publisher's side). About 1 is one sample per datagram; Cyclone's <code>ddsperf</code> packs samples, which is why its rows compare with FerroDDS batched, not unbatched.</p>\n");
+    fair_comparison_table(&mut h, summary);
 
     capture_cost_table(&mut h, summary);
     language_cost_table(&mut h, summary);
@@ -803,6 +805,65 @@ fn capture_cost_table(h: &mut String, summary: &Summary) {
         );
     }
     h.push_str("</table><p class=\"note\">Connext's ratio: its published capture latency (both participants capturing, best effort) over its published latency without capture on the same hardware (strict reliable: the closest row RTI publishes). Connext publishes no throughput without capture for that hardware.</p>\n");
+}
+
+/// Throughput compared with what sends alike: FerroDDS unbatched with the raw baseline (one
+/// sample per datagram both), FerroDDS batched with Cyclone's `ddsperf` (which packs samples
+/// into datagrams), each with its measured samples per datagram. Nothing without such pairs.
+fn fair_comparison_table(h: &mut String, summary: &Summary) {
+    let thr: Vec<_> = summary
+        .aggregates
+        .iter()
+        .filter(|a| a.scenario.test == TestKind::Throughput)
+        .collect();
+    let find = |peer: &Scenario, batching: bool, any_reliability: bool| {
+        thr.iter().copied().find(|a| {
+            let s = &a.scenario;
+            s.system == System::Ferrodds
+                && s.language == Language::Rust
+                && s.capture == Capture::Off
+                && s.batching == batching
+                && s.keyed == peer.keyed
+                && s.transport == peer.transport
+                && s.size == peer.size
+                && (any_reliability || s.reliability == peer.reliability)
+        })
+    };
+    let mut rows = String::new();
+    for peer in thr.iter().filter(|a| a.scenario.system != System::Ferrodds) {
+        let (ours, what) = match peer.scenario.system {
+            // The raw baseline has no reliability: it runs in one reliability's groups.
+            System::Raw => (find(&peer.scenario, false, false), "unbatched"),
+            _ => (find(&peer.scenario, true, false), "batched"),
+        };
+        let Some(ours) = ours else {
+            continue;
+        };
+        let ratio = match (&ours.samples_per_s, &peer.samples_per_s) {
+            (Some(x), Some(y)) if y.median > 0.0 => format!("{:.2}×", x.median / y.median),
+            _ => "–".to_string(),
+        };
+        let per = |a: &Aggregate| {
+            a.samples_per_datagram
+                .map_or_else(|| "–".to_string(), |s| format!("{:.1}", s.median))
+        };
+        let _ = write!(
+            rows,
+            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            html_escape(&format!("{} ({what})", ours.scenario.config_label())),
+            html_escape(&peer.scenario.config_label()),
+            peer.scenario.size,
+            ratio,
+            per(ours),
+            per(peer),
+        );
+    }
+    if rows.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Throughput against what sends alike (samples/s, medians)</h2><table><tr><th>FerroDDS</th><th>compared with</th><th>size (B)</th><th>FerroDDS ÷ it</th><th>FerroDDS samples per datagram</th><th>its samples per datagram</th></tr>");
+    h.push_str(&rows);
+    h.push_str("</table><p class=\"note\">Raw UDP sends one sample per datagram, as FerroDDS without batching; Cyclone's <code>ddsperf</code> has no batching switch and packs samples, as FerroDDS with batching.</p>\n");
 }
 
 /// The cost of the C# API: each FerroDDS row of the C# perftest over the same row of the Rust
@@ -885,6 +946,7 @@ mod tests {
             mbps: None,
             lost_pct: None,
             lost_samples_total: 0,
+            samples_per_datagram: None,
         };
         let mut summary = Summary {
             lab_version: "0".into(),
@@ -936,6 +998,7 @@ mod tests {
             mbps: None,
             lost_pct: None,
             lost_samples_total: 0,
+            samples_per_datagram: None,
         };
         let mut summary = Summary {
             lab_version: "0".into(),
@@ -968,6 +1031,64 @@ mod tests {
             series.iter().any(|s| s.label == CS_REFERENCE_LABEL),
             "C# reference line"
         );
+    }
+
+    #[test]
+    fn throughput_compares_with_what_sends_alike() {
+        let agg = |system: System, batching: bool, sps: f64, per: f64| Aggregate {
+            scenario: Scenario {
+                system,
+                test: TestKind::Throughput,
+                reliability: crate::matrix::Reliability::Reliable,
+                keyed: false,
+                batching,
+                transport: Transport::Udpv4,
+                size: 32,
+                capture: Capture::Off,
+                language: Language::Rust,
+            },
+            runs_ok: 1,
+            runs_failed: 0,
+            avg_us: None,
+            p50_us: None,
+            p99_us: None,
+            samples_per_s: Spread::of(&[sps]),
+            mbps: None,
+            lost_pct: None,
+            lost_samples_total: 0,
+            samples_per_datagram: Spread::of(&[per]),
+        };
+        let mut summary = Summary {
+            lab_version: "0".into(),
+            started_unix_s: 0,
+            finished_unix_s: 0,
+            host: Default::default(),
+            settings: Default::default(),
+            planned_runs: 4,
+            runs_ok: 4,
+            runs_failed: 0,
+            runs_not_started: 0,
+            interrupted: false,
+            notes: Vec::new(),
+            aggregates: vec![
+                agg(System::Ferrodds, false, 100_000.0, 0.9),
+                agg(System::Ferrodds, true, 2_000_000.0, 120.0),
+            ],
+            runs: Vec::new(),
+        };
+        let mut h = String::new();
+        fair_comparison_table(&mut h, &summary);
+        assert!(h.is_empty(), "no baseline, no table");
+        summary
+            .aggregates
+            .push(agg(System::Raw, false, 200_000.0, 1.0));
+        summary
+            .aggregates
+            .push(agg(System::Cyclone, false, 500_000.0, 126.0));
+        fair_comparison_table(&mut h, &summary);
+        // Unbatched beside raw UDP, batched beside ddsperf, each with its samples per datagram.
+        assert!(h.contains("ferrodds reliable unkeyed (unbatched)</td><td>raw UDP</td><td class=\"num\">32</td><td class=\"num\">0.50×</td><td class=\"num\">0.9</td><td class=\"num\">1.0</td>"), "{h}");
+        assert!(h.contains("ferrodds reliable unkeyed batching (batched)</td><td>cyclone reliable unkeyed</td><td class=\"num\">32</td><td class=\"num\">4.00×</td><td class=\"num\">120.0</td><td class=\"num\">126.0</td>"), "{h}");
     }
 
     #[test]

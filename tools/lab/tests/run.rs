@@ -56,7 +56,18 @@ fn quick_style_run_against_raw_dds_and_cyclone() {
                 let t = r.throughput.unwrap();
                 assert!(t.total_samples > 0 && t.samples_per_s > 0.0, "{t:?}");
                 assert!(t.mbps > 0.0);
+                // The host's UDP datagrams were counted; FerroDDS without batching and raw
+                // UDP send one sample per datagram at most (other tests' traffic on this host
+                // can only lower the ratio).
+                assert!(r.udp_datagrams.is_some_and(|d| d > 0), "{r:?}");
+                if r.scenario.system != System::Cyclone {
+                    let per = r.samples_per_datagram().unwrap();
+                    assert!(per <= 1.5, "{} samples per datagram", per);
+                }
             }
+        }
+        if r.scenario.test == TestKind::Latency {
+            assert_eq!(r.udp_datagrams, None);
         }
         assert!(r.pub_command.contains("taskset -c 0"), "{}", r.pub_command);
         if r.scenario.system == System::Raw {
@@ -65,6 +76,8 @@ fn quick_style_run_against_raw_dds_and_cyclone() {
     }
     let html = std::fs::read_to_string(out_dir.join(files::REPORT_HTML)).unwrap();
     assert_eq!(html.matches("<svg").count(), 9);
+    assert!(html.contains("samples per UDP datagram"));
+    assert!(html.contains("Throughput against what sends alike"));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join(files::SUMMARY_JSON)).unwrap())
             .unwrap();
