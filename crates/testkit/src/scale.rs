@@ -83,6 +83,8 @@ pub fn discovery_run(
     let started = Instant::now();
     let cpu0 = thread_cpu();
     let mut net = Network::new(seed);
+    // (The condition below only reads events.)
+    net.indexed_timers = true;
     let ids: Vec<usize> = (0..participants).map(|_| net.add_participant(0)).collect();
     let now = net.now;
     let t0 = now;

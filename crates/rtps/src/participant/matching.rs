@@ -84,8 +84,7 @@ impl Participant {
 
     /// Matches local user writer `wi` with a (remote or local) reader.
     pub(super) fn match_writer_reader(&mut self, wi: usize, reader: &EndpointData) {
-        let locators = self.reader_locators(reader);
-        let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) else {
+        let Some(w) = self.writers.get(wi).and_then(Option::as_ref) else {
             return;
         };
         if w.role != Role::User
@@ -94,6 +93,12 @@ impl Participant {
         {
             return;
         }
+        // (Resolved only for a writer of the topic: every remote reader is offered
+        // to every local writer.)
+        let locators = self.reader_locators(reader);
+        let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) else {
+            return;
+        };
         let existing = w.proxies.position(reader.guid);
         match check_compatible(&EndpointQos::from(&w.qos), &reader.qos) {
             Ok(()) => {
@@ -144,8 +149,7 @@ impl Participant {
 
     /// Matches local user reader `ri` with a (remote or local) writer.
     pub(super) fn match_reader_writer(&mut self, ri: usize, writer: &EndpointData) {
-        let locators = self.locators_for(writer.guid.prefix, &writer.unicast, false);
-        let Some(r) = self.readers.get_mut(ri).and_then(Option::as_mut) else {
+        let Some(r) = self.readers.get(ri).and_then(Option::as_ref) else {
             return;
         };
         if r.role != Role::User
@@ -154,6 +158,10 @@ impl Participant {
         {
             return;
         }
+        let locators = self.locators_for(writer.guid.prefix, &writer.unicast, false);
+        let Some(r) = self.readers.get_mut(ri).and_then(Option::as_mut) else {
+            return;
+        };
         let existing = r.proxies.position(writer.guid);
         match check_compatible(&writer.qos, &EndpointQos::from(&r.qos)) {
             Ok(()) => {
