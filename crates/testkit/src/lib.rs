@@ -34,7 +34,11 @@
 //! - Events are collected into [`Node::events`]; with [`Node::auto_take`]
 //!   (default on) samples are taken into [`Node::samples`] after every input.
 //! - [`Network::run_until`] advances until a condition holds or a virtual-time
-//!   limit passes, and also stops after a bounded number of steps.
+//!   limit passes, and also stops after a bounded number of steps. A datagram
+//!   finds its receivers through a locator index; each step asks every node
+//!   for its timer, unless [`Network::indexed_timers`] is set (runs of
+//!   hundreds of nodes whose conditions do not call the engines): then a heap
+//!   kept as the network calls the engines gives the next timer.
 //! - [`Network::counters`] and [`Network::byte_counters`] count datagrams and
 //!   bytes sent, delivered, lost (at random) and queue-dropped (e.g. to
 //!   compare repair traffic with what the link lost); [`Network::link_stats`]

@@ -132,6 +132,7 @@ impl<P: Proxy> Proxies<P> {
         }
     }
 
+    #[inline(never)]
     fn enqueue(&mut self, i: usize, at: Option<Timestamp>) {
         let Some(p) = self.list.get_mut(i) else {
             return;
@@ -223,8 +224,15 @@ impl<P: Proxy> Proxies<P> {
         if self.list.len() <= INDEX_FROM {
             self.list.iter().position(|p| p.guid() == guid)
         } else {
-            self.index.get(&guid).copied()
+            self.indexed_position(guid)
         }
+    }
+
+    /// [`Proxies::position`] through the index (kept out of line: the
+    /// small-endpoint path inlined into the data path stays small).
+    #[inline(never)]
+    fn indexed_position(&self, guid: Guid) -> Option<usize> {
+        self.index.get(&guid).copied()
     }
 
     /// Whether `guid` has a proxy.

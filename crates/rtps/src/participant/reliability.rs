@@ -182,18 +182,19 @@ impl Participant {
         // to it alone, which count whole (else a transient-local history
         // sent to each of n late joiners would count n times too little).
         let delivered = if self.pacer.enabled() && p.acked > acked_before {
-            let (mut own, mut shared) = (0u64, 0u64);
-            for sn in acked_before.max(history.first_sn().unwrap_or(i64::MAX) - 1) + 1..=p.acked {
-                if let Some(c) = history.get(sn) {
-                    let len = sizes.wire_len(c.payload.len()) as u64;
-                    if sn <= joined {
-                        own += len;
-                    } else {
-                        shared += len;
-                    }
-                }
-            }
-            own + shared / reliable_readers
+            let first = acked_before.max(history.first_sn().unwrap_or(i64::MAX) - 1) + 1;
+            let bytes = |from: i64, to: i64| -> u64 {
+                (from..=to)
+                    .filter_map(|sn| history.get(sn))
+                    .map(|c| sizes.wire_len(c.payload.len()) as u64)
+                    .sum()
+            };
+            let own = if first <= joined {
+                bytes(first, p.acked.min(joined))
+            } else {
+                0
+            };
+            own + bytes(first.max(joined + 1), p.acked) / reliable_readers
         } else {
             0
         };

@@ -42,6 +42,7 @@ impl Work {
     /// Notes the state of writer proxy `i` of a reader after it may have
     /// changed (`reader_flag` is the reader's [`LocalReader::ack_work`]) and
     /// queues it if it has work.
+    #[inline]
     pub(super) fn watch_writer_proxy(
         &mut self,
         reader_flag: &mut bool,
@@ -183,11 +184,19 @@ impl Participant {
         }
         // Work queues: what fell due moves to their ready part (see
         // `next_deadline`).
-        for r in self.readers.iter_mut().flatten().filter(|r| r.ack_work) {
-            r.proxies.settle(now);
+        if self.work.ack {
+            for r in self.readers.iter_mut().flatten() {
+                if r.ack_work && r.proxies.queued() {
+                    r.proxies.settle(now);
+                }
+            }
         }
-        for w in self.writers.iter_mut().flatten().filter(|w| w.repair_work) {
-            w.proxies.settle(now);
+        if self.work.repair {
+            for w in self.writers.iter_mut().flatten() {
+                if w.repair_work && w.proxies.queued() {
+                    w.proxies.settle(now);
+                }
+            }
         }
         self.security_timeout(now);
         if self.pacer.evaluate(now, self.rtt.srtt()) {
