@@ -61,6 +61,12 @@ pub(crate) struct ReaderProxy {
     /// sent an ACKNACK: past [`MAX_UNANSWERED_HEARTBEATS`] it is heartbeated
     /// only every [`UNRESPONSIVE_HEARTBEAT_DIVISOR`]th time.
     pub(crate) unanswered_hbs: u32,
+    /// SNs up to this one were pushed before this reader matched: they
+    /// reach it only as repairs (so its first NACK of them is no loss).
+    pub(crate) pushed_before_match: i64,
+    /// Key of this proxy's live entry in its writer's work queue
+    /// (`participant::proxies`), if it has one.
+    pub(crate) queued_at: Option<Timestamp>,
 }
 
 /// Periodic HEARTBEATs a reader may leave unanswered before it counts as
@@ -95,6 +101,8 @@ impl ReaderProxy {
             last_nackfrag: None,
             resent: BTreeMap::new(),
             unanswered_hbs: 0,
+            pushed_before_match: 0,
+            queued_at: None,
         }
     }
 
@@ -254,6 +262,9 @@ pub(crate) struct WriterProxy {
     /// after: while NACK_FRAGs wait for their hold-off, the acknowledgement
     /// goes at once, once per HEARTBEAT.
     pub(crate) answered_hb: (Option<i32>, Option<i32>),
+    /// Key of this proxy's live entry in its reader's work queue
+    /// (`participant::proxies`), if it has one.
+    pub(crate) queued_at: Option<Timestamp>,
 }
 
 /// What a proxy operation produced.
@@ -301,6 +312,7 @@ impl WriterProxy {
             nack_frag_count: 0,
             nack_frag_due: None,
             answered_hb: (None, None),
+            queued_at: None,
         }
     }
 

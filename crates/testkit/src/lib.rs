@@ -34,7 +34,11 @@
 //! - Events are collected into [`Node::events`]; with [`Node::auto_take`]
 //!   (default on) samples are taken into [`Node::samples`] after every input.
 //! - [`Network::run_until`] advances until a condition holds or a virtual-time
-//!   limit passes, and also stops after a bounded number of steps.
+//!   limit passes, and also stops after a bounded number of steps. A datagram
+//!   finds its receivers through a locator index; each step asks every node
+//!   for its timer, unless [`Network::indexed_timers`] is set (runs of
+//!   hundreds of nodes whose conditions do not call the engines): then a heap
+//!   kept as the network calls the engines gives the next timer.
 //! - [`Network::counters`] and [`Network::byte_counters`] count datagrams and
 //!   bytes sent, delivered, lost (at random) and queue-dropped (e.g. to
 //!   compare repair traffic with what the link lost); [`Network::link_stats`]
@@ -425,6 +429,21 @@ pub struct Network {
     queue: BinaryHeap<Reverse<InFlight>>,
     seq: u64,
     buf: Vec<u8>,
+    /// The nodes owning each locator (so that a datagram finds its receivers
+    /// without visiting every node: discovery of N nodes sends O(N²) datagrams).
+    owners: std::collections::HashMap<Locator, Vec<usize>>,
+    /// Scratch list of one datagram's receivers.
+    receivers: Vec<usize>,
+    /// Find the next timer in a heap kept up to date as the network calls the
+    /// engines (default off: every step asks every node, which costs O(N) per
+    /// step, O(N³) for discovery of N nodes). Only for runs whose `run_until`
+    /// conditions do not call the engines: changes made between runs are seen
+    /// when `run_until` starts, changes made inside a condition are not.
+    pub indexed_timers: bool,
+    /// Node timers as last seen (`indexed_timers`), earliest first; an entry
+    /// that is not the node's `timer_at` is stale.
+    timers: BinaryHeap<Reverse<(Timestamp, usize)>>,
+    timer_at: Vec<Option<Timestamp>>,
 }
 
 impl Network {
@@ -445,6 +464,54 @@ impl Network {
             queue: BinaryHeap::new(),
             seq: 0,
             buf: vec![0; 65536],
+            owners: std::collections::HashMap::new(),
+            receivers: Vec::new(),
+            indexed_timers: false,
+            timers: BinaryHeap::new(),
+            timer_at: Vec::new(),
+        }
+    }
+
+    /// Notes node `i`'s timer (`indexed_timers`).
+    fn refresh_timer(&mut self, i: usize) {
+        if self.timer_at.len() < self.nodes.len() {
+            self.timer_at.resize(self.nodes.len(), None);
+        }
+        let t = if self.nodes[i].crashed {
+            None
+        } else {
+            self.nodes[i].participant.poll_timeout()
+        };
+        if self.timer_at[i] != t {
+            self.timer_at[i] = t;
+            if let Some(t) = t {
+                self.timers.push(Reverse((t, i)));
+            }
+        }
+    }
+
+    /// The earliest node timer (`indexed_timers`), dropping stale entries.
+    fn next_indexed_timer(&mut self) -> Option<Timestamp> {
+        while let Some(Reverse((t, i))) = self.timers.peek().copied() {
+            if self.timer_at[i] == Some(t) {
+                return Some(t);
+            }
+            self.timers.pop();
+        }
+        None
+    }
+
+    /// Records that node `i` owns `locators` (and no longer what it owned before).
+    fn set_owner(&mut self, i: usize, locators: &[Locator]) {
+        for v in self.owners.values_mut() {
+            v.retain(|&n| n != i);
+        }
+        for l in locators {
+            let v = self.owners.entry(*l).or_default();
+            if !v.contains(&i) {
+                v.push(i);
+                v.sort_unstable();
+            }
         }
     }
 
@@ -509,6 +576,8 @@ impl Network {
             locators,
         });
         let i = self.nodes.len() - 1;
+        let locators = self.nodes[i].locators.clone();
+        self.set_owner(i, &locators);
         self.nodes[i].participant.handle_timeout(self.now);
         self.flush(i);
         i
@@ -534,6 +603,8 @@ impl Network {
             locators,
         });
         let i = self.nodes.len() - 1;
+        let locators = self.nodes[i].locators.clone();
+        self.set_owner(i, &locators);
         self.nodes[i].participant.handle_timeout(self.now);
         self.flush(i);
         Ok(i)
@@ -550,7 +621,9 @@ impl Network {
         node.participant = Participant::new(cfg, self.now);
         node.readers.clear();
         node.crashed = false;
-        node.locators = locators;
+        node.locators = locators.clone();
+        self.set_owner(i, &locators);
+        let node = &mut self.nodes[i];
         node.participant.handle_timeout(self.now);
         self.flush(i);
     }
@@ -623,6 +696,9 @@ impl Network {
         while let Some(t) = self.nodes[i].participant.poll_transmit(now, &mut self.buf) {
             self.send(i, t);
         }
+        if self.indexed_timers {
+            self.refresh_timer(i);
+        }
     }
 
     /// Sends new data of the flow-controlled writer `w` of node `i` (see
@@ -683,13 +759,18 @@ impl Network {
                 data: data.to_vec(),
             });
         }
-        for to in 0..self.nodes.len() {
-            if self.nodes[to].crashed
-                || !t
-                    .destinations
-                    .iter()
-                    .any(|d| self.nodes[to].locators.contains(d))
-            {
+        // Receivers in node order, each once.
+        let mut receivers = std::mem::take(&mut self.receivers);
+        receivers.clear();
+        for d in &t.destinations {
+            if let Some(v) = self.owners.get(d) {
+                receivers.extend_from_slice(v);
+            }
+        }
+        receivers.sort_unstable();
+        receivers.dedup();
+        for &to in &receivers {
+            if self.nodes[to].crashed {
                 continue;
             }
             let link = self.links.get(&(from, to)).copied().unwrap_or(self.link);
@@ -751,18 +832,22 @@ impl Network {
                 }));
             }
         }
+        self.receivers = receivers;
     }
 
     /// Runs one step: delivers the next datagram or fires the next timer.
     /// Returns false if nothing is scheduled before `deadline`.
     pub fn step(&mut self, deadline: Timestamp) -> bool {
         let next_dgram = self.queue.peek().map(|Reverse(f)| f.at);
-        let next_timer = self
-            .nodes
-            .iter()
-            .filter(|n| !n.crashed)
-            .filter_map(|n| n.participant.poll_timeout())
-            .min();
+        let next_timer = if self.indexed_timers {
+            self.next_indexed_timer()
+        } else {
+            self.nodes
+                .iter()
+                .filter(|n| !n.crashed)
+                .filter_map(|n| n.participant.poll_timeout())
+                .min()
+        };
         let next = match (next_dgram, next_timer) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => match a.or(b) {
@@ -794,6 +879,38 @@ impl Network {
             }
             return true;
         }
+        if self.indexed_timers {
+            // The nodes whose timer is due, in node order (as below).
+            let mut due = std::mem::take(&mut self.receivers);
+            due.clear();
+            while let Some(Reverse((t, i))) = self.timers.peek().copied() {
+                if t > self.now {
+                    break;
+                }
+                self.timers.pop();
+                if self.timer_at[i] == Some(t) {
+                    self.timer_at[i] = None;
+                    due.push(i);
+                }
+            }
+            due.sort_unstable();
+            due.dedup();
+            for &i in &due {
+                let fire = !self.nodes[i].crashed
+                    && self.nodes[i]
+                        .participant
+                        .poll_timeout()
+                        .is_some_and(|t| t <= self.now);
+                if fire {
+                    let now = self.now;
+                    self.nodes[i].participant.handle_timeout(now);
+                    self.flush(i);
+                }
+                self.refresh_timer(i);
+            }
+            self.receivers = due;
+            return true;
+        }
         for i in 0..self.nodes.len() {
             if self.nodes[i].crashed {
                 continue;
@@ -821,6 +938,13 @@ impl Network {
         let deadline = self.now.saturating_add(limit);
         for i in 0..self.nodes.len() {
             self.flush(i);
+        }
+        if self.indexed_timers {
+            self.timers.clear();
+            self.timer_at.clear();
+            for i in 0..self.nodes.len() {
+                self.refresh_timer(i);
+            }
         }
         for _ in 0..20_000_000u64 {
             if cond(self) {

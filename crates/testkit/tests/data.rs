@@ -499,3 +499,91 @@ fn samples_overwritten_while_unreachable_are_reported_lost() {
         count: 9
     }));
 }
+
+/// A writer with more readers than the engine scans (12: its proxies are then found by
+/// GUID and served from a work queue) and a reader with as many writers, over a lossy
+/// link: every reader gets every sample exactly once and in order, and the writer learns
+/// that all acknowledged.
+#[test]
+fn strict_reliable_with_a_dozen_readers_and_writers() {
+    let mut net = Network::new(41);
+    let n_peers = 12;
+    let mut cfg = Network::config_for(0, 0);
+    cfg.max_message_size = 1400;
+    let a = net.add_participant_with(cfg);
+    let peers: Vec<usize> = (1..=n_peers)
+        .map(|i| {
+            let mut c = Network::config_for(i, 0);
+            c.max_message_size = 1400;
+            net.add_participant_with(c)
+        })
+        .collect();
+    let now = net.now;
+    let w = net
+        .p(a)
+        .create_writer(writer("T", keep_all_writer()), now)
+        .unwrap();
+    let r_a = net
+        .p(a)
+        .create_reader(reader("U", reliable_reader()), now)
+        .unwrap();
+    let mut readers = Vec::new();
+    let mut writers = Vec::new();
+    for &p in &peers {
+        readers.push(
+            net.p(p)
+                .create_reader(reader("T", reliable_reader()), now)
+                .unwrap(),
+        );
+        writers.push(
+            net.p(p)
+                .create_writer(writer("U", keep_all_writer()), now)
+                .unwrap(),
+        );
+    }
+    let ok = net.run_until(Duration::from_secs(5), |n| {
+        n.nodes[a].participant.matched_reader_count(w) == n_peers
+            && n.nodes[a].participant.matched_writer_count(r_a) == n_peers
+    });
+    assert!(ok, "no match");
+    net.run_for(Duration::from_millis(50));
+    net.link = LinkConfig::lossy(0.2, 0.05, 0.1);
+    let n = 300u32;
+    let now = net.now;
+    for i in 0..n {
+        net.p(a).write(w, alive(&payload(i)), now).unwrap();
+        for (k, &p) in peers.iter().enumerate() {
+            net.p(p).write(writers[k], alive(&payload(i)), now).unwrap();
+        }
+    }
+    for i in std::iter::once(a).chain(peers.iter().copied()) {
+        net.flush(i);
+    }
+    let ok = net.run_until(Duration::from_secs(60), |net| {
+        peers
+            .iter()
+            .zip(&readers)
+            .all(|(&p, &r)| net.nodes[p].samples_of(r).count() >= n as usize)
+            && net.nodes[a].samples_of(r_a).count() >= (n as usize) * n_peers
+    });
+    assert!(ok, "not all delivered after {:?}", net.now);
+    for (&p, &r) in peers.iter().zip(&readers) {
+        assert_eq!(
+            values(&net, p, r),
+            (0..n).collect::<Vec<_>>(),
+            "reader on node {p}"
+        );
+    }
+    assert_eq!(
+        net.nodes[a].samples_of(r_a).count(),
+        (n as usize) * n_peers,
+        "samples of a dozen writers"
+    );
+    assert!(
+        net.nodes[a].participant.stats().resent_data > 0,
+        "nothing repaired"
+    );
+    assert!(net.run_until(Duration::from_secs(10), |net| net
+        .p(a)
+        .is_acknowledged_by_all(w)));
+}

@@ -240,9 +240,9 @@ impl Participant {
             payload,
             removed: false,
         });
-        w.last_sn = sn;
+        w.set_last_sn(sn);
         w.all_acked_reported = false;
-        if w.reliable() && w.next_hb.is_none() && w.proxies.iter().any(|p| p.reliable) {
+        if w.reliable() && w.next_hb.is_none() && w.reliable_proxies > 0 {
             let t = now.saturating_add(period);
             w.next_hb = Some(t);
             self.work.arm(t);

@@ -84,8 +84,7 @@ impl Participant {
 
     /// Matches local user writer `wi` with a (remote or local) reader.
     pub(super) fn match_writer_reader(&mut self, wi: usize, reader: &EndpointData) {
-        let locators = self.reader_locators(reader);
-        let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) else {
+        let Some(w) = self.writers.get(wi).and_then(Option::as_ref) else {
             return;
         };
         if w.role != Role::User
@@ -94,7 +93,13 @@ impl Participant {
         {
             return;
         }
-        let existing = w.proxies.iter().position(|p| p.guid == reader.guid);
+        // (Resolved only for a writer of the topic: every remote reader is offered
+        // to every local writer.)
+        let locators = self.reader_locators(reader);
+        let Some(w) = self.writers.get_mut(wi).and_then(Option::as_mut) else {
+            return;
+        };
+        let existing = w.proxies.position(reader.guid);
         match check_compatible(&EndpointQos::from(&w.qos), &reader.qos) {
             Ok(()) => {
                 if let Some(i) = existing {
@@ -111,10 +116,12 @@ impl Participant {
                 } else {
                     w.pushed
                 };
-                let p = ReaderProxy::new(reader.guid, reliable, locators, start_after);
-                self.work.watch_reader_proxy(&mut w.repair_work, &p);
-                w.proxies.push(p);
-                w.proxies_changed();
+                let mut p = ReaderProxy::new(reader.guid, reliable, locators, start_after);
+                p.pushed_before_match = w.pushed;
+                w.add_proxy(p);
+                let i = w.proxies.len() - 1;
+                self.work
+                    .watch_reader_proxy(&mut w.repair_work, &mut w.proxies, i);
                 w.all_acked_reported = false;
                 self.events.push_back(Event::PublicationMatched {
                     writer: WriterId(wi),
@@ -124,8 +131,7 @@ impl Participant {
             }
             Err(policy) => {
                 if let Some(i) = existing {
-                    w.proxies.remove(i);
-                    w.proxies_changed();
+                    w.remove_proxy(i);
                     self.events.push_back(Event::PublicationUnmatched {
                         writer: WriterId(wi),
                         remote_reader: reader.guid,
@@ -143,8 +149,7 @@ impl Participant {
 
     /// Matches local user reader `ri` with a (remote or local) writer.
     pub(super) fn match_reader_writer(&mut self, ri: usize, writer: &EndpointData) {
-        let locators = self.locators_for(writer.guid.prefix, &writer.unicast, false);
-        let Some(r) = self.readers.get_mut(ri).and_then(Option::as_mut) else {
+        let Some(r) = self.readers.get(ri).and_then(Option::as_ref) else {
             return;
         };
         if r.role != Role::User
@@ -153,7 +158,11 @@ impl Participant {
         {
             return;
         }
-        let existing = r.proxies.iter().position(|p| p.guid == writer.guid);
+        let locators = self.locators_for(writer.guid.prefix, &writer.unicast, false);
+        let Some(r) = self.readers.get_mut(ri).and_then(Option::as_mut) else {
+            return;
+        };
+        let existing = r.proxies.position(writer.guid);
         match check_compatible(&writer.qos, &EndpointQos::from(&r.qos)) {
             Ok(()) => {
                 if let Some(i) = existing {
@@ -173,8 +182,10 @@ impl Participant {
                     self.config.peer_limits.max_out_of_order_bytes,
                 );
                 p.continue_counts(self.count_floor);
-                self.work.watch_writer_proxy(&mut r.ack_work, &p);
                 r.proxies.push(p);
+                let i = r.proxies.len() - 1;
+                self.work
+                    .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, i);
                 self.events.push_back(Event::SubscriptionMatched {
                     reader: ReaderId(ri),
                     remote_writer: writer.guid,
@@ -269,9 +280,8 @@ impl Participant {
             let Some(w) = self.writers[wi].as_mut() else {
                 continue;
             };
-            if let Some(i) = w.proxies.iter().position(|p| p.guid == guid) {
-                w.proxies.remove(i);
-                w.proxies_changed();
+            if let Some(i) = w.proxies.position(guid) {
+                w.remove_proxy(i);
                 if w.role == Role::User {
                     self.events.push_back(Event::PublicationUnmatched {
                         writer: WriterId(wi),
@@ -296,11 +306,13 @@ impl Participant {
             }
             if let Some(w) = self.writers[wi].as_mut() {
                 let guid = Guid::new(prefix, eid);
-                if !w.proxies.iter().any(|p| p.guid == guid) {
-                    let p = ReaderProxy::new(guid, true, locs.clone(), 0);
-                    self.work.watch_reader_proxy(&mut w.repair_work, &p);
-                    w.proxies.push(p);
-                    w.proxies_changed();
+                if !w.proxies.contains(guid) {
+                    let mut p = ReaderProxy::new(guid, true, locs.clone(), 0);
+                    p.pushed_before_match = w.pushed;
+                    w.add_proxy(p);
+                    let i = w.proxies.len() - 1;
+                    self.work
+                        .watch_reader_proxy(&mut w.repair_work, &mut w.proxies, i);
                 }
             }
         }
@@ -314,7 +326,7 @@ impl Participant {
             }
             if let Some(r) = self.readers[ri].as_mut() {
                 let guid = Guid::new(prefix, eid);
-                if !r.proxies.iter().any(|p| p.guid == guid) {
+                if !r.proxies.contains(guid) {
                     let mut p = WriterProxy::new(
                         guid,
                         true,
@@ -327,8 +339,10 @@ impl Participant {
                         self.config.peer_limits.max_out_of_order_bytes,
                     );
                     p.continue_counts(self.count_floor);
-                    self.work.watch_writer_proxy(&mut r.ack_work, &p);
                     r.proxies.push(p);
+                    let i = r.proxies.len() - 1;
+                    self.work
+                        .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, i);
                 }
             }
         }

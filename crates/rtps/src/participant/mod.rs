@@ -49,6 +49,7 @@ use crate::{EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time};
 mod commands;
 mod emit;
 mod matching;
+mod proxies;
 mod reader;
 mod receive;
 mod reliability;
@@ -61,6 +62,7 @@ mod work;
 mod writer;
 
 use emit::{emit_change, emit_fragment, Emitted};
+use proxies::Proxies;
 use reader::{builtin_reader, LocalReader};
 use spdp::RemoteParticipant;
 use work::Work;

@@ -12,7 +12,8 @@ pub(super) struct LocalReader {
     pub(super) topic_name: String,
     pub(super) type_name: String,
     pub(super) qos: ReaderQos,
-    pub(super) proxies: Vec<WriterProxy>,
+    /// Matched writers.
+    pub(super) proxies: Proxies<WriterProxy>,
     pub(super) samples: ReaderCache,
     /// Key hashes of changes received without `PID_KEY_HASH` (keyed readers).
     pub(super) key_extractor: Option<KeyExtractor>,
@@ -57,7 +58,7 @@ pub(super) fn builtin_reader(
             history: History::KeepAll,
             ..ReaderQos::default()
         },
-        proxies: Vec::new(),
+        proxies: Proxies::new(prefix),
         samples: ReaderCache::new(hash_seed(prefix)),
         key_extractor: None,
         notify: false,
@@ -95,7 +96,7 @@ impl Participant {
             topic_name: attrs.topic_name,
             type_name: attrs.type_name,
             qos: attrs.qos,
-            proxies: Vec::new(),
+            proxies: Proxies::new(self.config.guid_prefix),
             samples: ReaderCache::new(hash_seed(self.config.guid_prefix)),
             key_extractor: None,
             notify: false,
@@ -206,10 +207,11 @@ impl Participant {
     /// A full KEEP_ALL reader has room again: ask for what it refused.
     #[inline(never)]
     fn room_again(work: &mut Work, reader: &mut LocalReader) {
-        for p in reader.proxies.iter_mut().filter(|p| p.reliable) {
-            if p.max_seen >= p.next {
+        for i in 0..reader.proxies.len() {
+            let p = &mut reader.proxies[i];
+            if p.reliable && p.max_seen >= p.next {
                 p.ack_pending = true;
-                work.watch_writer_proxy(&mut reader.ack_work, p);
+                work.watch_writer_proxy(&mut reader.ack_work, &mut reader.proxies, i);
             }
         }
     }
@@ -253,7 +255,7 @@ impl Participant {
         }
         for (ri, r) in self.readers.iter_mut().enumerate() {
             let Some(r) = r.as_mut() else { continue };
-            if let Some(i) = r.proxies.iter().position(|p| p.guid == guid) {
+            if let Some(i) = r.proxies.position(guid) {
                 r.proxies.remove(i);
                 if r.role == Role::User {
                     if r.proxies.is_empty() {

@@ -194,9 +194,10 @@ impl Participant {
                 continue;
             }
             let room = r.room();
-            let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer_guid) else {
+            let Some(pi) = r.proxies.position(writer_guid) else {
                 continue;
             };
+            let p = &mut r.proxies[pi];
             matched = true;
             let mut buf = self.rx_pool.pop().unwrap_or_default();
             buf.extend_from_slice(payload);
@@ -208,7 +209,8 @@ impl Participant {
             };
             let out = reset_scratch(&mut self.scratch);
             p.on_data(d.sn, change, room, out);
-            self.work.watch_writer_proxy(&mut r.ack_work, p);
+            self.work
+                .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, pi);
             self.stats.dropped_samples += out.dropped;
             self.stats.out_of_order_overflows += out.overflow;
             Self::deliver(
@@ -270,12 +272,14 @@ impl Participant {
                 continue;
             }
             let room = r.room();
-            let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer_guid) else {
+            let Some(pi) = r.proxies.position(writer_guid) else {
                 continue;
             };
+            let p = &mut r.proxies[pi];
             matched = true;
             let change = p.on_fragment(&frag, now);
-            self.work.watch_writer_proxy(&mut r.ack_work, p);
+            self.work
+                .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, pi);
             let change = match change {
                 Ok(Some(c)) => c,
                 Ok(None) => continue,
@@ -288,8 +292,9 @@ impl Participant {
                 }
             };
             let out = reset_scratch(&mut self.scratch);
-            p.on_data(f.sn, change, room, out);
-            self.work.watch_writer_proxy(&mut r.ack_work, p);
+            r.proxies[pi].on_data(f.sn, change, room, out);
+            self.work
+                .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, pi);
             self.stats.dropped_samples += out.dropped;
             self.stats.out_of_order_overflows += out.overflow;
             Self::deliver(

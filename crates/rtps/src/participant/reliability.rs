@@ -22,13 +22,15 @@ impl Participant {
                 continue;
             }
             let room = r.room();
-            let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer) else {
+            let Some(pi) = r.proxies.position(writer) else {
                 continue;
             };
+            let p = &mut r.proxies[pi];
             matched = true;
             let out = reset_scratch(&mut self.scratch);
             p.on_heartbeat(first, last, count, final_flag, room, out);
-            self.work.watch_writer_proxy(&mut r.ack_work, p);
+            self.work
+                .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, pi);
             Self::deliver(
                 r,
                 ReaderId(ri),
@@ -59,10 +61,11 @@ impl Participant {
             if reader_id != EntityId::UNKNOWN && reader_id != r.guid.entity_id {
                 continue;
             }
-            if let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer) {
+            if let Some(pi) = r.proxies.position(writer) {
                 matched = true;
-                p.on_heartbeat_frag(sn, last_frag, count);
-                self.work.watch_writer_proxy(&mut r.ack_work, p);
+                r.proxies[pi].on_heartbeat_frag(sn, last_frag, count);
+                self.work
+                    .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, pi);
             }
         }
         if !matched {
@@ -80,12 +83,14 @@ impl Participant {
                 continue;
             }
             let room = r.room();
-            let Some(p) = r.proxies.iter_mut().find(|p| p.guid == writer) else {
+            let Some(pi) = r.proxies.position(writer) else {
                 continue;
             };
+            let p = &mut r.proxies[pi];
             let out = reset_scratch(&mut self.scratch);
             p.on_gap(start, list, room, out);
-            self.work.watch_writer_proxy(&mut r.ack_work, p);
+            self.work
+                .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, pi);
             Self::deliver(
                 r,
                 ReaderId(ri),
@@ -124,57 +129,77 @@ impl Participant {
             return;
         };
         let last = w.last_sn;
+        let reliable_readers = w.reliable_proxies.max(1) as u64;
         let LocalWriter {
             proxies,
             history,
             sizes,
+            lagging_proxies,
             ..
         } = w;
-        // (Counted only when it is used: congestion control.)
-        let reliable_readers = if self.pacer.enabled() {
-            proxies.iter().filter(|p| p.reliable).count().max(1) as u64
-        } else {
-            1
-        };
-        let Some(p) = proxies.iter_mut().find(|p| p.guid == reader) else {
+        let Some(pi) = proxies.position(reader) else {
             self.stats.unmatched_submessages += 1;
             return;
         };
+        let p = &mut proxies[pi];
         if !p.reliable {
             return;
         }
         p.unanswered_hbs = 0;
         // Losses of data sent before the last decrease do not count again,
         // but a repair sent after it that is lost does.
+        // Nor do SNs pushed before this reader matched that were never
+        // resent to it: they never reached it (a late joiner asking for a
+        // transient-local history, as every remote participant does of the
+        // builtin SEDP writers).
         let recovery = w.recovery_sn;
         let recovery_at = w.recovery_at;
+        let joined = p.pushed_before_match;
         let size_of = |sn: i64, resent: Option<Timestamp>| {
             if sn <= recovery && resent.is_none_or(|t| t < recovery_at) {
+                return 0;
+            }
+            if sn <= joined && resent.is_none() {
                 return 0;
             }
             history.get(sn).map_or(0, |c| c.payload.len() as u64)
         };
         let acked_before = p.acked;
+        let was_lagging = p.lagging(last);
         let Some(lost) = p.on_acknack(set, count, final_flag, last, now, suppress, due, size_of)
         else {
             return;
         };
+        if was_lagging && !p.lagging(last) {
+            *lagging_proxies -= 1;
+        }
         // Bytes this reader newly acknowledged, as sent (with their
         // submessage headers), feed the delivery rate under congestion
-        // control (at most the whole history is visited). A datagram is
-        // paced once whatever number of readers it reaches, so each reader's
-        // share is 1/n (n reliable readers).
+        // control (at most the whole history is visited). A pushed datagram
+        // is paced once whatever number of readers it reaches, so each
+        // reader's share of a pushed SN is 1/n (n reliable readers); SNs
+        // pushed before this reader matched reached it only by repairs sent
+        // to it alone, which count whole (else a transient-local history
+        // sent to each of n late joiners would count n times too little).
         let delivered = if self.pacer.enabled() && p.acked > acked_before {
-            let bytes: u64 = (acked_before.max(history.first_sn().unwrap_or(i64::MAX) - 1) + 1
-                ..=p.acked)
-                .filter_map(|sn| history.get(sn))
-                .map(|c| sizes.wire_len(c.payload.len()) as u64)
-                .sum();
-            bytes / reliable_readers
+            let first = acked_before.max(history.first_sn().unwrap_or(i64::MAX) - 1) + 1;
+            let bytes = |from: i64, to: i64| -> u64 {
+                (from..=to)
+                    .filter_map(|sn| history.get(sn))
+                    .map(|c| sizes.wire_len(c.payload.len()) as u64)
+                    .sum()
+            };
+            let own = if first <= joined {
+                bytes(first, p.acked.min(joined))
+            } else {
+                0
+            };
+            own + bytes(first.max(joined + 1), p.acked) / reliable_readers
         } else {
             0
         };
-        self.work.watch_reader_proxy(&mut w.repair_work, p);
+        self.work
+            .watch_reader_proxy(&mut w.repair_work, &mut w.proxies, pi);
         let mut rtt = None;
         if let Some((sn, sent)) = w.rtt_probe {
             if set.base() > sn {
@@ -217,13 +242,16 @@ impl Participant {
         if sn > w.last_sn {
             return;
         }
-        let Some(p) = w.proxies.iter_mut().find(|p| p.guid == reader) else {
+        let Some(pi) = w.proxies.position(reader) else {
             self.stats.unmatched_submessages += 1;
             return;
         };
-        if p.reliable {
+        if w.proxies[pi].reliable {
+            let p = &mut w.proxies[pi];
             let new = p.on_nack_frag(sn, frags.iter().map(|f| f.0), count, now, suppress, due);
-            self.work.watch_reader_proxy(&mut w.repair_work, p);
+            self.work
+                .watch_reader_proxy(&mut w.repair_work, &mut w.proxies, pi);
+            let p = &w.proxies[pi];
             let repair_lost = p.resent.get(&sn).is_some_and(|t| *t >= w.recovery_at);
             if new > 0 && (sn > w.recovery_sn || repair_lost) {
                 let lost = new as u64 * w.sizes.frag as u64;
@@ -255,6 +283,7 @@ impl Participant {
         let Some(w) = self.writers[wi].as_mut() else {
             return;
         };
+        debug_assert!(w.counts_ok(), "reliable/lagging proxy counts");
         if w.qos.durability == Durability::Volatile {
             let bound = w.ack_bound();
             w.history.remove_up_to(bound);
@@ -271,7 +300,7 @@ impl Participant {
         if w.reliable()
             && w.last_sn > 0
             && !w.all_acked_reported
-            && w.proxies.iter().any(|p| p.reliable)
+            && w.reliable_proxies > 0
             && w.all_acked()
         {
             w.all_acked_reported = true;

@@ -157,8 +157,7 @@ impl Participant {
         }
         for i in [IDX_SEDP_PUB, IDX_SEDP_SUB] {
             if let Some(w) = self.writers[i].as_mut() {
-                w.proxies.retain(|p| !set.contains(&p.guid.prefix));
-                w.proxies_changed();
+                w.retain_proxies(|p| !set.contains(&p.guid.prefix));
             }
             if let Some(r) = self.readers[i].as_mut() {
                 r.proxies.retain(|p| !set.contains(&p.guid.prefix));

@@ -915,3 +915,63 @@ fn multicast_user_data_sends_once_to_the_group() {
         }
     }
 }
+
+/// A periodic HEARTBEAT that could not go out (the sender was held back: pacing behind
+/// repairs to many readers, a full socket) leaves nothing for the reader to answer: it
+/// does not count against the reader, which stays heartbeated every period.
+#[test]
+fn heartbeats_not_sent_do_not_make_a_reader_unresponsive() {
+    let ms = core::time::Duration::from_millis(1);
+    let mut a = Participant::new(cfg(1), Timestamp(0));
+    let w = a.create_writer(wattrs(false), Timestamp(0)).unwrap();
+    let mut b = Participant::new(cfg(2), Timestamp(0));
+    let mut ra = rattrs(false);
+    ra.qos.reliability = Reliability::RELIABLE;
+    let r = b.create_reader(ra, Timestamp(0)).unwrap();
+    let mut t = Timestamp(0);
+    let exchange = |a: &mut Participant, b: &mut Participant, t: Timestamp| {
+        for p in [&mut *a, &mut *b] {
+            if p.poll_timeout().is_some_and(|d| d <= t) {
+                p.handle_timeout(t);
+            }
+        }
+        let from_a = drain(a, t);
+        for (d, _) in drain(b, t) {
+            a.handle_datagram(t, None, &d);
+        }
+        for (d, _) in &from_a {
+            b.handle_datagram(t, None, d);
+        }
+    };
+    while a.matched_reader_count(w) == 0 && t.0 < 2_000_000_000 {
+        t = t.saturating_add(ms);
+        exchange(&mut a, &mut b, t);
+    }
+    for _ in 0..500 {
+        t = t.saturating_add(ms);
+        exchange(&mut a, &mut b, t);
+    }
+    let req = WriteRequest {
+        kind: ChangeKind::Alive,
+        key_hash: None,
+        serialized_payload: &[0, 1, 0, 0, 7],
+        source_timestamp: None,
+    };
+    a.write(w, req, t).unwrap();
+    // For 3 s (30 HEARTBEAT periods) a's timers run but nothing it has to send goes out.
+    for _ in 0..3_000 {
+        t = t.saturating_add(ms);
+        if a.poll_timeout().is_some_and(|d| d <= t) {
+            a.handle_timeout(t);
+        }
+    }
+    assert_eq!(a.stats().unresponsive_heartbeats_skipped, 0);
+    // Once a can send, the sample and a HEARTBEAT go at once, not a second later.
+    for _ in 0..50 {
+        t = t.saturating_add(ms);
+        exchange(&mut a, &mut b, t);
+    }
+    assert!(b.take_sample(r).is_some());
+    assert!(a.is_acknowledged_by_all(w));
+    assert_eq!(a.stats().unresponsive_heartbeats_skipped, 0);
+}

@@ -193,9 +193,19 @@ impl Participant {
             }
             let room = r.room();
             let reader_eid = r.guid.entity_id;
+            // Many proxies: those with an ACKNACK pending come from the work
+            // queue; a few: a scan from the one served last.
+            let queued = r.proxies.queued();
             let n = r.proxies.len();
             let start = r.ack_cursor.min(n);
-            for i in (start..n).chain(0..start) {
+            let mut scan = (start..n).chain(0..start);
+            loop {
+                let next = if queued {
+                    r.proxies.pop_due(now)
+                } else {
+                    scan.next()
+                };
+                let Some(i) = next else { break };
                 let p = &mut r.proxies[i];
                 if !p.ack_pending {
                     continue;
@@ -228,6 +238,7 @@ impl Participant {
                         if set.is_empty() && p.answered_hb == (p.last_hb, p.last_hb_frag) {
                             p.ack_due = Some(due);
                             self.work.arm(due);
+                            r.proxies.requeue(i, due);
                             continue;
                         }
                         n_nf = 0;
@@ -242,6 +253,7 @@ impl Participant {
                         if now < due {
                             p.ack_due = Some(due);
                             self.work.arm(due);
+                            r.proxies.requeue(i, due);
                             continue;
                         }
                     }
@@ -261,6 +273,10 @@ impl Participant {
                 let final_flag = set.is_empty() && p.synced;
                 p.ack_count = p.ack_count.wrapping_add(1);
                 self.count_floor = self.count_floor.max(p.ack_count);
+                if let Some(due) = deferred {
+                    r.proxies.requeue(i, due);
+                }
+                let p = &mut r.proxies[i];
                 let mut e = Emitter::new(buf, limit, prefix)?;
                 if e.info_dst(p.guid.prefix)
                     && e.acknack(reader_eid, p.guid.entity_id, &set, p.ack_count, final_flag)
@@ -287,7 +303,11 @@ impl Participant {
                     return Some(e.len());
                 }
             }
-            r.ack_work = r.proxies.iter().any(|p| p.ack_pending);
+            r.ack_work = if queued {
+                !r.proxies.queue_is_empty()
+            } else {
+                r.proxies.iter().any(|p| p.ack_pending)
+            };
             remaining |= r.ack_work;
         }
         self.work.ack = remaining;
@@ -528,9 +548,19 @@ impl Participant {
             let last = w.pushed;
             let first = w.hb_first().min(last + 1);
             let writer_eid = w.guid.entity_id;
+            // Many proxies: those with work due come from the work queue; a
+            // few: a scan from the one served last.
+            let queued = w.proxies.queued();
             let n = w.proxies.len();
             let start = w.repair_cursor.min(n);
-            for i in (start..n).chain(0..start) {
+            let mut scan = (start..n).chain(0..start);
+            loop {
+                let next = if queued {
+                    w.proxies.pop_due(now)
+                } else {
+                    scan.next()
+                };
+                let Some(i) = next else { break };
                 let p = &mut w.proxies[i];
                 let repairs_due = p.repairs_requested() && now >= p.repair_due;
                 if !p.reliable || !(p.gap_pending || p.hb_pending || repairs_due) {
@@ -545,8 +575,13 @@ impl Participant {
                 }
                 let reader_eid = p.guid.entity_id;
                 let ids = (reader_eid, writer_eid);
-                let mut e = Emitter::new(buf, limit.min(sizes.max_message), prefix)?;
+                // (No room for the headers: the work stays queued.)
+                let Some(mut e) = Emitter::new(buf, limit.min(sizes.max_message), prefix) else {
+                    w.proxies.note_work(i);
+                    return None;
+                };
                 if !e.info_dst(p.guid.prefix) {
+                    w.proxies.note_work(i);
                     return None;
                 }
                 if p.gap_pending && p.first_relevant > 1 {
@@ -653,9 +688,17 @@ impl Participant {
                 }
                 fill_dests(out, p.locators.iter());
                 w.repair_cursor = i;
-                return Some(e.len());
+                let len = e.len();
+                // (Work left, e.g. more repairs than one datagram holds,
+                // goes back to the queue.)
+                w.proxies.note_work(i);
+                return Some(len);
             }
-            w.repair_work = w.proxies.iter().any(ReaderProxy::has_repair_work);
+            w.repair_work = if queued {
+                !w.proxies.queue_is_empty()
+            } else {
+                w.proxies.iter().any(ReaderProxy::has_repair_work)
+            };
             remaining |= w.repair_work;
         }
         self.work.repair = remaining;

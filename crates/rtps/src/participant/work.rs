@@ -39,9 +39,18 @@ impl Work {
         self.timeout = self.timeout.min(t);
     }
 
-    /// Notes the state of a writer proxy of a reader after it may have
-    /// changed (`reader_flag` is the reader's [`LocalReader::ack_work`]).
-    pub(super) fn watch_writer_proxy(&mut self, reader_flag: &mut bool, p: &WriterProxy) {
+    /// Notes the state of writer proxy `i` of a reader after it may have
+    /// changed (`reader_flag` is the reader's [`LocalReader::ack_work`]) and
+    /// queues it if it has work.
+    #[inline]
+    pub(super) fn watch_writer_proxy(
+        &mut self,
+        reader_flag: &mut bool,
+        proxies: &mut Proxies<WriterProxy>,
+        i: usize,
+    ) {
+        proxies.note_work(i);
+        let p = &proxies[i];
         if p.ack_pending {
             *reader_flag = true;
             self.ack = true;
@@ -51,9 +60,17 @@ impl Work {
         }
     }
 
-    /// Notes the state of a reader proxy of a writer after it may have
-    /// changed (`writer_flag` is the writer's [`LocalWriter::repair_work`]).
-    pub(super) fn watch_reader_proxy(&mut self, writer_flag: &mut bool, p: &ReaderProxy) {
+    /// Notes the state of reader proxy `i` of a writer after it may have
+    /// changed (`writer_flag` is the writer's [`LocalWriter::repair_work`])
+    /// and queues it if it has work.
+    pub(super) fn watch_reader_proxy(
+        &mut self,
+        writer_flag: &mut bool,
+        proxies: &mut Proxies<ReaderProxy>,
+        i: usize,
+    ) {
+        proxies.note_work(i);
+        let p = &proxies[i];
         if p.has_repair_work() {
             *writer_flag = true;
             self.repair = true;
@@ -129,8 +146,18 @@ impl Participant {
                 None => w.next_hb = Some(now.saturating_add(period)),
                 Some(_) => {
                     let last = w.last_sn;
-                    for p in w.proxies.iter_mut().filter(|p| p.lagging(last)) {
-                        p.unanswered_hbs = p.unanswered_hbs.saturating_add(1);
+                    for i in 0..w.proxies.len() {
+                        let p = &mut w.proxies[i];
+                        if !p.lagging(last) {
+                            continue;
+                        }
+                        // Only a HEARTBEAT that went out can be left
+                        // unanswered: one still waiting (behind paced
+                        // repairs to other readers), or repairs this reader
+                        // asked for still waiting, say nothing about it.
+                        if !p.hb_pending && !p.repairs_requested() {
+                            p.unanswered_hbs = p.unanswered_hbs.saturating_add(1);
+                        }
                         if p.unanswered_hbs > MAX_UNANSWERED_HEARTBEATS
                             && p.unanswered_hbs % UNRESPONSIVE_HEARTBEAT_DIVISOR != 0
                         {
@@ -139,7 +166,8 @@ impl Participant {
                             continue;
                         }
                         p.hb_pending = true;
-                        self.work.watch_reader_proxy(&mut w.repair_work, p);
+                        self.work
+                            .watch_reader_proxy(&mut w.repair_work, &mut w.proxies, i);
                     }
                     // Tail-loss probes back off exponentially from the
                     // retransmission timeout up to the HEARTBEAT period.
@@ -151,6 +179,22 @@ impl Participant {
                     }
                     w.hb_backoff = w.hb_backoff.saturating_add(1);
                     w.next_hb = Some(now.saturating_add(interval));
+                }
+            }
+        }
+        // Work queues: what fell due moves to their ready part (see
+        // `next_deadline`).
+        if self.work.ack {
+            for r in self.readers.iter_mut().flatten() {
+                if r.ack_work && r.proxies.queued() {
+                    r.proxies.settle(now);
+                }
+            }
+        }
+        if self.work.repair {
+            for w in self.writers.iter_mut().flatten() {
+                if w.repair_work && w.proxies.queued() {
+                    w.proxies.settle(now);
                 }
             }
         }
@@ -185,6 +229,15 @@ impl Participant {
         }
         if self.work.ack {
             for r in self.readers.iter().flatten().filter(|r| r.ack_work) {
+                if r.proxies.queued() {
+                    // (Settled by `handle_timeout`: what is due goes with
+                    // the next `poll_transmit`, as unqueued pending
+                    // ACKNACKs without a hold-off do.)
+                    if let Some(d) = r.proxies.next_timed() {
+                        t = t.min(d);
+                    }
+                    continue;
+                }
                 for p in r.proxies.iter().filter(|p| p.ack_pending) {
                     if let Some(d) = p.ack_due {
                         t = t.min(d);
@@ -213,6 +266,14 @@ impl Participant {
                 t = t.min(if w.paced() { paced(d) } else { d });
             }
             if self.work.repair && w.repair_work {
+                if w.proxies.queued() {
+                    // (Repairs already due wait only for the pacer, whose
+                    // time is counted above.)
+                    if let Some(d) = w.proxies.next_timed() {
+                        t = t.min(paced(d));
+                    }
+                    continue;
+                }
                 for p in &w.proxies {
                     if p.repairs_requested() {
                         t = t.min(paced(p.repair_due));

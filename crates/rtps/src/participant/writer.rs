@@ -15,7 +15,17 @@ pub(super) struct LocalWriter {
     pub(super) pushed: i64,
     /// Next fragment of SN `pushed + 1` to push (1-based).
     pub(super) push_frag: u32,
-    pub(super) proxies: Vec<ReaderProxy>,
+    /// Matched readers; added and removed only through
+    /// [`LocalWriter::add_proxy`], [`LocalWriter::remove_proxy`] and
+    /// [`LocalWriter::retain_proxies`], which keep the counts below.
+    pub(super) proxies: Proxies<ReaderProxy>,
+    /// Reliable proxies.
+    pub(super) reliable_proxies: usize,
+    /// Reliable proxies that have not acknowledged `last_sn`
+    /// ([`ReaderProxy::lagging`]): kept so that neither the timer nor an
+    /// ACKNACK scans the proxies (one per remote participant in a builtin
+    /// SEDP writer) to know whether any lags.
+    pub(super) lagging_proxies: usize,
     pub(super) hb_count: i32,
     pub(super) next_hb: Option<Timestamp>,
     pub(super) blocked: bool,
@@ -142,7 +152,9 @@ impl LocalWriter {
             last_sn: 0,
             pushed: 0,
             push_frag: 1,
-            proxies: Vec::new(),
+            proxies: Proxies::new(guid.prefix),
+            reliable_proxies: 0,
+            lagging_proxies: 0,
             hb_count: 0,
             next_hb: None,
             blocked: false,
@@ -274,11 +286,55 @@ impl LocalWriter {
     }
 
     pub(super) fn lagging(&self) -> bool {
-        self.reliable() && self.proxies.iter().any(|p| p.lagging(self.last_sn))
+        self.reliable() && self.lagging_proxies > 0
     }
 
     pub(super) fn all_acked(&self) -> bool {
-        !self.proxies.iter().any(|p| p.lagging(self.last_sn))
+        self.lagging_proxies == 0
+    }
+
+    /// Whether the counts of reliable and lagging proxies are right (for
+    /// debug assertions; this scans the proxies).
+    pub(super) fn counts_ok(&self) -> bool {
+        let reliable = self.proxies.iter().filter(|p| p.reliable).count();
+        let lagging = self
+            .proxies
+            .iter()
+            .filter(|p| p.lagging(self.last_sn))
+            .count();
+        (reliable, lagging) == (self.reliable_proxies, self.lagging_proxies)
+    }
+
+    /// Sets the newest SN (higher than the last): every reliable reader lags.
+    pub(super) fn set_last_sn(&mut self, sn: i64) {
+        debug_assert!(sn > self.last_sn);
+        self.last_sn = sn;
+        self.lagging_proxies = self.reliable_proxies;
+    }
+
+    /// Adds a matched reader (none with its GUID is there).
+    pub(super) fn add_proxy(&mut self, p: ReaderProxy) {
+        self.reliable_proxies += usize::from(p.reliable);
+        self.lagging_proxies += usize::from(p.lagging(self.last_sn));
+        self.proxies.push(p);
+        self.proxies_changed();
+    }
+
+    /// Removes the matched reader at `i`.
+    pub(super) fn remove_proxy(&mut self, i: usize) {
+        let p = self.proxies.remove(i);
+        self.reliable_proxies -= usize::from(p.reliable);
+        self.lagging_proxies -= usize::from(p.lagging(self.last_sn));
+        self.proxies_changed();
+    }
+
+    /// Keeps the matched readers `keep` accepts.
+    pub(super) fn retain_proxies(&mut self, keep: impl FnMut(&ReaderProxy) -> bool) {
+        self.proxies.retain(keep);
+        self.reliable_proxies = self.proxies.iter().filter(|p| p.reliable).count();
+        let last = self.last_sn;
+        self.lagging_proxies = self.proxies.iter().filter(|p| p.lagging(last)).count();
+        self.proxies_changed();
     }
 
     pub(super) fn max_samples(&self) -> Option<usize> {

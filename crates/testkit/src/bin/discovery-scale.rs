@@ -69,8 +69,8 @@ fn main() {
             r.cpu_per_participant().as_secs_f64() * 1000.0,
         );
         eprintln!(
-            "  {n}: resent DATA {}, pacing waits {}, congestion decreases {}, heartbeats skipped (unresponsive) {}, refused {}",
-            r.resent_data, r.pacing_waits, r.congestion_decreases, r.unresponsive_heartbeats_skipped, r.refused
+            "  {n}: resent DATA {}, lost bytes reported {}, pacing waits {}, congestion decreases {}, heartbeats skipped (unresponsive) {}, refused {}",
+            r.resent_data, r.lost_bytes_reported, r.pacing_waits, r.congestion_decreases, r.unresponsive_heartbeats_skipped, r.refused
         );
         prev = Some(r);
     }
