@@ -26,6 +26,15 @@ fn piggy_backed_heartbeats_ask_for_acks_only_when_needed() {
     // A quarter of the bounded history unacknowledged: ask.
     w.pushed = 10;
     assert!(w.wants_ack(t0.saturating_add(ms), 5 * ms));
+    // Asked at 10, no acknowledgement yet: the samples after it do not ask again
+    // until another quarter is pushed.
+    w.last_ack_request_sn = 10;
+    w.pushed = 19;
+    assert!(!w.wants_ack(t0.saturating_add(ms), 5 * ms));
+    w.pushed = 20;
+    assert!(w.wants_ack(t0.saturating_add(ms), 5 * ms));
+    w.pushed = 10;
+    w.last_ack_request_sn = 0;
     // Acknowledged up to 5: 5 unacknowledged, below the quarter.
     w.proxies[0].acked = 5;
     assert!(!w.wants_ack(t0.saturating_add(ms), 5 * ms));

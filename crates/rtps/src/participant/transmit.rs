@@ -464,6 +464,7 @@ impl Participant {
                 let ask = w.wants_ack_at(now, self.ack_request_ns, acked.min(last));
                 if ask {
                     w.last_ack_request = Some(now);
+                    w.last_ack_request_sn = last;
                     // Round-trip probe: the ACKNACK acknowledging `last`.
                     if w.rtt_probe.is_none() {
                         w.rtt_probe = Some((last, now));

@@ -45,6 +45,9 @@ pub(super) struct LocalWriter {
     pub(super) sizes: Sizes,
     /// When a piggy-backed HEARTBEAT last asked readers to acknowledge.
     pub(super) last_ack_request: Option<Timestamp>,
+    /// The last SN that request announced: the next one waits for a quarter of the history
+    /// beyond it, however late the acknowledgement.
+    pub(super) last_ack_request_sn: i64,
     /// An acknowledgement request in flight: (SN it covers, when sent); the
     /// first ACKNACK acknowledging that SN is a round-trip sample.
     pub(super) rtt_probe: Option<(i64, Timestamp)>,
@@ -166,6 +169,7 @@ impl LocalWriter {
             hbf_count: 0,
             hb_owed: false,
             last_ack_request: None,
+            last_ack_request_sn: 0,
             rtt_probe: None,
             hb_backoff: 0,
             recovery_sn: 0,
@@ -239,8 +243,8 @@ impl LocalWriter {
     /// Whether the HEARTBEAT piggy-backed on new data should ask for an
     /// ACKNACK (not final). Asking on every sample doubles the datagrams of a
     /// ping-pong; so ask only when a quarter of a bounded history (64 samples
-    /// of an unbounded one) is unacknowledged, or when the last request is
-    /// `min_interval` old. Readers answer a final HEARTBEAT anyway when it
+    /// of an unbounded one) is unacknowledged and was pushed after the last
+    /// request, or when the last request is `min_interval` old. Readers answer a final HEARTBEAT anyway when it
     /// shows them missing data, and the periodic HEARTBEAT still asks while a
     /// reader lags.
     #[cfg(test)]
@@ -258,7 +262,12 @@ impl LocalWriter {
         ack_bound: i64,
     ) -> bool {
         let every = self.max_samples().map_or(64, |m| (m / 4).max(1)) as i64;
-        let unacked = self.pushed.saturating_sub(ack_bound);
+        // Counted from the last request too: while its acknowledgement is on its way every
+        // datagram would otherwise ask again, and each reader answer each one (on loopback
+        // that was one ACKNACK per sample, half the datagrams of an unbatched flow).
+        let unacked = self
+            .pushed
+            .saturating_sub(ack_bound.max(self.last_ack_request_sn));
         unacked >= every
             || self
                 .last_ack_request
