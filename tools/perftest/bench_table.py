@@ -6,8 +6,10 @@ Usage: bench_table.py RESULTS_DIR
 Prints one Markdown table: per size, FerroDDS / raw UDP / Cyclone ddsperf medians over the
 repetitions with their min-max spread, and the ratios FerroDDS/raw and FerroDDS/ddsperf.
 Latency: one-way median (p50) and p99 in microseconds, reliable, unbatched. Throughput:
-samples/s, Mbit/s and lost samples, reliable (raw UDP has no reliability), FerroDDS with
-and without batching.
+samples/s, Mbit/s, lost samples and samples per UDP datagram (the lab's `udp_datagrams`
+count), reliable (raw UDP has no reliability), FerroDDS with and without batching. Each
+FerroDDS row is compared with what sends alike: unbatched with raw UDP (one sample per
+datagram), batched with ddsperf (which packs samples into datagrams and has no switch).
 """
 import csv
 import statistics
@@ -88,6 +90,23 @@ def lost(v):
     return f"{v:.0f}"
 
 
+def per_dgram(v):
+    return f"{v:.1f}"
+
+
+def collect_per_datagram(rs, batching):
+    """{(system, size): [samples per UDP datagram]} (runs with a datagram count)."""
+    out = {}
+    for r in rs:
+        if r["system"] != "cyclone" and (r["batching"] == "true") != batching:
+            continue
+        t, d = num(r.get("total_samples")), num(r.get("udp_datagrams"))
+        if t is None or not d:
+            continue
+        out.setdefault((r["system"], int(r["size_bytes"])), []).append(t / d)
+    return out
+
+
 def main():
     d = Path(sys.argv[1])
     lat = rows(d / "latency.csv")
@@ -112,6 +131,7 @@ def main():
         cs = collect(thr, "samples_per_s", batching)
         cm = collect(thr, "mbps", batching)
         cl = collect(thr, "lost_samples", batching)
+        cd = collect_per_datagram(thr, batching)
         for s in sizes:
             f = cs.get(("ferrodds", s), [])
             if not f:
@@ -119,16 +139,30 @@ def main():
             r = cs.get(("raw", s), [])
             # ddsperf has no batching switch: its (only) figure is the comparison.
             y = cs.get(("cyclone", s), [])
+            # Compared with what sends alike: unbatched with raw UDP, batched with ddsperf.
+            def vs_raw(a, b):
+                return ratio(a, b) if not batching else "–"
+
+            def vs_dds(a, b):
+                return ratio(a, b) if batching else "–"
+
             out.append(
                 f"| throughput{tag} | {s} | samples/s | {cell(f, rate)} | {cell(r, rate)} "
-                f"| {cell(y, rate)} | {ratio(f, r)} | {ratio(f, y)} |"
+                f"| {cell(y, rate)} | {vs_raw(f, r)} | {vs_dds(f, y)} |"
             )
             fm, rm = cm.get(("ferrodds", s), []), cm.get(("raw", s), [])
             ym = cm.get(("cyclone", s), [])
             out.append(
                 f"| throughput{tag} | {s} | Mbit/s | {cell(fm, mbps)} | {cell(rm, mbps)} "
-                f"| {cell(ym, mbps)} | {ratio(fm, rm)} | {ratio(fm, ym)} |"
+                f"| {cell(ym, mbps)} | {vs_raw(fm, rm)} | {vs_dds(fm, ym)} |"
             )
+            fd, rd = cd.get(("ferrodds", s), []), cd.get(("raw", s), [])
+            yd = cd.get(("cyclone", s), [])
+            if fd or rd or yd:
+                out.append(
+                    f"| throughput{tag} | {s} | samples per UDP datagram | {cell(fd, per_dgram)} "
+                    f"| {cell(rd, per_dgram)} | {cell(yd, per_dgram)} | | |"
+                )
             fl, rl = cl.get(("ferrodds", s), []), cl.get(("raw", s), [])
             yl = cl.get(("cyclone", s), [])
             out.append(
