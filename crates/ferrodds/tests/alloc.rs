@@ -346,10 +346,13 @@ fn receive_opts(domain: u32, how: Take, shm: bool) {
     println!("alloc: ok");
 }
 
-/// The participant's shared-memory transport carried the flow of `n` writes: at least `n`
-/// messages offered to it (sent, or dropped when the receiver's ring was full and then
-/// repaired — on a loaded machine that is most of them) and some delivered both ways. A
-/// flow that went by UDP offers it nothing.
+/// The participant's shared-memory transport carried the flow of `n` samples: at least `n / 2`
+/// messages in the flow's direction — offered to it on the writer's side (sent, or dropped
+/// when the receiver's ring was full and then repaired: on a loaded machine that is most of
+/// them; a writer that fell behind packs several queued samples into one message), or
+/// received on the reader's side — and some both ways (the reader's acknowledgements: one per
+/// quarter of the writer's history, not one per sample). A flow that went by UDP offers it
+/// nothing.
 fn assert_shared_memory_used(p: &DomainParticipant, n: u64) {
     let stats = p.transport_stats();
     let shm = stats
@@ -362,7 +365,7 @@ fn assert_shared_memory_used(p: &DomainParticipant, n: u64) {
         shm.messages_sent, shm.messages_received
     );
     assert!(
-        shm.messages_sent + shm.messages_received + shm.send_queue_drops >= n
+        (shm.messages_sent + shm.send_queue_drops).max(shm.messages_received) >= n / 2
             && shm.messages_sent > 0
             && shm.messages_received > 0,
         "the flow did not go through shared memory: {shm:?}"
