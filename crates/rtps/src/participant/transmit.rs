@@ -465,6 +465,7 @@ impl Participant {
                 if ask {
                     w.last_ack_request = Some(now);
                     w.last_ack_request_sn = last;
+                    w.datagrams_since_ack_request = 0;
                     // Round-trip probe: the ACKNACK acknowledging `last`.
                     if w.rtt_probe.is_none() {
                         w.rtt_probe = Some((last, now));
@@ -496,6 +497,9 @@ impl Participant {
                 self.work.arm(t);
             }
             let len = e.len();
+            if sent_any {
+                w.datagrams_since_ack_request = w.datagrams_since_ack_request.saturating_add(1);
+            }
             let drained = w.pushed >= w.last_sn && !w.hb_owed;
             // A push changes nothing after_ack looks at (acknowledgements,
             // last_sn, proxies) except the acknowledgement bound, which

@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// Datagrams of new data after which a piggy-backed HEARTBEAT asks for an acknowledgement
+/// whatever the sample count (see [`LocalWriter::wants_ack`]).
+pub(super) const ACK_REQUEST_DATAGRAMS: u32 = 16;
+
 #[derive(Debug)]
 pub(super) struct LocalWriter {
     pub(super) guid: Guid,
@@ -48,6 +52,9 @@ pub(super) struct LocalWriter {
     /// The last SN that request announced: the next one waits for a quarter of the history
     /// beyond it, however late the acknowledgement.
     pub(super) last_ack_request_sn: i64,
+    /// Datagrams of new data pushed since that request (large samples and batches ask at
+    /// least every [`ACK_REQUEST_DATAGRAMS`], which keeps congestion control fed).
+    pub(super) datagrams_since_ack_request: u32,
     /// An acknowledgement request in flight: (SN it covers, when sent); the
     /// first ACKNACK acknowledging that SN is a round-trip sample.
     pub(super) rtt_probe: Option<(i64, Timestamp)>,
@@ -170,6 +177,7 @@ impl LocalWriter {
             hb_owed: false,
             last_ack_request: None,
             last_ack_request_sn: 0,
+            datagrams_since_ack_request: 0,
             rtt_probe: None,
             hb_backoff: 0,
             recovery_sn: 0,
@@ -244,7 +252,9 @@ impl LocalWriter {
     /// ACKNACK (not final). Asking on every sample doubles the datagrams of a
     /// ping-pong; so ask only when a quarter of a bounded history (64 samples
     /// of an unbounded one) is unacknowledged and was pushed after the last
-    /// request, or when the last request is `min_interval` old. Readers answer a final HEARTBEAT anyway when it
+    /// request, when [`ACK_REQUEST_DATAGRAMS`] datagrams went out since it (a
+    /// large sample's fragments, batches), or when the last request is
+    /// `min_interval` old. Readers answer a final HEARTBEAT anyway when it
     /// shows them missing data, and the periodic HEARTBEAT still asks while a
     /// reader lags.
     #[cfg(test)]
@@ -269,6 +279,7 @@ impl LocalWriter {
             .pushed
             .saturating_sub(ack_bound.max(self.last_ack_request_sn));
         unacked >= every
+            || self.datagrams_since_ack_request >= ACK_REQUEST_DATAGRAMS
             || self
                 .last_ack_request
                 .is_none_or(|t| now.0 >= t.0.saturating_add(min_interval_ns))
