@@ -761,25 +761,41 @@ pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, La
     Ok(h)
 }
 
-/// The cost of network capture: each FerroDDS capture row over the same row without
-/// capture (runs interleaved in one group), beside the commercial leader's published
-/// latency ratio. Nothing when no run captured.
-fn capture_cost_table(h: &mut String, summary: &Summary) {
-    let with: Vec<_> = summary
+/// A cost table: each row `of` selects over the same scenario as `base` makes it (runs
+/// interleaved in one group), latency and throughput ratios of medians, beside the commercial
+/// leader's published latency ratio at that size. Nothing when no row is selected.
+struct CostTable {
+    /// The heading and the table's column names after the configuration and size.
+    title: &'static str,
+    published_header: &'static str,
+    lost_header: &'static str,
+    /// The note under the table.
+    note: &'static str,
+    /// Rows of the table.
+    of: fn(&Scenario) -> bool,
+    /// What each row is compared with.
+    base: fn(Scenario) -> Scenario,
+    /// The published latency ratio at a size.
+    published: fn(u64) -> Option<f64>,
+}
+
+fn cost_table(h: &mut String, summary: &Summary, t: &CostTable) {
+    let rows: Vec<_> = summary
         .aggregates
         .iter()
-        .filter(|a| a.scenario.capture != Capture::Off)
+        .filter(|a| (t.of)(&a.scenario))
         .collect();
-    if with.is_empty() {
+    if rows.is_empty() {
         return;
     }
-    h.push_str("<h2>Network capture cost (with capture ÷ without, medians)</h2><table><tr><th>configuration</th><th>size (B)</th><th>latency p50 ratio</th><th>Connext published p50 ratio</th><th>throughput ratio (samples/s)</th><th>lost % with capture</th></tr>");
-    for a in with {
-        let off = Scenario {
-            capture: Capture::Off,
-            ..a.scenario
-        };
-        let Some(b) = summary.aggregates.iter().find(|b| b.scenario == off) else {
+    let _ = write!(
+        h,
+        "<h2>{}</h2><table><tr><th>configuration</th><th>size (B)</th><th>latency p50 ratio</th><th>{}</th><th>throughput ratio (samples/s)</th><th>{}</th></tr>",
+        t.title, t.published_header, t.lost_header
+    );
+    for a in rows {
+        let base = (t.base)(a.scenario);
+        let Some(b) = summary.aggregates.iter().find(|b| b.scenario == base) else {
             continue;
         };
         let ratio = |x: &Option<Spread>, y: &Option<Spread>| match (x, y) {
@@ -787,7 +803,7 @@ fn capture_cost_table(h: &mut String, summary: &Summary) {
             _ => "–".to_string(),
         };
         let published = match a.scenario.test {
-            TestKind::Latency => reference::capture_latency_ratio(a.scenario.size)
+            TestKind::Latency => (t.published)(a.scenario.size)
                 .map_or_else(|| "–".to_string(), |r| format!("{r:.2}×")),
             TestKind::Throughput => "–".to_string(),
         };
@@ -804,7 +820,28 @@ fn capture_cost_table(h: &mut String, summary: &Summary) {
                 .map_or_else(|| "–".to_string(), |l| format!("{:.2}", l.median)),
         );
     }
-    h.push_str("</table><p class=\"note\">Connext's ratio: its published capture latency (both participants capturing, best effort) over its published latency without capture on the same hardware (strict reliable: the closest row RTI publishes). Connext publishes no throughput without capture for that hardware.</p>\n");
+    let _ = writeln!(h, "</table><p class=\"note\">{}</p>", t.note);
+}
+
+/// The cost of network capture: each FerroDDS capture row over the same row without
+/// capture, beside the commercial leader's published latency ratio.
+fn capture_cost_table(h: &mut String, summary: &Summary) {
+    cost_table(
+        h,
+        summary,
+        &CostTable {
+            title: "Network capture cost (with capture ÷ without, medians)",
+            published_header: "Connext published p50 ratio",
+            lost_header: "lost % with capture",
+            note: "Connext's ratio: its published capture latency (both participants capturing, best effort) over its published latency without capture on the same hardware (strict reliable: the closest row RTI publishes). Connext publishes no throughput without capture for that hardware.",
+            of: |s| s.capture != Capture::Off,
+            base: |s| Scenario {
+                capture: Capture::Off,
+                ..s
+            },
+            published: reference::capture_latency_ratio,
+        },
+    );
 }
 
 /// Throughput compared with what sends alike: FerroDDS unbatched with the raw baseline (one
@@ -867,49 +904,24 @@ fn fair_comparison_table(h: &mut String, summary: &Summary) {
 }
 
 /// The cost of the C# API: each FerroDDS row of the C# perftest over the same row of the Rust
-/// one (runs interleaved in one group), beside the commercial leader's published C# over C++
-/// latency ratio. Nothing when no C# run was made.
+/// one, beside the commercial leader's published C# over C++ latency ratio.
 fn language_cost_table(h: &mut String, summary: &Summary) {
-    let cs: Vec<_> = summary
-        .aggregates
-        .iter()
-        .filter(|a| a.scenario.language == Language::Cs)
-        .collect();
-    if cs.is_empty() {
-        return;
-    }
-    h.push_str("<h2>C# cost (C# perftest ÷ Rust perftest, medians)</h2><table><tr><th>configuration</th><th>size (B)</th><th>latency p50 ratio</th><th>Connext published p50 ratio (C# ÷ C++)</th><th>throughput ratio (samples/s)</th><th>lost % in C#</th></tr>");
-    for a in cs {
-        let rust = Scenario {
-            language: Language::Rust,
-            ..a.scenario
-        };
-        let Some(b) = summary.aggregates.iter().find(|b| b.scenario == rust) else {
-            continue;
-        };
-        let ratio = |x: &Option<Spread>, y: &Option<Spread>| match (x, y) {
-            (Some(x), Some(y)) if y.median > 0.0 => format!("{:.2}×", x.median / y.median),
-            _ => "–".to_string(),
-        };
-        let published = match a.scenario.test {
-            TestKind::Latency => reference::cs_latency_ratio(a.scenario.size)
-                .map_or_else(|| "–".to_string(), |r| format!("{r:.2}×")),
-            TestKind::Throughput => "–".to_string(),
-        };
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            html_escape(&a.scenario.config_label()),
-            a.scenario.size,
-            ratio(&a.p50_us, &b.p50_us),
-            published,
-            ratio(&a.samples_per_s, &b.samples_per_s),
-            a.lost_pct
-                .as_ref()
-                .map_or_else(|| "–".to_string(), |l| format!("{:.2}", l.median)),
-        );
-    }
-    h.push_str("</table><p class=\"note\">Connext's ratio: its published C# latency over its published C++ latency on the same hardware and transport (UDPv4 10 GbE, unkeyed strict reliable), where both are published. Both FerroDDS perftests use the same library (the C# one through the C API).</p>\n");
+    cost_table(
+        h,
+        summary,
+        &CostTable {
+            title: "C# cost (C# perftest ÷ Rust perftest, medians)",
+            published_header: "Connext published p50 ratio (C# ÷ C++)",
+            lost_header: "lost % in C#",
+            note: "Connext's ratio: its published C# latency over its published C++ latency on the same hardware and transport (UDPv4 10 GbE, unkeyed strict reliable), where both are published. Both FerroDDS perftests use the same library (the C# one through the C API).",
+            of: |s| s.language == Language::Cs,
+            base: |s| Scenario {
+                language: Language::Rust,
+                ..s
+            },
+            published: reference::cs_latency_ratio,
+        },
+    );
 }
 
 /// Writes `report.html` into `dir`.
