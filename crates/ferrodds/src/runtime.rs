@@ -171,6 +171,8 @@ pub(crate) struct EngineState {
     pub(crate) readers: Readers,
     tx_buf: Vec<u8>,
     tx_destinations: Vec<Locator>,
+    /// Endpoint events routed so far (see [`Pending`]).
+    event_seq: u64,
 }
 
 /// A caller-owned transmit buffer for [`Inner::with_engine_tx`] (sized on first use).
@@ -214,9 +216,14 @@ impl MessageHandler for RxHandler {
 }
 
 /// Work to do after the engine lock is released.
+///
+/// An endpoint's events carry their place in the engine's event order (`EngineState::
+/// event_seq`, counted under the engine lock): threads dispatch after unlocking, so two
+/// threads may apply one endpoint's events in the other order, and a status that events
+/// replace (the matched count) keeps the newest.
 pub(crate) enum Pending {
-    Reader(Arc<ReaderShared>, Event),
-    Writer(Arc<WriterShared>, Event),
+    Reader(Arc<ReaderShared>, Event, u64),
+    Writer(Arc<WriterShared>, Event, u64),
     Participant(Event),
 }
 
@@ -285,6 +292,7 @@ impl Inner {
                 readers: Readers::default(),
                 tx_buf: vec![0; max_message_size.max(1024)],
                 tx_destinations: Vec::with_capacity(8),
+                event_seq: 0,
             }),
             transports,
             udp,
@@ -591,12 +599,15 @@ impl Inner {
             engine,
             writers,
             readers,
+            event_seq,
             ..
         } = st;
+        *event_seq += 1;
+        let seq = *event_seq;
         match &ev {
             Event::DataAvailable { reader } => {
                 if let Some(r) = readers.get(reader) {
-                    pending.push(Pending::Reader(Arc::clone(r), ev));
+                    pending.push(Pending::Reader(Arc::clone(r), ev, seq));
                 } else {
                     // A reader being deleted: nobody will take these.
                     while engine.take_sample(*reader).is_some() {}
@@ -607,7 +618,7 @@ impl Inner {
             | Event::RequestedIncompatibleQos { reader, .. }
             | Event::SampleLost { reader, .. } => {
                 if let Some(r) = readers.get(reader) {
-                    pending.push(Pending::Reader(Arc::clone(r), ev));
+                    pending.push(Pending::Reader(Arc::clone(r), ev, seq));
                 }
             }
             Event::PublicationMatched { writer, .. }
@@ -616,7 +627,7 @@ impl Inner {
             | Event::WriterResourcesAvailable { writer }
             | Event::AllAcknowledged { writer } => {
                 if let Some(w) = writers.get(writer) {
-                    pending.push(Pending::Writer(Arc::clone(w), ev));
+                    pending.push(Pending::Writer(Arc::clone(w), ev, seq));
                 }
             }
             Event::ParticipantAuthenticationFailed { prefix } => {
@@ -640,8 +651,8 @@ impl Inner {
         // vector is the caller's, and a listener's own engine calls use their own).
         for p in pending.iter() {
             match p {
-                Pending::Reader(r, ev) => r.on_event(ev),
-                Pending::Writer(w, ev) => w.on_event(ev),
+                Pending::Reader(r, ev, seq) => r.on_event(ev, *seq),
+                Pending::Writer(w, ev, seq) => w.on_event(ev, *seq),
                 Pending::Participant(ev) => self.on_participant_event(ev),
             }
         }

@@ -28,6 +28,8 @@ struct ReaderStatus {
     data_flag: bool,
     changed: StatusMask,
     matched: SubscriptionMatchedStatus,
+    /// Engine order of the event `matched`'s current count and last handle come from.
+    matched_seq: u64,
     incompatible: RequestedIncompatibleQosStatus,
     lost: SampleLostStatus,
 }
@@ -151,8 +153,11 @@ impl ReaderShared {
         }
     }
 
-    /// Applies an engine event (called with no engine lock held).
-    pub(crate) fn on_event(&self, ev: &Event) {
+    /// Applies an engine event, `seq` its place in the engine's event order (called with no
+    /// engine lock held, so events of one reader may come here out of that order: the
+    /// matched count and last handle are those of the newest event, the totals and
+    /// changes add up either way).
+    pub(crate) fn on_event(&self, ev: &Event, seq: u64) {
         let listener = self.listener();
         match ev {
             Event::DataAvailable { .. } => {
@@ -181,12 +186,16 @@ impl ReaderShared {
             } => {
                 let s = {
                     let mut st = lock(&self.status);
+                    let newest = seq > st.matched_seq;
                     let m = &mut st.matched;
                     m.total_count += 1;
                     m.total_count_change += 1;
-                    m.current_count = u32::try_from(*current_count).unwrap_or(u32::MAX);
                     m.current_count_change += 1;
-                    m.last_publication_handle = Some(*remote_writer);
+                    if newest {
+                        m.current_count = u32::try_from(*current_count).unwrap_or(u32::MAX);
+                        m.last_publication_handle = Some(*remote_writer);
+                        st.matched_seq = seq;
+                    }
                     st.changed = st.changed | StatusMask::SUBSCRIPTION_MATCHED;
                     st.matched
                 };
@@ -203,10 +212,14 @@ impl ReaderShared {
             } => {
                 let s = {
                     let mut st = lock(&self.status);
+                    let newest = seq > st.matched_seq;
                     let m = &mut st.matched;
-                    m.current_count = u32::try_from(*current_count).unwrap_or(u32::MAX);
                     m.current_count_change -= 1;
-                    m.last_publication_handle = Some(*remote_writer);
+                    if newest {
+                        m.current_count = u32::try_from(*current_count).unwrap_or(u32::MAX);
+                        m.last_publication_handle = Some(*remote_writer);
+                        st.matched_seq = seq;
+                    }
                     st.changed = st.changed | StatusMask::SUBSCRIPTION_MATCHED;
                     st.matched
                 };
@@ -273,9 +286,12 @@ mod tests {
             std::thread::sleep(Duration::from_millis(50));
             // As the runtime does: the sample is in the engine before the event.
             d2.store(true, Ordering::SeqCst);
-            r2.on_event(&Event::DataAvailable {
-                reader: test_reader_id(),
-            });
+            r2.on_event(
+                &Event::DataAvailable {
+                    reader: test_reader_id(),
+                },
+                1,
+            );
         });
         let start = Instant::now();
         assert!(r.wait_for_data(Duration::from_secs(5), || data.load(Ordering::SeqCst)));
@@ -284,12 +300,48 @@ mod tests {
             "woken, not timed out"
         );
         t.join().unwrap();
-        r.on_event(&Event::DataAvailable {
-            reader: test_reader_id(),
-        });
+        r.on_event(
+            &Event::DataAvailable {
+                reader: test_reader_id(),
+            },
+            2,
+        );
         assert!(r.changed().intersects(StatusMask::DATA_AVAILABLE));
         r.clear_data_flag();
         assert!(!r.changed().intersects(StatusMask::DATA_AVAILABLE));
+    }
+
+    /// Two threads may apply one reader's events in the other order than the engine
+    /// raised them (each dispatches after unlocking): the matched count stays the newest
+    /// event's, the totals count both.
+    #[test]
+    fn matched_events_applied_out_of_order_keep_the_newest_count() {
+        let r = ReaderShared::default();
+        let w1 = Guid::new(GuidPrefix([2; 12]), EntityId([0, 0, 2, 3]));
+        let w2 = Guid::new(GuidPrefix([3; 12]), EntityId([0, 0, 2, 3]));
+        let matched = |remote_writer, current_count| Event::SubscriptionMatched {
+            reader: test_reader_id(),
+            remote_writer,
+            current_count,
+        };
+        r.on_event(&matched(w2, 2), 8);
+        r.on_event(&matched(w1, 1), 7);
+        let s = r.subscription_matched_status();
+        assert_eq!(
+            (s.total_count, s.current_count, s.current_count_change),
+            (2, 2, 2)
+        );
+        assert_eq!(s.last_publication_handle, Some(w2));
+        r.on_event(
+            &Event::SubscriptionUnmatched {
+                reader: test_reader_id(),
+                remote_writer: w1,
+                current_count: 1,
+            },
+            9,
+        );
+        assert_eq!(r.current_matched(), 1);
+        assert!(!r.wait_for_matched(2, Duration::from_millis(1)));
     }
 
     #[test]
@@ -299,11 +351,14 @@ mod tests {
         let w = Guid::new(g, EntityId([0, 0, 2, 3]));
         let ws = Arc::new(WaitSetSignal::default());
         r.waiters.attach(&ws);
-        r.on_event(&Event::SubscriptionMatched {
-            reader: test_reader_id(),
-            remote_writer: w,
-            current_count: 1,
-        });
+        r.on_event(
+            &Event::SubscriptionMatched {
+                reader: test_reader_id(),
+                remote_writer: w,
+                current_count: 1,
+            },
+            3,
+        );
         assert_eq!(*lock(&ws.generation), 1);
         assert!(r.changed().intersects(StatusMask::SUBSCRIPTION_MATCHED));
         assert!(r.wait_for_matched(1, Duration::from_millis(1)));
@@ -314,17 +369,23 @@ mod tests {
         );
         assert_eq!(s.last_publication_handle, Some(w));
         assert!(!r.changed().intersects(StatusMask::SUBSCRIPTION_MATCHED));
-        r.on_event(&Event::SampleLost {
-            reader: test_reader_id(),
-            count: 3,
-        });
+        r.on_event(
+            &Event::SampleLost {
+                reader: test_reader_id(),
+                count: 3,
+            },
+            4,
+        );
         assert_eq!(r.sample_lost_status().total_count, 3);
         assert_eq!(r.sample_lost_status().total_count_change, 0);
         r.waiters.detach(&ws);
-        r.on_event(&Event::SampleLost {
-            reader: test_reader_id(),
-            count: 1,
-        });
+        r.on_event(
+            &Event::SampleLost {
+                reader: test_reader_id(),
+                count: 1,
+            },
+            5,
+        );
         assert_eq!(*lock(&ws.generation), 2, "detached wait sets are not woken");
     }
 

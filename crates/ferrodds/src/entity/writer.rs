@@ -17,6 +17,8 @@ use crate::sync::{lock, wait_timeout, Deadline};
 struct WriterStatus {
     changed: StatusMask,
     matched: PublicationMatchedStatus,
+    /// Engine order of the event `matched`'s current count and last handle come from.
+    matched_seq: u64,
     incompatible: OfferedIncompatibleQosStatus,
     resources_gen: u64,
     acked_gen: u64,
@@ -100,8 +102,11 @@ impl WriterShared {
         }
     }
 
-    /// Applies an engine event (called with no engine lock held).
-    pub(crate) fn on_event(&self, ev: &Event) {
+    /// Applies an engine event, `seq` its place in the engine's event order (called with no
+    /// engine lock held, so events of one writer may come here out of that order: the
+    /// matched count and last handle are those of the newest event, the totals and
+    /// changes add up either way).
+    pub(crate) fn on_event(&self, ev: &Event, seq: u64) {
         let listener = lock(&self.listener).clone();
         match ev {
             Event::PublicationMatched {
@@ -111,12 +116,16 @@ impl WriterShared {
             } => {
                 let s = {
                     let mut st = lock(&self.status);
+                    let newest = seq > st.matched_seq;
                     let m = &mut st.matched;
                     m.total_count += 1;
                     m.total_count_change += 1;
-                    m.current_count = u32::try_from(*current_count).unwrap_or(u32::MAX);
                     m.current_count_change += 1;
-                    m.last_subscription_handle = Some(*remote_reader);
+                    if newest {
+                        m.current_count = u32::try_from(*current_count).unwrap_or(u32::MAX);
+                        m.last_subscription_handle = Some(*remote_reader);
+                        st.matched_seq = seq;
+                    }
                     st.changed = st.changed | StatusMask::PUBLICATION_MATCHED;
                     st.matched
                 };
@@ -133,10 +142,14 @@ impl WriterShared {
             } => {
                 let s = {
                     let mut st = lock(&self.status);
+                    let newest = seq > st.matched_seq;
                     let m = &mut st.matched;
-                    m.current_count = u32::try_from(*current_count).unwrap_or(u32::MAX);
                     m.current_count_change -= 1;
-                    m.last_subscription_handle = Some(*remote_reader);
+                    if newest {
+                        m.current_count = u32::try_from(*current_count).unwrap_or(u32::MAX);
+                        m.last_subscription_handle = Some(*remote_reader);
+                        st.matched_seq = seq;
+                    }
                     st.changed = st.changed | StatusMask::PUBLICATION_MATCHED;
                     // an unmatched reader may have been the one holding back acknowledgements
                     st.acked_gen += 1;
@@ -189,21 +202,42 @@ mod tests {
     use ferrodds_rtps::{EntityId, Guid, GuidPrefix};
     use std::time::Instant;
 
+    /// As for readers: the matched count is the newest event's whatever order two
+    /// dispatching threads apply them in.
+    #[test]
+    fn matched_events_applied_out_of_order_keep_the_newest_count() {
+        let w = WriterShared::default();
+        let r1 = Guid::new(GuidPrefix([2; 12]), EntityId([0, 0, 1, 4]));
+        let r2 = Guid::new(GuidPrefix([3; 12]), EntityId([0, 0, 1, 4]));
+        let matched = |remote_reader, current_count| Event::PublicationMatched {
+            writer: test_writer_id(),
+            remote_reader,
+            current_count,
+        };
+        w.on_event(&matched(r2, 2), 4);
+        w.on_event(&matched(r1, 1), 3);
+        assert_eq!(w.current_matched(), 2);
+        assert!(w.wait_for_matched(2, Duration::from_millis(1)));
+    }
+
     #[test]
     fn writer_status_generations_advance() {
         let w = WriterShared::default();
         let g0 = w.resources_gen();
         let a0 = w.acked_gen();
         let id = test_writer_id();
-        w.on_event(&Event::WriterResourcesAvailable { writer: id });
+        w.on_event(&Event::WriterResourcesAvailable { writer: id }, 1);
         assert_eq!(w.resources_gen(), g0 + 1);
-        w.on_event(&Event::AllAcknowledged { writer: id });
+        w.on_event(&Event::AllAcknowledged { writer: id }, 2);
         assert_eq!(w.acked_gen(), a0 + 1);
-        w.on_event(&Event::OfferedIncompatibleQos {
-            writer: id,
-            remote_reader: Guid::new(GuidPrefix([3; 12]), EntityId([0, 0, 1, 4])),
-            policy: ferrodds_rtps::QosPolicyId::Durability,
-        });
+        w.on_event(
+            &Event::OfferedIncompatibleQos {
+                writer: id,
+                remote_reader: Guid::new(GuidPrefix([3; 12]), EntityId([0, 0, 1, 4])),
+                policy: ferrodds_rtps::QosPolicyId::Durability,
+            },
+            3,
+        );
         let s = w.offered_incompatible_qos_status();
         assert_eq!(s.total_count, 1);
         assert_eq!(s.last_policy_id, Some(QosPolicyId::Durability));
