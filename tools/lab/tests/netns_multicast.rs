@@ -7,6 +7,10 @@
 //! each sample to each subscriber. Every subscriber receives every sample (strict
 //! reliable) either way, and the start-up summary says `Use Multicast: True` only with
 //! `-multicast`. Needs root; every process is bounded.
+//!
+//! The raw UDP baseline (`-rawTransport`) likewise: with `-multicast` the publisher's
+//! namespace sends about one UDP datagram per sample (to the Throughput group), without it
+//! one per sample and subscriber (`OutDatagrams` of the namespace's `/proc/net/snmp`).
 
 mod common;
 
@@ -18,6 +22,7 @@ use std::time::Duration;
 use common::{output_bounded, perftest, temp_dir};
 use ferrodds_capture::testing::{require_tshark, tshark_check};
 use ferrodds_capture::{read_udp_payloads, Direction};
+use ferrodds_lab::lab::parse_udp_out_datagrams;
 use ferrodds_lab::testbed::{is_root, Impairments, Testbed};
 use ferrodds_wire::{MessageView, Submessage};
 
@@ -28,6 +33,10 @@ const SAMPLES: u64 = 2_000;
 /// perftest's default domain (1): the user-data multicast port and the first unicast ones.
 const USER_MULTICAST_PORT: u16 = 7400 + 250 + 1;
 const LIMIT: Duration = Duration::from_secs(90);
+
+/// The two tests run one after the other (each runs four processes on this 2-CPU machine,
+/// and the raw one counts what best effort delivers).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn side(ns: &str, dir: &Path, args: &[String]) -> Output {
     let mut cmd = Command::new("ip");
@@ -178,6 +187,7 @@ fn user_samples(file: &Path) -> (u64, u64) {
 
 #[test]
 fn multicast_user_data_is_sent_once_per_sample() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !is_root() {
         ferrodds_testkit::skip("the namespace test needs root");
         return;
@@ -223,5 +233,127 @@ fn multicast_user_data_is_sent_once_per_sample() {
             &issues[..issues.len().min(20)]
         );
     }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// UDP datagrams the namespace `ns` has sent so far.
+fn out_datagrams(ns: &str) -> u64 {
+    let o = Command::new("ip")
+        .args(["netns", "exec", ns, "cat", "/proc/net/snmp"])
+        .output()
+        .expect("ip netns exec");
+    parse_udp_out_datagrams(&String::from_utf8_lossy(&o.stdout)).expect("Udp: OutDatagrams")
+}
+
+/// One raw run (1 publisher, 3 subscribers); returns the datagrams the publisher's namespace
+/// sent and the samples each subscriber received.
+fn run_raw(tb: &Testbed, root: &Path, multicast: bool) -> (u64, Vec<u64>) {
+    let tag = if multicast { "raw-mc" } else { "raw-uc" };
+    let with = |mut v: Vec<String>| {
+        if multicast {
+            v.push("-multicast".into());
+        }
+        v
+    };
+    let strings = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let mut pub_args = strings(&[
+        "-pub",
+        "-raw",
+        "-nic",
+        PUB_ADDR,
+        "-dataLen",
+        "200",
+        "-noPrint",
+        "-numSubscribers",
+        "3",
+        "-numIter",
+        "5000",
+        "-latencyCount",
+        "100",
+    ]);
+    if !multicast {
+        pub_args.extend(strings(&["-peer", &format!("{SUB_ADDR}:0-2")]));
+    }
+    let pub_args = with(pub_args);
+    let pub_dir = root.join(format!("{tag}-pub"));
+    std::fs::create_dir_all(&pub_dir).unwrap();
+    let before = out_datagrams(&tb.ns_pub);
+    let (publ, subs) = std::thread::scope(|s| {
+        let subs: Vec<_> = (0..SUBSCRIBERS)
+            .map(|sid| {
+                let dir = root.join(format!("{tag}-sub{sid}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                let mut args = strings(&["-sub", "-raw", "-nic", SUB_ADDR, "-dataLen", "200"]);
+                args.extend(strings(&["-noPrint", "-sidMultiSubTest", &sid.to_string()]));
+                if !multicast {
+                    args.extend(strings(&["-peer", PUB_ADDR]));
+                }
+                let args = with(args);
+                let ns = tb.ns_sub.clone();
+                s.spawn(move || side(&ns, &dir, &args))
+            })
+            .collect();
+        // The subscribers listen before the publisher starts (raw mode has no discovery).
+        std::thread::sleep(Duration::from_millis(500));
+        let publ = s.spawn(|| side(&tb.ns_pub, &pub_dir, &pub_args));
+        let join = |h: std::thread::ScopedJoinHandle<'_, Output>| {
+            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+        };
+        let publ = join(publ);
+        let subs: Vec<Output> = subs.into_iter().map(join).collect();
+        (publ, subs)
+    });
+    let sent = out_datagrams(&tb.ns_pub) - before;
+    assert!(publ.status.success(), "publisher: {}", text(&publ));
+    let want = format!(
+        "Use Multicast: {}",
+        if multicast { "True" } else { "False" }
+    );
+    assert!(
+        String::from_utf8_lossy(&publ.stderr).contains(&want),
+        "{want}: {}",
+        text(&publ)
+    );
+    let received = subs
+        .iter()
+        .enumerate()
+        .map(|(sid, o)| {
+            assert!(o.status.success(), "subscriber {sid}: {}", text(o));
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter_map(|l| {
+                    let f: Vec<&str> = l.split(',').map(str::trim).collect();
+                    (f.len() >= 5 && f[0].parse::<u64>().is_ok()).then(|| f[1].parse().ok())?
+                })
+                .next_back()
+                .unwrap_or_else(|| panic!("no summary row from subscriber {sid}: {}", text(o)))
+        })
+        .collect();
+    (sent, received)
+}
+
+#[test]
+fn raw_multicast_sends_each_sample_once() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() {
+        ferrodds_testkit::skip("the namespace test needs root");
+        return;
+    }
+    let tb = Testbed::create_with_addresses(Impairments::default(), PUB_ADDR, SUB_ADDR)
+        .expect("testbed");
+    let root = temp_dir("raw-multicast");
+    let (mc_sent, mc_received) = run_raw(&tb, &root, true);
+    let (uc_sent, uc_received) = run_raw(&tb, &root, false);
+    eprintln!(
+        "raw, 5000 samples to {SUBSCRIBERS} subscribers: -multicast {mc_sent} datagrams sent, \
+         received {mc_received:?}; unicast {uc_sent} datagrams, received {uc_received:?}"
+    );
+    // Best effort on a clean veth: (nearly) every sample reaches every subscriber.
+    for r in mc_received.iter().chain(&uc_received) {
+        assert!(*r >= 4_500, "{mc_received:?} {uc_received:?}");
+    }
+    // Once per sample with multicast, once per sample and subscriber without.
+    assert!((5_000..6_000).contains(&mc_sent), "{mc_sent}");
+    assert!(uc_sent >= 15_000, "{uc_sent}");
     let _ = std::fs::remove_dir_all(&root);
 }

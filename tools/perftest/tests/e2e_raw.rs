@@ -570,3 +570,78 @@ fn raw_shared_memory_latency_and_throughput() {
         assert!(!std::path::Path::new(&seg).exists(), "{seg} left behind");
     }
 }
+
+/// Raw multicast on loopback (`-nic 127.0.0.1`, the groups joined there): both subscribers
+/// listen on participant 1's port in the Throughput group, the publisher on its two ports
+/// in the Latency and Announcement groups; one publisher sends every sample once and both
+/// subscribers receive it. `-multicastAddr` sets the three groups.
+#[test]
+fn multicast_groups_reach_two_subscribers() {
+    let d = "33";
+    for groups in [None, Some("239.255.7.1")] {
+        let mut extra = vec!["-nic", "127.0.0.1", "-noPrint"];
+        match groups {
+            Some(g) => extra.extend(["-multicastAddr", g]),
+            None => extra.push("-multicast"),
+        }
+        let sub = |sid: &'static str| {
+            let mut a = vec!["-sub", "-raw", "-domain", d, "-sidMultiSubTest", sid];
+            a.extend_from_slice(&extra);
+            spawn(&a)
+        };
+        let (s0, s1) = (sub("0"), sub("1"));
+        let mut a = vec![
+            "-pub",
+            "-raw",
+            "-domain",
+            d,
+            "-numSubscribers",
+            "2",
+            "-numIter",
+            "5000",
+            "-latencyCount",
+            "100",
+            "-dataLen",
+            "100",
+        ];
+        a.extend_from_slice(&extra);
+        let p = wait(spawn(&a), T, "publisher");
+        let s0 = wait(s0, T, "sub 0");
+        let s1 = wait(s1, T, "sub 1");
+        assert_ok(&p, "pub");
+        let want = match groups {
+            Some(_) => "Multicast groups: Throughput 239.255.7.1, Latency 239.255.7.2, Announcement 239.255.7.3",
+            None => "Multicast groups: Throughput 239.255.1.1, Latency 239.255.1.2, Announcement 239.255.1.100",
+        };
+        for (r, who) in [(&p, "pub"), (&s0, "sub 0"), (&s1, "sub 1")] {
+            assert!(
+                r.stderr.contains("Use Multicast: True"),
+                "{who}: {}",
+                r.stderr
+            );
+            assert!(r.stderr.contains(want), "{who}: {}", r.stderr);
+        }
+        // Domain 33: publisher 15660/15661, every subscriber participant 1's 15662.
+        assert!(
+            p.stderr
+                .contains("The following ports will be used: 15660, 15661, 15662"),
+            "{}",
+            p.stderr
+        );
+        assert!(
+            s1.stderr
+                .contains("The following ports will be used: 15662, 15660, 15661"),
+            "{}",
+            s1.stderr
+        );
+        let l = latency_summary(&p.stdout);
+        assert!(l[1] > 0.0, "{l:?}");
+        for (s, who) in [(&s0, "sub 0"), (&s1, "sub 1")] {
+            assert_ok(s, who);
+            let t = throughput_summary(&s.stdout);
+            // Best effort: every sample arrived or was counted lost, and most arrived.
+            assert_eq!(t[1] + t[4], 5000.0, "{who}: {t:?}\n{}", s.stdout);
+            assert!(t[1] >= 4000.0, "{who}: {t:?}");
+        }
+    }
+}

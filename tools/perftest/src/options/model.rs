@@ -188,8 +188,11 @@ pub struct Options {
     pub nic: Option<String>,
     /// `-peer` (repeatable).
     pub peers: Vec<String>,
-    /// `-multicast`.
+    /// `-multicast` (also set by `-multicastAddr`).
     pub multicast: bool,
+    /// `-multicastAddr`: the Throughput, Latency and Announcement groups
+    /// ([`super::parse_multicast_addr`]).
+    pub multicast_groups: Option<[std::net::Ipv4Addr; 3]>,
     /// `-nomulticast` (RTI 2.x): multicast off, discovery through unicast peers (127.0.0.1
     /// when no `-peer` is given).
     pub no_multicast: bool,
@@ -312,6 +315,7 @@ impl Default for Options {
             nic: None,
             peers: Vec::new(),
             multicast: false,
+            multicast_groups: None,
             no_multicast: false,
             raw: false,
             no_blocking_sockets: false,

@@ -15,8 +15,8 @@ use super::table::{lookup, resolve, OptionSpec};
 use crate::transport::{Backend, Capabilities, Support};
 
 use super::values::{
-    is_negative_number, num, num32, parse_affinity, parse_priorities, parse_rate_method,
-    parse_scan, parse_wan_address,
+    is_negative_number, num, num32, parse_affinity, parse_multicast_addr, parse_priorities,
+    parse_rate_method, parse_scan, parse_wan_address,
 };
 
 pub(super) fn unsupported(option: &'static str, reason: &'static str) -> OptionError {
@@ -329,6 +329,11 @@ impl Options {
             }
             "-cft" => {
                 return Err(refuse(name, caps.content_filters));
+            }
+            "-multicastAddr" if caps.multicast_address == Support::Yes => {
+                // RTI: implies -multicast.
+                self.multicast_groups = Some(parse_multicast_addr(v)?);
+                self.multicast = true;
             }
             "-multicastAddr" => return Err(refuse(name, caps.multicast_address)),
             "-enableSharedMemory" if caps.dds_entities != Support::Yes => {

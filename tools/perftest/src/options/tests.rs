@@ -360,13 +360,20 @@ fn capability_refusals_name_the_reason() {
         ("-doNotDropNetworkCapture", "'-doNotDropNetworkCapture' keeps the capture '-networkCapture' makes: give '-networkCapture' too."),
         ("-networkCaptureRemoveUserData", "'-networkCaptureRemoveUserData' applies to the capture '-networkCapture' makes: give '-networkCapture' too."),
         ("-cft 1", "'-cft' is not supported by FerroDDS perftest: FerroDDS has no content filters yet."),
-        ("-multicastAddr 239.1.1.1", "'-multicastAddr' is not supported by FerroDDS perftest: custom multicast addresses are not available."),
+        ("-multicastAddr 239.1.1.1", "'-multicastAddr' is not supported by FerroDDS perftest: in DDS mode every reader listens on its participant's user-data group (239.255.0.1, with '-multicast'); groups per topic are available with -rawTransport."),
         ("-zeroCopy", "'-zeroCopy' is not supported by FerroDDS perftest: this QoS feature is not available in FerroDDS yet."),
         ("-writerStats -pub", "'-writerStats' is not supported by FerroDDS perftest: not implemented in FerroDDS perftest."),
         ("-raw -keyed", "'-keyed' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
         ("-raw -dataLen 65501", "'-dataLen' 65501 is out of range: 28..=65500 for the raw UDP transport (one sample per datagram)."),
-        ("-raw -multicast", "'-multicast' is not supported by FerroDDS perftest: multicast is not implemented for the raw transport yet."),
-        ("-raw -multicast -peer 10.0.0.1", "'-multicast' cannot be combined with '-peer' in raw mode."),
+        ("-raw -multicast -peer 10.0.0.1", "'-multicast' cannot be combined with '-peer' in raw mode: every topic goes to its multicast group (choose the groups with '-multicastAddr')."),
+        ("-raw -multicastAddr 239.1.1.1 -peer 10.0.0.1", "'-multicast' cannot be combined with '-peer' in raw mode: every topic goes to its multicast group (choose the groups with '-multicastAddr')."),
+        ("-raw -multicastAddr 10.0.0.1", "Invalid value '10.0.0.1' for '-multicastAddr': not an IPv4 multicast address (224.0.0.0 to 239.255.255.255)."),
+        ("-raw -multicastAddr 239.1.1.1,239.1.1.2", "Invalid value '239.1.1.1,239.1.1.2' for '-multicastAddr': expected one IPv4 multicast address, or three separated by commas."),
+        ("-raw -multicastAddr 239.1.1.x", "Invalid value '239.1.1.x' for '-multicastAddr': expected one IPv4 multicast address, or three separated by commas."),
+        ("-raw -multicastAddr 239.255.255.254", "Invalid value '239.255.255.254' for '-multicastAddr': the Latency and Announcement groups (the next two addresses) leave the multicast range."),
+        ("-raw -multicastAddr 239.1.1.1,239.1.1.2,10.1.1.3", "Invalid value '239.1.1.1,239.1.1.2,10.1.1.3' for '-multicastAddr': not an IPv4 multicast address (224.0.0.0 to 239.255.255.255)."),
+        ("-raw -transport TCP -multicast", "'-multicast' is not supported by FerroDDS perftest: raw TCP/TLS is point to point (no multicast)."),
+        ("-raw -transport SHMEM -multicastAddr 239.1.1.1", "'-multicastAddr' is not supported by FerroDDS perftest: raw shared memory has no multicast groups."),
         ("-multicast -nomulticast", "'-multicast' and '-nomulticast' cannot be used together."),
         ("-nomulticast -multicast", "'-multicast' and '-nomulticast' cannot be used together."),
         ("-receiveQueueSize 256", "'-receiveQueueSize' is not supported by FerroDDS perftest: RTI sets the reader's initial_samples (a preallocated pool), and FerroDDS readers preallocate no samples: their queue grows as samples arrive."),
@@ -380,6 +387,20 @@ fn capability_refusals_name_the_reason() {
         assert_eq!(parse(args).unwrap_err().to_string(), want, "{args}");
     }
     assert!(parse("-multicast").is_ok());
+    // -multicastAddr (raw UDP): one address and the next two, or three; implies -multicast.
+    let o = parse("-raw -multicastAddr 239.1.1.1").unwrap();
+    assert!(o.multicast);
+    assert_eq!(
+        o.multicast_groups.unwrap().map(|a| a.to_string()),
+        ["239.1.1.1", "239.1.1.2", "239.1.1.3"]
+    );
+    let o = parse("-raw -multicastAddr 239.9.9.9,224.0.1.5,239.1.1.100").unwrap();
+    assert_eq!(
+        o.multicast_groups.unwrap().map(|a| a.to_string()),
+        ["239.9.9.9", "224.0.1.5", "239.1.1.100"]
+    );
+    let o = parse("-raw -multicast").unwrap();
+    assert!(o.multicast && o.multicast_groups.is_none());
     // -unbounded alone (also before another option) selects the unbounded type.
     for args in ["-unbounded", "-unbounded -pub", "-pub -unbounded"] {
         let o = parse(args).unwrap();

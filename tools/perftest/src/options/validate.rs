@@ -79,7 +79,7 @@ impl Options {
         }
         if self.raw && self.multicast && !self.peers.is_empty() {
             return Err(OptionError::Conflict(
-                "'-multicast' cannot be combined with '-peer' in raw mode.",
+                "'-multicast' cannot be combined with '-peer' in raw mode: every topic goes to its multicast group (choose the groups with '-multicastAddr').",
             ));
         }
         if let (true, Support::No(reason)) = (self.multicast, caps.multicast) {

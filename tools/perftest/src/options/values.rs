@@ -359,3 +359,62 @@ pub fn parse_raw_sub_peer(p: &str) -> Result<std::net::Ipv4Addr, OptionError> {
         reason: "expected an IPv4 address",
     })
 }
+
+/// The multicast groups of `-multicast` without `-multicastAddr`, as RTI Perftest's:
+/// Throughput, Latency, Announcement.
+pub const DEFAULT_MULTICAST_GROUPS: [std::net::Ipv4Addr; 3] = [
+    std::net::Ipv4Addr::new(239, 255, 1, 1),
+    std::net::Ipv4Addr::new(239, 255, 1, 2),
+    std::net::Ipv4Addr::new(239, 255, 1, 100),
+];
+
+/// `-multicastAddr`: the Throughput, Latency and Announcement groups, given as one address
+/// (Throughput; Latency and Announcement are the next two) or as three, comma-separated.
+/// Every group is an IPv4 multicast address.
+pub fn parse_multicast_addr(v: &str) -> Result<[std::net::Ipv4Addr; 3], OptionError> {
+    let bad = |reason| OptionError::BadValue {
+        option: "-multicastAddr",
+        value: v.to_string(),
+        reason,
+    };
+    let addrs: Vec<std::net::Ipv4Addr> = v
+        .split(',')
+        .map(|a| a.trim().parse())
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad("expected one IPv4 multicast address, or three separated by commas"))?;
+    if addrs.iter().any(|g| !g.is_multicast()) {
+        return Err(bad(
+            "not an IPv4 multicast address (224.0.0.0 to 239.255.255.255)",
+        ));
+    }
+    let groups = match addrs[..] {
+        [a] => {
+            let next = |n: u32| {
+                u32::from(a)
+                    .checked_add(n)
+                    .map(std::net::Ipv4Addr::from)
+                    .filter(std::net::Ipv4Addr::is_multicast)
+            };
+            match (next(1), next(2)) {
+                (Some(l), Some(an)) => [a, l, an],
+                _ => {
+                    return Err(bad(
+                        "the Latency and Announcement groups (the next two addresses) leave the multicast range",
+                    ))
+                }
+            }
+        }
+        [t, l, an] => [t, l, an],
+        _ => {
+            return Err(bad(
+                "expected one IPv4 multicast address, or three separated by commas",
+            ))
+        }
+    };
+    if groups.iter().any(|g| !g.is_multicast()) {
+        return Err(bad(
+            "not an IPv4 multicast address (224.0.0.0 to 239.255.255.255)",
+        ));
+    }
+    Ok(groups)
+}

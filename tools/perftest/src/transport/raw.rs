@@ -7,6 +7,12 @@
 //! 7662). Writers send from an ephemeral port on the `-nic` address. Batching is done
 //! here: samples are appended to one buffer sent when the next would not fit the batch
 //! size, or on flush. There is no reliability: lost datagrams are lost.
+//!
+//! With `-multicast` (or `-multicastAddr`) every topic goes to its group, once per datagram
+//! whatever the number of subscribers: Throughput to its group on participant 1's port,
+//! where every subscriber listens (RTI: "in multicast all subscribers use participant 1"),
+//! Latency and Announcement to theirs on the publisher's two ports. Groups are joined on the
+//! `-nic` interface and sent out of it (TTL 1, looped back to this host's listeners).
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -18,20 +24,22 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::error::{OptionError, PerftestError};
 use crate::message::{decode_datagram, encoded_len, Encoder, TestMessage};
 use crate::options::{
-    parse_raw_pub_peer, parse_raw_sub_peer, Options, Role, FINISHED_SIZE, MAX_RAW_DATA_LEN,
+    parse_raw_pub_peer, parse_raw_sub_peer, Options, Role, DEFAULT_MULTICAST_GROUPS, FINISHED_SIZE,
+    MAX_RAW_DATA_LEN,
 };
 use crate::transport::{dds, Capabilities, Reader, Support, TopicKind, Transport, Writer};
 use ferrodds_transport::{list_interfaces, InterfaceSelector};
 
-/// What the raw backend can do: no DDS entities or QoS, one sample per datagram, no
-/// multicast, batching in the tool. The options refused whatever the mode (transports,
+/// What the raw backend can do: no DDS entities or QoS, one sample per datagram, multicast
+/// groups per topic, batching in the tool. The options refused whatever the mode (transports,
 /// security, XML QoS, ...) are refused with the DDS backend's reasons.
 pub const CAPABILITIES: Capabilities = Capabilities {
     dds_entities: Support::No("not available with -rawTransport (no DDS)"),
     xml_qos: Support::No("raw sockets have no QoS (not available with -rawTransport)"),
     max_data_len: MAX_RAW_DATA_LEN,
     data_len_mode: "the raw UDP transport (one sample per datagram)",
-    multicast: Support::No("multicast is not implemented for the raw transport yet"),
+    multicast: Support::Yes,
+    multicast_address: Support::Yes,
     non_blocking_sockets: Support::Yes,
     batching: Support::Yes,
     transports: &["UDPv4"],
@@ -90,6 +98,8 @@ pub struct Endpoints {
     pub pub_targets: Vec<(Ipv4Addr, u32)>,
     /// Subscriber: the publisher address.
     pub sub_peer: Ipv4Addr,
+    /// With `-multicast`: the Throughput, Latency and Announcement groups.
+    pub groups: Option<[Ipv4Addr; 3]>,
 }
 
 impl Endpoints {
@@ -103,7 +113,12 @@ impl Endpoints {
         let nic_label = opts.nic.clone().unwrap_or_else(|| nic.to_string());
         let mut pub_targets = Vec::new();
         let mut sub_peer = Ipv4Addr::LOCALHOST;
-        if opts.role == Role::Publisher {
+        let groups = opts
+            .multicast
+            .then(|| opts.multicast_groups.unwrap_or(DEFAULT_MULTICAST_GROUPS));
+        if groups.is_some() {
+            // Every topic goes to its group (-peer was refused with -multicast).
+        } else if opts.role == Role::Publisher {
             if opts.peers.is_empty() {
                 pub_targets.extend((0..opts.num_subscribers).map(|s| (Ipv4Addr::LOCALHOST, s)));
             }
@@ -116,6 +131,7 @@ impl Endpoints {
         }
         port(opts.domain, 0, true)?;
         port(opts.domain, opts.sid + 1, false)?;
+        port(opts.domain, 1, false)?;
         for (_, s) in &pub_targets {
             port(opts.domain, s + 1, false)?;
         }
@@ -127,6 +143,27 @@ impl Endpoints {
             nic_label,
             pub_targets,
             sub_peer,
+            groups,
+        })
+    }
+
+    /// The participant whose first port receives Throughput at this subscriber: `sid + 1`,
+    /// or 1 for every subscriber with multicast.
+    fn throughput_participant(&self, sid: u32) -> u32 {
+        if self.groups.is_some() {
+            1
+        } else {
+            sid + 1
+        }
+    }
+
+    /// The group a reader of `topic` joins, with multicast.
+    pub fn reader_group(&self, topic: TopicKind) -> Option<Ipv4Addr> {
+        let [throughput, latency, announcement] = self.groups?;
+        Some(match topic {
+            TopicKind::Throughput => throughput,
+            TopicKind::Latency => latency,
+            TopicKind::Announcement => announcement,
         })
     }
 
@@ -142,12 +179,19 @@ impl Endpoints {
             Role::Publisher => {
                 v.extend(port(self.domain, 0, false));
                 v.extend(port(self.domain, 0, true));
+                if self.groups.is_some() {
+                    v.extend(port(self.domain, 1, false));
+                }
                 for (_, s) in &self.pub_targets {
                     v.extend(port(self.domain, s + 1, false));
                 }
             }
             Role::Subscriber => {
-                v.extend(port(self.domain, self.sid + 1, false));
+                v.extend(port(
+                    self.domain,
+                    self.throughput_participant(self.sid),
+                    false,
+                ));
                 v.extend(port(self.domain, 0, false));
                 v.extend(port(self.domain, 0, true));
             }
@@ -157,6 +201,19 @@ impl Endpoints {
 
     /// Where a writer of `topic` sends.
     pub fn writer_targets(&self, topic: TopicKind) -> Result<Vec<SocketAddr>, PerftestError> {
+        if let Some(group) = self.reader_group(topic) {
+            let port = match (self.role, topic) {
+                (Role::Publisher, TopicKind::Throughput) => port(self.domain, 1, false)?,
+                (Role::Subscriber, TopicKind::Latency) => port(self.domain, 0, false)?,
+                (Role::Subscriber, TopicKind::Announcement) => port(self.domain, 0, true)?,
+                _ => {
+                    return Err(PerftestError::NotAvailable(
+                        "raw transport: this role does not write that topic",
+                    ))
+                }
+            };
+            return Ok(vec![SocketAddr::from((group, port))]);
+        }
         match (self.role, topic) {
             (Role::Publisher, TopicKind::Throughput) => self
                 .pub_targets
@@ -182,7 +239,9 @@ impl Endpoints {
         match (self.role, topic) {
             (Role::Publisher, TopicKind::Latency) => port(self.domain, 0, false),
             (Role::Publisher, TopicKind::Announcement) => port(self.domain, 0, true),
-            (Role::Subscriber, TopicKind::Throughput) => port(self.domain, self.sid + 1, false),
+            (Role::Subscriber, TopicKind::Throughput) => {
+                port(self.domain, self.throughput_participant(self.sid), false)
+            }
             _ => Err(PerftestError::NotAvailable(
                 "raw transport: this role does not read that topic",
             )),
@@ -191,6 +250,9 @@ impl Endpoints {
 
     /// The "Initial peers" line of the start-up summary.
     pub fn peers_line(&self) -> String {
+        if let Some([t, l, a]) = self.groups {
+            return format!("Multicast groups: Throughput {t}, Latency {l}, Announcement {a}");
+        }
         match self.role {
             Role::Publisher => {
                 let peers: Vec<String> = self
@@ -246,6 +308,28 @@ impl RawTransport {
             ))?;
         Ok(s.into())
     }
+
+    /// A reader's socket for `group`: bound to the group and port (shared with the other
+    /// listeners of this host), joined on the `-nic` interface, and receiving only that
+    /// group's datagrams.
+    fn group_socket(&self, group: Ipv4Addr, port: u16) -> Result<UdpSocket, PerftestError> {
+        let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))
+            .map_err(PerftestError::io("creating a UDP socket"))?;
+        s.set_reuse_address(true)
+            .map_err(PerftestError::io("setting SO_REUSEADDR"))?;
+        s.set_reuse_port(true)
+            .map_err(PerftestError::io("setting SO_REUSEPORT"))?;
+        set_buffers(&s, self.recv_buffer, self.send_buffer);
+        s.bind(&SocketAddr::V4(SocketAddrV4::new(group, port)).into())
+            .map_err(PerftestError::io("binding a multicast socket"))?;
+        s.set_multicast_all_v4(false)
+            .map_err(PerftestError::io("clearing IP_MULTICAST_ALL"))?;
+        s.join_multicast_v4(&group, &self.ep.nic)
+            .map_err(PerftestError::io(
+                "joining the multicast group on the -nic interface (does it support multicast?)",
+            ))?;
+        Ok(s.into())
+    }
 }
 
 /// Sets socket buffer sizes, forcing past `rmem_max`/`wmem_max` when privileged.
@@ -264,6 +348,16 @@ impl Transport for RawTransport {
     fn create_writer(&mut self, topic: TopicKind) -> Result<Box<dyn Writer>, PerftestError> {
         let targets = self.ep.writer_targets(topic)?;
         let socket = self.socket(0)?;
+        if self.ep.groups.is_some() {
+            // Out of the -nic interface, to this link only, and to this host's listeners too.
+            let s = socket2::SockRef::from(&socket);
+            s.set_multicast_if_v4(&self.ep.nic)
+                .map_err(PerftestError::io("setting IP_MULTICAST_IF"))?;
+            s.set_multicast_ttl_v4(1)
+                .map_err(PerftestError::io("setting IP_MULTICAST_TTL"))?;
+            s.set_multicast_loop_v4(true)
+                .map_err(PerftestError::io("setting IP_MULTICAST_LOOP"))?;
+        }
         if self.non_blocking {
             socket
                 .set_nonblocking(true)
@@ -283,7 +377,10 @@ impl Transport for RawTransport {
 
     fn create_reader(&mut self, topic: TopicKind) -> Result<Box<dyn Reader>, PerftestError> {
         let bind_port = self.ep.reader_port(topic)?;
-        let socket = self.socket(bind_port)?;
+        let socket = match self.ep.reader_group(topic) {
+            Some(group) => self.group_socket(group, bind_port)?,
+            None => self.socket(bind_port)?,
+        };
         Ok(Box::new(RawReader {
             socket,
             buf: vec![0; 65536],
@@ -295,7 +392,14 @@ impl Transport for RawTransport {
         let mut v = vec![
             "Kind: UDPv4 (raw sockets, no RTPS)".to_string(),
             format!("Nic: {}", self.ep.nic_label),
-            "Use Multicast: False".to_string(),
+            format!(
+                "Use Multicast: {}",
+                if self.ep.groups.is_some() {
+                    "True"
+                } else {
+                    "False"
+                }
+            ),
             format!(
                 "Blocking Sockets: {}",
                 if self.non_blocking { "No" } else { "Yes" }
@@ -493,6 +597,50 @@ mod tests {
         assert_eq!(port(1, 1, false).unwrap(), 7662);
         assert_eq!(port(0, 2, false).unwrap(), 7414);
         assert!(port(250, 0, false).is_err());
+    }
+
+    /// With -multicast every topic goes to its group: Throughput on participant 1's port
+    /// for every subscriber, Latency and Announcement on the publisher's ports.
+    #[test]
+    fn multicast_endpoints() {
+        let ep = |args: &str| {
+            let args: Vec<&str> = args.split_whitespace().collect();
+            Endpoints::from_options(&Options::parse(&args).unwrap()).unwrap()
+        };
+        let sub = ep("-sub -raw -multicast -sidMultiSubTest 3 -domain 1");
+        assert_eq!(sub.reader_port(TopicKind::Throughput).unwrap(), 7662);
+        assert_eq!(
+            sub.reader_group(TopicKind::Throughput),
+            Some(Ipv4Addr::new(239, 255, 1, 1))
+        );
+        assert_eq!(
+            sub.writer_targets(TopicKind::Latency).unwrap(),
+            vec!["239.255.1.2:7660".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(
+            sub.writer_targets(TopicKind::Announcement).unwrap(),
+            vec!["239.255.1.100:7661".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(sub.ports(), vec![7662, 7660, 7661]);
+        let publ = ep("-pub -raw -multicastAddr 239.1.2.3 -numSubscribers 4 -domain 1");
+        assert_eq!(
+            publ.writer_targets(TopicKind::Throughput).unwrap(),
+            vec!["239.1.2.3:7662".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(
+            publ.reader_group(TopicKind::Latency),
+            Some(Ipv4Addr::new(239, 1, 2, 4))
+        );
+        assert_eq!(publ.reader_port(TopicKind::Announcement).unwrap(), 7661);
+        assert_eq!(publ.ports(), vec![7660, 7661, 7662]);
+        assert_eq!(
+            publ.peers_line(),
+            "Multicast groups: Throughput 239.1.2.3, Latency 239.1.2.4, Announcement 239.1.2.5"
+        );
+        // Unicast as before: no groups, subscriber 3 on participant 4's port.
+        let sub = ep("-sub -raw -sidMultiSubTest 3 -domain 1");
+        assert_eq!(sub.reader_group(TopicKind::Throughput), None);
+        assert_eq!(sub.reader_port(TopicKind::Throughput).unwrap(), 7668);
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
         "raw shared memory never blocks; -noBlockingSockets is for raw UDP",
     ),
     transports: &["SHMEM"],
+    multicast: Support::No("raw shared memory has no multicast groups"),
+    multicast_address: Support::No("raw shared memory has no multicast groups"),
     ..raw::CAPABILITIES
 };
 

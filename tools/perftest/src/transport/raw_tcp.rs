@@ -41,6 +41,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
         "raw TCP/TLS writes block (TCP flow control); -noBlockingSockets is for raw UDP",
     ),
     transports: &["TCP", "TLS"],
+    multicast: Support::No("raw TCP/TLS is point to point (no multicast)"),
+    multicast_address: Support::No("raw TCP/TLS is point to point (no multicast)"),
     ..raw::CAPABILITIES
 };
 
