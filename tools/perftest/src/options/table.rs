@@ -159,7 +159,12 @@ pub const OPTIONS: &[OptionSpec] = &[
     o("-maximumAllocableBufferSize", Value, Pub, ""),
     o("-messageSizeMax", Value, Both, ""),
     o("-multicast", Flag, Both, "Use multicast for data"),
-    o("-multicastAddr", Value, Both, ""),
+    o(
+        "-multicastAddr",
+        Value,
+        Both,
+        "Multicast groups A (Throughput; Latency A+1, Announcement A+2) or A,B,C; implies -multicast (raw UDP)",
+    ),
     o(
         "-networkCapture",
         Flag,
