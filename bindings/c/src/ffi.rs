@@ -688,6 +688,7 @@ fn reader_qos(q: &FerroddsQos) -> CResult<(DataReaderQos, Vec<String>)> {
         liveliness: c.liveliness,
         ownership: c.ownership,
         deadline: c.deadline,
+        multicast_group: None,
     };
     Ok((qos, c.partition))
 }

@@ -213,6 +213,12 @@ pub struct Config {
     /// writers send to a reader's group when it announces one, once per sample for every
     /// reader listening there, instead of once per reader by unicast. Default: `false`.
     pub multicast_user_data: bool,
+    /// More user-data multicast groups the participant receives on (UDPv4, on the user-data
+    /// multicast port; needs [`Config::multicast`]): a reader whose
+    /// [`crate::DataReaderQos::multicast_group`] names one announces it instead of the
+    /// participant's group, so that each topic can have a group of its own (RTI's
+    /// per-reader multicast, perftest's `-multicastAddr`). Default: none.
+    pub multicast_groups: Vec<Ipv4Addr>,
     /// DDS Security ([`SecurityConfig`]): authentication (PKI-DH) and access control
     /// (signed governance and permissions) of participants. Default: `None` (no security).
     pub security: Option<SecurityConfig>,
@@ -331,6 +337,7 @@ impl Default for Config {
             guid_prefix: None,
             shared_memory: false,
             multicast_user_data: false,
+            multicast_groups: Vec::new(),
             security: None,
         }
     }
@@ -409,6 +416,11 @@ impl Config {
     /// Sets [`Config::multicast_user_data`].
     pub fn multicast_user_data(mut self, on: bool) -> Self {
         self.multicast_user_data = on;
+        self
+    }
+    /// Sets [`Config::multicast_groups`].
+    pub fn multicast_groups(mut self, groups: Vec<Ipv4Addr>) -> Self {
+        self.multicast_groups = groups;
         self
     }
     /// Sets [`Config::shared_memory`].
@@ -575,6 +587,18 @@ impl Config {
                 what: "multicast_user_data needs multicast (and UDPv4)",
             });
         }
+        if !self.multicast_groups.is_empty()
+            && (!self.multicast || !self.transports.udp() || self.udp_wan.is_some())
+        {
+            return Err(DdsError::BadParameter {
+                what: "multicast_groups needs multicast (and UDPv4, not UDPv4_WAN)",
+            });
+        }
+        if self.multicast_groups.iter().any(|g| !g.is_multicast()) {
+            return Err(DdsError::BadParameter {
+                what: "multicast_groups must be IPv4 multicast addresses (224.0.0.0/4)",
+            });
+        }
         if self.shared_memory && (!self.transports.udp() || self.udp_wan.is_some()) {
             return Err(DdsError::BadParameter {
                 what: "shared_memory needs UDPv4 (not UDPv4_WAN) beside it for discovery",
@@ -625,6 +649,30 @@ mod tests {
         assert!(!c.multicast);
         let unchanged = Config::default().with_overrides_from(env(&[])).unwrap();
         assert_eq!(unchanged, Config::default());
+    }
+
+    #[test]
+    fn multicast_groups_need_multicast_and_multicast_addresses() {
+        let g = Ipv4Addr::new(239, 255, 42, 1);
+        assert!(Config::default()
+            .multicast_groups(vec![g])
+            .validate()
+            .is_ok());
+        for (c, what) in [
+            (
+                Config::loopback().multicast_groups(vec![g]),
+                "multicast_groups needs multicast (and UDPv4, not UDPv4_WAN)",
+            ),
+            (
+                Config::default().multicast_groups(vec![Ipv4Addr::new(10, 0, 0, 1)]),
+                "multicast_groups must be IPv4 multicast addresses (224.0.0.0/4)",
+            ),
+        ] {
+            match c.validate() {
+                Err(DdsError::BadParameter { what: w }) => assert_eq!(w, what),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -122,6 +122,8 @@ impl DomainParticipant {
             udp.participant_id = config.participant_id;
             udp.interface = selector.clone();
             udp.multicast_enabled = config.multicast;
+            udp.user_multicast_groups
+                .clone_from(&config.multicast_groups);
             udp.recv_buffer_bytes = Some(config.recv_buffer_bytes);
             udp.send_buffer_bytes = Some(config.send_buffer_bytes);
             udp.max_message_size = config.max_message_size;
@@ -310,7 +312,19 @@ impl DomainParticipant {
         if let Some(t) = shm {
             transports.push(Arc::new(t));
         }
-        let inner = Arc::new(Inner::new(
+        // The groups readers may announce: on the port of the participant's user-data group.
+        let reader_groups: Vec<Locator> = udp_locators
+            .default_multicast
+            .first()
+            .map(|a| {
+                config
+                    .multicast_groups
+                    .iter()
+                    .map(|g| Locator::udpv4(*g, a.port()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut inner = Inner::new(
             domain_id,
             engine,
             participant_id,
@@ -318,7 +332,9 @@ impl DomainParticipant {
             origin,
             config.multicast,
             config.max_message_size,
-        ));
+        );
+        inner.reader_groups = reader_groups;
+        let inner = Arc::new(inner);
         if let Some(c) = &config.capture {
             let tap = CaptureTap::start(
                 c,
@@ -716,12 +732,23 @@ impl Subscriber {
             return Err(DdsError::AlreadyDeleted);
         }
         qos.validate()?;
-        let attrs = ReaderAttributes {
+        let mut attrs = ReaderAttributes {
             topic_name: topic.name.clone(),
             type_name: topic.type_name.to_string(),
             keyed: T::IS_KEYED,
             qos: qos.to_engine(&self.qos.partition),
         };
+        if let Some(g) = qos.multicast_group {
+            let group = self
+                .inner
+                .reader_groups
+                .iter()
+                .find(|l| l.ipv4_destination().is_some_and(|a| *a.ip() == g))
+                .ok_or(DdsError::BadParameter {
+                    what: "the reader's multicast_group is not one of the participant's Config::multicast_groups",
+                })?;
+            attrs.qos.multicast_locators = vec![*group];
+        }
         let shared = Arc::new(ReaderShared::default());
         let mut pending = Vec::new();
         let (id, guid) = self.inner.with_engine(&mut pending, |st, now| {

@@ -306,6 +306,11 @@ pub struct DataReaderQos {
     pub ownership: Ownership,
     /// Deadline period; default `None` = infinite.
     pub deadline: Option<Duration>,
+    /// The multicast group the reader announces and receives its samples on (RTI's
+    /// TRANSPORT_MULTICAST): one of the participant's [`crate::Config::multicast_groups`].
+    /// Default `None`: the participant's user-data group with
+    /// [`crate::Config::multicast_user_data`], else unicast only.
+    pub multicast_group: Option<std::net::Ipv4Addr>,
 }
 
 impl Default for DataReaderQos {
@@ -318,6 +323,7 @@ impl Default for DataReaderQos {
             liveliness: Liveliness::default(),
             ownership: Ownership::Shared,
             deadline: None,
+            multicast_group: None,
         }
     }
 }
@@ -597,6 +603,12 @@ impl DataWriterQos {
 }
 
 impl DataReaderQos {
+    /// Sets [`DataReaderQos::multicast_group`].
+    pub fn multicast_group(mut self, group: Option<std::net::Ipv4Addr>) -> Self {
+        self.multicast_group = group;
+        self
+    }
+
     // `..default()` keeps this compiling with defaults when the engine QoS gains fields.
     #[allow(clippy::needless_update)]
     pub(crate) fn to_engine(&self, partition: &[String]) -> ferrodds_rtps::ReaderQos {

@@ -248,6 +248,10 @@ pub(crate) struct Inner {
     timer_cv: Condvar,
     shutdown: AtomicBool,
     multicast: bool,
+    /// The user-data multicast locators of `Config::multicast_groups` (group and the
+    /// user-data multicast port), which the UDP transport receives on: the groups a
+    /// reader may announce as its own (`DataReaderQos::multicast_group`).
+    pub(crate) reader_groups: Vec<Locator>,
     local_addr: Ipv4Addr,
     local_port: u16,
     pub(crate) capture: CaptureSlot,
@@ -307,6 +311,7 @@ impl Inner {
             timer_cv: Condvar::new(),
             shutdown: AtomicBool::new(false),
             multicast,
+            reader_groups: Vec::new(),
             local_addr,
             local_port,
             capture: CaptureSlot::default(),

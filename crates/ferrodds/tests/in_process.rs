@@ -175,6 +175,29 @@ fn matched_counts_survive_concurrent_dispatch() {
     });
 }
 
+/// A reader may announce only a multicast group its participant receives on
+/// (`Config::multicast_groups`): any other is refused when the reader is created.
+#[test]
+fn reader_multicast_group_must_be_one_of_the_participants() {
+    with_timeout(30, || {
+        let p = participant(102);
+        let t = p
+            .create_topic::<TestData>("mc_group", TopicQos::default())
+            .unwrap();
+        let sub = p.create_subscriber(SubscriberQos::default()).unwrap();
+        let q = DataReaderQos::default()
+            .multicast_group(Some(std::net::Ipv4Addr::new(239, 255, 42, 1)));
+        match sub.create_datareader(&t, q) {
+            Err(DdsError::BadParameter { what }) => assert_eq!(
+                what,
+                "the reader's multicast_group is not one of the participant's Config::multicast_groups"
+            ),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        assert!(sub.create_datareader(&t, DataReaderQos::default()).is_ok());
+    });
+}
+
 #[test]
 fn best_effort_1000_samples() {
     with_timeout(60, || delivery(141, false));

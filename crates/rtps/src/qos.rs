@@ -350,6 +350,11 @@ pub struct ReaderQos {
     pub partition: Partition,
     /// Default: XCDR1.
     pub data_representation: DataRepresentation,
+    /// Multicast locators the reader announces, its own group (RTI's per-reader
+    /// multicast). Default: empty: the participant's default multicast locators with
+    /// [`crate::ParticipantConfig::multicast_user_data`], else none. The runtime must
+    /// receive on them. Not part of matching.
+    pub multicast_locators: Vec<crate::Locator>,
 }
 
 impl Default for ReaderQos {
@@ -364,6 +369,7 @@ impl Default for ReaderQos {
             deadline: Deadline::default(),
             partition: Partition::default(),
             data_representation: DataRepresentation::default(),
+            multicast_locators: Vec::new(),
         }
     }
 }

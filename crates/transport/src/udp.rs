@@ -41,6 +41,11 @@ pub struct UdpConfig {
     pub multicast_enabled: bool,
     /// Multicast group for SPDP and user data. Default 239.255.0.1.
     pub multicast_group: Ipv4Addr,
+    /// More user-data multicast groups to receive on (each on the user-data multicast port,
+    /// with its own socket and thread), for readers that announce a group of their own
+    /// (RTI's per-reader multicast). Not announced as the participant's locators; only with
+    /// `multicast_enabled`. Default: none.
+    pub user_multicast_groups: Vec<Ipv4Addr>,
     /// Requested `SO_RCVBUF` of every receive socket, in bytes; `None` (default) keeps the
     /// system default. The kernel may clamp (and Linux doubles) it: see
     /// [`UdpTransport::buffer_sizes`].
@@ -98,6 +103,7 @@ impl UdpConfig {
             interface: InterfaceSelector::Default,
             multicast_enabled: true,
             multicast_group: DEFAULT_MULTICAST_GROUP,
+            user_multicast_groups: Vec::new(),
             recv_buffer_bytes: None,
             send_buffer_bytes: None,
             multicast_ttl: 1,
@@ -439,6 +445,23 @@ impl UdpTransport {
                 true,
                 SocketAddrV4::new(group, ports.user_multicast),
             )?);
+            for g in &config.user_multicast_groups {
+                if *g == group || !g.is_multicast() {
+                    continue;
+                }
+                let s = bind_multicast(
+                    *g,
+                    ports.user_multicast,
+                    interface.address,
+                    config.recv_buffer_bytes,
+                )?;
+                recv_sockets.push(into_recv_socket(
+                    s,
+                    TrafficKind::UserData,
+                    true,
+                    SocketAddrV4::new(*g, ports.user_multicast),
+                )?);
+            }
             (
                 vec![UdpLocator::new(group, ports.spdp_multicast)],
                 vec![UdpLocator::new(group, ports.user_multicast)],

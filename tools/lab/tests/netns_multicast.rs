@@ -56,9 +56,14 @@ fn text(o: &Output) -> String {
     )
 }
 
-/// Runs the publisher and the subscribers; returns the publisher's capture file.
-fn run(tb: &Testbed, root: &Path, multicast: bool) -> PathBuf {
-    let tag = if multicast { "mc" } else { "uc" };
+/// Runs the publisher and the subscribers (`-multicast`, or `-multicastAddr GROUP` when
+/// `group` is given); returns the publisher's capture file.
+fn run(tb: &Testbed, root: &Path, multicast: bool, group: Option<&str>) -> PathBuf {
+    let tag = match (multicast, group) {
+        (_, Some(_)) => "mcaddr",
+        (true, None) => "mc",
+        (false, None) => "uc",
+    };
     let common = |role: &str, nic: &str, peer: &str| -> Vec<String> {
         let mut v: Vec<String> = [
             role,
@@ -74,8 +79,10 @@ fn run(tb: &Testbed, root: &Path, multicast: bool) -> PathBuf {
         ]
         .map(String::from)
         .to_vec();
-        if multicast {
-            v.push("-multicast".into());
+        match group {
+            Some(g) => v.extend(["-multicastAddr".into(), g.to_string()]),
+            None if multicast => v.push("-multicast".into()),
+            None => {}
         }
         v
     };
@@ -126,6 +133,16 @@ fn run(tb: &Testbed, root: &Path, multicast: bool) -> PathBuf {
         "{want}: {}",
         text(&publ)
     );
+    if let Some(g) = group {
+        let want = format!("Multicast groups: Throughput {g},");
+        for o in subs.iter().chain([&publ]) {
+            assert!(
+                String::from_utf8_lossy(&o.stderr).contains(&want),
+                "{want}: {}",
+                text(o)
+            );
+        }
+    }
     for (sid, o) in subs.iter().enumerate() {
         assert!(o.status.success(), "subscriber {sid}: {}", text(o));
         let out = String::from_utf8_lossy(&o.stdout);
@@ -157,9 +174,8 @@ fn run(tb: &Testbed, root: &Path, multicast: bool) -> PathBuf {
 /// Samples, not datagrams: a writer that has several samples queued for one destination (a
 /// busy CI machine) packs them into one datagram, which is fewer datagrams but the same
 /// once-per-subscriber cost.
-fn user_samples(file: &Path) -> (u64, u64) {
+fn user_samples(file: &Path, group: Ipv4Addr) -> (u64, u64) {
     let c = read_udp_payloads(file).unwrap();
-    let group = Ipv4Addr::new(239, 255, 0, 1);
     let (mut to_group, mut to_unicast) = (0, 0);
     for d in c.datagrams {
         if d.direction != Some(Direction::Outbound) {
@@ -199,10 +215,28 @@ fn multicast_user_data_is_sent_once_per_sample() {
     let tb = Testbed::create_with_addresses(Impairments::default(), PUB_ADDR, SUB_ADDR)
         .expect("testbed");
     let root = temp_dir("multicast");
-    let mc = run(&tb, &root, true);
-    let uc = run(&tb, &root, false);
-    let (mc_group, mc_unicast) = user_samples(&mc);
-    let (uc_group, uc_unicast) = user_samples(&uc);
+    let mc = run(&tb, &root, true, None);
+    let uc = run(&tb, &root, false, None);
+    let own = run(&tb, &root, true, Some("239.255.42.1"));
+    let participant_group = Ipv4Addr::new(239, 255, 0, 1);
+    let (mc_group, mc_unicast) = user_samples(&mc, participant_group);
+    let (uc_group, uc_unicast) = user_samples(&uc, participant_group);
+    let (own_group, own_unicast) = user_samples(&own, Ipv4Addr::new(239, 255, 42, 1));
+    let (own_default, _) = user_samples(&own, participant_group);
+    eprintln!(
+        "-multicastAddr 239.255.42.1: {own_group} samples sent to the Throughput group, \
+         {own_default} to 239.255.0.1, {own_unicast} unicast"
+    );
+    // -multicastAddr: the Throughput readers' own group, once per sample.
+    assert!(
+        own_group >= SAMPLES,
+        "{own_group} samples sent to 239.255.42.1"
+    );
+    assert!(
+        own_group + own_unicast < SAMPLES * 3 / 2,
+        "{own_group} + {own_unicast}"
+    );
+    assert_eq!(own_default, 0, "samples sent to the participant group");
     eprintln!(
         "-multicast: {mc_group} samples sent to the group, {mc_unicast} unicast; \
          without: {uc_group} to the group, {uc_unicast} unicast ({SAMPLES} samples, {SUBSCRIBERS} subscribers)"
@@ -224,7 +258,7 @@ fn multicast_user_data_is_sent_once_per_sample() {
     );
     assert_eq!(uc_group, 0);
     let _ = tshark;
-    for f in [&mc, &uc] {
+    for f in [&mc, &uc, &own] {
         let report = tshark_check(f).unwrap_or_else(|e| panic!("tshark on {}: {e}", f.display()));
         let issues = report.issues();
         assert!(

@@ -84,7 +84,9 @@ impl Participant {
             type_name: attrs.type_name.clone(),
             qos: EndpointQos::from(&attrs.qos),
             unicast: Vec::new(),
-            multicast: if self.config.multicast_user_data {
+            multicast: if !attrs.qos.multicast_locators.is_empty() {
+                attrs.qos.multicast_locators.clone()
+            } else if self.config.multicast_user_data {
                 self.config.default_multicast_locators.clone()
             } else {
                 Vec::new()

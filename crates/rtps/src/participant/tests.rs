@@ -834,10 +834,13 @@ fn shared_memory_locators_replace_udp_on_the_same_host_only() {
 
 /// Multicast user data: readers announce the participant's default multicast locators, and
 /// a writer with multicast user data sends each sample once, to the group, however many
-/// readers listen there (without it: once per reader, to each unicast locator).
+/// readers listen there (without it: once per reader, to each unicast locator). Readers
+/// with multicast locators of their own (`ReaderQos::multicast_locators`) announce those
+/// instead, and the sample goes once to that group.
 #[test]
 fn multicast_user_data_sends_once_to_the_group() {
     let group = Locator::udpv4(core::net::Ipv4Addr::new(239, 255, 0, 1), 7401);
+    let own_group = Locator::udpv4(core::net::Ipv4Addr::new(239, 255, 42, 1), 7401);
     let config = |n: u8, on: bool| {
         let mut c = cfg(n);
         c.multicast_user_data = on;
@@ -845,7 +848,7 @@ fn multicast_user_data_sends_once_to_the_group() {
         c
     };
     let ms = core::time::Duration::from_millis(1);
-    for on in [true, false] {
+    for (on, own) in [(true, None), (false, None), (true, Some(own_group))] {
         let mut a = Participant::new(config(1, on), Timestamp(0));
         let w = a.create_writer(wattrs(false), Timestamp(0)).unwrap();
         let mut readers: Vec<Participant> = (2..5)
@@ -856,6 +859,7 @@ fn multicast_user_data_sends_once_to_the_group() {
             .map(|p| {
                 let mut ra = rattrs(false);
                 ra.qos.reliability = Reliability::RELIABLE;
+                ra.qos.multicast_locators.extend(own);
                 p.create_reader(ra, Timestamp(0)).unwrap()
             })
             .collect();
@@ -916,7 +920,9 @@ fn multicast_user_data_sends_once_to_the_group() {
             assert!(p.take_sample(*r).is_some(), "multicast {on}: delivered");
         }
         assert_eq!(sent.len(), 1, "multicast {on}: one datagram: {sent:?}");
-        if on {
+        if let Some(own) = own {
+            assert_eq!(sent[0], vec![own], "to the readers' own group only");
+        } else if on {
             assert_eq!(sent[0], vec![group], "to the group only");
         } else {
             assert_eq!(sent[0].len(), 3, "to each reader: {:?}", sent[0]);

@@ -172,6 +172,11 @@ impl Options {
                     "UDPv4_WAN has no multicast ('-multicast' cannot be used with it).",
                 ));
             }
+            if (tcp_only || tls) && self.multicast {
+                return Err(OptionError::Conflict(
+                    "'-transport TCP' and 'TLS' have no multicast ('-multicast' and '-multicastAddr' cannot be used with them).",
+                ));
+            }
         }
         // The TLS files, raw or DDS.
         let tls = self.transport.as_deref() == Some("TLS");

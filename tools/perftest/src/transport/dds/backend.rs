@@ -114,6 +114,8 @@ pub struct DdsTransport {
     /// The QoS profiles' writer and reader QoS per topic (index: [`profile_index`]).
     writer_profiles: [DataWriterQos; 3],
     reader_profiles: [DataReaderQos; 3],
+    /// `-multicastAddr`: the Throughput, Latency and Announcement readers' groups.
+    multicast_groups: Option<[Ipv4Addr; 3]>,
 }
 
 /// The index of a topic's profile in [`crate::qos_profiles::PROFILES`].
@@ -278,6 +280,14 @@ impl DdsTransport {
             // RTI's -multicast: user data goes to the readers' multicast group.
             config = config.multicast(true).multicast_user_data(true);
         }
+        if let Some([throughput, latency, announcement]) = opts.multicast_groups {
+            // -multicastAddr: each topic's readers announce their own group; this side
+            // receives on the groups of the readers it creates.
+            config = config.multicast_groups(match opts.role {
+                Role::Publisher => vec![latency, announcement],
+                Role::Subscriber => vec![throughput],
+            });
+        }
         if !peers.is_empty() {
             config = config.initial_peers(peers.clone());
         }
@@ -356,6 +366,11 @@ impl DdsTransport {
             ),
             "message_size_max: 65000".to_string(),
         ]);
+        if let Some([t, l, a]) = opts.multicast_groups {
+            lines.push(format!(
+                "Multicast groups: Throughput {t}, Latency {l}, Announcement {a}"
+            ));
+        }
         if tcp {
             lines.push(format!("TCP Server Bind Port: {tcp_port}"));
         }
@@ -413,6 +428,7 @@ impl DdsTransport {
             lines,
             writer_profiles,
             reader_profiles,
+            multicast_groups: opts.multicast_groups,
         })
     }
 
@@ -480,6 +496,9 @@ impl DdsTransport {
             } else {
                 q.volatile()
             };
+        }
+        if let Some(groups) = self.multicast_groups {
+            q = q.multicast_group(Some(groups[profile_index(topic)]));
         }
         q
     }

@@ -47,9 +47,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
         Support::No("this perftest was built without the DDS backend")
     },
     content_filters: Support::No("FerroDDS has no content filters yet"),
-    multicast_address: Support::No(
-        "in DDS mode every reader listens on its participant's user-data group (239.255.0.1, with '-multicast'); groups per topic are available with -rawTransport",
-    ),
+    multicast_address: Support::Yes,
     security: Support::No("DDS Security is not available in FerroDDS yet"),
     missing_qos: "this QoS feature is not available in FerroDDS yet",
     dds_entities: Support::Yes,
