@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it (`.ci/run` calls this script).
 #   1. installs missing test dependencies (scripts/install-test-deps.sh)
 #   2. rustfmt check, clippy with -D warnings
-#   3. the release perftest (one test compares its latency with its own network capture),
+#   3. the release perftest (one test compares its latency with its own network capture) and
+#      the small-footprint perftest_micro (built on its own, size-optimised),
 #      then every unit, integration, doc and bench-smoke test of the workspace, the
 #      callgrind guard (instructions per 32 B round trip within 5 % of the committed baseline)
 #      and the C# binding's tests (Mono; release C API library, C# <-> Rust interop)
@@ -27,9 +28,15 @@ cargo fmt --all -- --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The code perftest_micro compiles (without TLS, shared memory and security).
+cargo clippy -p ferrodds-perftest --lib --no-default-features --features dds,micro --locked -- -D warnings
 
 step "cargo build --release -p ferrodds-perftest -p ferrodds-c (the capture truth check compares the optimised tool with the wire; the lab's C# rows run over the release C API)"
 cargo build --release -p ferrodds-perftest -p ferrodds-c --locked
+
+step "perftest_micro (tools/perftest-micro, its own build: the micro tests run it beside the full perftest)"
+CARGO_TARGET_DIR="$PWD/target" cargo build --profile micro --locked \
+  --manifest-path tools/perftest-micro/Cargo.toml
 
 step "cargo test (unit, integration, benches in test mode)"
 export FERRODDS_SKIP_LOG="$PWD/target/skipped-tests.txt"

@@ -180,6 +180,7 @@ pub struct Config {
     /// sent. Default: empty.
     pub tcp_peers: Vec<SocketAddrV4>,
     /// TLS identity and trust anchors, required with [`Transports::Tlsv4`]. Default: `None`.
+    #[cfg(feature = "tls")]
     pub tls: Option<ferrodds_transport_tls::TlsConfig>,
     /// UDPv4_WAN (with UDPv4): one fixed UDP port for all traffic and a public address
     /// announced, for a participant behind a port-forwarding NAT; no multicast. Discovery goes
@@ -331,6 +332,7 @@ impl Default for Config {
             transports: Transports::Udpv4,
             tcp_port: ferrodds_transport::DEFAULT_TCP_PORT,
             tcp_peers: Vec::new(),
+            #[cfg(feature = "tls")]
             tls: None,
             udp_wan: None,
             wan_peers: Vec::new(),
@@ -450,6 +452,7 @@ impl Config {
         self
     }
     /// Sets [`Config::tls`].
+    #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: ferrodds_transport_tls::TlsConfig) -> Self {
         self.tls = Some(tls);
         self

@@ -69,10 +69,12 @@ pub enum DdsError {
     Write(#[from] ferrodds_rtps::WriteError),
     /// The TLS configuration cannot be used (unreadable PEM, a key that does not match the
     /// certificate, ...).
+    #[cfg(feature = "tls")]
     #[error("{0}")]
     Tls(#[from] ferrodds_transport_tls::TlsError),
     /// The shared-memory transport could not be set up (its segment could not be created
     /// or mapped).
+    #[cfg(feature = "shared-memory")]
     #[error("shared memory: {0}")]
     SharedMemory(#[from] ferrodds_transport_shm::ShmError),
     /// The capture file could not be written.

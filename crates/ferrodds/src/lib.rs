@@ -102,6 +102,7 @@ pub use ferrodds_rtps::PeerLimits;
 pub use ferrodds_transport::{
     TransportKind, TransportStats, WanConfig, DEFAULT_TCP_PORT, DEFAULT_WAN_PORT,
 };
+#[cfg(feature = "tls")]
 pub use ferrodds_transport_tls::{TlsConfig, TlsError};
 pub use participant::{
     DomainParticipant, DynamicTypeSupport, Publisher, Subscriber, Topic, VENDOR_ID,

@@ -17,6 +17,7 @@ use ferrodds_transport::{
     InterfaceSelector, PortMapping, TcpConfig, TcpTransport, Transport, UdpConfig, UdpTransport,
 };
 
+#[cfg(feature = "shared-memory")]
 use ferrodds_transport_shm::{ShmConfig, ShmTransport};
 
 use crate::capture::{CaptureConfig, CaptureStats, CaptureTap};
@@ -139,10 +140,7 @@ impl DomainParticipant {
             let mut header = [0u8; 20];
             let _ = ferrodds_wire::Header::new(guid_prefix).write(&mut header);
             let security = if config.transports.tls() {
-                let tls = config.tls.as_ref().ok_or(DdsError::BadParameter {
-                    what: "Transports::Tlsv4 needs Config::tls (CA, certificate and private key)",
-                })?;
-                Some(ferrodds_transport_tls::security(tls)?)
+                tls_security(&config)?
             } else {
                 None
             };
@@ -160,7 +158,14 @@ impl DomainParticipant {
         };
         // Shared memory beside UDPv4: its segment is named by the UDP user-data port, which
         // is ours alone on this host while the socket lives.
-        let shm = match (&udp, config.shared_memory) {
+        let shm: Option<Arc<dyn Transport>> = match (&udp, config.shared_memory) {
+            #[cfg(not(feature = "shared-memory"))]
+            (_, true) => {
+                return Err(DdsError::Unsupported {
+                    what: "shared memory: FerroDDS was built without the `shared-memory` feature",
+                })
+            }
+            #[cfg(feature = "shared-memory")]
             (Some(u), true) => {
                 let id = Transport::locators(u)
                     .default_unicast
@@ -181,11 +186,14 @@ impl DomainParticipant {
                         tracing::debug!(error = %e, "stale shared-memory segments not checked")
                     }
                 }
-                Some(ShmTransport::new(shm_config)?)
+                Some(Arc::new(ShmTransport::new(shm_config)?))
             }
             _ => None,
         };
+        #[cfg(feature = "shared-memory")]
         let shm_host = shm.as_ref().map(|_| ferrodds_transport_shm::host_id());
+        #[cfg(not(feature = "shared-memory"))]
+        let shm_host: Option<[u8; 12]> = None;
         let participant_id = match &udp {
             Some(u) => u.participant_id(),
             None => config.participant_id.unwrap_or(0),
@@ -244,7 +252,7 @@ impl DomainParticipant {
             .zip(shm_host)
             .iter()
             .flat_map(|(t, host)| {
-                Transport::locators(*t)
+                t.locators()
                     .default_unicast
                     .into_iter()
                     .map(|a| Locator::shm(*host, a.port()))
@@ -310,7 +318,7 @@ impl DomainParticipant {
             transports.push(Arc::new(t));
         }
         if let Some(t) = shm {
-            transports.push(Arc::new(t));
+            transports.push(t);
         }
         // The groups readers may announce: on the port of the participant's user-data group.
         let reader_groups: Vec<Locator> = udp_locators
@@ -812,6 +820,23 @@ fn security_plugin(
     )
     .map_err(err)?;
     Ok(Box::new(plugin))
+}
+
+/// The TLS settings of the TCP transport for `Transports::Tlsv4`.
+#[cfg(feature = "tls")]
+fn tls_security(config: &Config) -> DdsResult<Option<ferrodds_transport::SecurityHandle>> {
+    let tls = config.tls.as_ref().ok_or(DdsError::BadParameter {
+        what: "Transports::Tlsv4 needs Config::tls (CA, certificate and private key)",
+    })?;
+    Ok(Some(ferrodds_transport_tls::security(tls)?))
+}
+
+/// Without the `tls` feature `Transports::Tlsv4` cannot be used.
+#[cfg(not(feature = "tls"))]
+fn tls_security(_config: &Config) -> DdsResult<Option<ferrodds_transport::SecurityHandle>> {
+    Err(DdsError::Unsupported {
+        what: "TLS: FerroDDS was built without the `tls` feature",
+    })
 }
 
 /// Without the `security` feature a secure participant cannot be created.

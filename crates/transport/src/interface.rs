@@ -30,26 +30,49 @@ pub struct NetworkInterface {
     pub mtu: Option<u32>,
 }
 
-/// Lists every IPv4 address of every network interface, ordered by interface index.
+/// Lists every IPv4 address of every network interface, ordered by interface index (the
+/// system's `getifaddrs`, through `nix`; the MTU from `/sys/class/net`).
 pub fn list_interfaces() -> Vec<NetworkInterface> {
-    let mut ifaces = netdev::get_interfaces();
-    ifaces.sort_by_key(|i| i.index);
-    let mut out = Vec::new();
-    for iface in &ifaces {
-        for net in &iface.ipv4 {
-            out.push(NetworkInterface {
-                name: iface.name.clone(),
-                index: iface.index,
-                address: net.addr(),
-                prefix_len: net.prefix_len(),
-                loopback: iface.is_loopback(),
-                multicast: iface.is_multicast(),
-                up: iface.is_up(),
-                mtu: iface.mtu,
-            });
-        }
-    }
+    use nix::net::if_::InterfaceFlags;
+    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+        return Vec::new();
+    };
+    let mut out: Vec<NetworkInterface> = addrs
+        .filter_map(|a| {
+            let address = a.address.as_ref()?.as_sockaddr_in()?.ip();
+            let prefix_len = a
+                .netmask
+                .as_ref()
+                .and_then(|m| m.as_sockaddr_in())
+                .map_or(32, |m| u32::from(m.ip()).count_ones() as u8);
+            let flags = a.flags;
+            Some(NetworkInterface {
+                index: nix::net::if_::if_nametoindex(a.interface_name.as_str()).unwrap_or(0),
+                mtu: mtu_of(&a.interface_name),
+                name: a.interface_name,
+                address,
+                prefix_len,
+                loopback: flags.contains(InterfaceFlags::IFF_LOOPBACK),
+                multicast: flags.contains(InterfaceFlags::IFF_MULTICAST),
+                up: flags.contains(InterfaceFlags::IFF_UP),
+            })
+        })
+        .collect();
+    // Stable: an interface's addresses keep the system's order.
+    out.sort_by_key(|i| i.index);
     out
+}
+
+/// The MTU of interface `name`, when the system reports it.
+fn mtu_of(name: &str) -> Option<u32> {
+    if name.contains('/') || name.starts_with('.') {
+        return None;
+    }
+    std::fs::read_to_string(format!("/sys/class/net/{name}/mtu"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// How the transport chooses its network interface.

@@ -129,6 +129,7 @@ pub enum PerftestError {
     #[error("QoS profiles: {0}")]
     QosXml(#[from] ferrodds::QosXmlError),
     /// The TLS configuration cannot be used.
+    #[cfg(feature = "tls")]
     #[error("TLS error while {context}: {source}")]
     Tls {
         /// What was being done.

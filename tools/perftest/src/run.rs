@@ -12,6 +12,7 @@ use crate::output::{Printer, PrinterConfig};
 use crate::qos_profiles::qos_source;
 use crate::system;
 use crate::transport::raw::RawTransport;
+#[cfg(feature = "shared-memory")]
 use crate::transport::raw_shm::RawShmTransport;
 use crate::transport::raw_tcp::RawTcpTransport;
 use crate::transport::Backend;
@@ -296,7 +297,7 @@ fn run_opts(opts: Options) -> Result<(), PerftestError> {
         if opts.backend() == Backend::RawTcp {
             Box::new(RawTcpTransport::new(&opts, batch)?)
         } else if opts.backend() == Backend::RawShm {
-            Box::new(RawShmTransport::new(&opts, batch)?)
+            raw_shm_transport(&opts, batch)?
         } else {
             Box::new(RawTransport::new(&opts, batch)?)
         }
@@ -342,4 +343,24 @@ fn run_opts(opts: Options) -> Result<(), PerftestError> {
         eprintln!("{line}");
     }
     result
+}
+
+/// The raw shared-memory backend.
+#[cfg(feature = "shared-memory")]
+fn raw_shm_transport(
+    opts: &Options,
+    batch: Option<usize>,
+) -> Result<Box<dyn Transport>, PerftestError> {
+    Ok(Box::new(RawShmTransport::new(opts, batch)?))
+}
+
+/// Without the `shared-memory` feature the option parser refuses `-transport SHMEM`.
+#[cfg(not(feature = "shared-memory"))]
+fn raw_shm_transport(
+    _opts: &Options,
+    _batch: Option<usize>,
+) -> Result<Box<dyn Transport>, PerftestError> {
+    Err(PerftestError::NotAvailable(
+        "raw shared memory: this perftest was built without the `shared-memory` feature",
+    ))
 }

@@ -16,8 +16,10 @@ use crate::message::TestMessage;
 
 pub mod dds;
 pub mod raw;
+#[cfg(feature = "shared-memory")]
 pub mod raw_shm;
 pub mod raw_tcp;
+#[cfg(feature = "tls")]
 pub mod tls;
 
 /// Whether a backend has a feature; when not, the reason printed after the option name.
@@ -103,7 +105,10 @@ impl Backend {
         match self {
             Backend::Raw => &raw::CAPABILITIES,
             Backend::RawTcp => &raw_tcp::CAPABILITIES,
+            #[cfg(feature = "shared-memory")]
             Backend::RawShm => &raw_shm::CAPABILITIES,
+            #[cfg(not(feature = "shared-memory"))]
+            Backend::RawShm => &raw::NO_SHM_CAPABILITIES,
             Backend::Dds => &dds::CAPABILITIES,
         }
     }

@@ -51,6 +51,14 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     ..dds::CAPABILITIES
 };
 
+/// `-rawTransport -transport SHMEM` in a perftest built without shared memory: refused.
+#[cfg(not(feature = "shared-memory"))]
+pub const NO_SHM_CAPABILITIES: Capabilities = Capabilities {
+    transport_limit:
+        "this perftest was built without the `shared-memory` feature (the micro build has none)",
+    ..CAPABILITIES
+};
+
 /// Largest UDP payload over IPv4.
 pub const MAX_DATAGRAM: usize = 65507;
 

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferrodds_transport::{SecureChannel, StreamSecurity};
+#[cfg(feature = "tls")]
 use ferrodds_transport_tls::RustlsSecurity;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -40,7 +41,16 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     non_blocking_sockets: Support::No(
         "raw TCP/TLS writes block (TCP flow control); -noBlockingSockets is for raw UDP",
     ),
-    transports: &["TCP", "TLS"],
+    transports: if cfg!(feature = "tls") {
+        &["TCP", "TLS"]
+    } else {
+        &["TCP"]
+    },
+    transport_limit: if cfg!(feature = "tls") {
+        "only UDPv4, TCP, TLS and SHMEM are available with -rawTransport"
+    } else {
+        "this perftest was built without the `tls` feature (the micro build has none)"
+    },
     multicast: Support::No("raw TCP/TLS is point to point (no multicast)"),
     multicast_address: Support::No("raw TCP/TLS is point to point (no multicast)"),
     ..raw::CAPABILITIES
@@ -66,7 +76,7 @@ pub struct RawTcpTransport {
     recv_buffer: usize,
     send_buffer: usize,
     /// `-transport TLS`: the TLS configuration, and how it is described.
-    tls: Option<(Arc<RustlsSecurity>, String)>,
+    tls: Option<(Arc<dyn StreamSecurity>, String)>,
 }
 
 impl std::fmt::Debug for RawTcpTransport {
@@ -103,17 +113,31 @@ fn handshake(
     }
 }
 
+/// The raw TLS identity and trust anchors (and where they came from, for the summary).
+#[cfg(feature = "tls")]
+fn tls_security(opts: &Options) -> Result<(Arc<dyn StreamSecurity>, String), PerftestError> {
+    let (cfg, source) = super::tls::tls_config(opts)?;
+    let sec = RustlsSecurity::new(&cfg).map_err(|e| PerftestError::Tls {
+        context: "loading the TLS identity",
+        source: e,
+    })?;
+    Ok((Arc::new(sec), source))
+}
+
+/// Without the `tls` feature the option parser refuses `-transport TLS`.
+#[cfg(not(feature = "tls"))]
+fn tls_security(_opts: &Options) -> Result<(Arc<dyn StreamSecurity>, String), PerftestError> {
+    Err(PerftestError::NotAvailable(
+        "raw TLS: this perftest was built without the `tls` feature",
+    ))
+}
+
 impl RawTcpTransport {
     /// Builds the backend from the options (`batch` is the decided batch size in bytes).
     pub fn new(opts: &Options, batch: Option<usize>) -> Result<Self, PerftestError> {
         let ep = Endpoints::from_options(opts)?;
         let tls = if opts.transport.as_deref() == Some("TLS") {
-            let (cfg, source) = super::tls::tls_config(opts)?;
-            let sec = RustlsSecurity::new(&cfg).map_err(|e| PerftestError::Tls {
-                context: "loading the TLS identity",
-                source: e,
-            })?;
-            Some((Arc::new(sec), source))
+            Some(tls_security(opts)?)
         } else {
             None
         };
@@ -240,7 +264,7 @@ impl Target {
         &mut self,
         nic: Ipv4Addr,
         send_buffer: usize,
-        tls: Option<&RustlsSecurity>,
+        tls: Option<&dyn StreamSecurity>,
     ) -> Result<bool, PerftestError> {
         if self.stream.is_none()
             && self
@@ -310,7 +334,7 @@ fn dial(
 
 struct RawTcpWriter {
     conns: Vec<Target>,
-    tls: Option<Arc<RustlsSecurity>>,
+    tls: Option<Arc<dyn StreamSecurity>>,
     /// Sealed bytes of a frame (TLS).
     sealed: Vec<u8>,
     nic: Ipv4Addr,
@@ -570,7 +594,7 @@ impl Conn {
 }
 
 struct RawTcpReader {
-    tls: Option<Arc<RustlsSecurity>>,
+    tls: Option<Arc<dyn StreamSecurity>>,
     listener: TcpListener,
     conns: Vec<Conn>,
     /// Connections expected (1 on a subscriber; the subscriber count on the publisher).

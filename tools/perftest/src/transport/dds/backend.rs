@@ -196,14 +196,18 @@ impl DdsTransport {
         // As RTI's: without -transport, UDPv4 and shared memory (FerroDDS peers on this host
         // and in this network namespace use it for user data, every other peer UDPv4).
         let default_transports = opts.transport.is_none();
-        let shm = shm_only || opts.enable_shared_memory || default_transports;
+        // (Without the `shared-memory` feature the option parser refused SHMEM: UDPv4 alone.)
+        let shm = cfg!(feature = "shared-memory")
+            && (shm_only || opts.enable_shared_memory || default_transports);
         if shm_only {
             // One host: discovery over UDPv4 on the loopback interface, user data through
             // shared memory (the option parser refused -nic, -peer and -multicast).
             loopback = true;
             config = config.interface(Interface::Name("lo".into()));
         }
-        config = config.shared_memory(shm);
+        if shm {
+            config = config.shared_memory(true);
+        }
         // (Validated by the option parser: TCP peers are locators, UDP ones IPv4 addresses.)
         let wan_peers: Vec<SocketAddrV4> = if wan {
             opts.peers
@@ -244,8 +248,8 @@ impl DdsTransport {
                 .tcp_peers(tcp_peers.clone());
         }
         let tls_source = if tls {
-            let (cfg, source) = crate::transport::tls::tls_config(opts)?;
-            config = config.tls(cfg);
+            let (c, source) = with_tls(config, opts)?;
+            config = c;
             Some(source)
         } else {
             None
@@ -815,4 +819,20 @@ impl<T: PerfType> Reader for DdsReader<T> {
     fn matched(&self) -> u32 {
         self.reader.matched_count()
     }
+}
+
+/// `config` with the TLS identity of `-transportCertAuthority` and the others, and where it
+/// came from.
+#[cfg(feature = "tls")]
+fn with_tls(config: Config, opts: &Options) -> Result<(Config, String), PerftestError> {
+    let (cfg, source) = crate::transport::tls::tls_config(opts)?;
+    Ok((config.tls(cfg), source))
+}
+
+/// Without the `tls` feature the option parser refused `-transport TLS`.
+#[cfg(not(feature = "tls"))]
+fn with_tls(_config: Config, _opts: &Options) -> Result<(Config, String), PerftestError> {
+    Err(PerftestError::NotAvailable(
+        "TLS: this perftest was built without the `tls` feature",
+    ))
 }

@@ -33,15 +33,33 @@ pub use backend::*;
 
 /// What the DDS backend (FerroDDS) can do.
 pub const CAPABILITIES: Capabilities = Capabilities {
-    transports: &["UDPv4", "TCP", "TLS", "UDPv4_WAN", "SHMEM"],
-    transport_limit: "only UDPv4, TCP, TLS, UDPv4_WAN and SHMEM are available",
+    transports: if cfg!(feature = "micro") {
+        &["UDPv4"]
+    } else if cfg!(all(feature = "tls", feature = "shared-memory")) {
+        &["UDPv4", "TCP", "TLS", "UDPv4_WAN", "SHMEM"]
+    } else if cfg!(feature = "tls") {
+        &["UDPv4", "TCP", "TLS", "UDPv4_WAN"]
+    } else if cfg!(feature = "shared-memory") {
+        &["UDPv4", "TCP", "UDPv4_WAN", "SHMEM"]
+    } else {
+        &["UDPv4", "TCP", "UDPv4_WAN"]
+    },
+    transport_limit: if cfg!(feature = "micro") {
+        "the micro build has only UDPv4"
+    } else if cfg!(all(feature = "tls", feature = "shared-memory")) {
+        "only UDPv4, TCP, TLS, UDPv4_WAN and SHMEM are available"
+    } else {
+        "this perftest was built without the `tls` or the `shared-memory` feature"
+    },
     transport_settings: Support::No(
         "of the transport settings only -transportServerBindPort, -transportVerbosity, the TLS files (-transportCertAuthority, -transportCertFile, -transportPrivateKey), -transportPublicAddress and -transportHostPort are available",
     ),
     max_durability: 1,
     durability_limit: "only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available",
     xml_qos: Support::Yes,
-    network_capture: if cfg!(feature = "dds") {
+    network_capture: if cfg!(feature = "micro") {
+        Support::No("the micro build has no network capture")
+    } else if cfg!(feature = "dds") {
         Support::Yes
     } else {
         Support::No("this perftest was built without the DDS backend")
@@ -55,7 +73,9 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     data_len_mode: "FerroDDS",
     multicast: Support::Yes,
     non_blocking_sockets: Support::No("only meaningful with -rawTransport"),
-    batching: if cfg!(feature = "dds") {
+    batching: if cfg!(feature = "micro") {
+        Support::No("the micro build has no batching (as RTI's Micro)")
+    } else if cfg!(feature = "dds") {
         Support::Yes
     } else {
         Support::No("FerroDDS has no writer-side batching yet (use -batchSize 0, or -rawTransport)")
