@@ -70,6 +70,8 @@ pub struct LabOptions {
     pub perftest: PathBuf,
     /// The C# perftest's wrapper (runs with [`crate::matrix::Language::Cs`]).
     pub perftest_cs: Option<PathBuf>,
+    /// perftest_micro (runs with [`crate::matrix::Language::Micro`]).
+    pub perftest_micro: Option<PathBuf>,
     /// ddsperf binary; `None` removes Cyclone from the matrix (with a note).
     pub ddsperf: Option<PathBuf>,
     /// Per-run timeout; `None` = execution time + a margin for start-up and shutdown.
@@ -455,6 +457,7 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
     let mut placement = Placement {
         perftest: opts.perftest.clone(),
         perftest_cs: opts.perftest_cs.clone(),
+        perftest_micro: opts.perftest_micro.clone(),
         ddsperf: opts
             .ddsperf
             .clone()

@@ -106,10 +106,16 @@ struct RunArgs {
     /// Systems: ferrodds,raw,cyclone.
     #[arg(long)]
     systems: Option<String>,
-    /// Languages of the FerroDDS perftest: rust,cs (comma-separated; cs is the C# perftest over
-    /// the C API, UDPv4 and SHMEM without capture, its rows beside the published C# figures).
+    /// Builds of the FerroDDS perftest: rust,cs,micro (comma-separated; cs is the C# perftest
+    /// over the C API, UDPv4 and SHMEM without capture, its rows beside the published C#
+    /// figures; micro is the small-footprint perftest_micro, UDPv4 without batching or capture).
     #[arg(long)]
     language: Option<String>,
+    /// perftest_micro (default: target/micro/perftest_micro from the current directory, then
+    /// from the repository the lab was built in; build it with `cargo build --profile micro
+    /// --manifest-path tools/perftest-micro/Cargo.toml`).
+    #[arg(long, env = "FERRODDS_PERFTEST_MICRO")]
+    perftest_micro: Option<PathBuf>,
     /// The C# perftest's executable wrapper (default: bindings/csharp/perftest/perftest_cs
     /// from the current directory, then from the repository the lab was built in).
     #[arg(long, env = "FERRODDS_PERFTEST_CS")]
@@ -216,7 +222,7 @@ fn spec_from(a: &RunArgs) -> Result<MatrixSpec, LabError> {
     if let Some(s) = &a.language {
         spec.languages = matrix::parse_list(s)?;
         if spec.languages.is_empty() {
-            return Err(LabError::Usage("--language needs rust, cs or both"));
+            return Err(LabError::Usage("--language needs rust, cs or micro"));
         }
     }
     if spec.languages.contains(&matrix::Language::Cs) {
@@ -237,6 +243,23 @@ fn spec_from(a: &RunArgs) -> Result<MatrixSpec, LabError> {
         if !spec.captures.contains(&matrix::Capture::Off) {
             return Err(LabError::Usage(
                 "--language cs: the C# perftest has no network capture: add off to --capture",
+            ));
+        }
+    }
+    if spec.languages.contains(&matrix::Language::Micro) {
+        if !spec.systems.contains(&System::Ferrodds) {
+            return Err(LabError::Usage(
+                "--language micro selects FerroDDS's perftest_micro: add ferrodds to --systems",
+            ));
+        }
+        if !spec.transports.contains(&matrix::Transport::Udpv4) {
+            return Err(LabError::Usage(
+                "--language micro: perftest_micro runs over udpv4 only",
+            ));
+        }
+        if !spec.captures.contains(&matrix::Capture::Off) {
+            return Err(LabError::Usage(
+                "--language micro: perftest_micro has no network capture: add off to --capture",
             ));
         }
     }
@@ -273,6 +296,21 @@ fn find_perftest_cs(explicit: &Option<PathBuf>) -> Option<PathBuf> {
         return Some(p.clone());
     }
     let rel = Path::new("bindings/csharp/perftest/perftest_cs");
+    let built_in = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel);
+    [rel.to_path_buf(), built_in]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+/// perftest_micro: explicit, else `target/micro/perftest_micro` under the current directory,
+/// then under the repository the lab was built in.
+fn find_perftest_micro(explicit: &Option<PathBuf>) -> Option<PathBuf> {
+    if let Some(p) = explicit {
+        return Some(p.clone());
+    }
+    let rel = Path::new("target/micro/perftest_micro");
     let built_in = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .join(rel);
@@ -338,6 +376,24 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
     } else {
         None
     };
+    let perftest_micro = if spec.languages.contains(&matrix::Language::Micro) {
+        match find_perftest_micro(&a.perftest_micro) {
+            Some(p) if a.dry_run || exists(&p) => Some(p),
+            Some(p) => {
+                return Err(LabError::BadValue {
+                    what: "--perftest-micro (no such program)",
+                    value: p.display().to_string(),
+                })
+            }
+            None => {
+                return Err(LabError::Usage(
+                    "perftest_micro (target/micro/perftest_micro) was not found: build it with `cargo build --profile micro --manifest-path tools/perftest-micro/Cargo.toml` or pass --perftest-micro PATH",
+                ))
+            }
+        }
+    } else {
+        None
+    };
     let imp = Impairments {
         loss_pct: a.loss,
         delay_ms: a.delay,
@@ -353,6 +409,11 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
     if a.topology == Topo::Remote && spec.languages.contains(&matrix::Language::Cs) {
         return Err(LabError::Usage(
             "--language cs runs on this host's topologies (loopback, netns), not remote",
+        ));
+    }
+    if a.topology == Topo::Remote && spec.languages.contains(&matrix::Language::Micro) {
+        return Err(LabError::Usage(
+            "--language micro runs on this host's topologies (loopback, netns), not remote",
         ));
     }
     if a.topology != Topo::Netns && imp.any() {
@@ -395,6 +456,7 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
         topology,
         perftest,
         perftest_cs,
+        perftest_micro,
         ddsperf,
         run_timeout: a.run_timeout.map(Duration::from_secs),
         domain_base: a.domain_base,
@@ -410,6 +472,7 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode, LabError> {
         let placement = runner::Placement {
             perftest: opts.perftest.clone(),
             perftest_cs: opts.perftest_cs.clone(),
+            perftest_micro: opts.perftest_micro.clone(),
             ddsperf: opts
                 .ddsperf
                 .clone()

@@ -117,6 +117,9 @@ pub enum Language {
     Rust,
     /// The C# perftest (UDPv4 and SHMEM, no network capture).
     Cs,
+    /// `perftest_micro`, the small-footprint Rust build (UDPv4 only, no batching, no network
+    /// capture), beside the full one as the published tutorial's "Micro" curve.
+    Micro,
 }
 
 macro_rules! named_enum {
@@ -148,7 +151,7 @@ named_enum!(System, "system", System::Ferrodds => "ferrodds", System::Raw => "ra
 named_enum!(TestKind, "test", TestKind::Latency => "latency", TestKind::Throughput => "throughput");
 named_enum!(Reliability, "reliability", Reliability::Reliable => "reliable", Reliability::BestEffort => "best-effort");
 named_enum!(Capture, "capture", Capture::Off => "off", Capture::On => "on", Capture::NoUserData => "no-user-data");
-named_enum!(Language, "language", Language::Rust => "rust", Language::Cs => "cs");
+named_enum!(Language, "language", Language::Rust => "rust", Language::Cs => "cs", Language::Micro => "micro");
 named_enum!(Transport, "transport", Transport::Udpv4 => "udpv4", Transport::Shmem => "shmem", Transport::Tcp => "tcp", Transport::Tls => "tls", Transport::Udpv4Wan => "udpv4-wan");
 
 impl Transport {
@@ -271,8 +274,10 @@ impl Scenario {
             self.transport,
         );
         s.push_str(capture_suffix(self.capture));
-        if self.language == Language::Cs {
-            s.push_str(" C#");
+        match self.language {
+            Language::Cs => s.push_str(" C#"),
+            Language::Micro => s.push_str(" micro"),
+            Language::Rust => {}
         }
         s
     }
@@ -451,13 +456,17 @@ impl MatrixSpec {
                                 }
                                 for (system, capture, language) in self.system_captures() {
                                     let keep = match system {
-                                        System::Ferrodds => {
-                                            language == Language::Rust
-                                                || matches!(
-                                                    transport,
-                                                    Transport::Udpv4 | Transport::Shmem
-                                                )
-                                        }
+                                        System::Ferrodds => match language {
+                                            Language::Rust => true,
+                                            Language::Cs => matches!(
+                                                transport,
+                                                Transport::Udpv4 | Transport::Shmem
+                                            ),
+                                            // UDPv4 only, and no batching.
+                                            Language::Micro => {
+                                                transport == Transport::Udpv4 && !batching
+                                            }
+                                        },
                                         System::Raw => {
                                             // Raw UDP and raw shared memory: one sample per
                                             // datagram or slot; raw TCP carries up to 10 MiB.
@@ -509,7 +518,8 @@ impl MatrixSpec {
                     langs.push(Language::Rust);
                 }
                 for lang in langs {
-                    if lang == Language::Cs {
+                    if lang != Language::Rust {
+                        // (C# and micro have no network capture.)
                         v.push((system, Capture::Off, lang));
                         continue;
                     }

@@ -729,6 +729,7 @@ pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, La
 
     capture_cost_table(&mut h, summary);
     language_cost_table(&mut h, summary);
+    micro_cost_table(&mut h, summary);
 
     let failed: Vec<_> = summary
         .runs
@@ -920,6 +921,28 @@ fn language_cost_table(h: &mut String, summary: &Summary) {
                 ..s
             },
             published: reference::cs_latency_ratio,
+        },
+    );
+}
+
+/// The small-footprint build: each FerroDDS row of perftest_micro over the same row of the full
+/// perftest (no published counterpart: the commercial leader publishes no figures of its
+/// Micro build).
+fn micro_cost_table(h: &mut String, summary: &Summary) {
+    cost_table(
+        h,
+        summary,
+        &CostTable {
+            title: "Micro build (perftest_micro ÷ perftest, medians)",
+            published_header: "Connext published ratio",
+            lost_header: "lost % in micro",
+            note: "perftest_micro is FerroDDS built for size (tools/perftest-micro: UDPv4 only, no batching, capture, TLS, shared memory or security; opt-level z, LTO, panics abort). Connext publishes no figures of its Micro build, hence no published ratio.",
+            of: |s| s.language == Language::Micro,
+            base: |s| Scenario {
+                language: Language::Rust,
+                ..s
+            },
+            published: |_| None,
         },
     );
 }

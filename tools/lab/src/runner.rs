@@ -206,6 +206,8 @@ pub struct Placement {
     pub perftest: PathBuf,
     /// The C# perftest's wrapper (FerroDDS runs in C#; local topologies).
     pub perftest_cs: Option<PathBuf>,
+    /// perftest_micro (FerroDDS runs of the micro build; local topologies).
+    pub perftest_micro: Option<PathBuf>,
     /// perftest binary name on the remote host (remote topology).
     pub remote_perftest: Option<String>,
     /// The ddsperf binary.
@@ -358,6 +360,10 @@ fn perftest_commands(
         (Language::Cs, Some(cs)) if s.system == System::Ferrodds => cs.display().to_string(),
         // (Never the Rust perftest in a C# row: the run fails, visibly.)
         (Language::Cs, None) if s.system == System::Ferrodds => "perftest_cs".to_string(),
+        (Language::Micro, _) if s.system == System::Ferrodds => p
+            .perftest_micro
+            .as_ref()
+            .map_or_else(|| "perftest_micro".to_string(), |m| m.display().to_string()),
         _ => p.perftest.display().to_string(),
     };
     let sub_bin = match &p.remote_perftest {

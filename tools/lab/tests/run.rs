@@ -173,6 +173,85 @@ fn c_sharp_perftest_rows_run_beside_rust() {
     std::fs::remove_dir_all(&out_dir).unwrap();
 }
 
+/// The micro build beside the full one (the published tutorial's "Micro" curve):
+/// perftest_micro runs the FerroDDS rows of `--language micro` in each group, and the report
+/// puts their ratio to the full build's rows in its "Micro build" table. Needs
+/// `target/micro/perftest_micro` (scripts/test.sh builds it).
+#[test]
+fn micro_rows_run_beside_the_full_build() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let micro = root.join("target/micro/perftest_micro");
+    if !micro.is_file() {
+        ferrodds_testkit::skip("the micro rows need target/micro/perftest_micro");
+        return;
+    }
+    let out_dir = temp_dir("micro");
+    let out = output_bounded(
+        lab()
+            .args(["run", "--systems", "ferrodds", "--language", "rust,micro"])
+            .args(["--tests", "latency,throughput", "--sizes", "32"])
+            .args(["--reliability", "reliable", "--keyed", "off"])
+            .args(["--batching", "off", "--transport", "udpv4"])
+            .args(["--execution-time", "2", "--repetitions", "1"])
+            .args(["--domain-base", "190"])
+            .arg("--perftest")
+            .arg(perftest())
+            .arg("--perftest-micro")
+            .arg(&micro)
+            .arg("--out")
+            .arg(&out_dir),
+        Duration::from_secs(240),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let s = record::read_results(&out_dir).unwrap();
+    assert_eq!(s.runs.len(), 4, "{stderr}");
+    for r in &s.runs {
+        assert_eq!(
+            r.status,
+            RunStatus::Ok,
+            "{} {} failed: {}\n{}",
+            r.scenario.config_label(),
+            r.scenario.test,
+            r.error,
+            r.stderr_tail
+        );
+        let micro = r.scenario.language == ferrodds_lab::matrix::Language::Micro;
+        assert_eq!(
+            micro,
+            r.pub_command.contains("perftest_micro"),
+            "{}",
+            r.pub_command
+        );
+        assert_eq!(
+            micro,
+            r.sub_command.contains("perftest_micro"),
+            "{}",
+            r.sub_command
+        );
+        match r.scenario.test {
+            TestKind::Latency => {
+                let l = r.latency.unwrap();
+                assert!(l.p50_us > 0.0 && l.p50_us < 100_000.0, "{l:?}");
+            }
+            TestKind::Throughput => {
+                let t = r.throughput.unwrap();
+                assert!(t.total_samples > 0 && t.samples_per_s > 0.0, "{t:?}");
+            }
+        }
+    }
+    let html = std::fs::read_to_string(out_dir.join(files::REPORT_HTML)).unwrap();
+    assert!(
+        html.contains("Micro build (perftest_micro"),
+        "the micro table"
+    );
+    assert!(
+        html.contains("ferrodds reliable unkeyed micro"),
+        "the micro rows"
+    );
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}
+
 #[test]
 fn tcp_transport_axis_with_raw_tcp_and_cyclone_over_tcp() {
     let out_dir = temp_dir("tcp");
