@@ -10,7 +10,8 @@
 #   4. the Python package: clippy, wheel built with maturin, installed into target/peers-venv,
 #      its pytest suite (including interop with Cyclone DDS's `cyclonedds` package)
 #   5. every cargo-fuzz target for a bounded time on stable (`-s none`); a crash fails the run
-# Environment: FUZZ_SECONDS (default 20) per fuzz target; SKIP_FUZZ=1 skips step 5.
+# Environment: FUZZ_SECONDS (default 10) per fuzz target; SKIP_FUZZ=1 skips step 5.
+# (Long fuzzing runs are scripts/fuzz-campaign.sh's: here each target gets a smoke run.)
 # A test whose external dependency (root for namespaces, tshark, ddsperf, …) is missing skips
 # through `ferrodds_testkit::skip`, which records it in target/skipped-tests.txt; the summary
 # counts the skips. Under CI=true a skip fails its test instead (FERRODDS_ALLOW_SKIP=1 allows
@@ -64,7 +65,7 @@ timeout 600 target/peers-venv/bin/python -m pytest bindings/python/tests -q -p n
   2>&1 | tee target/pytest-output.txt
 
 if [ "${SKIP_FUZZ:-0}" != 1 ] && [ -d fuzz ]; then
-  secs=${FUZZ_SECONDS:-20}
+  secs=${FUZZ_SECONDS:-10}
   for t in $(cd fuzz && cargo fuzz list); do
     step "fuzz $t for ${secs}s"
     log="target/fuzz-$t.log"
