@@ -35,10 +35,10 @@ pub fn clock_us() -> u64 {
 
 /// How long the publisher waits for its initial burst to be acknowledged at most.
 /// Latency values allocated (and touched) before a run, so that recording the first ones
-/// neither allocates nor faults pages in: 1 Mi (4 MiB) in the full build, 64 Ki (256 KiB)
+/// neither allocates nor faults pages in: 1 Mi (4 MiB) in the full build, 16 Ki (64 KiB)
 /// in the micro build, whose footprint is the point (later values grow the vector).
 const LATENCY_PREALLOC: usize = if cfg!(feature = "micro") {
-    1 << 16
+    1 << 14
 } else {
     1 << 20
 };
