@@ -479,7 +479,7 @@ impl Inner {
             if tx.buf.len() < st.tx_buf.len() {
                 tx.buf.resize(st.tx_buf.len(), 0);
             }
-            Self::drain_events(&mut st, pending);
+            self.drain_events(&mut st, pending);
             let EngineState {
                 engine,
                 tx_buf,
@@ -498,7 +498,7 @@ impl Inner {
                     self.send_datagram(&tx_buf[..len], tx_destinations);
                 }
             }
-            Self::drain_events(&mut st, pending);
+            self.drain_events(&mut st, pending);
             (r, st.engine.poll_timeout(), first)
         };
         if let Some(len) = first {
@@ -573,7 +573,7 @@ impl Inner {
     }
 
     fn drain_locked(&self, st: &mut EngineState, now: Timestamp, pending: &mut Vec<Pending>) {
-        Self::drain_events(st, pending);
+        self.drain_events(st, pending);
         let EngineState {
             engine,
             tx_buf,
@@ -584,22 +584,22 @@ impl Inner {
             let len = len.min(tx_buf.len());
             self.send_datagram(&tx_buf[..len], tx_destinations);
         }
-        Self::drain_events(st, pending);
+        self.drain_events(st, pending);
     }
 
     /// Moves every queued engine event to `pending`, routed to its endpoint. Inlined: most
     /// calls find no event, and then cost one queue check instead of a call into
     /// [`Inner::route_event`]'s large frame.
     #[inline]
-    fn drain_events(st: &mut EngineState, pending: &mut Vec<Pending>) {
+    fn drain_events(&self, st: &mut EngineState, pending: &mut Vec<Pending>) {
         while let Some(ev) = st.engine.poll_event() {
-            Self::route_event(st, ev, pending);
+            self.route_event(st, ev, pending);
         }
     }
 
     /// Routes one engine event (see [`Inner::drain_events`]).
     #[inline(never)]
-    fn route_event(st: &mut EngineState, ev: Event, pending: &mut Vec<Pending>) {
+    fn route_event(&self, st: &mut EngineState, ev: Event, pending: &mut Vec<Pending>) {
         let EngineState {
             engine,
             writers,
@@ -643,6 +643,12 @@ impl Inner {
                     .last()
                     .map_or("", |(_, r)| r);
                 tracing::warn!(?prefix, %reason, "participant authentication failed");
+            }
+            // The set of discovered participants changes here, under the engine lock, in the
+            // engine's order (two threads dispatching after unlocking could apply a participant's
+            // discovery and loss the other way round); it calls no user code.
+            Event::ParticipantDiscovered { .. } | Event::ParticipantLost { .. } => {
+                self.on_participant_event(&ev);
             }
             _ => pending.push(Pending::Participant(ev)),
         }
