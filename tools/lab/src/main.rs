@@ -289,13 +289,13 @@ fn find_perftest(explicit: &Option<PathBuf>) -> Option<PathBuf> {
     sibling.or_else(|| runner::find_program("perftest"))
 }
 
-/// The C# perftest wrapper: explicit, else `bindings/csharp/perftest/perftest_cs` under the
-/// current directory, else under the repository this lab was built from.
-fn find_perftest_cs(explicit: &Option<PathBuf>) -> Option<PathBuf> {
+/// A perftest build other than the default one: `explicit`, else `rel` under the current
+/// directory, else under the repository this lab was built from.
+fn find_in_repo(explicit: &Option<PathBuf>, rel: &str) -> Option<PathBuf> {
     if let Some(p) = explicit {
         return Some(p.clone());
     }
-    let rel = Path::new("bindings/csharp/perftest/perftest_cs");
+    let rel = Path::new(rel);
     let built_in = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .join(rel);
@@ -304,19 +304,29 @@ fn find_perftest_cs(explicit: &Option<PathBuf>) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// perftest_micro: explicit, else `target/micro/perftest_micro` under the current directory,
-/// then under the repository the lab was built in.
-fn find_perftest_micro(explicit: &Option<PathBuf>) -> Option<PathBuf> {
-    if let Some(p) = explicit {
-        return Some(p.clone());
+/// The program of `language` when the matrix has it: found by [`find_in_repo`] and checked
+/// to exist (not in a dry run); `option` names the flag in the errors, `missing` says how to
+/// get the program.
+fn language_program(
+    a: &RunArgs,
+    languages: &[matrix::Language],
+    language: matrix::Language,
+    explicit: &Option<PathBuf>,
+    rel: &str,
+    option: &'static str,
+    missing: &'static str,
+) -> Result<Option<PathBuf>, LabError> {
+    if !languages.contains(&language) {
+        return Ok(None);
     }
-    let rel = Path::new("target/micro/perftest_micro");
-    let built_in = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(rel);
-    [rel.to_path_buf(), built_in]
-        .into_iter()
-        .find(|p| p.is_file())
+    match find_in_repo(explicit, rel) {
+        Some(p) if a.dry_run || runner::find_program(&p.to_string_lossy()).is_some() => Ok(Some(p)),
+        Some(p) => Err(LabError::BadValue {
+            what: option,
+            value: p.display().to_string(),
+        }),
+        None => Err(LabError::Usage(missing)),
+    }
 }
 
 fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
@@ -358,42 +368,24 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
         Some(p) => Some(p.clone()),
         None => runner::find_program("ddsperf"),
     };
-    let perftest_cs = if spec.languages.contains(&matrix::Language::Cs) {
-        match find_perftest_cs(&a.perftest_cs) {
-            Some(p) if a.dry_run || exists(&p) => Some(p),
-            Some(p) => {
-                return Err(LabError::BadValue {
-                    what: "--perftest-cs (no such program)",
-                    value: p.display().to_string(),
-                })
-            }
-            None => {
-                return Err(LabError::Usage(
-                    "the C# perftest (bindings/csharp/perftest/perftest_cs) was not found: run the lab from the repository or pass --perftest-cs PATH",
-                ))
-            }
-        }
-    } else {
-        None
-    };
-    let perftest_micro = if spec.languages.contains(&matrix::Language::Micro) {
-        match find_perftest_micro(&a.perftest_micro) {
-            Some(p) if a.dry_run || exists(&p) => Some(p),
-            Some(p) => {
-                return Err(LabError::BadValue {
-                    what: "--perftest-micro (no such program)",
-                    value: p.display().to_string(),
-                })
-            }
-            None => {
-                return Err(LabError::Usage(
-                    "perftest_micro (target/micro/perftest_micro) was not found: build it with `cargo build --profile micro --manifest-path tools/perftest-micro/Cargo.toml` or pass --perftest-micro PATH",
-                ))
-            }
-        }
-    } else {
-        None
-    };
+    let perftest_cs = language_program(
+        a,
+        &spec.languages,
+        matrix::Language::Cs,
+        &a.perftest_cs,
+        "bindings/csharp/perftest/perftest_cs",
+        "--perftest-cs (no such program)",
+        "the C# perftest (bindings/csharp/perftest/perftest_cs) was not found: run the lab from the repository or pass --perftest-cs PATH",
+    )?;
+    let perftest_micro = language_program(
+        a,
+        &spec.languages,
+        matrix::Language::Micro,
+        &a.perftest_micro,
+        "target/micro/perftest_micro",
+        "--perftest-micro (no such program)",
+        "perftest_micro (target/micro/perftest_micro) was not found: build it with `cargo build --profile micro --manifest-path tools/perftest-micro/Cargo.toml` or pass --perftest-micro PATH",
+    )?;
     let imp = Impairments {
         loss_pct: a.loss,
         delay_ms: a.delay,

@@ -124,9 +124,8 @@ impl Endpoints {
         let groups = opts
             .multicast
             .then(|| opts.multicast_groups.unwrap_or(DEFAULT_MULTICAST_GROUPS));
-        if groups.is_some() {
-            // Every topic goes to its group (-peer was refused with -multicast).
-        } else if opts.role == Role::Publisher {
+        // With multicast every topic goes to its group (-peer was refused with -multicast).
+        if groups.is_none() && opts.role == Role::Publisher {
             if opts.peers.is_empty() {
                 pub_targets.extend((0..opts.num_subscribers).map(|s| (Ipv4Addr::LOCALHOST, s)));
             }
@@ -134,7 +133,7 @@ impl Endpoints {
                 let (addr, ids) = parse_raw_pub_peer(p)?;
                 pub_targets.extend(ids.into_iter().map(|s| (addr, s)));
             }
-        } else if let Some(p) = opts.peers.first() {
+        } else if let Some(p) = opts.peers.first().filter(|_| groups.is_none()) {
             sub_peer = parse_raw_sub_peer(p)?;
         }
         port(opts.domain, 0, true)?;
