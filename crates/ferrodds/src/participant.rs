@@ -698,6 +698,10 @@ impl Publisher {
         let shared = Arc::new(WriterShared::default());
         let mut pending = Vec::new();
         let (id, guid) = self.inner.with_engine(&mut pending, |st, now| {
+            let partitions: Vec<&str> = attrs.qos.partition.0.iter().map(String::as_str).collect();
+            st.engine
+                .check_local_endpoint(&attrs.topic_name, &partitions, true, now)
+                .map_err(|f| DdsError::Security(f.reason))?;
             let id = st.engine.create_writer(attrs, now)?;
             st.writers.insert(id, Arc::clone(&shared));
             let guid = st.engine.writer_guid(id);
@@ -760,6 +764,10 @@ impl Subscriber {
         let shared = Arc::new(ReaderShared::default());
         let mut pending = Vec::new();
         let (id, guid) = self.inner.with_engine(&mut pending, |st, now| {
+            let partitions: Vec<&str> = attrs.qos.partition.0.iter().map(String::as_str).collect();
+            st.engine
+                .check_local_endpoint(&attrs.topic_name, &partitions, false, now)
+                .map_err(|f| DdsError::Security(f.reason))?;
             let id = st.engine.create_reader(attrs, now)?;
             if let Some(k) = topic
                 .key_extractor

@@ -382,6 +382,9 @@ pub struct Stats {
     pub authentication_failures: u64,
     /// (Security on) Authenticated remote participants whose permissions were refused.
     pub access_denied_participants: u64,
+    /// (Security on) Endpoints of authenticated remote participants not matched because
+    /// their permissions do not allow them (governance read or write access control).
+    pub access_denied_endpoints: u64,
     /// (Security on) SPDP announcements of participants without an identity token ignored
     /// because the governance does not allow unauthenticated participants.
     pub unauthenticated_participants_ignored: u64,

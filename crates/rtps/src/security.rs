@@ -88,9 +88,14 @@
 //!   side takes the other's participant crypto tokens and we decode Cyclone's protected
 //!   messages. Cyclone sends its SEDP HEARTBEATs to all readers in clear (they are dropped
 //!   here), so SEDP with Cyclone may stall; user data with Cyclone is not tested.
+//! * **Endpoints**: the API asks [`crate::Participant::check_local_endpoint`] before it
+//!   creates a user DataWriter or DataReader (the plugin applies the governance's topic rule
+//!   and the local permissions); a remote user endpoint is matched only when
+//!   [`ParticipantSecurity::check_remote_endpoint`] allows it (refusals counted in
+//!   [`crate::Stats::access_denied_endpoints`]).
 //! * Not yet: the secure SEDP and SPDP endpoints, payload / submessage protection of user
 //!   endpoints (data_protection_kind, metadata_protection_kind), datawriter/datareader
-//!   crypto tokens.
+//!   crypto tokens. The builtin plugin refuses endpoints whose topic rule asks for them.
 
 use core::fmt;
 use core::time::Duration;
@@ -254,6 +259,36 @@ pub trait ParticipantSecurity: fmt::Debug + Send {
 
     /// The remote participant left (or failed, or timed out): forget its state.
     fn forget(&mut self, remote: GuidPrefix);
+
+    /// May the local participant create a DataWriter (`writer`) or a DataReader of `topic`
+    /// in `partitions` at `now`? The plugin checks the governance's topic rule (write or
+    /// read access control against the local permissions) and refuses a topic whose rule
+    /// asks for a protection it does not implement, rather than send in clear. Default: yes.
+    fn check_local_endpoint(
+        &self,
+        topic: &str,
+        partitions: &[&str],
+        writer: bool,
+        now: Timestamp,
+    ) -> Result<(), SecurityFailure> {
+        let _ = (topic, partitions, writer, now);
+        Ok(())
+    }
+
+    /// May the DataWriter (`writer`) or DataReader of `topic` in `partitions` that the
+    /// authenticated participant `remote` announced be matched at `now`? (Governance write
+    /// or read access control against the remote's permissions.) Default: yes.
+    fn check_remote_endpoint(
+        &self,
+        remote: GuidPrefix,
+        topic: &str,
+        partitions: &[&str],
+        writer: bool,
+        now: Timestamp,
+    ) -> Result<(), SecurityFailure> {
+        let _ = (remote, topic, partitions, writer, now);
+        Ok(())
+    }
 
     /// Whether RTPS messages are protected (governance `rtps_protection_kind` not NONE):
     /// the key exchange and the message transforms run. Default: no.

@@ -35,7 +35,8 @@
 //! * **Key exchange and RTPS protection** (step 2, governance `rtps_protection_kind` not
 //!   NONE): the participant key material is generated at construction from the caller's
 //!   entropy — AES-256-GMAC for SIGN, AES-256-GCM for ENCRYPT (the `*_WITH_ORIGIN_AUTHENTICATION`
-//!   kinds are treated as SIGN / ENCRYPT: no receiver-specific MACs yet), a random non-zero
+//!   kinds need receiver-specific MACs, not implemented yet: such a governance is refused with
+//!   [`EngineSecurityError::NotImplemented`] rather than weakened), a random non-zero
 //!   sender key id, session id and IV suffix. On completion of a handshake the KxKeys
 //!   ([`crate::crypto::kx_key_material`] of the challenges and shared secret) protect the
 //!   volatile-secure submessages both ways. The key-exchange offer is a
@@ -46,6 +47,15 @@
 //!   message whose `related_message_identity` is the offer's (the ack); a message relating
 //!   to one of ours acknowledges our tokens. The remote's key material replaces the one held
 //!   only when it differs (so a resent offer keeps the anti-replay window).
+//! * **Endpoints** ([`ParticipantSecurity::check_local_endpoint`],
+//!   [`ParticipantSecurity::check_remote_endpoint`]): a local DataWriter or DataReader is
+//!   checked against its topic rule: one asking for discovery or liveliness protection,
+//!   submessage (metadata) or payload (data) protection is refused with a message naming
+//!   the governance file, the topic and the kinds (not implemented yet: never sent with
+//!   less protection); with write (read) access control the local permissions must allow
+//!   it. A remote endpoint is matched only when its participant's validated permissions
+//!   allow it under the same rule (an unauthenticated participant, when the governance
+//!   admits one, matches only topics without access control or protection).
 //! * **Time and randomness**: the engine's monotonic [`Timestamp`] is turned into Unix time
 //!   with the [`WallClock`] given at construction; randomness comes from the caller's
 //!   [`Entropy`] (OS randomness in the runtime, a seeded generator in simulations).
@@ -118,6 +128,10 @@ pub enum EngineSecurityError {
     /// A required access-control property is missing.
     #[error("access control configuration: property {0} is missing")]
     MissingConfig(&'static str),
+    /// The governance asks for a protection FerroDDS does not implement (refused rather
+    /// than weakened; the message names the file, rule and value).
+    #[error("not implemented: {0}")]
+    NotImplemented(String),
 }
 
 /// The six (seven with the password) configuration values of the builtin plugins.
@@ -278,6 +292,14 @@ impl BuiltinSecurity {
     ) -> Result<Self, EngineSecurityError> {
         let attributes = access.participant_security_attributes(domain_id)?;
         access.check_create_participant(domain_id, clock.system_time(now))?;
+        if attributes.rtps_protection_kind.is_origin_authenticated() {
+            return Err(EngineSecurityError::NotImplemented(format!(
+                "{}: rtps_protection_kind {} of the rule for domain {domain_id} needs receiver-specific MACs (origin authentication), which FerroDDS does not implement yet; it refuses the participant rather than protect its messages with {} alone",
+                access.governance().source,
+                attributes.rtps_protection_kind.as_str(),
+                if attributes.rtps_protection_kind.is_encrypted() { "ENCRYPT" } else { "SIGN" },
+            )));
+        }
         let mut entropy = entropy;
         let msg_tx = match attributes.rtps_protection_kind {
             ProtectionKind::None => None,
@@ -568,6 +590,118 @@ impl ParticipantSecurity for BuiltinSecurity {
         let mut p = [0u8; 12];
         p.copy_from_slice(&self.guid[..12]);
         GuidPrefix(p)
+    }
+
+    fn check_local_endpoint(
+        &self,
+        topic: &str,
+        partitions: &[&str],
+        writer: bool,
+        now: Timestamp,
+    ) -> Result<(), SecurityFailure> {
+        let denied = |reason: String| SecurityFailure {
+            kind: SecurityFailureKind::AccessControl,
+            fatal: true,
+            reason,
+        };
+        let a = self
+            .access
+            .endpoint_security_attributes(self.domain_id, topic)
+            .map_err(|e| denied(e.to_string()))?;
+        let file = &self.access.governance().source;
+        let unsupported = [
+            (
+                a.is_discovery_protected,
+                "enable_discovery_protection TRUE (the secure discovery endpoints)",
+            ),
+            (
+                a.is_liveliness_protected,
+                "enable_liveliness_protection TRUE (the secure liveliness endpoints)",
+            ),
+            (
+                a.metadata_protection_kind.is_protected(),
+                "metadata_protection_kind (submessage protection)",
+            ),
+            (
+                a.is_payload_protected(),
+                "data_protection_kind (payload protection)",
+            ),
+        ];
+        if let Some((_, what)) = unsupported.iter().find(|(on, _)| *on) {
+            return Err(SecurityFailure {
+                kind: SecurityFailureKind::Cryptography,
+                fatal: true,
+                reason: format!(
+                    "{file}: the topic rule for '{topic}' in domain {} asks for {what} (metadata {}, data {}), which FerroDDS does not implement yet; the {} is refused rather than sent with less protection",
+                    self.domain_id,
+                    a.metadata_protection_kind.as_str(),
+                    a.data_protection_kind.as_str(),
+                    if writer { "DataWriter" } else { "DataReader" },
+                ),
+            });
+        }
+        let at = self.clock.system_time(now);
+        let r = if writer {
+            self.access
+                .check_create_datawriter(self.domain_id, topic, partitions, at)
+        } else {
+            self.access
+                .check_create_datareader(self.domain_id, topic, partitions, at)
+        };
+        r.map_err(|e| denied(e.to_string()))
+    }
+
+    fn check_remote_endpoint(
+        &self,
+        remote: GuidPrefix,
+        topic: &str,
+        partitions: &[&str],
+        writer: bool,
+        now: Timestamp,
+    ) -> Result<(), SecurityFailure> {
+        let denied = |reason: String| SecurityFailure {
+            kind: SecurityFailureKind::AccessControl,
+            fatal: false,
+            reason,
+        };
+        let a = self
+            .access
+            .endpoint_security_attributes(self.domain_id, topic)
+            .map_err(|e| denied(e.to_string()))?;
+        let controlled = if writer {
+            a.is_write_protected
+        } else {
+            a.is_read_protected
+        };
+        let protected = controlled
+            || a.is_discovery_protected
+            || a.is_liveliness_protected
+            || a.metadata_protection_kind.is_protected()
+            || a.is_payload_protected();
+        let Some(perms) = self
+            .remotes
+            .get(&remote)
+            .and_then(|r| r.permissions.as_ref())
+        else {
+            // An unauthenticated participant (allowed by the governance) matches only
+            // topics without access control or protection.
+            return if protected {
+                Err(denied(format!(
+                    "participant {remote:?} is not authenticated and topic '{topic}' is protected"
+                )))
+            } else {
+                Ok(())
+            };
+        };
+        let at = self.clock.system_time(now);
+        let r = if writer {
+            self.access
+                .check_remote_datawriter(self.domain_id, perms, topic, partitions, at)
+        } else {
+            self.access
+                .check_remote_datareader(self.domain_id, perms, topic, partitions, at)
+        };
+        r.map_err(|e| denied(e.to_string()))
     }
 
     fn init(&mut self, pdata: Vec<u8>) -> Result<LocalSecurityParams, SecurityFailure> {

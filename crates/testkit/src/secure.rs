@@ -129,6 +129,23 @@ impl TestSecurity {
         Self::with_rtps_protection(ca_name, allow_unauthenticated, common_names, "NONE")
     }
 
+    /// A CA named `ca_name` that signs the given governance and permissions documents.
+    pub fn from_documents(
+        ca_name: &str,
+        governance_xml: &str,
+        permissions_xml: &str,
+    ) -> Result<Self, AuthError> {
+        let ca = generate_ca(ca_name, IdentityAlgo::EcPrime256v1, VALID_FROM, VALID_TO)?;
+        let governance = sign_smime(governance_xml.as_bytes(), &ca)?;
+        let permissions = sign_smime(permissions_xml.as_bytes(), &ca)?;
+        Ok(Self {
+            ca,
+            governance,
+            permissions,
+            serial: 1,
+        })
+    }
+
     /// Like [`TestSecurity::new`] with the governance's `rtps_protection_kind` = `rtps`.
     pub fn with_rtps_protection(
         ca_name: &str,

@@ -253,7 +253,9 @@ impl Participant {
     }
 
     pub(super) fn on_remote_writer(&mut self, data: EndpointData) {
-        if !self.admit_remote_endpoint(data.guid, true) {
+        if !self.admits_remote_endpoint_security(&data, true)
+            || !self.admit_remote_endpoint(data.guid, true)
+        {
             return;
         }
         for ri in FIRST_USER..self.readers.len() {
@@ -263,7 +265,9 @@ impl Participant {
     }
 
     pub(super) fn on_remote_reader(&mut self, data: EndpointData) {
-        if !self.admit_remote_endpoint(data.guid, false) {
+        if !self.admits_remote_endpoint_security(&data, false)
+            || !self.admit_remote_endpoint(data.guid, false)
+        {
             return;
         }
         for wi in FIRST_USER..self.writers.len() {

@@ -26,6 +26,9 @@ impl Participant {
         };
         let src_prefix = hdr.prefix;
         let ours = self.config.guid_prefix;
+        if let Some(s) = self.security.as_mut() {
+            s.now = now;
+        }
         match &mut self.heard {
             Some((p, t)) if *p == src_prefix => *t = now,
             // Our own prefix (local loopback) is never a remote participant.

@@ -41,6 +41,8 @@ pub(super) struct Security {
     /// Reassembly of stateless messages received as DATA_FRAGs, per remote participant
     /// (only for those with a handshake pending or done).
     reassembly: SeededMap<GuidPrefix, Reassembler>,
+    /// Time of the datagram being interpreted (remote endpoint checks need it).
+    pub(super) now: Timestamp,
 }
 
 /// A stateless message sent as DATA_FRAGs, one per datagram.
@@ -169,8 +171,57 @@ impl Participant {
             pending: 0,
             train: None,
             reassembly: HashMap::with_hasher(map_hasher(prefix)),
+            now,
         });
         Ok(p)
+    }
+
+    /// May this participant create a DataWriter (`writer`) or a DataReader of `topic` in
+    /// `partitions` at `now`? Always yes without security; with it, the plugin decides
+    /// ([`ParticipantSecurity::check_local_endpoint`]). Call before
+    /// [`Participant::create_writer`] / [`Participant::create_reader`].
+    pub fn check_local_endpoint(
+        &self,
+        topic: &str,
+        partitions: &[&str],
+        writer: bool,
+        now: Timestamp,
+    ) -> Result<(), SecurityFailure> {
+        match &self.security {
+            Some(s) => s
+                .plugin
+                .check_local_endpoint(topic, partitions, writer, now),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the remote endpoint `data` may be matched (security off: yes); a refusal
+    /// is counted in [`crate::Stats::access_denied_endpoints`].
+    pub(super) fn admits_remote_endpoint_security(
+        &mut self,
+        data: &EndpointData,
+        writer: bool,
+    ) -> bool {
+        let Some(s) = self.security.as_ref() else {
+            return true;
+        };
+        if data.guid.prefix == self.config.guid_prefix {
+            return true;
+        }
+        let partitions: Vec<&str> = data.qos.partition.0.iter().map(String::as_str).collect();
+        match s.plugin.check_remote_endpoint(
+            data.guid.prefix,
+            &data.topic_name,
+            &partitions,
+            writer,
+            s.now,
+        ) {
+            Ok(()) => true,
+            Err(_) => {
+                self.stats.access_denied_endpoints += 1;
+                false
+            }
+        }
     }
 
     /// Whether this participant runs DDS Security.
