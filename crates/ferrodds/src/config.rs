@@ -304,6 +304,14 @@ impl SecurityConfig {
     pub fn permissions(self, uri: impl Into<String>) -> Self {
         self.property("dds.sec.access.permissions", uri)
     }
+
+    /// `ferrodds.sec.crypto.encryption_algorithm` (FerroDDS's): the AES key length of the
+    /// participant's key material, `aes-128-gcm` or `aes-256-gcm` (the default when not
+    /// set; SIGN uses GMAC with the same key length). Another value fails participant
+    /// creation.
+    pub fn encryption_algorithm(self, algorithm: impl Into<String>) -> Self {
+        self.property("ferrodds.sec.crypto.encryption_algorithm", algorithm)
+    }
 }
 
 impl Default for Config {

@@ -34,7 +34,7 @@
 //!   ([`SecurityFailureKind::AccessControl`]).
 //! * **Key exchange and RTPS protection** (step 2, governance `rtps_protection_kind` not
 //!   NONE): the participant key material is generated at construction from the caller's
-//!   entropy — AES-256-GMAC for SIGN, AES-256-GCM for ENCRYPT (the `*_WITH_ORIGIN_AUTHENTICATION`
+//!   entropy — AES-GMAC for SIGN, AES-GCM for ENCRYPT, 256-bit keys unless [`PROP_ENCRYPTION_ALGORITHM`] asks for 128 (the `*_WITH_ORIGIN_AUTHENTICATION`
 //!   kinds need receiver-specific MACs, not implemented yet: such a governance is refused with
 //!   [`EngineSecurityError::NotImplemented`] rather than weakened), a random non-zero
 //!   sender key id, session id and IV suffix. On completion of a handshake the KxKeys
@@ -128,6 +128,9 @@ pub enum EngineSecurityError {
     /// A required access-control property is missing.
     #[error("access control configuration: property {0} is missing")]
     MissingConfig(&'static str),
+    /// A configuration value is not valid (the message names it and the valid ones).
+    #[error("security configuration: {0}")]
+    BadValue(String),
     /// The governance asks for a protection FerroDDS does not implement (refused rather
     /// than weakened; the message names the file, rule and value).
     #[error("not implemented: {0}")]
@@ -145,6 +148,22 @@ pub struct SecurityFiles {
     pub governance: String,
     /// Signed permissions URI.
     pub permissions: String,
+    /// AES key length of the participant key material (128 or 256 bits;
+    /// [`PROP_ENCRYPTION_ALGORITHM`], default 256).
+    pub key_bits: u32,
+}
+
+/// Property (FerroDDS's): the AES key length of the participant key material,
+/// `aes-128-gcm` or `aes-256-gcm` (the default; GMAC with the same key length for SIGN).
+pub const PROP_ENCRYPTION_ALGORITHM: &str = "ferrodds.sec.crypto.encryption_algorithm";
+
+/// The key length of an [`PROP_ENCRYPTION_ALGORITHM`] value.
+pub fn key_bits_of(algorithm: &str) -> Option<u32> {
+    match algorithm.to_ascii_lowercase().as_str() {
+        "aes-128-gcm" | "aes128+gcm" | "aes128-gcm" => Some(128),
+        "aes-256-gcm" | "aes256+gcm" | "aes256-gcm" => Some(256),
+        _ => None,
+    }
 }
 
 impl SecurityFiles {
@@ -169,6 +188,14 @@ impl SecurityFiles {
             permissions_ca: find(PROP_PERMISSIONS_CA, PROP_PERMISSIONS_CA_SHORT)?,
             governance: find(PROP_GOVERNANCE, PROP_GOVERNANCE_SHORT)?,
             permissions: find(PROP_PERMISSIONS, PROP_PERMISSIONS_SHORT)?,
+            key_bits: match props.iter().find(|(n, _)| n == PROP_ENCRYPTION_ALGORITHM) {
+                None => 256,
+                Some((_, v)) => key_bits_of(v).ok_or_else(|| {
+                    EngineSecurityError::BadValue(format!(
+                        "property {PROP_ENCRYPTION_ALGORITHM} is '{v}': valid values are aes-128-gcm and aes-256-gcm"
+                    ))
+                })?,
+            },
         })
     }
 }
@@ -277,7 +304,15 @@ impl BuiltinSecurity {
         let (perm, perm_label) = read_access(&files.permissions, "permissions")?;
         let subject = SubjectName::from_x509(identity.certificate().subject_name());
         let access = AccessControl::new(ca, gov, &perm, &perm_label, &subject)?;
-        Self::new(identity, access, domain_id, clock, now, entropy)
+        Self::with_key_bits(
+            identity,
+            access,
+            domain_id,
+            clock,
+            now,
+            entropy,
+            files.key_bits,
+        )
     }
 
     /// The plugins of a participant with `identity` and `access` in `domain_id`: checks
@@ -289,6 +324,20 @@ impl BuiltinSecurity {
         clock: WallClock,
         now: Timestamp,
         entropy: Box<dyn Entropy + Send>,
+    ) -> Result<Self, EngineSecurityError> {
+        Self::with_key_bits(identity, access, domain_id, clock, now, entropy, 256)
+    }
+
+    /// Like [`BuiltinSecurity::new`] with AES keys of `key_bits` (128 or 256) in the
+    /// participant key material.
+    pub fn with_key_bits(
+        identity: LocalIdentity,
+        access: AccessControl,
+        domain_id: u32,
+        clock: WallClock,
+        now: Timestamp,
+        entropy: Box<dyn Entropy + Send>,
+        key_bits: u32,
     ) -> Result<Self, EngineSecurityError> {
         let attributes = access.participant_security_attributes(domain_id)?;
         access.check_create_participant(domain_id, clock.system_time(now))?;
@@ -309,7 +358,7 @@ impl BuiltinSecurity {
                     ProtectionKind::Encrypt | ProtectionKind::EncryptWithOriginAuthentication
                 );
                 Some(new_sender(
-                    TransformKind::for_protection(encrypt, 256),
+                    TransformKind::for_protection(encrypt, key_bits),
                     &mut *entropy,
                 )?)
             }
@@ -958,5 +1007,51 @@ impl ParticipantSecurity for BuiltinSecurity {
         if let Some(a) = self.auth.as_mut() {
             a.cancel(&participant_guid(remote));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(extra: Option<&str>) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = [
+            ("dds.sec.auth.identity_ca", "file:ca.pem"),
+            ("dds.sec.auth.identity_certificate", "file:id.pem"),
+            ("dds.sec.auth.private_key", "file:key.pem"),
+            (PROP_PERMISSIONS_CA_SHORT, "file:ca.pem"),
+            (PROP_GOVERNANCE_SHORT, "file:gov.xml"),
+            (PROP_PERMISSIONS_SHORT, "file:perm.xml"),
+        ]
+        .iter()
+        .map(|(n, v)| ((*n).to_string(), (*v).to_string()))
+        .collect();
+        if let Some(a) = extra {
+            v.push((PROP_ENCRYPTION_ALGORITHM.to_string(), a.to_string()));
+        }
+        v
+    }
+
+    #[test]
+    fn the_encryption_algorithm_sets_the_key_length() {
+        assert_eq!(
+            SecurityFiles::from_properties(&props(None))
+                .unwrap()
+                .key_bits,
+            256
+        );
+        let f = SecurityFiles::from_properties(&props(Some("aes-128-gcm"))).unwrap();
+        assert_eq!(f.key_bits, 128);
+        let f = SecurityFiles::from_properties(&props(Some("AES-256-GCM"))).unwrap();
+        assert_eq!(f.key_bits, 256);
+        let e = SecurityFiles::from_properties(&props(Some("aes-192-gcm")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(PROP_ENCRYPTION_ALGORITHM)
+                && e.contains("aes-192-gcm")
+                && e.contains("aes-128-gcm"),
+            "{e}"
+        );
     }
 }

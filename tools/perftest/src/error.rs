@@ -138,6 +138,10 @@ pub enum PerftestError {
         #[source]
         source: ferrodds_transport_tls::TlsError,
     },
+    /// The DDS Security files or settings cannot be used (the message names the option and
+    /// the file).
+    #[error("DDS Security: {0}")]
+    Secure(String),
     /// A feature of the selected backend that does not exist (yet).
     #[error("{0}")]
     NotAvailable(&'static str),

@@ -84,6 +84,16 @@ fn progress(s: &str) {
     eprintln!("{s}");
 }
 
+/// Prints the DDS Security failures not printed yet: a run whose peers never match says why.
+fn print_security_failures(transport: &dyn Transport, printed: &mut Vec<String>) {
+    for f in transport.security_failures() {
+        if !printed.contains(&f) {
+            progress(&format!("DDS Security: {f}"));
+            printed.push(f);
+        }
+    }
+}
+
 /// Waits until `cond` holds, polling every 10 ms; false if a stop was requested.
 fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
     loop {
@@ -451,7 +461,13 @@ fn publisher_body(
     let all_subs = |set: &BTreeSet<i32>| (0..num_subs as i32).all(|s| set.contains(&s));
 
     progress(&format!("Waiting to discover {num_subs} subscribers ..."));
-    if transport.needs_discovery() && !wait_until(|| writer.matched() >= num_subs) {
+    let mut printed = Vec::new();
+    if transport.needs_discovery()
+        && !wait_until(|| {
+            print_security_failures(transport, &mut printed);
+            writer.matched() >= num_subs
+        })
+    {
         return Ok(false);
     }
     reapply_thread_settings(opts)?;
@@ -720,7 +736,9 @@ pub fn run_subscriber(
 
     progress(&format!("Waiting to discover {num_pubs} publishers ..."));
     if transport.needs_discovery() {
+        let mut printed = Vec::new();
         let ok = wait_until(|| {
+            print_security_failures(transport, &mut printed);
             reader.matched() >= num_pubs
                 && lat_writer.matched() >= 1
                 && lock(&ann_writer).matched() >= num_pubs

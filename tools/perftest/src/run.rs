@@ -33,6 +33,17 @@ pub fn version_line(raw: bool) -> String {
 
 /// The start-up summary (spec 3.1), without the progress lines.
 pub fn startup_summary(opts: &Options, batching: BatchingState, transport: &[String]) -> String {
+    startup_summary_with(opts, batching, transport, &[])
+}
+
+/// [`startup_summary`] with a "Secure Configuration" block of `secure` lines (none when
+/// empty: DDS Security off).
+pub fn startup_summary_with(
+    opts: &Options,
+    batching: BatchingState,
+    transport: &[String],
+    secure: &[String],
+) -> String {
     let mut s = String::new();
     let mut line = |l: &str| {
         s.push_str(l);
@@ -196,6 +207,13 @@ pub fn startup_summary(opts: &Options, batching: BatchingState, transport: &[Str
         line(&format!("\t{t}"));
     }
     line("");
+    if !secure.is_empty() {
+        line("Secure Configuration:");
+        for t in secure {
+            line(&format!("\t{t}"));
+        }
+        line("");
+    }
     s
 }
 
@@ -317,7 +335,15 @@ fn run_opts(opts: Options) -> Result<(), PerftestError> {
             described.push(format!("Middleware threads set: {}", changed.join(", ")));
         }
     }
-    eprint!("{}", startup_summary(&opts, batching, &described));
+    eprint!(
+        "{}",
+        startup_summary_with(
+            &opts,
+            batching,
+            &described,
+            &transport.secure_configuration()
+        )
+    );
     let printer = Printer::new(
         PrinterConfig {
             format: opts.output_format,

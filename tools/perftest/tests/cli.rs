@@ -172,7 +172,7 @@ fn unsupported_features_fail_loudly() {
         ),
         (&["-transport", "DTLS"][..], "'-transport'"),
         (
-            &["-secureGovernanceFile", "g.xml"][..],
+            &["-raw", "-secureGovernanceFile", "g.xml"][..],
             "'-secureGovernanceFile'",
         ),
         (&["-raw", "-networkCapture"][..], "'-networkCapture'"),

@@ -176,6 +176,8 @@ pub struct Options {
     pub wan_public_address: Option<std::net::SocketAddrV4>,
     /// `-transportHostPort` (UDPv4_WAN: the one local UDP port; 7400 when not given).
     pub wan_host_port: Option<u16>,
+    /// DDS Security (`-secure*`): `None` when no such option was given.
+    pub secure: Option<SecureOptions>,
     /// `-transportCertAuthority` (TLS: PEM file of the CA certificates).
     pub tls_ca_file: Option<String>,
     /// `-transportCertFile` (TLS: PEM file of this side's certificate chain).
@@ -308,6 +310,7 @@ impl Default for Options {
             network_capture_no_user_data: false,
             wan_public_address: None,
             wan_host_port: None,
+            secure: None,
             tls_ca_file: None,
             tls_cert_file: None,
             tls_key_file: None,
@@ -354,3 +357,66 @@ pub const MAX_RAW_TCP_DATA_LEN: u64 = 10 * 1024 * 1024;
 pub const DEFAULT_BATCH_SIZE: u64 = 8192;
 /// Key of control samples.
 pub const CONTROL_INSTANCE: u32 = 65535;
+
+/// The DDS Security options (`-secure*`). Files not given are those perftest ships
+/// (`resource/secure`): the CA, this side's identity (`pub.pem` / `sub.pem`) and permissions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SecureOptions {
+    /// `-secureGovernanceFile`.
+    pub governance: Option<String>,
+    /// `-securePermissionsFile`.
+    pub permissions: Option<String>,
+    /// `-secureCertAuthority` (identity CA and permissions CA, as RTI's).
+    pub ca: Option<String>,
+    /// `-secureCertFile`.
+    pub cert: Option<String>,
+    /// `-securePrivateKey`.
+    pub key: Option<String>,
+    /// `-secureEncryptionAlgorithm` (`aes-128-gcm` when not given, RTI's default).
+    pub encryption_algorithm: Option<String>,
+    /// RTI Perftest 4.0's governance flags (`-secureSign`, `-secureEncryptData`,
+    /// `-secureEncryptSM`, `-secureEncryptBoth`, `-secureEncryptDiscovery`): they name the
+    /// governance file when `-secureGovernanceFile` is not given.
+    pub legacy_sign: bool,
+    /// `-secureEncryptData`.
+    pub legacy_encrypt_data: bool,
+    /// `-secureEncryptSM`.
+    pub legacy_encrypt_submessage: bool,
+    /// `-secureEncryptBoth`.
+    pub legacy_encrypt_both: bool,
+    /// `-secureEncryptDiscovery`.
+    pub legacy_encrypt_discovery: bool,
+}
+
+impl SecureOptions {
+    /// Whether one of RTI Perftest 4.0's governance flags was given.
+    pub fn has_legacy_flags(&self) -> bool {
+        self.legacy_sign
+            || self.legacy_encrypt_data
+            || self.legacy_encrypt_submessage
+            || self.legacy_encrypt_both
+            || self.legacy_encrypt_discovery
+    }
+
+    /// The governance file RTI Perftest 4.0 chose from its flags:
+    /// `signed_PerftestGovernance_[Discovery][Sign][EncryptBoth|EncryptData|EncryptSubmessage].xml`.
+    pub fn legacy_governance_name(&self) -> String {
+        let mut n = String::from("signed_PerftestGovernance_");
+        if self.legacy_encrypt_discovery {
+            n.push_str("Discovery");
+        }
+        if self.legacy_sign {
+            n.push_str("Sign");
+        }
+        if self.legacy_encrypt_both || (self.legacy_encrypt_data && self.legacy_encrypt_submessage)
+        {
+            n.push_str("EncryptBoth");
+        } else if self.legacy_encrypt_data {
+            n.push_str("EncryptData");
+        } else if self.legacy_encrypt_submessage {
+            n.push_str("EncryptSubmessage");
+        }
+        n.push_str(".xml");
+        n
+    }
+}

@@ -48,7 +48,20 @@ fn refuse_transport(option: &'static str, kind: &str, caps: &Capabilities) -> Op
     }
 }
 
+/// The key length of a `-secureEncryptionAlgorithm` value (`None`: not valid).
+fn ferrodds_key_bits(v: &str) -> Option<u32> {
+    match v.to_ascii_lowercase().as_str() {
+        "aes-128-gcm" => Some(128),
+        "aes-256-gcm" => Some(256),
+        _ => None,
+    }
+}
+
 impl Options {
+    fn secure_mut(&mut self) -> &mut super::model::SecureOptions {
+        self.secure.get_or_insert_with(Default::default)
+    }
+
     /// Parses the arguments after the program name.
     pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Options, OptionError> {
         let mut opts = Options::default();
@@ -374,8 +387,54 @@ impl Options {
                 self.tcp_server_port = Some(num(name, v, 1, 65535)? as u16);
             }
             "-enableUDPv6" => return Err(refuse_transport(name, "UDPv6", caps)),
-            n if n.starts_with("-secure") || n == "-lightWeightSecurity" => {
+            n if (n.starts_with("-secure") || n == "-lightWeightSecurity")
+                && caps.security != Support::Yes =>
+            {
                 return Err(refuse(n, caps.security))
+            }
+            "-secureGovernanceFile" => self.secure_mut().governance = Some(v.to_string()),
+            "-securePermissionsFile" => self.secure_mut().permissions = Some(v.to_string()),
+            "-secureCertAuthority" => self.secure_mut().ca = Some(v.to_string()),
+            "-secureCertFile" => self.secure_mut().cert = Some(v.to_string()),
+            "-securePrivateKey" => self.secure_mut().key = Some(v.to_string()),
+            "-secureEncryptionAlgorithm" => {
+                if ferrodds_key_bits(v).is_none() {
+                    return Err(OptionError::BadValue {
+                        option: name,
+                        value: v.to_string(),
+                        reason: "valid values are aes-128-gcm and aes-256-gcm (the builtin AES-GCM-GMAC plugin's key lengths)",
+                    });
+                }
+                self.secure_mut().encryption_algorithm = Some(v.to_ascii_lowercase());
+            }
+            "-secureSign" => self.secure_mut().legacy_sign = true,
+            "-secureEncryptData" => self.secure_mut().legacy_encrypt_data = true,
+            "-secureEncryptSM" => self.secure_mut().legacy_encrypt_submessage = true,
+            "-secureEncryptBoth" => self.secure_mut().legacy_encrypt_both = true,
+            "-secureEncryptDiscovery" => self.secure_mut().legacy_encrypt_discovery = true,
+            "-secureEnableAAD" => {
+                return Err(unsupported(
+                    name,
+                    "additional authenticated data is an RTI extension of the cryptography plugin, not part of the OMG builtin AES-GCM-GMAC plugin that FerroDDS implements (and interoperates with)",
+                ))
+            }
+            "-secureDebug" => {
+                return Err(unsupported(
+                    name,
+                    "FerroDDS's security plugins have no log level of their own: perftest prints each failed authentication of a remote participant (certificate, handshake or permissions) with its reason while it waits for discovery",
+                ))
+            }
+            "-secureLibrary" => {
+                return Err(unsupported(
+                    name,
+                    "FerroDDS's security plugins are built in (no dynamic library to load)",
+                ))
+            }
+            "-lightWeightSecurity" | "-securePSK" | "-securePSKAlgorithm" | "-secureRtpsHmacOnly" => {
+                return Err(unsupported(
+                    name,
+                    "pre-shared-key (Lightweight) security is RTI's own plugin, not the OMG DDS Security builtin plugins; FerroDDS implements PKI-DH, Permissions and AES-GCM-GMAC (use -secureGovernanceFile)",
+                ))
             }
             n if n.starts_with("-transport") => return Err(refuse(n, caps.transport_settings)),
             "-lowResolutionClock"

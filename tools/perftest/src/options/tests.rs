@@ -201,9 +201,41 @@ fn errors() {
     ));
     assert!(matches!(parse("-pub -sub"), Err(OptionError::Conflict(_))));
     assert!(matches!(
-        parse("-secureGovernanceFile x"),
+        parse("-raw -secureGovernanceFile x"),
         Err(OptionError::Unsupported { .. })
     ));
+}
+
+#[test]
+fn secure_options() {
+    let o = parse(
+        "-secureGovernanceFile g.xml -secureCertFile c.pem -secureEncryptionAlgorithm AES-256-GCM",
+    )
+    .unwrap();
+    let s = o.secure.unwrap();
+    assert_eq!(s.governance.as_deref(), Some("g.xml"));
+    assert_eq!(s.cert.as_deref(), Some("c.pem"));
+    assert_eq!(s.encryption_algorithm.as_deref(), Some("aes-256-gcm"));
+    assert!(parse("-pub").unwrap().secure.is_none());
+    // RTI Perftest 4.0's flags name a governance file.
+    let s = parse("-secureSign").unwrap().secure.unwrap();
+    assert_eq!(
+        s.legacy_governance_name(),
+        "signed_PerftestGovernance_Sign.xml"
+    );
+    let s = parse("-secureEncryptDiscovery -secureSign -secureEncryptData -secureEncryptSM")
+        .unwrap()
+        .secure
+        .unwrap();
+    assert_eq!(
+        s.legacy_governance_name(),
+        "signed_PerftestGovernance_DiscoverySignEncryptBoth.xml"
+    );
+    let s = parse("-secureEncryptSM").unwrap().secure.unwrap();
+    assert_eq!(
+        s.legacy_governance_name(),
+        "signed_PerftestGovernance_EncryptSubmessage.xml"
+    );
 }
 
 #[test]
@@ -352,7 +384,15 @@ fn capability_refusals_name_the_reason() {
         ("-durability 2", "'-durability' is not supported by FerroDDS perftest: only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available."),
         ("-raw -durability 3", "'-durability' is not supported by FerroDDS perftest: only 0 (VOLATILE) and 1 (TRANSIENT_LOCAL) are available."),
         ("-raw -durability 1", "'-durability' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
-        ("-secureGovernanceFile x", "'-secureGovernanceFile' is not supported by FerroDDS perftest: DDS Security is not available in FerroDDS yet."),
+        ("-raw -secureGovernanceFile x", "'-secureGovernanceFile' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
+        ("-secureCertFile c.pem", "DDS Security needs '-secureGovernanceFile' (as RTI Perftest 4.1 and later): one of resource/secure/signed_PerftestGovernance_*.xml, or your own signed governance."),
+        ("-secureSign -secureGovernanceFile g.xml", "'-secureGovernanceFile' and RTI Perftest 4.0's governance flags ('-secureSign', '-secureEncryptData', '-secureEncryptSM', '-secureEncryptBoth', '-secureEncryptDiscovery') cannot be combined: the flags only name a governance file."),
+        ("-secureGovernanceFile g.xml -secureEncryptionAlgorithm aes-192-gcm", "Invalid value 'aes-192-gcm' for '-secureEncryptionAlgorithm': valid values are aes-128-gcm and aes-256-gcm (the builtin AES-GCM-GMAC plugin's key lengths)."),
+        ("-secureGovernanceFile g.xml -secureEnableAAD", "'-secureEnableAAD' is not supported by FerroDDS perftest: additional authenticated data is an RTI extension of the cryptography plugin, not part of the OMG builtin AES-GCM-GMAC plugin that FerroDDS implements (and interoperates with)."),
+        ("-lightWeightSecurity", "'-lightWeightSecurity' is not supported by FerroDDS perftest: pre-shared-key (Lightweight) security is RTI's own plugin, not the OMG DDS Security builtin plugins; FerroDDS implements PKI-DH, Permissions and AES-GCM-GMAC (use -secureGovernanceFile)."),
+        ("-securePSK secret", "'-securePSK' is not supported by FerroDDS perftest: pre-shared-key (Lightweight) security is RTI's own plugin, not the OMG DDS Security builtin plugins; FerroDDS implements PKI-DH, Permissions and AES-GCM-GMAC (use -secureGovernanceFile)."),
+        ("-secureLibrary libx.so", "'-secureLibrary' is not supported by FerroDDS perftest: FerroDDS's security plugins are built in (no dynamic library to load)."),
+        ("-secureDebug 3", "'-secureDebug' is not supported by FerroDDS perftest: FerroDDS's security plugins have no log level of their own: perftest prints each failed authentication of a remote participant (certificate, handshake or permissions) with its reason while it waits for discovery."),
         ("-raw -qosFile x", "'-qosFile' is not supported by FerroDDS perftest: raw sockets have no QoS (not available with -rawTransport)."),
         ("-raw -qosLibrary x", "'-qosLibrary' is not supported by FerroDDS perftest: raw sockets have no QoS (not available with -rawTransport)."),
         ("-noXmlQos -qosFile x.xml", "'-noXmlQos' uses the QoS profiles compiled into perftest, '-qosFile' a file: give one of them."),

@@ -178,6 +178,18 @@ impl Options {
                 ));
             }
         }
+        if let Some(sec) = &self.secure {
+            if sec.governance.is_none() && !sec.has_legacy_flags() {
+                return Err(OptionError::Conflict(
+                    "DDS Security needs '-secureGovernanceFile' (as RTI Perftest 4.1 and later): one of resource/secure/signed_PerftestGovernance_*.xml, or your own signed governance.",
+                ));
+            }
+            if sec.governance.is_some() && sec.has_legacy_flags() {
+                return Err(OptionError::Conflict(
+                    "'-secureGovernanceFile' and RTI Perftest 4.0's governance flags ('-secureSign', '-secureEncryptData', '-secureEncryptSM', '-secureEncryptBoth', '-secureEncryptDiscovery') cannot be combined: the flags only name a governance file.",
+                ));
+            }
+        }
         // The TLS files, raw or DDS.
         let tls = self.transport.as_deref() == Some("TLS");
         let files = [&self.tls_ca_file, &self.tls_cert_file, &self.tls_key_file];

@@ -19,6 +19,8 @@ pub mod raw;
 #[cfg(feature = "shared-memory")]
 pub mod raw_shm;
 pub mod raw_tcp;
+#[cfg(all(feature = "dds", feature = "security"))]
+pub mod secure;
 #[cfg(feature = "tls")]
 pub mod tls;
 
@@ -187,6 +189,11 @@ pub trait Transport {
     fn create_reader(&mut self, topic: TopicKind) -> Result<Box<dyn Reader>, PerftestError>;
     /// Lines for the "Transport Configuration" block of the start-up summary.
     fn describe(&self) -> Vec<String>;
+    /// Lines for the "Secure Configuration" block of the start-up summary (none without
+    /// DDS Security).
+    fn secure_configuration(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Whether end-of-test and pong waits can rely on reliable delivery.
     fn reliable(&self) -> bool;
     /// Whether discovery matching must be awaited (false for raw sockets).
@@ -195,6 +202,11 @@ pub trait Transport {
     /// unless `-doNotDropNetworkCapture`) and returns the lines to print: messages written
     /// and dropped, the file. Nothing without a capture.
     fn finish_capture(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+    /// DDS Security: every failed authentication of a remote participant so far, with its
+    /// reason (none without security).
+    fn security_failures(&self) -> Vec<String> {
         Vec::new()
     }
     /// Lines printed at the end of the run: how often each resource limit was exceeded.

@@ -31,11 +31,12 @@ use crate::transport::{dds, Capabilities, Reader, Support, TopicKind, Transport,
 use ferrodds_transport::{list_interfaces, InterfaceSelector};
 
 /// What the raw backend can do: no DDS entities or QoS, one sample per datagram, multicast
-/// groups per topic, batching in the tool. The options refused whatever the mode (transports,
-/// security, XML QoS, ...) are refused with the DDS backend's reasons.
+/// groups per topic, batching in the tool, no DDS Security. The options refused whatever the
+/// mode (transports, content filters, ...) are refused with the DDS backend's reasons.
 pub const CAPABILITIES: Capabilities = Capabilities {
     dds_entities: Support::No("not available with -rawTransport (no DDS)"),
     xml_qos: Support::No("raw sockets have no QoS (not available with -rawTransport)"),
+    security: Support::No("not available with -rawTransport (no DDS)"),
     max_data_len: MAX_RAW_DATA_LEN,
     data_len_mode: "the raw UDP transport (one sample per datagram)",
     multicast: Support::Yes,

@@ -109,6 +109,8 @@ pub struct DdsTransport {
     batch: Option<(u64, u64)>,
     asynchronous: Option<FlowController>,
     lines: Vec<String>,
+    /// The "Secure Configuration" block (empty without DDS Security).
+    secure_lines: Vec<String>,
     /// `-doNotDropNetworkCapture`: the capture file stays.
     keep_capture: bool,
     /// The QoS profiles' writer and reader QoS per topic (index: [`profile_index`]).
@@ -320,6 +322,14 @@ impl DdsTransport {
                     }),
             ));
         }
+        let secure_lines = match &opts.secure {
+            Some(s) => {
+                let (c, lines) = with_security(config, opts, s)?;
+                config = c;
+                lines
+            }
+            None => Vec::new(),
+        };
         // Before the participant: a bad profiles file fails without touching the network.
         let (writer_profiles, reader_profiles, publisher_qos, subscriber_qos) =
             load_profiles(opts)?;
@@ -430,6 +440,7 @@ impl DdsTransport {
                 .asynchronous
                 .then(|| flow_controller(opts.flow_controller)),
             lines,
+            secure_lines,
             writer_profiles,
             reader_profiles,
             multicast_groups: opts.multicast_groups,
@@ -558,6 +569,26 @@ impl Transport for DdsTransport {
 
     fn describe(&self) -> Vec<String> {
         self.lines.clone()
+    }
+
+    fn secure_configuration(&self) -> Vec<String> {
+        self.secure_lines.clone()
+    }
+
+    fn security_failures(&self) -> Vec<String> {
+        if self.secure_lines.is_empty() {
+            return Vec::new();
+        }
+        let mut f = self.participant.authentication_failures();
+        if self
+            .participant
+            .engine_stats()
+            .unauthenticated_participants_ignored
+            > 0
+        {
+            f.push("a participant without DDS Security was ignored: the governance does not allow unauthenticated participants (give the other side the same -secure* options)".to_string());
+        }
+        f
     }
 
     fn reliable(&self) -> bool {
@@ -819,6 +850,29 @@ impl<T: PerfType> Reader for DdsReader<T> {
     fn matched(&self) -> u32 {
         self.reader.matched_count()
     }
+}
+
+/// `config` with the DDS Security of the `-secure*` options, and the lines describing it.
+#[cfg(feature = "security")]
+fn with_security(
+    config: Config,
+    opts: &Options,
+    s: &crate::options::SecureOptions,
+) -> Result<(Config, Vec<String>), PerftestError> {
+    let (sec, lines) = crate::transport::secure::security_config(opts, s)?;
+    Ok((config.security(sec), lines))
+}
+
+/// Without the `security` feature the option parser refused the `-secure*` options.
+#[cfg(not(feature = "security"))]
+fn with_security(
+    _config: Config,
+    _opts: &Options,
+    _s: &crate::options::SecureOptions,
+) -> Result<(Config, Vec<String>), PerftestError> {
+    Err(PerftestError::NotAvailable(
+        "DDS Security: this perftest was built without the `security` feature",
+    ))
 }
 
 /// `config` with the TLS identity of `-transportCertAuthority` and the others, and where it

@@ -66,7 +66,13 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     },
     content_filters: Support::No("FerroDDS has no content filters yet"),
     multicast_address: Support::Yes,
-    security: Support::No("DDS Security is not available in FerroDDS yet"),
+    security: if cfg!(feature = "micro") {
+        Support::No("the micro build has no DDS Security")
+    } else if cfg!(all(feature = "dds", feature = "security")) {
+        Support::Yes
+    } else {
+        Support::No("this perftest was built without the `security` feature")
+    },
     missing_qos: "this QoS feature is not available in FerroDDS yet",
     dds_entities: Support::Yes,
     max_data_len: MAX_DATA_LEN,
