@@ -357,6 +357,7 @@ mod tests {
                 size,
                 capture: Default::default(),
                 language: Default::default(),
+                security: None,
             },
             topology: "loopback".into(),
             execution_time_s: 1,

@@ -101,6 +101,9 @@ pub enum LabError {
     /// An option combination that cannot work.
     #[error("{0}")]
     Usage(&'static str),
+    /// An option value refused, with the reason (names the value).
+    #[error("{0}")]
+    Refused(String),
     /// Drawing a plot failed.
     #[error("plot {plot}: {detail}")]
     Plot {

@@ -10,7 +10,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::error::LabError;
-use crate::matrix::{Capture, MatrixSpec, PlannedRun, Reliability, System, TestKind};
+use crate::matrix::{
+    Capture, MatrixSpec, PlannedRun, Reliability, Scenario, SecurityProfile, System, TestKind,
+};
 use crate::parse;
 use crate::record::ThroughputStats;
 use crate::record::{self, HostInfo, LatencyStats, RunRecord, RunSettings, RunStatus, Summary};
@@ -84,6 +86,8 @@ pub struct LabOptions {
     pub reference: bool,
     /// Keep the network captures of capture runs in `<out>/captures`.
     pub keep_captures: bool,
+    /// perftest's `resource/secure` folder, for Cyclone's secure rows (`None` without them).
+    pub secure_dir: Option<PathBuf>,
 }
 
 /// Receives progress events.
@@ -318,6 +322,51 @@ fn measured_until_interrupt(
     }
 }
 
+/// What is wrong with the security a FerroDDS run's processes printed in their start-up summary
+/// (perftest's "Secure Configuration:" block) for the row's profile, `None` when it matches: a
+/// secure row's publisher, and its subscriber when its output is here, name the profile's
+/// governance file; a row without security has no such block. A row never claims a security
+/// setting its run did not use.
+pub fn security_mismatch(s: &Scenario, outcome: &PairOutcome) -> Option<String> {
+    if s.system != System::Ferrodds {
+        return None;
+    }
+    // (The subscriber's output is not here when it was started by hand on another host.)
+    let sides = [
+        ("publisher", &outcome.client),
+        ("subscriber", &outcome.server),
+    ];
+    let printed = |p: &runner::ProcOutput| p.stderr.contains("Perftest Configuration:");
+    for (who, p) in sides {
+        if who == "subscriber" && !printed(p) {
+            continue;
+        }
+        let block = p.stderr.contains("Secure Configuration:");
+        match s.security.and_then(SecurityProfile::governance_file) {
+            Some(file) => {
+                let named = p.stderr.lines().any(|l| {
+                    l.trim()
+                        .strip_prefix("Governance file: ")
+                        .is_some_and(|g| g.ends_with(&format!("/{file}")) || g == file)
+                });
+                if !block || !named {
+                    return Some(format!(
+                        "the {who}'s start-up summary does not name the governance {file} of profile {} in a Secure Configuration block",
+                        s.security.map(SecurityProfile::name).unwrap_or_default()
+                    ));
+                }
+            }
+            None if block => {
+                return Some(format!(
+                    "the {who}'s start-up summary has a Secure Configuration block, but the row has no security"
+                ));
+            }
+            None => {}
+        }
+    }
+    None
+}
+
 /// Turns a pair outcome into a record. A throughput run whose subscriber received no samples
 /// fails; a timed-out run keeps (and its error quotes) what was printed after SIGINT.
 pub fn make_record(
@@ -379,6 +428,10 @@ pub fn make_record(
                 }
             ),
         ),
+    };
+    let (status, error) = match (status, security_mismatch(s, outcome)) {
+        (RunStatus::Ok, Some(e)) => (RunStatus::Failed, e),
+        (st, _) => (st, error),
     };
     let stderr_tail = if status == RunStatus::Ok {
         String::new()
@@ -464,6 +517,7 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
             .unwrap_or_else(|| PathBuf::from("ddsperf")),
         cpu: opts.cpu.clone(),
         keep_captures: opts.keep_captures,
+        secure_dir: opts.secure_dir.clone(),
         ..Default::default()
     };
     if opts.spec.captures.iter().any(|c| *c != Capture::Off) {
@@ -610,6 +664,27 @@ pub fn run_domain(base: u32, index: usize) -> u32 {
     base.saturating_add((index % DOMAIN_SPAN as usize) as u32)
 }
 
+/// What the security axis ran, one note per profile (none without the axis).
+pub fn security_notes(spec: &MatrixSpec) -> Vec<String> {
+    let cyclone = spec.systems.contains(&System::Cyclone);
+    spec.security
+        .iter()
+        .map(|p| match p.perftest_governance() {
+            Some(g) => format!(
+                "security {p}: FerroDDS perftest -secureGovernanceFile {g} on both sides (UDPv4; each run's start-up summary checked to name that governance){}",
+                if cyclone {
+                    "; Cyclone ddsperf with the same governance, identities and permissions"
+                } else {
+                    ""
+                }
+            ),
+            None => format!(
+                "security {p}: no -secure option (security plugins not loaded); the raw, C# and micro rows run so too"
+            ),
+        })
+        .collect()
+}
+
 /// Runs the whole matrix and writes the results directory. Returns the summary; partial
 /// results are kept when `stop` is raised (Ctrl-C).
 pub fn run_lab(
@@ -631,6 +706,7 @@ pub fn run_lab(
     if schedule.is_empty() {
         return Err(LabError::EmptyMatrix);
     }
+    notes.extend(security_notes(&spec));
     let rate_mbit = match &opts.topology {
         TopologyOptions::Netns(imp) => imp.rate_mbit,
         _ => None,
@@ -812,6 +888,7 @@ mod tests {
                 size: 32,
                 capture: Default::default(),
                 language: Default::default(),
+                security: None,
             },
         }
     }

@@ -111,6 +111,16 @@ struct RunArgs {
     /// figures; micro is the small-footprint perftest_micro, UDPv4 without batching or capture).
     #[arg(long)]
     language: Option<String>,
+    /// DDS Security profiles, comma-separated, as the published Connext security figures name
+    /// them: no_security_libraries (no -secure option), no_protection, rtps_sign, rtps_encrypt
+    /// (FerroDDS runs these), rtps_sign_origauth_data_encrypt,
+    /// rtps_sign_submsg_encrypt_origauth_data_encrypt, rtps_sign_submsg_encrypt (refused while
+    /// FerroDDS is selected: it does not implement them yet). Each FerroDDS row of a profile
+    /// runs perftest with -secureGovernanceFile resource/secure/signed_PerftestGovernance_*.xml;
+    /// Cyclone's rows get the same files. Secure rows run over UDPv4 only; raw, C# and micro
+    /// rows run as no_security_libraries. Default: no security axis.
+    #[arg(long)]
+    security: Option<String>,
     /// perftest_micro (default: target/micro/perftest_micro from the current directory, then
     /// from the repository the lab was built in; build it with `cargo build --profile micro
     /// --manifest-path tools/perftest-micro/Cargo.toml`).
@@ -263,6 +273,21 @@ fn spec_from(a: &RunArgs) -> Result<MatrixSpec, LabError> {
             ));
         }
     }
+    if let Some(s) = &a.security {
+        spec.security = matrix::parse_list(s)?;
+        if spec.security.is_empty() {
+            return Err(LabError::Usage(
+                "--security needs at least one profile (e.g. no_security_libraries,rtps_sign)",
+            ));
+        }
+        let mut seen = Vec::new();
+        spec.security.retain(|p| {
+            let first = !seen.contains(p);
+            seen.push(*p);
+            first
+        });
+    }
+    spec.check_security()?;
     if let Some(t) = a.execution_time {
         if t == 0 {
             return Err(LabError::Usage("--execution-time must be at least 1 s"));
@@ -386,6 +411,24 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
         "--perftest-micro (no such program)",
         "perftest_micro (target/micro/perftest_micro) was not found: build it with `cargo build --profile micro --manifest-path tools/perftest-micro/Cargo.toml` or pass --perftest-micro PATH",
     )?;
+    // Cyclone's secure rows are given perftest's certificates and governance files by path.
+    let cyclone_secure =
+        spec.systems.contains(&System::Cyclone) && spec.security.iter().any(|p| p.is_secure());
+    let secure_dir = if cyclone_secure {
+        if a.topology == Topo::Remote {
+            return Err(LabError::Usage(
+                "--security with cyclone: Cyclone's secure rows name the security files by this host's paths, which the other host may not have: not with --topology remote (leave cyclone out of --systems)",
+            ));
+        }
+        match runner::find_secure_dir(&perftest) {
+            Some(d) => Some(d),
+            None => return Err(LabError::Usage(
+                "--security with cyclone: perftest's resource/secure folder (the CA, identities, permissions and governance files Cyclone's secure rows use) was not found beside perftest or in the repository the lab was built from",
+            )),
+        }
+    } else {
+        None
+    };
     let imp = Impairments {
         loss_pct: a.loss,
         delay_ms: a.delay,
@@ -455,6 +498,7 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
         reference: !a.no_reference,
         keep_captures: a.keep_captures,
+        secure_dir,
     })
 }
 
@@ -474,6 +518,7 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode, LabError> {
             sub_addr: Some("127.0.0.1".into()),
             cyclone_pub_uri: "file://<out>/cyclone-loopback.xml".into(),
             cyclone_sub_uri: "file://<out>/cyclone-loopback.xml".into(),
+            secure_dir: opts.secure_dir.clone(),
             ..Default::default()
         };
         let sched = opts.spec.schedule();

@@ -122,6 +122,132 @@ pub enum Language {
     Micro,
 }
 
+/// A DDS Security profile of the published Connext security figures
+/// (`security_udpv4_10g_cpp98_reliable`; `shared/security/PROFILES.md`): each but
+/// [`SecurityProfile::NoSecurityLibraries`] is a signed governance document perftest ships in
+/// `resource/secure` and is given with `-secureGovernanceFile`. The names are the published
+/// scenario names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SecurityProfile {
+    /// No `-secure*` option: the security plugins are not loaded.
+    NoSecurityLibraries,
+    /// Plugins loaded, nothing protected, unauthenticated participants allowed.
+    NoProtection,
+    /// Every RTPS message signed (`rtps_protection_kind` SIGN).
+    RtpsSign,
+    /// Every RTPS message encrypted (`rtps_protection_kind` ENCRYPT).
+    RtpsEncrypt,
+    /// RTPS messages signed with origin authentication, payloads encrypted.
+    RtpsSignOrigauthDataEncrypt,
+    /// RTPS messages signed, submessages encrypted with origin authentication, payloads
+    /// encrypted.
+    RtpsSignSubmsgEncryptOrigauthDataEncrypt,
+    /// RTPS messages signed, submessages encrypted.
+    RtpsSignSubmsgEncrypt,
+}
+
+impl SecurityProfile {
+    /// Every profile, in the published order.
+    pub const ALL: [SecurityProfile; 7] = [
+        SecurityProfile::NoSecurityLibraries,
+        SecurityProfile::NoProtection,
+        SecurityProfile::RtpsSign,
+        SecurityProfile::RtpsEncrypt,
+        SecurityProfile::RtpsSignOrigauthDataEncrypt,
+        SecurityProfile::RtpsSignSubmsgEncryptOrigauthDataEncrypt,
+        SecurityProfile::RtpsSignSubmsgEncrypt,
+    ];
+
+    /// The published scenario name, used in CSV, JSON and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SecurityProfile::NoSecurityLibraries => "no_security_libraries",
+            SecurityProfile::NoProtection => "no_protection",
+            SecurityProfile::RtpsSign => "rtps_sign",
+            SecurityProfile::RtpsEncrypt => "rtps_encrypt",
+            SecurityProfile::RtpsSignOrigauthDataEncrypt => "rtps_sign_origauth_data_encrypt",
+            SecurityProfile::RtpsSignSubmsgEncryptOrigauthDataEncrypt => {
+                "rtps_sign_submsg_encrypt_origauth_data_encrypt"
+            }
+            SecurityProfile::RtpsSignSubmsgEncrypt => "rtps_sign_submsg_encrypt",
+        }
+    }
+
+    /// The governance file's name in perftest's `resource/secure` folder; `None` for
+    /// [`SecurityProfile::NoSecurityLibraries`].
+    pub fn governance_file(self) -> Option<&'static str> {
+        Some(match self {
+            SecurityProfile::NoSecurityLibraries => return None,
+            SecurityProfile::NoProtection => "signed_PerftestGovernance_.xml",
+            SecurityProfile::RtpsSign => "signed_PerftestGovernance_RTPSSign.xml",
+            SecurityProfile::RtpsEncrypt => "signed_PerftestGovernance_RTPSEncrypt.xml",
+            SecurityProfile::RtpsSignOrigauthDataEncrypt => {
+                "signed_PerftestGovernance_RTPSSignWithOrigAuthEncryptData.xml"
+            }
+            SecurityProfile::RtpsSignSubmsgEncryptOrigauthDataEncrypt => {
+                "signed_PerftestGovernance_RTPSSignEncryptSubmessageWithOrigAuthEncryptData.xml"
+            }
+            SecurityProfile::RtpsSignSubmsgEncrypt => {
+                "signed_PerftestGovernance_SignEncryptSubmessage.xml"
+            }
+        })
+    }
+
+    /// perftest's `-secureGovernanceFile` value: relative to perftest's own folder, where
+    /// perftest looks it up from any working directory.
+    pub fn perftest_governance(self) -> Option<String> {
+        self.governance_file()
+            .map(|f| format!("{PERFTEST_SECURE_DIR}/{f}"))
+    }
+
+    /// Whether the security plugins are loaded (every profile but
+    /// [`SecurityProfile::NoSecurityLibraries`]).
+    pub fn is_secure(self) -> bool {
+        self != SecurityProfile::NoSecurityLibraries
+    }
+
+    /// Why FerroDDS cannot run this profile yet (perftest refuses its governance), `None`
+    /// when it can.
+    pub fn ferrodds_missing(self) -> Option<&'static str> {
+        match self {
+            SecurityProfile::RtpsSignOrigauthDataEncrypt => Some(
+                "its governance asks for origin authentication of RTPS messages (rtps_protection_kind SIGN_WITH_ORIGIN_AUTHENTICATION) and payload encryption (data_protection_kind ENCRYPT), which FerroDDS does not implement yet",
+            ),
+            SecurityProfile::RtpsSignSubmsgEncryptOrigauthDataEncrypt => Some(
+                "its governance asks for submessage encryption with origin authentication (metadata_protection_kind ENCRYPT_WITH_ORIGIN_AUTHENTICATION) and payload encryption (data_protection_kind ENCRYPT), which FerroDDS does not implement yet",
+            ),
+            SecurityProfile::RtpsSignSubmsgEncrypt => Some(
+                "its governance asks for submessage encryption (metadata_protection_kind ENCRYPT), which FerroDDS does not implement yet",
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// perftest's folder of DDS Security files (relative to perftest's own folder).
+pub const PERFTEST_SECURE_DIR: &str = "resource/secure";
+
+impl fmt::Display for SecurityProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for SecurityProfile {
+    type Err = LabError;
+    fn from_str(s: &str) -> Result<Self, LabError> {
+        let t = s.trim().to_ascii_lowercase().replace('-', "_");
+        SecurityProfile::ALL
+            .into_iter()
+            .find(|p| p.name() == t)
+            .ok_or_else(|| LabError::BadValue {
+                what: "security profile (no_security_libraries, no_protection, rtps_sign, rtps_encrypt, rtps_sign_origauth_data_encrypt, rtps_sign_submsg_encrypt_origauth_data_encrypt, rtps_sign_submsg_encrypt)",
+                value: s.to_string(),
+            })
+    }
+}
+
 macro_rules! named_enum {
     ($t:ty, $what:literal, $($v:path => $s:literal),+ $(,)?) => {
         impl $t {
@@ -260,6 +386,11 @@ pub struct Scenario {
     /// The perftest's language (FerroDDS only; the baselines are always [`Language::Rust`]).
     #[serde(default)]
     pub language: Language,
+    /// The DDS Security profile; `None` when the security axis is not in use (then no run has
+    /// security). With the axis, rows without security are
+    /// [`SecurityProfile::NoSecurityLibraries`].
+    #[serde(default)]
+    pub security: Option<SecurityProfile>,
 }
 
 impl Scenario {
@@ -279,7 +410,16 @@ impl Scenario {
             Language::Micro => s.push_str(" micro"),
             Language::Rust => {}
         }
+        if let Some(p) = self.security.filter(|p| p.is_secure()) {
+            s.push(' ');
+            s.push_str(p.name());
+        }
         s
+    }
+
+    /// Whether this run loads the DDS Security plugins.
+    pub fn is_secure(&self) -> bool {
+        self.security.is_some_and(SecurityProfile::is_secure)
     }
 }
 
@@ -355,6 +495,9 @@ pub struct MatrixSpec {
     /// Languages of the FerroDDS perftest (default: Rust only).
     #[serde(default = "rust_only")]
     pub languages: Vec<Language>,
+    /// DDS Security profiles (default: none, the axis absent; see [`MatrixSpec::check_security`]).
+    #[serde(default)]
+    pub security: Vec<SecurityProfile>,
     /// Explicit sizes; `None` = [`STANDARD_SIZES`] plus [`LARGE_SIZES`] for reliable unkeyed.
     pub sizes: Option<Vec<u64>>,
     /// Repetitions of each scenario.
@@ -383,6 +526,7 @@ impl MatrixSpec {
             transports: vec![Transport::Udpv4],
             captures: captures_off(),
             languages: rust_only(),
+            security: Vec::new(),
             sizes: None,
             repetitions: 3,
             execution_time_s: 10,
@@ -400,6 +544,7 @@ impl MatrixSpec {
             transports: vec![Transport::Udpv4],
             captures: captures_off(),
             languages: rust_only(),
+            security: Vec::new(),
             sizes: Some(QUICK_SIZES.to_vec()),
             repetitions: 1,
             execution_time_s: 2,
@@ -428,7 +573,10 @@ impl MatrixSpec {
     ///   in the best-effort groups (or the reliable ones if best effort is not selected);
     /// - Cyclone `ddsperf` has no batching switch and no SHMEM here: batching-off UDPv4 and TCP
     ///   groups only;
-    /// - the C# perftest runs over UDPv4 and SHMEM, without network capture.
+    /// - the C# perftest runs over UDPv4 and SHMEM, without network capture;
+    /// - secure rows (a [`SecurityProfile`] other than `no_security_libraries`) run over UDPv4
+    ///   only, with FerroDDS's Rust perftest and Cyclone DDS; C#, micro and raw rows run
+    ///   without security.
     pub fn scenarios(&self) -> Vec<Scenario> {
         let raw_reliability = if self.reliabilities.contains(&Reliability::BestEffort) {
             Reliability::BestEffort
@@ -454,7 +602,12 @@ impl MatrixSpec {
                                 {
                                     continue;
                                 }
-                                for (system, capture, language) in self.system_captures() {
+                                for (system, capture, language, security) in self.system_captures()
+                                {
+                                    let secure = security.is_some_and(SecurityProfile::is_secure);
+                                    if secure && transport != Transport::Udpv4 {
+                                        continue;
+                                    }
                                     let keep = match system {
                                         System::Ferrodds => match language {
                                             Language::Rust => true,
@@ -494,6 +647,7 @@ impl MatrixSpec {
                                             size,
                                             capture,
                                             language,
+                                            security,
                                         });
                                     }
                                 }
@@ -506,34 +660,119 @@ impl MatrixSpec {
         out
     }
 
-    /// The systems to run in each group, with their capture settings and languages: FerroDDS
-    /// in Rust once per capture setting (so capture on and off interleave in one group), in C#
-    /// once without capture, the baselines once, without capture.
-    fn system_captures(&self) -> Vec<(System, Capture, Language)> {
+    /// The systems to run in each group, with their capture settings, languages and security
+    /// profiles: FerroDDS in Rust once per capture setting and security profile (so they
+    /// interleave in one group), in C# and micro once without capture or security, Cyclone
+    /// once per security profile, raw once; the baselines without capture. Without the
+    /// security axis every security is `None`; with it, runs without security are
+    /// [`SecurityProfile::NoSecurityLibraries`].
+    fn system_captures(&self) -> Vec<(System, Capture, Language, Option<SecurityProfile>)> {
+        let plain = if self.security.is_empty() {
+            None
+        } else {
+            Some(SecurityProfile::NoSecurityLibraries)
+        };
+        let securities: Vec<Option<SecurityProfile>> = if self.security.is_empty() {
+            vec![None]
+        } else {
+            self.security.iter().copied().map(Some).collect()
+        };
         let mut v = Vec::new();
         for &system in &self.systems {
-            if system == System::Ferrodds {
-                let mut langs = self.languages.clone();
-                if langs.is_empty() {
-                    langs.push(Language::Rust);
-                }
-                for lang in langs {
-                    if lang != Language::Rust {
-                        // (C# and micro have no network capture.)
-                        v.push((system, Capture::Off, lang));
-                        continue;
+            match system {
+                System::Ferrodds => {
+                    let mut langs = self.languages.clone();
+                    if langs.is_empty() {
+                        langs.push(Language::Rust);
                     }
-                    let mut caps = self.captures.clone();
-                    if caps.is_empty() {
-                        caps.push(Capture::Off);
+                    for lang in langs {
+                        if lang != Language::Rust {
+                            // (C# and micro have no network capture and no -secure options.)
+                            if plain.is_none()
+                                || self
+                                    .security
+                                    .contains(&SecurityProfile::NoSecurityLibraries)
+                            {
+                                v.push((system, Capture::Off, lang, plain));
+                            }
+                            continue;
+                        }
+                        let mut caps = self.captures.clone();
+                        if caps.is_empty() {
+                            caps.push(Capture::Off);
+                        }
+                        for c in caps {
+                            v.extend(securities.iter().map(|&sec| (system, c, lang, sec)));
+                        }
                     }
-                    v.extend(caps.into_iter().map(|c| (system, c, lang)));
                 }
-            } else {
-                v.push((system, Capture::Off, Language::Rust));
+                System::Cyclone => {
+                    v.extend(
+                        securities
+                            .iter()
+                            .map(|&sec| (system, Capture::Off, Language::Rust, sec)),
+                    );
+                }
+                System::Raw => v.push((system, Capture::Off, Language::Rust, plain)),
             }
         }
         v
+    }
+
+    /// Checks the security axis against the others before anything runs: a profile FerroDDS
+    /// cannot run yet is refused when FerroDDS is selected (never skipped); the secure rows
+    /// need a system with DDS Security (FerroDDS's Rust perftest or Cyclone DDS; raw UDP has
+    /// none, the C# and micro perftests have no -secure options) and the UDPv4 transport
+    /// (the published figures are UDPv4; secure rows run over UDPv4 only).
+    pub fn check_security(&self) -> Result<(), LabError> {
+        if self.security.is_empty() {
+            return Ok(());
+        }
+        let ferrodds = self.systems.contains(&System::Ferrodds);
+        if ferrodds {
+            if let Some(p) = self
+                .security
+                .iter()
+                .find(|p| p.ferrodds_missing().is_some())
+            {
+                return Err(LabError::Refused(format!(
+                    "--security {p}: FerroDDS cannot run this profile yet: {} (perftest refuses {}); leave it out, or run it with --systems cyclone alone",
+                    p.ferrodds_missing().unwrap_or_default(),
+                    p.governance_file().unwrap_or_default()
+                )));
+            }
+        }
+        let secure: Vec<SecurityProfile> = self
+            .security
+            .iter()
+            .copied()
+            .filter(|p| p.is_secure())
+            .collect();
+        let rust = self.languages.is_empty() || self.languages.contains(&Language::Rust);
+        let cyclone = self.systems.contains(&System::Cyclone);
+        if let Some(p) = secure.first() {
+            if !(ferrodds && rust) && !cyclone {
+                return Err(LabError::Refused(format!(
+                    "--security {p}: no selected system has DDS Security (raw UDP has none; the C# and micro perftests have no -secure options): add ferrodds with --language rust, or cyclone, to --systems"
+                )));
+            }
+            if !self.transports.contains(&Transport::Udpv4) {
+                return Err(LabError::Refused(format!(
+                    "--security {p}: the secure rows run over UDPv4 only (the published Connext security figures are UDPv4): add udpv4 to --transport"
+                )));
+            }
+        }
+        if ferrodds
+            && !self
+                .security
+                .contains(&SecurityProfile::NoSecurityLibraries)
+            && self.languages.iter().any(|l| *l != Language::Rust)
+        {
+            return Err(LabError::Usage(
+                "--language cs/micro: the C# and micro perftests have no -secure options: add no_security_libraries to --security",
+            ));
+        }
+        Ok(())
     }
 
     /// Orders the runs: for each configuration group (all axes but the system), every repetition
@@ -836,6 +1075,7 @@ mod tests {
             size: 32,
             capture: Default::default(),
             language: Default::default(),
+            security: None,
         };
         assert_eq!(s.config_label(), "ferrodds best-effort keyed batching");
         let r = Scenario {

@@ -16,10 +16,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
-use crate::matrix::{Capture, Language, Reliability, Scenario, System, TestKind, Transport};
+use crate::matrix::{
+    Capture, Language, Reliability, Scenario, SecurityProfile, System, TestKind, Transport,
+};
 
 /// Columns common to both CSV files, first.
-pub const META_COLUMNS: [&str; 15] = [
+pub const META_COLUMNS: [&str; 16] = [
     "run_index",
     "repetition",
     "system",
@@ -30,6 +32,7 @@ pub const META_COLUMNS: [&str; 15] = [
     "transport",
     "capture",
     "language",
+    "security",
     "topology",
     "size_bytes",
     "execution_time_s",
@@ -281,6 +284,7 @@ pub fn write_csv(path: &Path, test: TestKind, records: &[RunRecord]) -> Result<(
             s.transport.name().into(),
             s.capture.name().into(),
             s.language.name().into(),
+            s.security.map(|p| p.name().to_string()).unwrap_or_default(),
             r.topology.clone(),
             s.size.to_string(),
             r.execution_time_s.to_string(),
@@ -371,10 +375,11 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
         .enumerate()
         .map(|(i, h)| (h.trim().to_string(), i))
         .collect();
-    // `capture`, `language` and `udp_datagrams` came later: files without them are runs
-    // without capture, in Rust, with datagrams not counted.
+    // `capture`, `language`, `security` and `udp_datagrams` came later: files without them
+    // are runs without capture, in Rust, without the security axis, with datagrams not
+    // counted.
     for col in META_COLUMNS.iter().chain(TAIL_COLUMNS.iter()) {
-        if !matches!(*col, "capture" | "language") && !idx.contains_key(*col) {
+        if !matches!(*col, "capture" | "language" | "security") && !idx.contains_key(*col) {
             return Err(LabError::MissingColumn {
                 path: path.to_path_buf(),
                 column: col,
@@ -405,6 +410,11 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
             language: match idx.get("language").and_then(|&i| rec.get(i)) {
                 Some(c) if !c.trim().is_empty() => c.parse::<Language>()?,
                 _ => Language::Rust,
+            },
+            // Empty: the security axis was not in use.
+            security: match idx.get("security").and_then(|&i| rec.get(i)) {
+                Some(c) if !c.trim().is_empty() => Some(c.parse::<SecurityProfile>()?),
+                _ => None,
             },
         };
         let (latency, throughput) = match test {
@@ -815,6 +825,7 @@ mod tests {
                 size: 32,
                 capture: Default::default(),
                 language: Default::default(),
+                security: None,
             },
             topology: "loopback".into(),
             execution_time_s: 2,
@@ -888,6 +899,8 @@ mod tests {
         runs[0].scenario.capture = Capture::NoUserData;
         runs[1].scenario.capture = Capture::On;
         runs[2].scenario.language = Language::Cs;
+        runs[0].scenario.security = Some(SecurityProfile::RtpsSign);
+        runs[2].scenario.security = Some(SecurityProfile::NoSecurityLibraries);
         runs[1].udp_datagrams = Some(61_728);
         let summary = Summary {
             lab_version: "0.1.0".into(),
@@ -947,7 +960,7 @@ mod tests {
         let p = dir.join(files::LATENCY_CSV);
         let mut r = csv::Reader::from_path(&p).unwrap();
         let h = r.headers().unwrap().clone();
-        let at: Vec<usize> = ["capture", "language"]
+        let at: Vec<usize> = ["capture", "language", "security"]
             .iter()
             .map(|name| h.iter().position(|c| c == *name).unwrap())
             .collect();
@@ -970,6 +983,7 @@ mod tests {
         assert_eq!(back, runs);
         assert_eq!(back[0].scenario.capture, Capture::Off);
         assert_eq!(back[0].scenario.language, Language::Rust);
+        assert_eq!(back[0].scenario.security, None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

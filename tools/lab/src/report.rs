@@ -17,7 +17,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::error::LabError;
-use crate::matrix::{Capture, Language, Scenario, System, TestKind, Transport};
+use crate::matrix::{Capture, Language, Scenario, SecurityProfile, System, TestKind, Transport};
 use crate::record::{Aggregate, RunStatus, Spread, Summary};
 use crate::reference;
 
@@ -730,6 +730,7 @@ pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, La
     capture_cost_table(&mut h, summary);
     language_cost_table(&mut h, summary);
     micro_cost_table(&mut h, summary);
+    security_cost_table(&mut h, summary);
 
     let failed: Vec<_> = summary
         .runs
@@ -763,8 +764,9 @@ pub fn render_html(summary: &Summary, with_reference: bool) -> Result<String, La
 }
 
 /// A cost table: each row `of` selects over the same scenario as `base` makes it (runs
-/// interleaved in one group), latency and throughput ratios of medians, beside the commercial
-/// leader's published latency ratio at that size. Nothing when no row is selected.
+/// interleaved in one group): its median latency p50 and throughput beside the base's, their
+/// ratios, and the commercial leader's published latency ratio for that row. Nothing when no
+/// row is selected.
 struct CostTable {
     /// The heading and the table's column names after the configuration and size.
     title: &'static str,
@@ -776,8 +778,8 @@ struct CostTable {
     of: fn(&Scenario) -> bool,
     /// What each row is compared with.
     base: fn(Scenario) -> Scenario,
-    /// The published latency ratio at a size.
-    published: fn(u64) -> Option<f64>,
+    /// The published latency ratio of a row (its size, and its profile where it has one).
+    published: fn(&Scenario) -> Option<f64>,
 }
 
 fn cost_table(h: &mut String, summary: &Summary, t: &CostTable) {
@@ -791,7 +793,7 @@ fn cost_table(h: &mut String, summary: &Summary, t: &CostTable) {
     }
     let _ = write!(
         h,
-        "<h2>{}</h2><table><tr><th>configuration</th><th>size (B)</th><th>latency p50 ratio</th><th>{}</th><th>throughput ratio (samples/s)</th><th>{}</th></tr>",
+        "<h2>{}</h2><table><tr><th>configuration</th><th>size (B)</th><th>latency p50 (µs) ÷ compared row's</th><th>latency p50 ratio</th><th>{}</th><th>throughput (samples/s) ÷ compared row's</th><th>throughput ratio (samples/s)</th><th>{}</th></tr>",
         t.title, t.published_header, t.lost_header
     );
     for a in rows {
@@ -803,18 +805,25 @@ fn cost_table(h: &mut String, summary: &Summary, t: &CostTable) {
             (Some(x), Some(y)) if y.median > 0.0 => format!("{:.2}×", x.median / y.median),
             _ => "–".to_string(),
         };
+        let values = |x: &Option<Spread>, y: &Option<Spread>, prec: usize| match (x, y) {
+            (Some(x), Some(y)) => format!("{:.prec$} ÷ {:.prec$}", x.median, y.median),
+            _ => "–".to_string(),
+        };
         let published = match a.scenario.test {
-            TestKind::Latency => (t.published)(a.scenario.size)
-                .map_or_else(|| "–".to_string(), |r| format!("{r:.2}×")),
+            TestKind::Latency => {
+                (t.published)(&a.scenario).map_or_else(|| "–".to_string(), |r| format!("{r:.2}×"))
+            }
             TestKind::Throughput => "–".to_string(),
         };
         let _ = write!(
             h,
-            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             html_escape(&a.scenario.config_label()),
             a.scenario.size,
+            values(&a.p50_us, &b.p50_us, 1),
             ratio(&a.p50_us, &b.p50_us),
             published,
+            values(&a.samples_per_s, &b.samples_per_s, 0),
             ratio(&a.samples_per_s, &b.samples_per_s),
             a.lost_pct
                 .as_ref()
@@ -840,7 +849,7 @@ fn capture_cost_table(h: &mut String, summary: &Summary) {
                 capture: Capture::Off,
                 ..s
             },
-            published: reference::capture_latency_ratio,
+            published: |s| reference::capture_latency_ratio(s.size),
         },
     );
 }
@@ -920,7 +929,7 @@ fn language_cost_table(h: &mut String, summary: &Summary) {
                 language: Language::Rust,
                 ..s
             },
-            published: reference::cs_latency_ratio,
+            published: |s| reference::cs_latency_ratio(s.size),
         },
     );
 }
@@ -943,6 +952,36 @@ fn micro_cost_table(h: &mut String, summary: &Summary) {
                 ..s
             },
             published: |_| None,
+        },
+    );
+}
+
+/// The cost of DDS Security: each secure row (FerroDDS, and Cyclone DDS where it ran) over the
+/// same row without security (`no_security_libraries`, run interleaved in the same group),
+/// beside the commercial leader's published ratio for the same profile and size.
+fn security_cost_table(h: &mut String, summary: &Summary) {
+    cost_table(
+        h,
+        summary,
+        &CostTable {
+            title: "DDS Security (profile ÷ no_security_libraries, medians)",
+            published_header: "Connext published p50 ratio (profile ÷ no_security_libraries)",
+            lost_header: "lost % with the profile",
+            note: "Each row runs perftest with -secureGovernanceFile resource/secure/signed_PerftestGovernance_*.xml of its profile (Cyclone's ddsperf with the same governance, identities and permissions), compared with the same row without any -secure option, run interleaved with it. Connext's ratio: its published latency with the profile over its published latency without the security libraries (security_udpv4_10g_cpp98_reliable: UDPv4 10 GbE, unkeyed strict reliable, 32 B to 63000 B). Connext publishes no throughput with security.",
+            of: Scenario::is_secure,
+            base: |s| Scenario {
+                security: Some(SecurityProfile::NoSecurityLibraries),
+                ..s
+            },
+            published: |s| {
+                let p = s.security?;
+                let published_alike = s.reliability == crate::matrix::Reliability::Reliable
+                    && !s.keyed
+                    && s.transport == Transport::Udpv4;
+                published_alike
+                    .then(|| reference::security_latency_ratio(p.name(), s.size))
+                    .flatten()
+            },
         },
     );
 }
@@ -971,6 +1010,7 @@ mod tests {
                 size: 32,
                 capture,
                 language: Default::default(),
+                security: None,
             },
             runs_ok: 1,
             runs_failed: 0,
@@ -1023,6 +1063,7 @@ mod tests {
                 size: 32,
                 capture: Capture::Off,
                 language,
+                security: None,
             },
             runs_ok: 1,
             runs_failed: 0,
@@ -1081,6 +1122,7 @@ mod tests {
                 size: 32,
                 capture: Capture::Off,
                 language: Language::Rust,
+                security: None,
             },
             runs_ok: 1,
             runs_failed: 0,

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::LabError;
 use crate::matrix::{
-    Capture, Language, Reliability, Scenario, System, TestKind, Transport, BATCH_BYTES,
+    Capture, Language, Reliability, Scenario, SecurityProfile, System, TestKind, Transport,
+    BATCH_BYTES,
 };
 use crate::matrix::{KEYED_INSTANCES, LARGE_THRESHOLD};
 
@@ -242,6 +243,10 @@ pub struct Placement {
     /// Keep the capture files (`-doNotDropNetworkCapture`: every message recorded, the file
     /// kept); otherwise perftest deletes them at the end, as RTI's does.
     pub keep_captures: bool,
+    /// perftest's `resource/secure` folder (absolute): the CA, identities, permissions and
+    /// governance files Cyclone DDS is given in its secure rows (FerroDDS's perftest finds
+    /// them itself).
+    pub secure_dir: Option<PathBuf>,
 }
 
 /// The two command lines of a run.
@@ -305,6 +310,12 @@ fn perftest_commands(
     }
     if s.transport != Transport::Udpv4 || s.system == System::Ferrodds {
         common.extend(["-transport".into(), s.transport.perftest_name().into()]);
+    }
+    if s.system == System::Ferrodds {
+        // Relative to perftest's own folder, where perftest finds it from any directory.
+        if let Some(g) = s.security.and_then(SecurityProfile::perftest_governance) {
+            common.extend(["-secureGovernanceFile".into(), g]);
+        }
     }
     let capture = s.system == System::Ferrodds && s.capture != Capture::Off;
     if capture {
@@ -436,13 +447,24 @@ fn ddsperf_commands(
     } else {
         (&p.cyclone_sub_uri, &p.cyclone_pub_uri)
     };
-    sub.env.push(("CYCLONEDDS_URI".into(), sub_uri.clone()));
+    // Secure rows: the profile's governance and this side's identity, as a configuration
+    // fragment after the topology's (Cyclone merges a comma-separated list).
+    let secure = |uri: &String, side: &str| match (
+        s.security.and_then(SecurityProfile::governance_file),
+        &p.secure_dir,
+    ) {
+        (Some(g), Some(dir)) => format!("{uri},{}", cyclone_security_fragment(dir, g, side)),
+        _ => uri.clone(),
+    };
+    sub.env
+        .push(("CYCLONEDDS_URI".into(), secure(sub_uri, "sub")));
     // ddsperf's duration counts from process start (discovery included) and it prints once a
     // second: one more second makes a run comparable with perftest's -executionTime.
     let mut publ = CommandSpec::new(p.ddsperf.display().to_string())
         .args(common)
         .args([format!("-D{}", exec + 1)]);
-    publ.env.push(("CYCLONEDDS_URI".into(), pub_uri.clone()));
+    publ.env
+        .push(("CYCLONEDDS_URI".into(), secure(pub_uri, "pub")));
     let size = s.size.to_string();
     match s.test {
         TestKind::Latency => {
@@ -455,6 +477,36 @@ fn ddsperf_commands(
         }
     }
     (sub, publ)
+}
+
+/// perftest's `resource/secure` folder (absolute), looked for as perftest looks for it: beside
+/// the `perftest` binary, one level up (an installed `bin/`), at `../../tools/perftest` (cargo's
+/// `target/<profile>/`), then in the repository this lab was built from.
+pub fn find_secure_dir(perftest: &Path) -> Option<PathBuf> {
+    let exe = find_program(&perftest.to_string_lossy()).and_then(|p| p.canonicalize().ok());
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = exe.as_deref().and_then(Path::parent) {
+        candidates.push(dir.to_path_buf());
+        candidates.push(dir.join(".."));
+        candidates.push(dir.join("../../tools/perftest"));
+    }
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../perftest"));
+    candidates
+        .into_iter()
+        .map(|c| c.join(crate::matrix::PERFTEST_SECURE_DIR))
+        .find(|d| d.join("cacert.pem").is_file())
+        .and_then(|d| d.canonicalize().ok())
+}
+
+/// The Cyclone DDS configuration fragment of a secure row: the `governance` file of `dir`
+/// (perftest's `resource/secure`) with the identity and permissions of `side` (`pub` or
+/// `sub`), as perftest's own participants use them.
+pub fn cyclone_security_fragment(dir: &Path, governance: &str, side: &str) -> String {
+    let d = dir.display();
+    let perm = if side == "pub" { "Pub" } else { "Sub" };
+    format!(
+        "<Domain id=\"any\"><Security><Authentication><IdentityCertificate>file:{d}/{side}.pem</IdentityCertificate><IdentityCA>file:{d}/cacert.pem</IdentityCA><PrivateKey>file:{d}/{side}key.pem</PrivateKey></Authentication><AccessControl><PermissionsCA>file:{d}/cacert.pem</PermissionsCA><Governance>file:{d}/{governance}</Governance><Permissions>file:{d}/signed_PerftestPermissions{perm}.xml</Permissions></AccessControl></Security></Domain>"
+    )
 }
 
 /// What one process left behind.
@@ -754,6 +806,7 @@ mod tests {
             size: 1024,
             capture: Default::default(),
             language: Default::default(),
+            security: None,
         }
     }
 
