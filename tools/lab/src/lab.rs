@@ -928,6 +928,70 @@ UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdpLite: 0 0 0 
     }
 
     #[test]
+    fn a_row_is_failed_when_its_runs_security_is_not_the_rows() {
+        let mut run = planned(System::Ferrodds, TestKind::Latency);
+        run.scenario.security = Some(SecurityProfile::RtpsSign);
+        let c = CommandSpec::new("perftest").args(["-pub"]);
+        let summary = |gov: &str| {
+            format!("Perftest Configuration:\n\tDomain: 1\n\nSecure Configuration:\n\tGovernance file: {gov}\n\tEncryption algorithm: aes-128-gcm\n")
+        };
+        let with_at = |run: &PlannedRun, pub_err: String, sub_err: String| {
+            let mut o = outcome(Ending::Finished, LAT, "");
+            o.client.stderr = pub_err;
+            o.server.stderr = sub_err;
+            make_record(run, &o, &c, &c, "loopback", 2)
+        };
+        let sign = summary("/x/resource/secure/signed_PerftestGovernance_RTPSSign.xml");
+        let r = with_at(&run, sign.clone(), sign.clone());
+        assert_eq!(r.status, RunStatus::Ok, "{}", r.error);
+        // Another governance, or none, on either side.
+        let encrypt = summary("/x/resource/secure/signed_PerftestGovernance_RTPSEncrypt.xml");
+        let r = with_at(&run, sign.clone(), encrypt);
+        assert_eq!(r.status, RunStatus::Failed);
+        assert!(r.error.contains("the subscriber's start-up summary does not name the governance signed_PerftestGovernance_RTPSSign.xml of profile rtps_sign"), "{}", r.error);
+        let r = with_at(&run, "Perftest Configuration:\n".into(), sign.clone());
+        assert!(r.error.contains("the publisher's"), "{}", r.error);
+        // A subscriber whose output is not here (started by hand) is not judged.
+        let r = with_at(&run, sign.clone(), String::new());
+        assert_eq!(r.status, RunStatus::Ok, "{}", r.error);
+        // A row without security never had a Secure Configuration block.
+        for plain in [None, Some(SecurityProfile::NoSecurityLibraries)] {
+            run.scenario.security = plain;
+            let r = with_at(&run, sign.clone(), String::new());
+            assert_eq!(r.status, RunStatus::Failed, "{plain:?}");
+            assert!(
+                r.error.contains("but the row has no security"),
+                "{}",
+                r.error
+            );
+            let r = with_at(&run, "Perftest Configuration:\n".into(), String::new());
+            assert_eq!(r.status, RunStatus::Ok, "{plain:?}");
+        }
+        // A failed run keeps its own error.
+        run.scenario.security = Some(SecurityProfile::RtpsSign);
+        let r = make_record(&run, &outcome(Ending::TimedOut, LAT, ""), &c, &c, "x", 2);
+        assert_eq!(r.status, RunStatus::TimedOut);
+        assert!(r.error.starts_with("timed out"), "{}", r.error);
+        // The notes say which governance each profile ran with.
+        let mut spec = MatrixSpec::quick();
+        assert!(security_notes(&spec).is_empty());
+        spec.security = vec![
+            SecurityProfile::NoSecurityLibraries,
+            SecurityProfile::RtpsSign,
+        ];
+        let notes = security_notes(&spec);
+        assert!(notes[0].starts_with("security no_security_libraries: no -secure option"));
+        assert!(
+            notes[1].contains(
+                "-secureGovernanceFile resource/secure/signed_PerftestGovernance_RTPSSign.xml"
+            ),
+            "{}",
+            notes[1]
+        );
+        assert!(notes[1].contains("Cyclone"), "{}", notes[1]);
+    }
+
+    #[test]
     fn records_from_outcomes() {
         let run = planned(System::Ferrodds, TestKind::Latency);
         let c = CommandSpec::new("perftest").args(["-pub"]);

@@ -751,7 +751,8 @@ impl MatrixSpec {
         let rust = self.languages.is_empty() || self.languages.contains(&Language::Rust);
         let cyclone = self.systems.contains(&System::Cyclone);
         if let Some(p) = secure.first() {
-            if !(ferrodds && rust) && !cyclone {
+            let secure_capable = cyclone || (ferrodds && rust);
+            if !secure_capable {
                 return Err(LabError::Refused(format!(
                     "--security {p}: no selected system has DDS Security (raw UDP has none; the C# and micro perftests have no -secure options): add ferrodds with --language rust, or cyclone, to --systems"
                 )));
@@ -870,6 +871,139 @@ mod tests {
         );
         assert_eq!("cs".parse::<Language>().unwrap(), Language::Cs);
         assert!("java".parse::<Language>().is_err());
+    }
+
+    #[test]
+    fn security_rows_interleave_with_the_rows_without() {
+        let mut spec = MatrixSpec::quick();
+        spec.tests = vec![TestKind::Latency];
+        spec.sizes = Some(vec![32]);
+        spec.transports = vec![Transport::Udpv4, Transport::Tcp];
+        spec.security = parse_list("no_security_libraries,RTPS-SIGN").unwrap();
+        spec.check_security().unwrap();
+        let got: Vec<_> = spec
+            .schedule()
+            .iter()
+            .map(|r| (r.scenario.transport, r.scenario.system, r.scenario.security))
+            .collect();
+        let (n, s) = (
+            Some(SecurityProfile::NoSecurityLibraries),
+            Some(SecurityProfile::RtpsSign),
+        );
+        let (udpv4, tcp) = (Transport::Udpv4, Transport::Tcp);
+        let (ferrodds, raw, cyclone) = (System::Ferrodds, System::Raw, System::Cyclone);
+        assert_eq!(
+            got,
+            vec![
+                // UDPv4: every profile of FerroDDS and cyclone, raw without security.
+                (udpv4, ferrodds, n),
+                (udpv4, ferrodds, s),
+                (udpv4, raw, n),
+                (udpv4, cyclone, n),
+                (udpv4, cyclone, s),
+                // Other transports: no secure rows.
+                (tcp, ferrodds, n),
+                (tcp, raw, n),
+                (tcp, cyclone, n),
+            ]
+        );
+        let secure = spec.scenarios()[1];
+        assert_eq!(secure.config_label(), "ferrodds reliable unkeyed rtps_sign");
+        assert!(secure.is_secure());
+        assert_eq!(
+            spec.scenarios()[0].config_label(),
+            "ferrodds reliable unkeyed"
+        );
+        // Without the axis no row names a profile.
+        spec.security.clear();
+        assert!(spec.scenarios().iter().all(|s| s.security.is_none()));
+        // C# and micro run without security, beside the Rust rows.
+        spec.security = vec![
+            SecurityProfile::NoSecurityLibraries,
+            SecurityProfile::RtpsEncrypt,
+        ];
+        spec.languages = vec![Language::Rust, Language::Micro];
+        spec.transports = vec![Transport::Udpv4];
+        spec.systems = vec![System::Ferrodds];
+        spec.check_security().unwrap();
+        let got: Vec<_> = spec
+            .scenarios()
+            .iter()
+            .map(|sc| (sc.language, sc.security))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Language::Rust, n),
+                (Language::Rust, Some(SecurityProfile::RtpsEncrypt)),
+                (Language::Micro, n),
+            ]
+        );
+    }
+
+    #[test]
+    fn security_combinations_that_cannot_run_are_refused() {
+        let mut spec = MatrixSpec::quick();
+        let refused = |spec: &MatrixSpec| match spec.check_security() {
+            Err(e) => e.to_string(),
+            Ok(()) => panic!("accepted: {spec:?}"),
+        };
+        // Profiles FerroDDS does not implement yet: named, with what is missing.
+        for (p, missing) in [
+            ("rtps_sign_origauth_data_encrypt", "origin authentication"),
+            (
+                "rtps_sign_submsg_encrypt_origauth_data_encrypt",
+                "submessage encryption",
+            ),
+            ("rtps_sign_submsg_encrypt", "submessage encryption"),
+        ] {
+            spec.security = vec![SecurityProfile::NoSecurityLibraries, p.parse().unwrap()];
+            let e = refused(&spec);
+            assert!(
+                e.contains(p) && e.contains(missing) && e.contains("FerroDDS"),
+                "{e}"
+            );
+        }
+        // ... but Cyclone alone runs them.
+        spec.systems = vec![System::Cyclone];
+        spec.check_security().unwrap();
+        // Raw UDP has no DDS Security.
+        spec.systems = vec![System::Raw];
+        spec.security = vec![SecurityProfile::RtpsSign];
+        assert!(refused(&spec).contains("raw UDP has none"));
+        // Neither have the C# and micro perftests.
+        spec.systems = vec![System::Ferrodds];
+        spec.languages = vec![Language::Cs];
+        assert!(refused(&spec).contains("no -secure options"));
+        spec.security = vec![
+            SecurityProfile::NoSecurityLibraries,
+            SecurityProfile::RtpsSign,
+        ];
+        assert!(refused(&spec).contains("add ferrodds with --language rust"));
+        spec.languages = vec![Language::Rust, Language::Micro];
+        spec.check_security().unwrap();
+        spec.security = vec![SecurityProfile::RtpsSign];
+        assert!(refused(&spec).contains("add no_security_libraries"));
+        // Secure rows are UDPv4 rows.
+        spec.languages = vec![Language::Rust];
+        spec.transports = vec![Transport::Shmem, Transport::Tcp];
+        assert!(refused(&spec).contains("UDPv4 only"));
+        // Without secure profiles any transport goes.
+        spec.security = vec![SecurityProfile::NoSecurityLibraries];
+        spec.check_security().unwrap();
+        assert!("rtps_signature".parse::<SecurityProfile>().is_err());
+        assert_eq!(
+            SecurityProfile::NoProtection.perftest_governance().unwrap(),
+            "resource/secure/signed_PerftestGovernance_.xml"
+        );
+        assert_eq!(SecurityProfile::NoSecurityLibraries.governance_file(), None);
+        // Every governance named is one perftest ships.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../perftest");
+        for p in SecurityProfile::ALL {
+            if let Some(g) = p.perftest_governance() {
+                assert!(dir.join(&g).is_file(), "{g}");
+            }
+        }
     }
 
     #[test]

@@ -933,6 +933,18 @@ mod tests {
         assert!(header.starts_with("run_index,repetition,system,test,"));
         assert!(header.contains("p50_us,p90_us,p99_us"));
         assert!(header.ends_with("error,pub_command,sub_command,stderr_tail"));
+        assert!(
+            header.contains(",capture,language,security,topology,"),
+            "{header}"
+        );
+        // The profile where the axis was used, nothing where it was not.
+        assert!(text.contains(",rust,rtps_sign,loopback,"), "{text}");
+        assert!(
+            text.contains(",cs,no_security_libraries,loopback,"),
+            "{text}"
+        );
+        let thr = std::fs::read_to_string(dir.join(files::THROUGHPUT_CSV)).unwrap();
+        assert!(thr.contains(",rust,,loopback,"), "{thr}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -214,6 +214,11 @@ mod tests {
         assert_eq!(t.len(), 8);
         assert_eq!(t[0].samples_per_s, 4_591_815.0);
         assert!(throughput().len() >= 56);
+        let r = security_latency_ratio("rtps_sign", 32).unwrap();
+        assert!((r - 24.0 / 17.0).abs() < 1e-9, "{r}");
+        assert!(security_latency_ratio("no_security_libraries", 63000).is_some_and(|r| r == 1.0));
+        assert!(security_latency_ratio("rtps_sign", 100_000).is_none());
+        assert!(security_latency_ratio("rtps_signature", 32).is_none());
         let t = tcp_latency();
         assert_eq!(t.len(), 14);
         assert_eq!((t[0].size, t[0].p50_us), (32, 27.0));

@@ -1051,6 +1051,90 @@ mod tests {
     }
 
     #[test]
+    fn security_cost_is_a_ratio_to_the_row_without_beside_the_published_one() {
+        let agg =
+            |system: System, security: Option<SecurityProfile>, size: u64, p50: f64| Aggregate {
+                scenario: Scenario {
+                    system,
+                    test: TestKind::Latency,
+                    reliability: crate::matrix::Reliability::Reliable,
+                    keyed: false,
+                    batching: false,
+                    transport: Transport::Udpv4,
+                    size,
+                    capture: Capture::Off,
+                    language: Language::Rust,
+                    security,
+                },
+                runs_ok: 1,
+                runs_failed: 0,
+                avg_us: Spread::of(&[p50]),
+                p50_us: Spread::of(&[p50]),
+                p99_us: Spread::of(&[p50]),
+                samples_per_s: None,
+                mbps: None,
+                lost_pct: None,
+                lost_samples_total: 0,
+                samples_per_datagram: None,
+            };
+        let none = Some(SecurityProfile::NoSecurityLibraries);
+        let mut summary = Summary {
+            lab_version: "0".into(),
+            started_unix_s: 0,
+            finished_unix_s: 0,
+            host: Default::default(),
+            settings: Default::default(),
+            planned_runs: 2,
+            runs_ok: 2,
+            runs_failed: 0,
+            runs_not_started: 0,
+            interrupted: false,
+            notes: Vec::new(),
+            aggregates: vec![
+                agg(System::Ferrodds, none, 32, 10.0),
+                agg(System::Ferrodds, none, 63000, 100.0),
+            ],
+            runs: Vec::new(),
+        };
+        let mut h = String::new();
+        security_cost_table(&mut h, &summary);
+        assert!(h.is_empty(), "no secure rows, no table");
+        summary.aggregates.extend([
+            agg(System::Ferrodds, Some(SecurityProfile::RtpsSign), 32, 12.0),
+            agg(
+                System::Ferrodds,
+                Some(SecurityProfile::RtpsEncrypt),
+                63000,
+                130.0,
+            ),
+            agg(System::Cyclone, none, 32, 20.0),
+            agg(System::Cyclone, Some(SecurityProfile::RtpsSign), 32, 25.0),
+        ]);
+        security_cost_table(&mut h, &summary);
+        assert!(h.contains("<h2>DDS Security"), "{h}");
+        // Each row: its p50 and the plain row's, their ratio, Connext's for the profile and
+        // size (rtps_sign 24 µs over 17 µs at 32 B; rtps_encrypt 219 over 186 at 63000 B).
+        assert!(h.contains("<tr><td>ferrodds reliable unkeyed rtps_sign</td><td class=\"num\">32</td><td class=\"num\">12.0 ÷ 10.0</td><td class=\"num\">1.20×</td><td class=\"num\">1.41×</td>"), "{h}");
+        assert!(h.contains("<tr><td>ferrodds reliable unkeyed rtps_encrypt</td><td class=\"num\">63000</td><td class=\"num\">130.0 ÷ 100.0</td><td class=\"num\">1.30×</td><td class=\"num\">1.18×</td>"), "{h}");
+        assert!(h.contains("<tr><td>cyclone reliable unkeyed rtps_sign</td><td class=\"num\">32</td><td class=\"num\">25.0 ÷ 20.0</td><td class=\"num\">1.25×</td>"), "{h}");
+        // Plain rows are the compared ones, never rows of the table.
+        assert!(!h.contains("<tr><td>ferrodds reliable unkeyed</td>"), "{h}");
+        // A keyed row has no published counterpart.
+        for a in &mut summary.aggregates {
+            a.scenario.keyed = true;
+        }
+        let mut h = String::new();
+        security_cost_table(&mut h, &summary);
+        assert!(
+            h.contains("<td class=\"num\">1.20×</td><td class=\"num\">–</td>"),
+            "{h}"
+        );
+        // The whole page has it too.
+        let page = render_html(&summary, true).unwrap();
+        assert!(page.contains("DDS Security (profile ÷ no_security_libraries"));
+    }
+
+    #[test]
     fn c_sharp_cost_is_a_ratio_beside_the_published_one() {
         let agg = |language: Language, p50: f64| Aggregate {
             scenario: Scenario {

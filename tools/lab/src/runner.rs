@@ -935,6 +935,66 @@ mod tests {
     }
 
     #[test]
+    fn secure_rows_name_their_governance_and_plain_rows_none() {
+        let mut s = scenario(System::Ferrodds, TestKind::Latency);
+        s.security = Some(SecurityProfile::RtpsEncrypt);
+        let c = build_commands(&s, &placement(), 7, 5);
+        for side in [&c.client, &c.server] {
+            let line = side.shell_line();
+            assert!(
+                line.contains(
+                    "-transport UDPv4 -secureGovernanceFile resource/secure/signed_PerftestGovernance_RTPSEncrypt.xml"
+                ),
+                "{line}"
+            );
+        }
+        for plain in [None, Some(SecurityProfile::NoSecurityLibraries)] {
+            s.security = plain;
+            let c = build_commands(&s, &placement(), 7, 5);
+            assert!(!c.client.shell_line().contains("-secure"), "{plain:?}");
+            assert!(!c.server.shell_line().contains("-secure"), "{plain:?}");
+        }
+        // Cyclone: the topology's configuration, then the profile's with this side's identity.
+        let mut p = placement();
+        p.secure_dir = Some(PathBuf::from("/r/secure"));
+        let mut cy = scenario(System::Cyclone, TestKind::Latency);
+        cy.security = Some(SecurityProfile::RtpsSign);
+        let c = build_commands(&cy, &p, 3, 4);
+        let uri = |cmd: &CommandSpec| {
+            cmd.env
+                .iter()
+                .find(|(k, _)| k == "CYCLONEDDS_URI")
+                .map(|(_, v)| v.clone())
+                .unwrap()
+        };
+        let (pub_uri, sub_uri) = (uri(&c.client), uri(&c.server));
+        assert!(
+            pub_uri.starts_with("file:///c.xml,<Domain id=\"any\"><Security>"),
+            "{pub_uri}"
+        );
+        assert!(
+            pub_uri.contains(
+                "<Governance>file:/r/secure/signed_PerftestGovernance_RTPSSign.xml</Governance>"
+            ),
+            "{pub_uri}"
+        );
+        assert!(
+            pub_uri.contains("file:/r/secure/pub.pem") && pub_uri.contains("PermissionsPub.xml"),
+            "{pub_uri}"
+        );
+        assert!(
+            sub_uri.contains("file:/r/secure/subkey.pem") && sub_uri.contains("PermissionsSub.xml"),
+            "{sub_uri}"
+        );
+        cy.security = Some(SecurityProfile::NoSecurityLibraries);
+        let c = build_commands(&cy, &p, 3, 4);
+        assert_eq!(uri(&c.client), "file:///c.xml");
+        // perftest's own folder is found from the repository the lab was built in.
+        let dir = find_secure_dir(Path::new("/no/such/perftest")).expect("resource/secure");
+        assert!(dir.join("signed_PerftestGovernance_RTPSSign.xml").is_file());
+    }
+
+    #[test]
     fn ddsperf_command_lines_and_wrapping() {
         let mut p = placement();
         p.cpu = None;

@@ -222,3 +222,68 @@ fn c_sharp_language_combinations_it_cannot_run_are_refused() {
     assert!(text.contains("/opt/perftest_cs -pub"), "{text}");
     assert!(text.contains("perftest -pub"), "{text}");
 }
+
+#[test]
+fn security_profiles_and_combinations_it_cannot_run_are_refused() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["--security", "rtps_sign_submsg_encrypt"],
+            "--security rtps_sign_submsg_encrypt: FerroDDS cannot run this profile yet",
+        ),
+        (
+            &[
+                "--security",
+                "no_security_libraries,rtps_sign_origauth_data_encrypt",
+            ],
+            "origin authentication",
+        ),
+        (
+            &["--security", "rtps_sign", "--systems", "raw"],
+            "raw UDP has none",
+        ),
+        (
+            &["--security", "rtps_sign", "--transport", "tcp"],
+            "UDPv4 only",
+        ),
+        (
+            &["--security", "rtps_sign", "--language", "rust,cs"],
+            "add no_security_libraries",
+        ),
+        (&["--security", "rtps_signature"], "security profile"),
+    ];
+    for (args, want) in cases {
+        let out = output_bounded(
+            lab()
+                .args(["run", "--quick", "--dry-run", "--perftest", "perftest"])
+                .args(args),
+            Duration::from_secs(20),
+        );
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // A dry run shows the governance of each secure row.
+    let out = output_bounded(
+        lab().args([
+            "run",
+            "--quick",
+            "--dry-run",
+            "--perftest",
+            "perftest",
+            "--systems",
+            "ferrodds,raw",
+            "--security",
+            "no_security_libraries,rtps_encrypt",
+        ]),
+        Duration::from_secs(20),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(
+        text.contains("ferrodds reliable unkeyed rtps_encrypt latency 32 B")
+            && text.contains(
+                "-secureGovernanceFile resource/secure/signed_PerftestGovernance_RTPSEncrypt.xml"
+            ),
+        "{text}"
+    );
+}

@@ -252,6 +252,101 @@ fn micro_rows_run_beside_the_full_build() {
     std::fs::remove_dir_all(&out_dir).unwrap();
 }
 
+/// The DDS Security axis: FerroDDS (and Cyclone's ddsperf when installed) without security
+/// and with rtps_sign, interleaved at one size; each secure run names its governance, the
+/// CSV says which profile each row used and the report has the DDS Security table.
+/// Domains 160-163.
+#[test]
+fn security_axis_rows_beside_the_rows_without() {
+    let out_dir = temp_dir("security");
+    let have_cyclone = ferrodds_lab::runner::find_program("ddsperf").is_some();
+    let systems = if have_cyclone {
+        "ferrodds,cyclone"
+    } else {
+        ferrodds_testkit::skip("ddsperf not installed: the Cyclone rows of the security run");
+        "ferrodds"
+    };
+    let out = output_bounded(
+        lab()
+            .args(["run", "--security", "no_security_libraries,rtps_sign"])
+            .args(["--systems", systems, "--tests", "latency", "--sizes", "32"])
+            .args(["--reliability", "reliable", "--keyed", "off"])
+            .args(["--batching", "off", "--execution-time", "1"])
+            .args(["--repetitions", "1", "--domain-base", "160"])
+            .arg("--perftest")
+            .arg(perftest())
+            .arg("--out")
+            .arg(&out_dir),
+        Duration::from_secs(240),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let governance = "-secureGovernanceFile resource/secure/signed_PerftestGovernance_RTPSSign.xml";
+    assert!(
+        stderr.contains(&format!(
+            "security rtps_sign: FerroDDS perftest {governance}"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("ferrodds reliable unkeyed rtps_sign latency 32 B: p50"),
+        "{stderr}"
+    );
+    let s = record::read_results(&out_dir).unwrap();
+    let n_sys = if have_cyclone { 2 } else { 1 };
+    assert_eq!(s.runs.len(), 2 * n_sys, "{stderr}");
+    use ferrodds_lab::matrix::SecurityProfile;
+    for r in &s.runs {
+        // (An ok secure FerroDDS row is one whose both start-up summaries named the governance.)
+        assert_eq!(
+            r.status,
+            RunStatus::Ok,
+            "{} failed: {}\n{}",
+            r.scenario.config_label(),
+            r.error,
+            r.stderr_tail
+        );
+        let l = r.latency.unwrap();
+        assert!(l.p50_us > 0.0 && l.p50_us < 100_000.0, "{l:?}");
+        let secure = r.scenario.security == Some(SecurityProfile::RtpsSign);
+        assert!(
+            secure || r.scenario.security == Some(SecurityProfile::NoSecurityLibraries),
+            "{r:?}"
+        );
+        let named = match r.scenario.system {
+            System::Ferrodds => {
+                r.pub_command.contains(governance) && r.sub_command.contains(governance)
+            }
+            _ => {
+                r.pub_command
+                    .contains("signed_PerftestGovernance_RTPSSign.xml</Governance>")
+                    && r.sub_command.contains("signed_PerftestPermissionsSub.xml")
+            }
+        };
+        assert_eq!(secure, named, "{}\n{}", r.pub_command, r.sub_command);
+        assert!(!r.pub_command.contains("-secure") || r.pub_command.contains("-transport UDPv4"));
+    }
+    let csv = std::fs::read_to_string(out_dir.join(files::LATENCY_CSV)).unwrap();
+    assert!(csv.lines().next().unwrap().contains(",security,"), "{csv}");
+    assert!(csv.contains(",rust,rtps_sign,loopback,32,"), "{csv}");
+    assert!(
+        csv.contains(",rust,no_security_libraries,loopback,32,"),
+        "{csv}"
+    );
+    let html = std::fs::read_to_string(out_dir.join(files::REPORT_HTML)).unwrap();
+    assert!(html.contains("<h2>DDS Security"), "the security table");
+    assert!(
+        html.contains("<tr><td>ferrodds reliable unkeyed rtps_sign</td><td class=\"num\">32</td>"),
+        "the FerroDDS rtps_sign row"
+    );
+    // Connext's published ratio for rtps_sign at 32 B beside it (24 µs over 17 µs).
+    assert!(html.contains(">1.41×<"), "the published ratio");
+    if have_cyclone {
+        assert!(html.contains("<tr><td>cyclone reliable unkeyed rtps_sign</td>"));
+    }
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}
+
 #[test]
 fn tcp_transport_axis_with_raw_tcp_and_cyclone_over_tcp() {
     let out_dir = temp_dir("tcp");
