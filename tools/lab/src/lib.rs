@@ -2,7 +2,13 @@
 //!
 //! Contract:
 //! - [`matrix`] expands the selected axes (system × test × reliability × keyed × batching ×
-//!   transport × size) into scenarios and a schedule that interleaves systems round by round.
+//!   transport × size, plus capture, language and DDS Security profile) into scenarios and a
+//!   schedule that interleaves systems round by round. Combinations that cannot run are
+//!   refused before anything starts ([`matrix::MatrixSpec::check_security`] for the security
+//!   axis: profiles FerroDDS lacks, secure rows without a secure-capable system or UDPv4).
+//! - A row never claims a setting its run did not use: a FerroDDS row of a security profile is
+//!   failed unless its processes' start-up summaries name the profile's governance
+//!   ([`lab::security_mismatch`]).
 //! - [`lab::run_lab`] runs each scenario as a pair of processes (perftest `-sub`/`-pub`,
 //!   perftest `-rawTransport`, or Cyclone `ddsperf` pong/ping, sub/pub), pinned with `taskset`
 //!   by default, each with a timeout; a failed or timed-out run is recorded with its error and
