@@ -332,6 +332,11 @@ impl DomainParticipant {
                     .collect()
             })
             .unwrap_or_default();
+        let timerfd = nix::sys::timerfd::TimerFd::new(
+            nix::sys::timerfd::ClockId::CLOCK_MONOTONIC,
+            nix::sys::timerfd::TimerFlags::TFD_CLOEXEC,
+        )
+        .map_err(|e| DdsError::Io(std::io::Error::from(e)))?;
         let mut inner = Inner::new(
             domain_id,
             engine,
@@ -340,6 +345,7 @@ impl DomainParticipant {
             origin,
             config.multicast,
             config.max_message_size,
+            timerfd,
         );
         inner.reader_groups = reader_groups;
         let inner = Arc::new(inner);

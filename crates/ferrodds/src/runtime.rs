@@ -30,6 +30,37 @@ use crate::entity::{ReaderShared, WriterShared};
 use crate::qos::FlowController;
 use crate::sync::{lock, wait_timeout, Deadline};
 use ferrodds_capture::Direction;
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{Expiration, TimerFd, TimerSetTimeFlags};
+
+/// A later timeout re-arms the event thread's timer only when it would fire within this
+/// (see `Inner::kick_timer`).
+const LAZY_MARGIN_NS: u64 = 60_000;
+
+/// Whether a timer armed for `cur` (last armed at `last_armed`) is re-armed for a later
+/// timeout at `now`: once it would fire within [`LAZY_MARGIN_NS`], or a probe grid step
+/// after it was last armed (see `Inner::kick_timer`).
+fn rearm_later_now(cur: u64, now: u64, last_armed: u64) -> bool {
+    cur <= now.saturating_add(LAZY_MARGIN_NS)
+        || now >= last_armed.saturating_add(ferrodds_rtps::congestion::PROBE_GRID)
+}
+
+/// When a timer armed for `cur` is re-armed for the engine's timeout `next` at `now`
+/// (`None`: left as it is). Earlier: at `next`. Later: at `next`, or at the next step of the
+/// probes' grid after [`LAZY_MARGIN_NS`] if that is sooner (tail-loss probes set from now on
+/// fall due there or later, so that none needs an earlier re-arm).
+fn rearm_at(cur: u64, next: u64, now: u64) -> Option<u64> {
+    if next < cur {
+        Some(next.max(1))
+    } else if next > cur {
+        let grid =
+            ferrodds_rtps::congestion::probe_grid_ceil(now.saturating_add(LAZY_MARGIN_NS + 1));
+        let wake = next.min(grid);
+        (wake > cur).then_some(wake)
+    } else {
+        None
+    }
+}
 
 /// An asynchronous writer and its token bucket (bytes).
 struct AsyncWriter {
@@ -245,7 +276,11 @@ pub(crate) struct Inner {
     /// Nanoseconds (from `origin`) the event thread will next wake at; `u64::MAX` = idle.
     timer_wake_at: AtomicU64,
     timer: Mutex<bool>,
-    timer_cv: Condvar,
+    /// What the event thread sleeps on: armed for `timer_wake_at`, and re-armed by the
+    /// thread that moved the engine's next timeout, without waking it (`kick_timer`).
+    timerfd: TimerFd,
+    /// When (engine ns) the timer was last armed.
+    timer_armed_at: AtomicU64,
     shutdown: AtomicBool,
     multicast: bool,
     /// The user-data multicast locators of `Config::multicast_groups` (group and the
@@ -274,6 +309,7 @@ impl Inner {
         origin: Instant,
         multicast: bool,
         max_message_size: usize,
+        timerfd: TimerFd,
     ) -> Self {
         let guid_prefix = engine.guid_prefix();
         let first = transports.first();
@@ -308,7 +344,8 @@ impl Inner {
                 .saturating_sub(i64::try_from(origin.elapsed().as_nanos()).unwrap_or(0)),
             timer_wake_at: AtomicU64::new(0),
             timer: Mutex::new(false),
-            timer_cv: Condvar::new(),
+            timerfd,
+            timer_armed_at: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             multicast,
             reader_groups: Vec::new(),
@@ -791,21 +828,55 @@ impl Inner {
             .collect()
     }
 
-    /// Tells the event thread that the engine's next timeout may have moved earlier.
+    /// Tells the event thread that the engine's next timeout moved: re-arms its timer when it
+    /// sleeps (no wake-up), or has it look again when it is working. Earlier: at once. Later
+    /// (an acknowledgement cancelled a tail-loss probe): once the timer would fire within
+    /// [`LAZY_MARGIN_NS`] or was last armed a grid step ago
+    /// ([`ferrodds_rtps::congestion::PROBE_GRID`]), and at most to the next step of that
+    /// grid. A flow of samples and acknowledgements thus re-arms it about once per grid step
+    /// instead of after every datagram (each re-arm is a system call, a costly one in a VM),
+    /// and it does not wake for probes no longer due.
     fn kick_timer(&self, next: Option<Timestamp>) {
         let Some(next) = next else {
             return;
         };
         let cur = self.timer_wake_at.load(Ordering::Acquire);
-        if cur == 0 || next.0 < cur {
-            let mut kicked = lock(&self.timer);
+        if cur != 0 && next.0 >= cur {
+            if next.0 == cur {
+                return;
+            }
+            let now = self.now().0;
+            let last = self.timer_armed_at.load(Ordering::Relaxed);
+            if !rearm_later_now(cur, now, last) {
+                return;
+            }
+        }
+        let mut kicked = lock(&self.timer);
+        let cur = self.timer_wake_at.load(Ordering::Acquire);
+        if cur == 0 {
+            // Working: it looks at the engine again before it sleeps.
             *kicked = true;
-            self.timer_cv.notify_one();
+        } else if let Some(wake) = rearm_at(cur, next.0, self.now().0) {
+            self.timer_wake_at.store(wake, Ordering::Release);
+            self.arm_timer(wake);
         }
     }
 
-    /// Body of the event thread: sleeps until the engine's `poll_timeout` (or a kick) and
-    /// calls `handle_timeout`.
+    /// Arms the event thread's timer for `wake_ns` (engine time; in the past: at once).
+    fn arm_timer(&self, wake_ns: u64) {
+        let now = self.now().0;
+        self.timer_armed_at.store(now, Ordering::Relaxed);
+        let d = Duration::from_nanos(wake_ns.saturating_sub(now).max(1));
+        if let Err(e) = self.timerfd.set(
+            Expiration::OneShot(TimeSpec::from_duration(d)),
+            TimerSetTimeFlags::empty(),
+        ) {
+            tracing::warn!(error = %e, "event timer not armed");
+        }
+    }
+
+    /// Body of the event thread: sleeps until the engine's `poll_timeout` (on its timerfd,
+    /// which other threads re-arm: `kick_timer`) and calls `handle_timeout`.
     pub(crate) fn event_loop(self: &Arc<Self>) {
         let mut pending = Vec::new();
         while !self.is_shut_down() {
@@ -822,33 +893,30 @@ impl Inner {
             };
             self.dispatch(&mut pending);
             let wake_ns = next.map_or(u64::MAX, |t| t.0.max(1));
-            if wake_ns <= self.now().0 {
+            let now = self.now().0;
+            if wake_ns <= now {
                 // Still due right after handle_timeout: do not spin on a timer the engine
                 // cannot serve yet.
                 std::thread::sleep(Duration::from_micros(100));
             }
-            let mut kicked = lock(&self.timer);
-            self.timer_wake_at.store(wake_ns, Ordering::Release);
-            loop {
-                if *kicked || self.is_shut_down() {
+            {
+                let mut kicked = lock(&self.timer);
+                if std::mem::take(&mut *kicked) {
+                    continue;
+                }
+                if self.is_shut_down() {
                     break;
                 }
-                let now = self.now().0;
-                if wake_ns <= now {
-                    break;
-                }
-                // Cap the sleep so that a lost kick costs at most this long.
-                let d = Duration::from_nanos((wake_ns - now).min(200_000_000));
-                let (g, res) = match self.timer_cv.wait_timeout(kicked, d) {
-                    Ok(x) => x,
-                    Err(e) => e.into_inner(),
-                };
-                kicked = g;
-                if res.timed_out() {
-                    break;
-                }
+                // Capped: a timer lost anyhow costs at most this long.
+                let wake = wake_ns.min(now.saturating_add(200_000_000)).max(1);
+                self.timer_wake_at.store(wake, Ordering::Release);
+                self.arm_timer(wake);
             }
-            *kicked = false;
+            if let Err(e) = self.timerfd.wait() {
+                // (EINTR: a signal; the loop looks at the engine again.)
+                tracing::debug!(error = %e, "event timer wait");
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
     }
 
@@ -906,7 +974,8 @@ impl Inner {
         {
             let mut kicked = lock(&self.timer);
             *kicked = true;
-            self.timer_cv.notify_all();
+            // Wakes the event thread at once: it sees the shutdown.
+            self.arm_timer(0);
         }
         self.discovered_cv.notify_all();
         let publisher = {
@@ -931,6 +1000,41 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The event thread's timer: earlier timeouts re-arm it at once; later ones only near
+    /// its time or a grid step after the last arming, and to a grid step at most, so that
+    /// the probes of the next samples (at least 500 µs ahead, on the grid) need no earlier
+    /// re-arm.
+    #[test]
+    fn the_timer_is_re_armed_lazily_for_later_timeouts() {
+        const MS: u64 = 1_000_000;
+        // Earlier: at once.
+        assert_eq!(rearm_at(10 * MS, 5 * MS, 4 * MS), Some(5 * MS));
+        // Later: at most to the next grid step after the margin.
+        assert_eq!(
+            rearm_at(10 * MS, 3_000 * MS, 10 * MS - 50_000),
+            Some(11 * MS)
+        );
+        assert_eq!(
+            rearm_at(10 * MS, 10 * MS + 300_000, 10 * MS - 50_000),
+            Some(10 * MS + 300_000)
+        );
+        // The same time: nothing.
+        assert_eq!(rearm_at(10 * MS, 10 * MS, 9 * MS), None);
+        // A later timeout waits while the timer is far and was armed recently...
+        assert!(!rearm_later_now(10 * MS, 9 * MS + 500_000, 9 * MS));
+        // ...not near its time...
+        assert!(rearm_later_now(10 * MS, 10 * MS - 50_000, 9 * MS + 900_000));
+        // ...nor a grid step after the last arming (a flow slower than the grid).
+        assert!(rearm_later_now(10 * MS, 9 * MS + 100_000, 8 * MS));
+        // A probe set after a lazy re-arm never falls before it: re-armed at t for the
+        // grid step g, a probe at >= t + 500 µs rounded up to the grid is >= g.
+        for t in (0..5 * MS).step_by(7_919) {
+            let g = rearm_at(t + 1, u64::MAX, t).unwrap();
+            let probe = ferrodds_rtps::congestion::probe_grid_ceil(t + 500_000);
+            assert!(probe >= g, "t {t}: probe {probe} before the timer {g}");
+        }
+    }
 
     #[test]
     fn time_conversions_round_trip() {

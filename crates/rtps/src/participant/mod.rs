@@ -331,6 +331,7 @@ impl Participant {
                 push_from: 0,
                 repair: false,
                 timeout: now,
+                stale_timeout: false,
             },
             heard: None,
             next_lease_check: Timestamp(0),

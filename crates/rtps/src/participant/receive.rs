@@ -16,6 +16,7 @@ impl Participant {
             return;
         }
         self.interpret(now, datagram, secure::Origin::Clear);
+        self.refresh_stale_timeout();
     }
 
     /// Interprets the submessages of a (decoded) datagram from `origin`.

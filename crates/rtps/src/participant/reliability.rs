@@ -311,7 +311,14 @@ impl Participant {
             }
         }
         if !w.lagging() {
-            w.next_hb = None;
+            // The tail-loss probe this acknowledgement makes useless: when it was the
+            // participant's next timeout, that timeout is computed again once the datagram
+            // is handled, so that the event thread is not woken for nothing (one wake-up
+            // per retransmission timeout while samples flow, a latency tail when it shares
+            // the CPU).
+            if w.next_hb.take() == Some(self.work.timeout) {
+                self.work.stale_timeout = true;
+            }
             w.hb_backoff = 0;
         }
     }

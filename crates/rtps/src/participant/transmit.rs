@@ -21,6 +21,20 @@ impl Participant {
         buf: &mut [u8],
         destinations: &mut Vec<Locator>,
     ) -> Option<usize> {
+        let r = self.transmit_next(now, buf, destinations);
+        if r.is_none() {
+            self.refresh_stale_timeout();
+        }
+        r
+    }
+
+    /// The next datagram of [`Participant::poll_transmit_into`].
+    fn transmit_next(
+        &mut self,
+        now: Timestamp,
+        buf: &mut [u8],
+        destinations: &mut Vec<Locator>,
+    ) -> Option<usize> {
         let full = self.config.max_message_size.min(buf.len());
         // With RTPS message protection, room is left for the transform.
         let overhead = self.security.as_ref().map_or(0, |s| s.overhead);
@@ -491,8 +505,13 @@ impl Participant {
                 // Tail-loss probe: a HEARTBEAT asking for an acknowledgement
                 // if this stays unacknowledged for a retransmission timeout
                 // with nothing pushed after it.
-                let t = now.saturating_add(rto);
-                w.next_hb = Some(t);
+                let t = Timestamp(crate::congestion::probe_grid_ceil(
+                    now.saturating_add(rto).0,
+                ));
+                if w.next_hb.replace(t) == Some(self.work.timeout) {
+                    // Moved later: see `Work::stale_timeout`.
+                    self.work.stale_timeout = true;
+                }
                 w.hb_backoff = 0;
                 self.work.arm(t);
             }

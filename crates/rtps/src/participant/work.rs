@@ -32,6 +32,9 @@ pub(super) struct Work {
     /// by `handle_timeout`. A deadline that moves later or goes away leaves it
     /// early, which costs at most one `handle_timeout` that finds nothing to do.
     pub(super) timeout: Timestamp,
+    /// The deadline `timeout` was set for went away (an acknowledgement cancelled a
+    /// tail-loss probe): `timeout` is computed again after the datagram.
+    pub(super) stale_timeout: bool,
 }
 
 impl Work {
@@ -204,6 +207,16 @@ impl Participant {
         }
         self.sync_cc_stats();
         self.work.timeout = self.next_deadline();
+    }
+
+    /// Computes the next timeout again when the deadline it was set for moved later or went
+    /// away (`Work::stale_timeout`), so that the caller's timer is not woken for nothing.
+    #[inline]
+    pub(super) fn refresh_stale_timeout(&mut self) {
+        if self.work.stale_timeout {
+            self.work.stale_timeout = false;
+            self.work.timeout = self.next_deadline();
+        }
     }
 
     /// When `handle_timeout` should next be called. This may be earlier than
