@@ -2,8 +2,8 @@
 //! participants): two participants in one process over loopback, configured with the
 //! committed perftest security files (`tools/perftest/resource/secure`, the no-protection
 //! governance), authenticate each other and deliver samples; bad configuration fails
-//! participant creation with an error naming the file and the reason. Domain 221 (no other
-//! test uses it).
+//! participant creation with an error naming the file and the reason. Domains 221 and 226
+//! (no other test uses them).
 #![cfg(feature = "security")]
 
 mod common;
@@ -100,7 +100,11 @@ fn two_secure_participants_authenticate_and_deliver() {
 }
 
 fn creation_error(cfg: SecurityConfig) -> DdsError {
-    match DomainParticipant::with_config(DOMAIN, loopback_config().security(cfg)) {
+    creation_error_in(DOMAIN, cfg)
+}
+
+fn creation_error_in(domain: u32, cfg: SecurityConfig) -> DdsError {
+    match DomainParticipant::with_config(domain, loopback_config().security(cfg)) {
         Ok(_) => panic!("creation must fail"),
         Err(e) => e,
     }
@@ -139,15 +143,16 @@ fn bad_security_files_fail_participant_creation_naming_them() {
 /// The published profiles FerroDDS does not implement yet are refused, never run with less
 /// protection: origin authentication at participant creation, submessage and payload
 /// protection at DataWriter / DataReader creation (each error names the file, the rule and
-/// the kinds).
+/// the kinds). Domain 226: its participants must not meet the other tests'.
 #[test]
 fn protection_not_implemented_is_refused_not_weakened() {
+    const DOMAIN: u32 = 226;
     with_timeout(60, || {
         let cfg = security(
             "pub",
             "signed_PerftestGovernance_RTPSSignWithOrigAuthEncryptData.xml",
         );
-        let msg = creation_error(cfg).to_string();
+        let msg = creation_error_in(DOMAIN, cfg).to_string();
         assert!(
             msg.contains("SIGN_WITH_ORIGIN_AUTHENTICATION")
                 && msg.contains("RTPSSignWithOrigAuthEncryptData")
