@@ -40,11 +40,16 @@ use ferrodds_transport::TransportKind;
 use crate::error::DdsError;
 use crate::sync::{lock, wait_timeout};
 
+/// The packet comment of a decrypted-view frame ([`CaptureConfig::decrypted_view`]).
+pub const DECRYPTED_COMMENT: &str =
+    "decrypted view (FerroDDS): the clear RTPS message of the protected frame before this one";
+
 /// How often the writer thread writes out what was recorded.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(10);
 
 /// Bytes of a record's header in the staging buffer: time (8), source and destination
-/// address and port (12), direction and transport (2), length (4), padding (2).
+/// address and port (12), direction and transport (2), length (4), decrypted-view flag (1),
+/// padding (1).
 const RECORD_HEADER: usize = 28;
 
 /// Where a capture is written.
@@ -94,6 +99,15 @@ pub struct CaptureConfig {
     /// ([`ferrodds_capture::remove_user_data`]); the packet comment says how many bytes
     /// were removed. Discovery is kept. Default: `false`.
     pub remove_user_data: bool,
+    /// **Writes protected traffic in clear.** With DDS Security protecting RTPS messages,
+    /// also record the clear form of each protected message beside it: after each
+    /// protected frame sent (RTPS message protection) or received (RTPS message protection
+    /// and volatile-secure submessages), a frame with the same addresses holding the RTPS
+    /// message as its sender built it, marked by its packet comment ("decrypted view").
+    /// Anyone who can read the file reads what the protection hides: for debugging only,
+    /// on a machine you trust, and delete the file afterwards. Without security it records
+    /// nothing more. Default: `false`.
+    pub decrypted_view: bool,
     /// Drop (default) or block when the buffer is full.
     pub overflow: CaptureOverflow,
     /// Bytes of messages (plus 28 bytes each) buffered for the writer thread; the capture
@@ -108,6 +122,7 @@ impl Default for CaptureConfig {
             output: CaptureOutput::default(),
             transports: None,
             remove_user_data: false,
+            decrypted_view: false,
             overflow: CaptureOverflow::Drop,
             buffer_bytes: 32 << 20,
         }
@@ -140,6 +155,12 @@ impl CaptureConfig {
     /// Sets [`CaptureConfig::remove_user_data`].
     pub fn remove_user_data(mut self, on: bool) -> Self {
         self.remove_user_data = on;
+        self
+    }
+
+    /// Sets [`CaptureConfig::decrypted_view`] (read its warning first).
+    pub fn decrypted_view(mut self, on: bool) -> Self {
+        self.decrypted_view = on;
         self
     }
 
@@ -242,6 +263,8 @@ const KINDS: [TransportKind; 4] = [
 pub(crate) struct CaptureTap {
     shared: Arc<Shared>,
     path: PathBuf,
+    /// [`CaptureConfig::decrypted_view`].
+    pub(crate) decrypted_view: bool,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -329,6 +352,7 @@ impl CaptureTap {
         Ok(Self {
             shared,
             path,
+            decrypted_view: config.decrypted_view,
             thread: Mutex::new(Some(thread)),
         })
     }
@@ -336,6 +360,7 @@ impl CaptureTap {
     /// Records one message, stamped `ts` (nanoseconds since the Unix epoch).
     /// Allocation-free; waits only with [`CaptureOverflow::Block`].
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn record(
         &self,
         ts: u64,
@@ -344,6 +369,7 @@ impl CaptureTap {
         dst: SocketAddrV4,
         bytes: &[u8],
         dir: Direction,
+        decrypted: bool,
     ) {
         let s = &*self.shared;
         if s.kinds & (1 << kind_index(kind)) == 0 || s.paused.load(Ordering::Relaxed) {
@@ -384,7 +410,7 @@ impl CaptureTap {
         });
         b.push(kind_index(kind));
         b.extend_from_slice(&u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_le_bytes());
-        b.extend_from_slice(&[0, 0]);
+        b.extend_from_slice(&[u8::from(decrypted), 0]);
         b.extend_from_slice(bytes);
         let after = b.len();
         drop(g);
@@ -534,6 +560,7 @@ impl WriterThread {
             };
             let kind = usize::from(h[21]);
             let len = u32::from_le_bytes(h[22..26].try_into().unwrap_or_default()) as usize;
+            let decrypted = h[26] != 0;
             let start = at + RECORD_HEADER;
             let Some(msg) = local.get(start..start + len) else {
                 break;
@@ -556,15 +583,21 @@ impl WriterThread {
             } else {
                 msg
             };
+            self.comment.clear();
+            if decrypted {
+                self.comment.push_str(DECRYPTED_COMMENT);
+            }
             let (payload, comment) = if self.strip {
                 let r = remove_user_data(msg, &mut self.scratch);
-                self.comment.clear();
                 if r.any() {
+                    if !self.comment.is_empty() {
+                        self.comment.push_str("; ");
+                    }
                     self.shared.removed.fetch_add(r.bytes, Ordering::Relaxed);
-                    self.comment = format!(
+                    self.comment.push_str(&format!(
                         "user data removed: {} bytes in {} submessages",
                         r.bytes, r.submessages
-                    );
+                    ));
                     if r.unparsed_tail > 0 {
                         self.comment
                             .push_str(&format!("; {} unparsable bytes dropped", r.unparsed_tail));
@@ -575,7 +608,10 @@ impl WriterThread {
                     (!self.comment.is_empty()).then_some(self.comment.as_str()),
                 )
             } else {
-                (msg, None)
+                (
+                    msg,
+                    (!self.comment.is_empty()).then_some(self.comment.as_str()),
+                )
             };
             match self.writer.write_udp(
                 iface,
@@ -613,6 +649,8 @@ pub(crate) fn now_ns() -> u64 {
 #[derive(Default)]
 pub(crate) struct CaptureSlot {
     on: AtomicBool,
+    /// The running capture wants the decrypted view.
+    decrypted: AtomicBool,
     tap: std::sync::RwLock<Option<Arc<CaptureTap>>>,
 }
 
@@ -644,7 +682,37 @@ impl CaptureSlot {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(t) = g.as_ref() {
-            t.record(ts, kind, src, dst, bytes, dir);
+            t.record(ts, kind, src, dst, bytes, dir, false);
+        }
+    }
+
+    /// Whether a capture with the decrypted view runs (two relaxed loads).
+    #[inline]
+    pub(crate) fn decrypted_view(&self) -> bool {
+        self.on.load(Ordering::Relaxed) && self.decrypted.load(Ordering::Relaxed)
+    }
+
+    /// Records the clear form `bytes` of a protected message just recorded, stamped `ts`
+    /// (or now), when a capture with the decrypted view runs.
+    pub(crate) fn record_decrypted(
+        &self,
+        ts: Option<u64>,
+        kind: TransportKind,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        bytes: &[u8],
+        dir: Direction,
+    ) {
+        if !self.decrypted_view() {
+            return;
+        }
+        let ts = ts.unwrap_or_else(now_ns);
+        let g = self
+            .tap
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(t) = g.as_ref() {
+            t.record(ts, kind, src, dst, bytes, dir, true);
         }
     }
 
@@ -664,6 +732,7 @@ impl CaptureSlot {
         if g.is_some() {
             return Err(tap);
         }
+        self.decrypted.store(tap.decrypted_view, Ordering::Relaxed);
         *g = Some(Arc::new(tap));
         self.on.store(true, Ordering::Relaxed);
         Ok(())
@@ -677,6 +746,7 @@ impl CaptureSlot {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         self.on.store(false, Ordering::Relaxed);
+        self.decrypted.store(false, Ordering::Relaxed);
         tap.map(|t| t.finish())
     }
 }

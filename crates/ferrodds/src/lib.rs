@@ -91,7 +91,7 @@ mod writer;
 
 pub use capture::{
     CaptureConfig, CaptureOutput, CaptureOverflow, CaptureStats,
-    FLUSH_INTERVAL as CAPTURE_FLUSH_INTERVAL,
+    DECRYPTED_COMMENT as CAPTURE_DECRYPTED_COMMENT, FLUSH_INTERVAL as CAPTURE_FLUSH_INTERVAL,
 };
 pub use config::{
     Config, Interface, SecurityConfig, Transports, ENV_CONGESTION_CONTROL, ENV_INTERFACE,

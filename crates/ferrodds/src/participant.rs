@@ -399,7 +399,7 @@ impl DomainParticipant {
     /// Stops the running capture: writes out what it recorded, closes the file and returns
     /// its figures (`None` when no capture runs).
     pub fn stop_capture(&self) -> Option<CaptureStats> {
-        self.inner.capture.remove()
+        self.inner.remove_capture()
     }
 
     /// Pauses the running capture: messages are not recorded (nor counted) until

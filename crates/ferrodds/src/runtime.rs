@@ -35,27 +35,28 @@ use nix::sys::timerfd::{Expiration, TimerFd, TimerSetTimeFlags};
 
 /// A later timeout re-arms the event thread's timer only when it would fire within this
 /// (see `Inner::kick_timer`).
-const LAZY_MARGIN_NS: u64 = 60_000;
+const LAZY_MARGIN_NS: u64 = 50_000;
+
+/// How far ahead a later timeout re-arms the timer at most: below the least retransmission
+/// timeout, so that the tail-loss probes of data pushed from now on (at least that far
+/// ahead) never need an earlier re-arm.
+const LAZY_HORIZON_NS: u64 = ferrodds_rtps::congestion::MIN_RTO - LAZY_MARGIN_NS;
 
 /// Whether a timer armed for `cur` (last armed at `last_armed`) is re-armed for a later
-/// timeout at `now`: once it would fire within [`LAZY_MARGIN_NS`], or a probe grid step
-/// after it was last armed (see `Inner::kick_timer`).
+/// timeout at `now`: once it would fire within [`LAZY_MARGIN_NS`], or a horizon after it
+/// was last armed (see `Inner::kick_timer`).
 fn rearm_later_now(cur: u64, now: u64, last_armed: u64) -> bool {
-    cur <= now.saturating_add(LAZY_MARGIN_NS)
-        || now >= last_armed.saturating_add(ferrodds_rtps::congestion::PROBE_GRID)
+    cur <= now.saturating_add(LAZY_MARGIN_NS) || now >= last_armed.saturating_add(LAZY_HORIZON_NS)
 }
 
 /// When a timer armed for `cur` is re-armed for the engine's timeout `next` at `now`
-/// (`None`: left as it is). Earlier: at `next`. Later: at `next`, or at the next step of the
-/// probes' grid after [`LAZY_MARGIN_NS`] if that is sooner (tail-loss probes set from now on
-/// fall due there or later, so that none needs an earlier re-arm).
+/// (`None`: left as it is). Earlier: at `next`. Later: at `next`, or [`LAZY_HORIZON_NS`]
+/// from now if that is sooner.
 fn rearm_at(cur: u64, next: u64, now: u64) -> Option<u64> {
     if next < cur {
         Some(next.max(1))
     } else if next > cur {
-        let grid =
-            ferrodds_rtps::congestion::probe_grid_ceil(now.saturating_add(LAZY_MARGIN_NS + 1));
-        let wake = next.min(grid);
+        let wake = next.min(now.saturating_add(LAZY_HORIZON_NS));
         (wake > cur).then_some(wake)
     } else {
         None
@@ -211,6 +212,8 @@ pub(crate) struct EngineState {
 pub(crate) struct TxScratch {
     buf: Vec<u8>,
     dests: Vec<Locator>,
+    /// The clear form of `buf`'s datagram, for a capture's decrypted view.
+    plain: Vec<u8>,
 }
 
 /// What a transport's receiving thread calls for each message: capture, then the engine.
@@ -241,6 +244,18 @@ impl MessageHandler for RxHandler {
         );
         inner.with_engine_tx(&mut self.pending, &mut self.tx, |st, now| {
             st.engine.handle_datagram(now, Some(src), data);
+            if inner.capture.decrypted_view() {
+                if let Some(plain) = st.engine.received_plaintext() {
+                    inner.capture.record_decrypted(
+                        None,
+                        meta.transport,
+                        meta.src,
+                        meta.dst,
+                        plain,
+                        Direction::Inbound,
+                    );
+                }
+            }
             ((), false)
         });
     }
@@ -419,7 +434,8 @@ impl Inner {
                         &mut buf,
                         &mut dests,
                     ) {
-                        self.send_datagram(&buf[..len], &dests);
+                        let plain = self.plaintext(&st.engine);
+                        self.send_datagram(&buf[..len], &dests, plain);
                         w.tokens = w.tokens.saturating_sub(len as u64);
                         if w.tokens == 0 {
                             break;
@@ -526,20 +542,31 @@ impl Inner {
             let mut first = engine
                 .poll_transmit_into(now, &mut tx.buf, &mut tx.dests)
                 .map(|l| l.min(tx.buf.len()));
+            let mut first_plain = false;
+            if first.is_some() && self.capture.decrypted_view() {
+                if let Some(p) = engine.sent_plaintext() {
+                    tx.plain.clear();
+                    tx.plain.extend_from_slice(p);
+                    first_plain = true;
+                }
+            }
             if first.is_some() {
                 while let Some(len) = engine.poll_transmit_into(now, tx_buf, tx_destinations) {
                     if let Some(l) = first.take() {
-                        self.send_datagram(&tx.buf[..l], &tx.dests);
+                        let plain = first_plain.then_some(&tx.plain[..]);
+                        self.send_datagram(&tx.buf[..l], &tx.dests, plain);
                     }
                     let len = len.min(tx_buf.len());
-                    self.send_datagram(&tx_buf[..len], tx_destinations);
+                    let plain = self.plaintext(engine);
+                    self.send_datagram(&tx_buf[..len], tx_destinations, plain);
                 }
             }
             self.drain_events(&mut st, pending);
-            (r, st.engine.poll_timeout(), first)
+            (r, st.engine.poll_timeout(), first.map(|l| (l, first_plain)))
         };
-        if let Some(len) = first {
-            self.send_datagram(&tx.buf[..len], &tx.dests);
+        if let Some((len, first_plain)) = first {
+            let plain = first_plain.then_some(&tx.plain[..]);
+            self.send_datagram(&tx.buf[..len], &tx.dests, plain);
         }
         self.kick_timer(next);
         self.dispatch(pending);
@@ -619,7 +646,8 @@ impl Inner {
         } = st;
         while let Some(len) = engine.poll_transmit_into(now, tx_buf, tx_destinations) {
             let len = len.min(tx_buf.len());
-            self.send_datagram(&tx_buf[..len], tx_destinations);
+            let plain = self.plaintext(engine);
+            self.send_datagram(&tx_buf[..len], tx_destinations, plain);
         }
         self.drain_events(st, pending);
     }
@@ -757,7 +785,20 @@ impl Inner {
         }
     }
 
-    fn send_datagram(&self, bytes: &[u8], destinations: &[Locator]) {
+    /// The clear form of the datagram `engine` just returned, when a capture records the
+    /// decrypted view and the datagram was protected.
+    #[inline]
+    fn plaintext<'e>(&self, engine: &'e Participant) -> Option<&'e [u8]> {
+        if self.capture.decrypted_view() {
+            engine.sent_plaintext()
+        } else {
+            None
+        }
+    }
+
+    /// Sends `bytes` to each destination and records it in the capture (with its clear form
+    /// `plain` beside it, for the decrypted view).
+    fn send_datagram(&self, bytes: &[u8], destinations: &[Locator], plain: Option<&[u8]>) {
         for d in destinations {
             let transport = match TransportKind::from_locator_kind(d.kind) {
                 Some(TransportKind::Udpv4) => &self.udp,
@@ -778,7 +819,7 @@ impl Inner {
                 continue;
             }
             if let Some(ts) = ts {
-                self.capture_outbound(ts, t.as_ref(), dst, bytes);
+                self.capture_outbound(ts, t.as_ref(), dst, bytes, plain);
             }
         }
     }
@@ -786,12 +827,23 @@ impl Inner {
     /// Records a sent message in the capture, if one is running, with the addresses it
     /// really travelled between.
     #[inline]
-    fn capture_outbound(&self, ts: u64, t: &dyn Transport, dst: SocketAddrV4, bytes: &[u8]) {
+    fn capture_outbound(
+        &self,
+        ts: u64,
+        t: &dyn Transport,
+        dst: SocketAddrV4,
+        bytes: &[u8],
+        plain: Option<&[u8]>,
+    ) {
         let (src, dst) = t
             .send_addresses(dst)
             .unwrap_or((SocketAddrV4::new(self.local_addr, self.local_port), dst));
         self.capture
             .record(Some(ts), t.kind(), src, dst, bytes, Direction::Outbound);
+        if let Some(p) = plain {
+            self.capture
+                .record_decrypted(Some(ts), t.kind(), src, dst, p, Direction::Outbound);
+        }
     }
 
     /// The name of the interface the participant runs on.
@@ -808,7 +860,19 @@ impl Inner {
 
     /// Installs a capture (fails when one is running).
     pub(crate) fn install_capture(&self, tap: CaptureTap) -> Result<(), CaptureTap> {
-        self.capture.install(tap)
+        let decrypted = tap.decrypted_view;
+        self.capture.install(tap)?;
+        if decrypted {
+            lock(&self.engine).engine.set_keep_plaintext(true);
+        }
+        Ok(())
+    }
+
+    /// Stops the running capture, if any (the engine stops keeping plaintext for it).
+    pub(crate) fn remove_capture(&self) -> Option<crate::capture::CaptureStats> {
+        let st = self.capture.remove();
+        lock(&self.engine).engine.set_keep_plaintext(false);
+        st
     }
 
     /// The counters of each transport.
@@ -831,11 +895,10 @@ impl Inner {
     /// Tells the event thread that the engine's next timeout moved: re-arms its timer when it
     /// sleeps (no wake-up), or has it look again when it is working. Earlier: at once. Later
     /// (an acknowledgement cancelled a tail-loss probe): once the timer would fire within
-    /// [`LAZY_MARGIN_NS`] or was last armed a grid step ago
-    /// ([`ferrodds_rtps::congestion::PROBE_GRID`]), and at most to the next step of that
-    /// grid. A flow of samples and acknowledgements thus re-arms it about once per grid step
-    /// instead of after every datagram (each re-arm is a system call, a costly one in a VM),
-    /// and it does not wake for probes no longer due.
+    /// [`LAZY_MARGIN_NS`] or was last armed [`LAZY_HORIZON_NS`] ago, and at most that far
+    /// ahead. A flow of samples and acknowledgements thus re-arms it about once per least
+    /// retransmission timeout instead of after every datagram (each re-arm is a system
+    /// call, a costly one in a VM), and it does not wake for probes no longer due.
     fn kick_timer(&self, next: Option<Timestamp>) {
         let Some(next) = next else {
             return;
@@ -993,7 +1056,7 @@ impl Inner {
 
     /// Writes out the capture file (call after the runtime threads are joined).
     pub(crate) fn finish_capture(&self) {
-        let _ = self.capture.remove();
+        let _ = self.remove_capture();
     }
 }
 
@@ -1002,37 +1065,43 @@ mod tests {
     use super::*;
 
     /// The event thread's timer: earlier timeouts re-arm it at once; later ones only near
-    /// its time or a grid step after the last arming, and to a grid step at most, so that
-    /// the probes of the next samples (at least 500 µs ahead, on the grid) need no earlier
-    /// re-arm.
+    /// its time or a horizon after the last arming, and at most that far ahead, so that the
+    /// probes of data pushed later (at least the least retransmission timeout ahead) need no
+    /// earlier re-arm.
     #[test]
     fn the_timer_is_re_armed_lazily_for_later_timeouts() {
         const MS: u64 = 1_000_000;
+        let h = LAZY_HORIZON_NS;
         // Earlier: at once.
         assert_eq!(rearm_at(10 * MS, 5 * MS, 4 * MS), Some(5 * MS));
-        // Later: at most to the next grid step after the margin.
-        assert_eq!(
-            rearm_at(10 * MS, 3_000 * MS, 10 * MS - 50_000),
-            Some(11 * MS)
-        );
-        assert_eq!(
-            rearm_at(10 * MS, 10 * MS + 300_000, 10 * MS - 50_000),
-            Some(10 * MS + 300_000)
-        );
+        // Later: at most the horizon ahead.
+        let now = 10 * MS - 20_000;
+        assert_eq!(rearm_at(10 * MS, 3_000 * MS, now), Some(now + h));
+        assert_eq!(rearm_at(10 * MS, 10 * MS + 100, now), Some(10 * MS + 100));
         // The same time: nothing.
         assert_eq!(rearm_at(10 * MS, 10 * MS, 9 * MS), None);
         // A later timeout waits while the timer is far and was armed recently...
-        assert!(!rearm_later_now(10 * MS, 9 * MS + 500_000, 9 * MS));
+        assert!(!rearm_later_now(
+            10 * MS,
+            9 * MS + 500_000,
+            9 * MS + 400_000
+        ));
         // ...not near its time...
-        assert!(rearm_later_now(10 * MS, 10 * MS - 50_000, 9 * MS + 900_000));
-        // ...nor a grid step after the last arming (a flow slower than the grid).
-        assert!(rearm_later_now(10 * MS, 9 * MS + 100_000, 8 * MS));
-        // A probe set after a lazy re-arm never falls before it: re-armed at t for the
-        // grid step g, a probe at >= t + 500 µs rounded up to the grid is >= g.
+        assert!(rearm_later_now(
+            10 * MS,
+            10 * MS - LAZY_MARGIN_NS,
+            9 * MS + 900_000
+        ));
+        // ...nor a horizon after the last arming (a flow slower than that).
+        assert!(rearm_later_now(
+            10 * MS,
+            9 * MS + 100_000,
+            9 * MS + 100_000 - h
+        ));
+        // A probe of data pushed after a lazy re-arm never falls before it.
         for t in (0..5 * MS).step_by(7_919) {
-            let g = rearm_at(t + 1, u64::MAX, t).unwrap();
-            let probe = ferrodds_rtps::congestion::probe_grid_ceil(t + 500_000);
-            assert!(probe >= g, "t {t}: probe {probe} before the timer {g}");
+            let wake = rearm_at(t + 1, u64::MAX, t).unwrap();
+            assert!(t + ferrodds_rtps::congestion::MIN_RTO >= wake, "t {t}");
         }
     }
 

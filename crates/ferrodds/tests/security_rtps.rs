@@ -1,7 +1,8 @@
 //! DDS Security step 2 through the public API: two participants in one process over
 //! loopback with the committed perftest RTPSEncrypt governance (`rtps_protection_kind`
 //! ENCRYPT) exchange crypto tokens after authentication and deliver samples in protected
-//! RTPS messages. Domain 222 (no other test uses it).
+//! RTPS messages; a capture's decrypted view records each protected message's clear form
+//! beside it. Domains 222 and 227 (no other test of this file uses them).
 #![cfg(feature = "security")]
 
 mod common;
@@ -11,9 +12,11 @@ use std::path::PathBuf;
 use common::*;
 use ferrodds::cdr::types::TestData;
 use ferrodds::{
-    DataReaderQos, DataWriterQos, DomainParticipant, PublisherQos, SecurityConfig, SubscriberQos,
-    TopicQos,
+    CaptureConfig, DataReaderQos, DataWriterQos, DomainParticipant, PublisherQos, SecurityConfig,
+    SubscriberQos, TopicQos, CAPTURE_DECRYPTED_COMMENT,
 };
+use ferrodds_capture::read_udp_payloads;
+use ferrodds_capture::testing::{require_tshark, tshark_check};
 
 const DOMAIN: u32 = 222;
 
@@ -82,5 +85,139 @@ fn rtps_encrypt_governance_delivers_samples() {
             assert!(s.protected_datagrams_received >= 10, "{s:?}");
             assert_eq!(s.unprotected_submessages_dropped, 0, "{s:?}");
         }
+    });
+}
+
+/// An RTPS message protected as a whole (SRTPS_PREFIX) or holding protected submessages
+/// (SEC_PREFIX: the volatile-secure key exchange).
+fn is_protected(m: &[u8]) -> bool {
+    let mut pos = 20;
+    while pos + 4 <= m.len() {
+        let (id, flags) = (m[pos], m[pos + 1]);
+        if id == 0x33 || id == 0x31 {
+            return true;
+        }
+        let len = if flags & 1 != 0 {
+            u16::from_le_bytes([m[pos + 2], m[pos + 3]])
+        } else {
+            u16::from_be_bytes([m[pos + 2], m[pos + 3]])
+        } as usize;
+        if len == 0 {
+            return false;
+        }
+        pos += 4 + len;
+    }
+    false
+}
+
+/// The decrypted view ([`CaptureConfig::decrypted_view`]): the publisher's capture holds
+/// each protected message (SRTPS_PREFIX first, the samples' bytes nowhere in clear) followed
+/// by its clear form, marked by its packet comment, which carries the samples; tshark
+/// decodes every frame.
+#[test]
+fn a_capture_with_the_decrypted_view_records_the_clear_messages() {
+    const DOMAIN: u32 = 227;
+    const MARKER: &[u8] = b"FERRODDS-DECRYPTED-VIEW-MARKER";
+    with_timeout(60, || {
+        let dir = std::env::temp_dir().join(format!("ferrodds-decrypted-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("pub.pcapng");
+        let a = DomainParticipant::with_config(
+            DOMAIN,
+            loopback_config()
+                .security(security("pub"))
+                .capture(Some(CaptureConfig::file(&path).decrypted_view(true))),
+        )
+        .expect("secure participant");
+        let b = DomainParticipant::with_config(DOMAIN, loopback_config().security(security("sub")))
+            .expect("secure participant");
+        let ta = a
+            .create_topic::<TestData>("Throughput", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<TestData>("Throughput", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&ta, DataWriterQos::default().reliable().keep_all())
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap();
+        assert!(w.wait_for_matched(1, WAIT), "writer did not match");
+        assert!(r.wait_for_matched(1, WAIT), "reader did not match");
+        for i in 0..20u32 {
+            let mut d = test_data(i);
+            d.bin_data = MARKER.to_vec();
+            w.write(&d).unwrap();
+        }
+        w.wait_for_acknowledgments(WAIT).unwrap();
+        let st = a.stop_capture().expect("a capture ran");
+        assert_eq!(st.frames_dropped, 0, "{st:?}");
+        let c = read_udp_payloads(&path).unwrap();
+        assert!(c.skipped.is_empty(), "{:?}", c.skipped);
+        let has = |m: &[u8]| m.windows(MARKER.len()).any(|w| w == MARKER);
+        let (mut srtps, mut sec, mut clear, mut marked) = (0, 0, 0, 0);
+        // Protected frames not yet followed by their clear form, per addresses and direction.
+        let mut unmatched: std::collections::HashMap<_, usize> = Default::default();
+        for d in &c.datagrams {
+            let key = (d.src, d.dst, d.direction);
+            if d.comment.as_deref() == Some(CAPTURE_DECRYPTED_COMMENT) {
+                clear += 1;
+                // After a protected frame with the same addresses and direction, one clear
+                // frame for each (other threads' frames may come between).
+                let n = unmatched.entry(key).or_default();
+                assert!(*n > 0, "frame {}: no protected frame before it", d.frame);
+                *n -= 1;
+                assert!(
+                    !is_protected(&d.payload),
+                    "frame {} still protected",
+                    d.frame
+                );
+                if has(&d.payload) {
+                    marked += 1;
+                }
+                continue;
+            }
+            assert!(
+                !has(&d.payload),
+                "frame {} carries the samples in clear",
+                d.frame
+            );
+            if d.payload.get(20) == Some(&0x33) {
+                srtps += 1;
+                *unmatched.entry(key).or_default() += 1;
+            } else if is_protected(&d.payload) {
+                // Volatile-secure submessages: their clear form is recorded when received.
+                sec += 1;
+                *unmatched.entry(key).or_default() += 1;
+            }
+        }
+        assert!(srtps >= 10, "{srtps} protected messages");
+        // A clear frame for each protected message, but for those received before their
+        // sender's key material (dropped and counted); and for each volatile-secure one
+        // received.
+        let rejected = a.engine_stats().rejected_protected_datagrams as usize;
+        assert!(
+            clear + rejected >= srtps && clear <= srtps + sec,
+            "{clear} clear frames for {srtps} protected messages and {sec} with protected submessages ({rejected} rejected)"
+        );
+        assert!(marked >= 1, "no clear frame carries the samples");
+        match require_tshark() {
+            Ok(true) => {
+                let report = tshark_check(&path).expect("tshark");
+                let issues = report.issues();
+                assert!(issues.is_empty(), "tshark found problems: {issues:#?}");
+            }
+            Ok(false) => {}
+            Err(e) => {
+                panic!("tshark is required for this test ({e}); set FERRODDS_SKIP_TSHARK=1 to skip")
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     });
 }

@@ -102,18 +102,6 @@ pub const QUEUE_DELAY: u64 = 10_000_000;
 pub const RTT_STALE: u64 = 100_000_000;
 /// Smallest retransmission timeout of tail-loss probes.
 pub const MIN_RTO: u64 = 500_000;
-
-/// Tail-loss probes fall due on multiples of this (ns of engine time): the probes of the
-/// samples of a flow share a few deadlines, so that a runtime re-arms its timer about once
-/// per grid step while acknowledgements cancel them (a lazy re-arm to the next step never
-/// needs an earlier one; see `ferrodds`'s event thread). Costs at most this much on top of
-/// the retransmission timeout.
-pub const PROBE_GRID: u64 = 1_000_000;
-
-/// `t` rounded up to the next multiple of [`PROBE_GRID`].
-pub fn probe_grid_ceil(t: u64) -> u64 {
-    t.div_ceil(PROBE_GRID).saturating_mul(PROBE_GRID)
-}
 /// Shortest interval of a delivery-rate measurement (and at least four
 /// smoothed round trips).
 pub const DELIVERY_INTERVAL: u64 = 50_000_000;

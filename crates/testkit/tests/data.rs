@@ -591,7 +591,7 @@ fn strict_reliable_with_a_dozen_readers_and_writers() {
 /// An acknowledgement cancels the tail-loss probe of the sample it acknowledges, and the
 /// participant's next timeout is computed again at once: it stayed at the cancelled probe's
 /// time, so that a runtime's timer woke for nothing after every acknowledged sample (about
-/// 2,000 times a second in a perftest latency run). Probes fall due on the grid.
+/// 2,000 times a second in a perftest latency run).
 #[test]
 fn an_acknowledgement_leaves_no_stale_probe_timeout() {
     let wq = WriterQos {
@@ -610,13 +610,11 @@ fn an_acknowledgement_leaves_no_stale_probe_timeout() {
         let now = net.now;
         net.p(a).write(w, alive(&payload(i)), now).unwrap();
         net.flush(a);
-        // Its probe is armed: on the grid, after the retransmission timeout (at most the
-        // HEARTBEAT period, 100 ms).
+        // Its probe is armed: after the retransmission timeout (at most the HEARTBEAT
+        // period, 100 ms, here: the simulated link's round trip is not measured yet).
         let probe = net.p(a).poll_timeout().unwrap();
         assert!(
-            probe.0 > now.0
-                && probe.0 <= now.0 + 101_000_000
-                && probe.0 % ferrodds_rtps::congestion::PROBE_GRID == 0,
+            probe.0 > now.0 && probe.0 <= now.0 + 101_000_000,
             "probe at {probe:?}, sent at {now:?}"
         );
         let ok = net.run_until(Duration::from_millis(50), |n| acked(n) > before);

@@ -1,7 +1,7 @@
 //! DDS Security in perftest (`-secure*`), end to end between two processes on 127.0.0.1:
 //! RTI's command lines with only `-secureGovernanceFile` use the files perftest ships
 //! (`resource/secure`); an RTPS-protected run carries no user data in clear (its own
-//! network capture, decoded by tshark); the profiles FerroDDS does not implement yet fail
+//! network capture, decoded by tshark, whose decrypted view holds the clear messages); the profiles FerroDDS does not implement yet fail
 //! with an error naming what is missing instead of running with less protection; a secure
 //! side and a plain one never match, and the secure side says why. Domains 81-83.
 #![cfg(all(feature = "dds", feature = "security"))]
@@ -106,12 +106,21 @@ fn rtps_encrypt_latency_run_with_the_shipped_files() {
         })
         .expect("the publisher's capture");
     let c = read_udp_payloads(&file).unwrap();
-    let (mut protected, mut clear_user) = (0, 0);
+    let (mut protected, mut protected_submessages, mut clear_user, mut decrypted) = (0, 0, 0, 0);
     for d in &c.datagrams {
         let m = &d.payload;
+        // The decrypted view (as RTI's capture parses encrypted content): the clear form of
+        // each protected message, marked.
+        if d.comment.as_deref() == Some(ferrodds::CAPTURE_DECRYPTED_COMMENT) {
+            decrypted += 1;
+            continue;
+        }
         if m.len() > 24 && &m[..4] == b"RTPS" {
             if m[20] == 0x33 {
                 protected += 1;
+            } else if has_submessage(m, 0x31) {
+                // Volatile-secure submessages (the key exchange): decrypted when received.
+                protected_submessages += 1;
             } else if has_user_data(m) {
                 clear_user += 1;
             }
@@ -125,6 +134,15 @@ fn rtps_encrypt_latency_run_with_the_shipped_files() {
     }
     assert!(protected > 2000, "{protected} protected messages");
     assert_eq!(clear_user, 0, "user DATA in clear");
+    assert!(
+        decrypted > 2000 && decrypted <= protected + protected_submessages,
+        "{decrypted} decrypted-view frames for {protected} protected messages and {protected_submessages} with protected submessages"
+    );
+    assert!(
+        p.stderr.contains("Network capture decrypted view:"),
+        "{}",
+        p.stderr
+    );
     match require_tshark() {
         Ok(true) => {
             let report = tshark_check(&file).expect("tshark");
@@ -137,6 +155,27 @@ fn rtps_encrypt_latency_run_with_the_shipped_files() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether an RTPS message holds a submessage `id`.
+fn has_submessage(msg: &[u8], id: u8) -> bool {
+    let mut pos = 20;
+    while pos + 4 <= msg.len() {
+        let (sid, flags) = (msg[pos], msg[pos + 1]);
+        if sid == id {
+            return true;
+        }
+        let len = if flags & 1 != 0 {
+            u16::from_le_bytes([msg[pos + 2], msg[pos + 3]])
+        } else {
+            u16::from_be_bytes([msg[pos + 2], msg[pos + 3]])
+        } as usize;
+        if len == 0 {
+            return false;
+        }
+        pos += 4 + len;
+    }
+    false
 }
 
 /// A DATA or DATA_FRAG of a user writer in a clear RTPS message.

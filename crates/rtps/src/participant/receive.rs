@@ -12,10 +12,12 @@ impl Participant {
     pub fn handle_datagram(&mut self, now: Timestamp, src: Option<Locator>, datagram: &[u8]) {
         let _ = src;
         self.stats.received_datagrams += 1;
-        if self.protects_messages() && self.receive_protected(now, datagram) {
-            return;
+        if let Some(s) = self.security.as_mut() {
+            s.plain_received_len = None;
         }
-        self.interpret(now, datagram, secure::Origin::Clear);
+        if !(self.protects_messages() && self.receive_protected(now, datagram)) {
+            self.interpret(now, datagram, secure::Origin::Clear);
+        }
         self.refresh_stale_timeout();
     }
 

@@ -43,6 +43,15 @@ pub(super) struct Security {
     reassembly: SeededMap<GuidPrefix, Reassembler>,
     /// Time of the datagram being interpreted (remote endpoint checks need it).
     pub(super) now: Timestamp,
+    /// Keep the clear form of protected datagrams ([`Participant::set_keep_plaintext`]).
+    keep_plaintext: bool,
+    /// The clear form of the last datagram `poll_transmit_into` protected (kept), and its
+    /// length (`None`: that datagram was not protected).
+    plain_sent: Vec<u8>,
+    pub(super) plain_sent_len: Option<usize>,
+    /// The clear form of the datagram `handle_datagram` decoded last (kept), and its length.
+    plain_received: Vec<u8>,
+    pub(super) plain_received_len: Option<usize>,
 }
 
 /// A stateless message sent as DATA_FRAGs, one per datagram.
@@ -172,6 +181,11 @@ impl Participant {
             train: None,
             reassembly: HashMap::with_hasher(map_hasher(prefix)),
             now,
+            keep_plaintext: false,
+            plain_sent: Vec::new(),
+            plain_sent_len: None,
+            plain_received: Vec::new(),
+            plain_received_len: None,
         });
         Ok(p)
     }
@@ -222,6 +236,33 @@ impl Participant {
                 false
             }
         }
+    }
+
+    /// Keeps (or stops keeping) the clear form of every datagram this participant protects
+    /// or decodes (RTPS message protection, volatile-secure submessages), for a network
+    /// capture's decrypted view: [`Participant::sent_plaintext`] and
+    /// [`Participant::received_plaintext`]. Costs a copy per protected datagram. No effect
+    /// without security.
+    pub fn set_keep_plaintext(&mut self, on: bool) {
+        if let Some(s) = self.security.as_mut() {
+            s.keep_plaintext = on;
+            s.plain_sent_len = None;
+            s.plain_received_len = None;
+        }
+    }
+
+    /// The clear form of the datagram the last [`Participant::poll_transmit_into`] returned,
+    /// when it was protected and plaintext is kept ([`Participant::set_keep_plaintext`]).
+    pub fn sent_plaintext(&self) -> Option<&[u8]> {
+        let s = self.security.as_ref()?;
+        s.plain_sent.get(..s.plain_sent_len?)
+    }
+
+    /// The clear form of the datagram the last [`Participant::handle_datagram`] decoded,
+    /// when it was protected and plaintext is kept ([`Participant::set_keep_plaintext`]).
+    pub fn received_plaintext(&self) -> Option<&[u8]> {
+        let s = self.security.as_ref()?;
+        s.plain_received.get(..s.plain_received_len?)
     }
 
     /// Whether this participant runs DDS Security.
@@ -427,6 +468,11 @@ impl Participant {
         let Some(s) = self.security.as_mut().filter(|s| s.protects) else {
             return Some(len);
         };
+        if s.keep_plaintext {
+            s.plain_sent.clear();
+            s.plain_sent.extend_from_slice(&buf[..len]);
+            s.plain_sent_len = Some(len);
+        }
         match s.plugin.encode_message(&buf[..len], &mut s.scratch) {
             Ok(n) if n <= buf.len() => {
                 buf[..n].copy_from_slice(&s.scratch[..n]);
@@ -513,6 +559,11 @@ impl Participant {
             Some((n, origin)) => {
                 if origin == Origin::Message {
                     self.stats.protected_datagrams_received += 1;
+                }
+                if let Some(s) = self.security.as_mut().filter(|s| s.keep_plaintext) {
+                    s.plain_received.clear();
+                    s.plain_received.extend_from_slice(&scratch[..n]);
+                    s.plain_received_len = Some(n);
                 }
                 self.interpret(now, &scratch[..n], origin)
             }

@@ -21,6 +21,9 @@ impl Participant {
         buf: &mut [u8],
         destinations: &mut Vec<Locator>,
     ) -> Option<usize> {
+        if let Some(s) = self.security.as_mut() {
+            s.plain_sent_len = None;
+        }
         let r = self.transmit_next(now, buf, destinations);
         if r.is_none() {
             self.refresh_stale_timeout();
@@ -120,6 +123,9 @@ impl Participant {
         destinations: &mut Vec<Locator>,
     ) -> Option<usize> {
         self.user_writer(w)?;
+        if let Some(s) = self.security.as_mut() {
+            s.plain_sent_len = None;
+        }
         let overhead = self.security.as_ref().map_or(0, |s| s.overhead);
         let limit = self
             .config
@@ -505,9 +511,7 @@ impl Participant {
                 // Tail-loss probe: a HEARTBEAT asking for an acknowledgement
                 // if this stays unacknowledged for a retransmission timeout
                 // with nothing pushed after it.
-                let t = Timestamp(crate::congestion::probe_grid_ceil(
-                    now.saturating_add(rto).0,
-                ));
+                let t = now.saturating_add(rto);
                 if w.next_hb.replace(t) == Some(self.work.timeout) {
                     // Moved later: see `Work::stale_timeout`.
                     self.work.stale_timeout = true;

@@ -315,6 +315,9 @@ impl DdsTransport {
             config = config.capture(Some(
                 CaptureConfig::prefix(format!("rtiperftest_network_capture_{role}_{id}_"))
                     .remove_user_data(opts.network_capture_no_user_data)
+                    // As RTI's capture parses encrypted content: each protected message
+                    // also in clear (the summary line says so).
+                    .decrypted_view(opts.secure.is_some())
                     .overflow(if opts.keep_network_capture {
                         CaptureOverflow::Block
                     } else {
@@ -416,6 +419,12 @@ impl DdsTransport {
                     ""
                 }
             ));
+            if opts.secure.is_some() {
+                lines.push(
+                    "Network capture decrypted view: each protected message is followed by its clear form (packet comment 'decrypted view'); the file holds what DDS Security protects"
+                        .to_string(),
+                );
+            }
         }
         Ok(DdsTransport {
             keep_capture: opts.keep_network_capture,
