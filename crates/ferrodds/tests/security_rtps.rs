@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use common::*;
 use ferrodds::cdr::types::TestData;
 use ferrodds::{
-    CaptureConfig, DataReaderQos, DataWriterQos, DomainParticipant, PublisherQos, SecurityConfig,
-    SubscriberQos, TopicQos, CAPTURE_DECRYPTED_COMMENT,
+    CaptureConfig, DataReader, DataReaderQos, DataWriter, DataWriterQos, DomainParticipant,
+    PublisherQos, SecurityConfig, SubscriberQos, TopicQos, CAPTURE_DECRYPTED_COMMENT,
 };
 use ferrodds_capture::read_udp_payloads;
 use ferrodds_capture::testing::{require_tshark, tshark_check};
@@ -36,33 +36,49 @@ fn security(role: &str) -> SecurityConfig {
         .permissions(f(&format!("signed_PerftestPermissions{perm}.xml")))
 }
 
+/// A secure publisher (capturing with `capture`, if any) and subscriber in `domain`, a
+/// reliable writer and reader of `Throughput` matched.
+fn matched_pair(
+    domain: u32,
+    capture: Option<CaptureConfig>,
+) -> (
+    DomainParticipant,
+    DomainParticipant,
+    DataWriter<TestData>,
+    DataReader<TestData>,
+) {
+    let a = DomainParticipant::with_config(
+        domain,
+        loopback_config().security(security("pub")).capture(capture),
+    )
+    .expect("secure participant");
+    let b = DomainParticipant::with_config(domain, loopback_config().security(security("sub")))
+        .expect("secure participant");
+    let ta = a
+        .create_topic::<TestData>("Throughput", TopicQos::default())
+        .unwrap();
+    let tb = b
+        .create_topic::<TestData>("Throughput", TopicQos::default())
+        .unwrap();
+    let w = a
+        .create_publisher(PublisherQos::default())
+        .unwrap()
+        .create_datawriter(&ta, DataWriterQos::default().reliable().keep_all())
+        .unwrap();
+    let r = b
+        .create_subscriber(SubscriberQos::default())
+        .unwrap()
+        .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+        .unwrap();
+    assert!(w.wait_for_matched(1, WAIT), "writer did not match");
+    assert!(r.wait_for_matched(1, WAIT), "reader did not match");
+    (a, b, w, r)
+}
+
 #[test]
 fn rtps_encrypt_governance_delivers_samples() {
     with_timeout(60, || {
-        let p = |role| {
-            DomainParticipant::with_config(DOMAIN, loopback_config().security(security(role)))
-                .expect("secure participant")
-        };
-        let a = p("pub");
-        let b = p("sub");
-        let ta = a
-            .create_topic::<TestData>("Throughput", TopicQos::default())
-            .unwrap();
-        let tb = b
-            .create_topic::<TestData>("Throughput", TopicQos::default())
-            .unwrap();
-        let w = a
-            .create_publisher(PublisherQos::default())
-            .unwrap()
-            .create_datawriter(&ta, DataWriterQos::default().reliable().keep_all())
-            .unwrap();
-        let r = b
-            .create_subscriber(SubscriberQos::default())
-            .unwrap()
-            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
-            .unwrap();
-        assert!(w.wait_for_matched(1, WAIT), "writer did not match");
-        assert!(r.wait_for_matched(1, WAIT), "reader did not match");
+        let (a, b, w, r) = matched_pair(DOMAIN, None);
         for i in 0..50u32 {
             w.write(&test_data(i)).unwrap();
         }
@@ -123,33 +139,8 @@ fn a_capture_with_the_decrypted_view_records_the_clear_messages() {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("pub.pcapng");
-        let a = DomainParticipant::with_config(
-            DOMAIN,
-            loopback_config()
-                .security(security("pub"))
-                .capture(Some(CaptureConfig::file(&path).decrypted_view(true))),
-        )
-        .expect("secure participant");
-        let b = DomainParticipant::with_config(DOMAIN, loopback_config().security(security("sub")))
-            .expect("secure participant");
-        let ta = a
-            .create_topic::<TestData>("Throughput", TopicQos::default())
-            .unwrap();
-        let tb = b
-            .create_topic::<TestData>("Throughput", TopicQos::default())
-            .unwrap();
-        let w = a
-            .create_publisher(PublisherQos::default())
-            .unwrap()
-            .create_datawriter(&ta, DataWriterQos::default().reliable().keep_all())
-            .unwrap();
-        let r = b
-            .create_subscriber(SubscriberQos::default())
-            .unwrap()
-            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
-            .unwrap();
-        assert!(w.wait_for_matched(1, WAIT), "writer did not match");
-        assert!(r.wait_for_matched(1, WAIT), "reader did not match");
+        let capture = CaptureConfig::file(&path).decrypted_view(true);
+        let (a, _b, w, _r) = matched_pair(DOMAIN, Some(capture));
         for i in 0..20u32 {
             let mut d = test_data(i);
             d.bin_data = MARKER.to_vec();

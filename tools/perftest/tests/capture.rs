@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{latency_summary, wait};
+use common::{has_user_data, latency_summary, wait};
 use ferrodds_capture::testing::{require_tshark, tshark_check};
 use ferrodds_capture::{read_udp_payloads, CapturedDatagram, Direction};
 
@@ -176,25 +176,6 @@ fn capture_files_are_named_kept_or_deleted_and_decode() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// The user-writer DATA/DATA_FRAG submessages in an RTPS message.
-fn has_user_data(msg: &[u8]) -> bool {
-    let mut pos = 20;
-    while pos + 4 <= msg.len() {
-        let (id, flags) = (msg[pos], msg[pos + 1]);
-        let len = if flags & 1 != 0 {
-            u16::from_le_bytes([msg[pos + 2], msg[pos + 3]])
-        } else {
-            u16::from_be_bytes([msg[pos + 2], msg[pos + 3]])
-        } as usize;
-        let end = if len == 0 { msg.len() } else { pos + 4 + len };
-        if (id == 0x15 || id == 0x16) && pos + 16 <= msg.len() && msg[pos + 15] & 0xC0 != 0xC0 {
-            return true;
-        }
-        pos = end;
-    }
-    false
 }
 
 /// Half the round trips the capture shows, in microseconds: from each ping the publisher

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{latency_summary, wait};
+use common::{has_submessage, has_user_data, latency_summary, wait};
 use ferrodds_capture::read_udp_payloads;
 use ferrodds_capture::testing::{require_tshark, tshark_check};
 
@@ -155,46 +155,6 @@ fn rtps_encrypt_latency_run_with_the_shipped_files() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Whether an RTPS message holds a submessage `id`.
-fn has_submessage(msg: &[u8], id: u8) -> bool {
-    let mut pos = 20;
-    while pos + 4 <= msg.len() {
-        let (sid, flags) = (msg[pos], msg[pos + 1]);
-        if sid == id {
-            return true;
-        }
-        let len = if flags & 1 != 0 {
-            u16::from_le_bytes([msg[pos + 2], msg[pos + 3]])
-        } else {
-            u16::from_be_bytes([msg[pos + 2], msg[pos + 3]])
-        } as usize;
-        if len == 0 {
-            return false;
-        }
-        pos += 4 + len;
-    }
-    false
-}
-
-/// A DATA or DATA_FRAG of a user writer in a clear RTPS message.
-fn has_user_data(msg: &[u8]) -> bool {
-    let mut pos = 20;
-    while pos + 4 <= msg.len() {
-        let (id, flags) = (msg[pos], msg[pos + 1]);
-        let len = if flags & 1 != 0 {
-            u16::from_le_bytes([msg[pos + 2], msg[pos + 3]])
-        } else {
-            u16::from_be_bytes([msg[pos + 2], msg[pos + 3]])
-        } as usize;
-        let end = if len == 0 { msg.len() } else { pos + 4 + len };
-        if (id == 0x15 || id == 0x16) && pos + 16 <= msg.len() && msg[pos + 15] & 0xC0 != 0xC0 {
-            return true;
-        }
-        pos = end;
-    }
-    false
 }
 
 /// The profiles that need origin authentication or submessage / payload protection fail

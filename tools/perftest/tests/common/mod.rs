@@ -129,3 +129,34 @@ pub(crate) fn throughput_summary(stdout: &str) -> Vec<f64> {
     }
     panic!("no throughput summary in:\n{stdout}");
 }
+
+/// The submessages of an RTPS message: (id, offset of its header). A zero length runs to
+/// the end of the message.
+pub(crate) fn submessages(msg: &[u8]) -> impl Iterator<Item = (u8, usize)> + '_ {
+    let mut pos = 20;
+    std::iter::from_fn(move || {
+        if pos + 4 > msg.len() {
+            return None;
+        }
+        let (id, flags, at) = (msg[pos], msg[pos + 1], pos);
+        let len = if flags & 1 != 0 {
+            u16::from_le_bytes([msg[pos + 2], msg[pos + 3]])
+        } else {
+            u16::from_be_bytes([msg[pos + 2], msg[pos + 3]])
+        } as usize;
+        pos = if len == 0 { msg.len() } else { pos + 4 + len };
+        Some((id, at))
+    })
+}
+
+/// Whether an RTPS message holds a submessage `id`.
+pub(crate) fn has_submessage(msg: &[u8], id: u8) -> bool {
+    submessages(msg).any(|(s, _)| s == id)
+}
+
+/// Whether an RTPS message holds a DATA or DATA_FRAG of a user writer.
+pub(crate) fn has_user_data(msg: &[u8]) -> bool {
+    submessages(msg).any(|(id, pos)| {
+        (id == 0x15 || id == 0x16) && pos + 16 <= msg.len() && msg[pos + 15] & 0xC0 != 0xC0
+    })
+}
