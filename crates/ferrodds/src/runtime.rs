@@ -419,7 +419,7 @@ impl Inner {
                 writers.append(&mut p.writers);
             }
             let mut wait = Duration::from_millis(50);
-            let next = {
+            let (next, now) = {
                 let mut st = lock(&self.engine);
                 let now = self.now();
                 writers.retain(|w| st.writers.contains_key(&w.writer));
@@ -451,9 +451,9 @@ impl Inner {
                     }
                 }
                 self.drain_locked(&mut st, now, &mut pending);
-                st.engine.poll_timeout()
+                (st.engine.poll_timeout(), now)
             };
-            self.kick_timer(next);
+            self.kick_timer(next, now);
             self.dispatch(&mut pending);
             let mut p = lock(&self.publisher);
             if !p.kicked && p.writers.is_empty() {
@@ -496,14 +496,14 @@ impl Inner {
         pending: &mut Vec<Pending>,
         f: impl FnOnce(&mut EngineState, Timestamp) -> R,
     ) -> R {
-        let (r, next) = {
+        let (r, next, now) = {
             let mut st = lock(&self.engine);
             let now = self.now();
             let r = f(&mut st, now);
             self.drain_locked(&mut st, now, pending);
-            (r, st.engine.poll_timeout())
+            (r, st.engine.poll_timeout(), now)
         };
-        self.kick_timer(next);
+        self.kick_timer(next, now);
         self.dispatch(pending);
         r
     }
@@ -522,7 +522,7 @@ impl Inner {
         tx: &mut TxScratch,
         f: impl FnOnce(&mut EngineState, Timestamp) -> (R, bool),
     ) -> R {
-        let (r, next, first) = {
+        let (r, next, first, now) = {
             let mut st = lock(&self.engine);
             let now = self.now();
             let (r, quiet) = f(&mut st, now);
@@ -562,13 +562,18 @@ impl Inner {
                 }
             }
             self.drain_events(&mut st, pending);
-            (r, st.engine.poll_timeout(), first.map(|l| (l, first_plain)))
+            (
+                r,
+                st.engine.poll_timeout(),
+                first.map(|l| (l, first_plain)),
+                now,
+            )
         };
         if let Some((len, first_plain)) = first {
             let plain = first_plain.then_some(&tx.plain[..]);
             self.send_datagram(&tx.buf[..len], &tx.dests, plain);
         }
-        self.kick_timer(next);
+        self.kick_timer(next, now);
         self.dispatch(pending);
         r
     }
@@ -898,17 +903,20 @@ impl Inner {
     /// [`LAZY_MARGIN_NS`] or was last armed [`LAZY_HORIZON_NS`] ago, and at most that far
     /// ahead. A flow of samples and acknowledgements thus re-arms it about once per least
     /// retransmission timeout instead of after every datagram (each re-arm is a system
-    /// call, a costly one in a VM), and it does not wake for probes no longer due.
-    fn kick_timer(&self, next: Option<Timestamp>) {
+    /// call, a costly one in a VM), and it does not wake for probes no longer due. `now` is
+    /// the engine time of the operation that moved the timeout (read when it took the engine
+    /// lock: a little early, which only makes the timer wake earlier, never later; one clock
+    /// read less per datagram).
+    fn kick_timer(&self, next: Option<Timestamp>, now: Timestamp) {
         let Some(next) = next else {
             return;
         };
+        let now = now.0;
         let cur = self.timer_wake_at.load(Ordering::Acquire);
         if cur != 0 && next.0 >= cur {
             if next.0 == cur {
                 return;
             }
-            let now = self.now().0;
             let last = self.timer_armed_at.load(Ordering::Relaxed);
             if !rearm_later_now(cur, now, last) {
                 return;
@@ -919,7 +927,7 @@ impl Inner {
         if cur == 0 {
             // Working: it looks at the engine again before it sleeps.
             *kicked = true;
-        } else if let Some(wake) = rearm_at(cur, next.0, self.now().0) {
+        } else if let Some(wake) = rearm_at(cur, next.0, now) {
             self.timer_wake_at.store(wake, Ordering::Release);
             self.arm_timer(wake);
         }

@@ -216,6 +216,30 @@ fn signal(pid: u32, sig: &str) {
         .status()
         .is_ok_and(|s| s.success());
     assert!(ok, "kill {sig} {pid} failed");
+    if sig == "-STOP" {
+        // `kill` returns once the signal is sent; a thread running on the other CPU may still
+        // handle a datagram (and acknowledge it) before it stops. Wait until every thread is.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !all_threads_stopped(pid) {
+            assert!(Instant::now() < deadline, "process {pid} did not stop");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// Whether every thread of `pid` is stopped (state `T` in `/proc/PID/task/TID/stat`).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|t| {
+        std::fs::read_to_string(t.path().join("stat")).is_ok_and(|stat| {
+            // The state follows the command name, which is in parentheses.
+            stat.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next())
+                .is_some_and(|c| c == 'T' || c == 't')
+        })
+    })
 }
 
 /// Strict reliability: with KEEP_ALL and `max_samples` 5, a writer whose reader stopped
