@@ -101,8 +101,8 @@ pub struct CaptureConfig {
     pub remove_user_data: bool,
     /// **Writes protected traffic in clear.** With DDS Security protecting RTPS messages,
     /// also record the clear form of each protected message beside it: after each
-    /// protected frame sent (RTPS message protection) or received (RTPS message protection
-    /// and volatile-secure submessages), a frame with the same addresses holding the RTPS
+    /// protected frame sent or received (RTPS message protection, and the volatile-secure
+    /// submessages of the key exchange), a frame with the same addresses holding the RTPS
     /// message as its sender built it, marked by its packet comment ("decrypted view").
     /// Anyone who can read the file reads what the protection hides: for debugging only,
     /// on a machine you trust, and delete the file afterwards. Without security it records

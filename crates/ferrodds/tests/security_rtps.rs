@@ -15,8 +15,8 @@ use ferrodds::{
     CaptureConfig, DataReader, DataReaderQos, DataWriter, DataWriterQos, DomainParticipant,
     PublisherQos, SecurityConfig, SubscriberQos, TopicQos, CAPTURE_DECRYPTED_COMMENT,
 };
-use ferrodds_capture::read_udp_payloads;
 use ferrodds_capture::testing::{require_tshark, tshark_check};
+use ferrodds_capture::{read_udp_payloads, Direction};
 
 const DOMAIN: u32 = 222;
 
@@ -152,7 +152,7 @@ fn a_capture_with_the_decrypted_view_records_the_clear_messages() {
         let c = read_udp_payloads(&path).unwrap();
         assert!(c.skipped.is_empty(), "{:?}", c.skipped);
         let has = |m: &[u8]| m.windows(MARKER.len()).any(|w| w == MARKER);
-        let (mut srtps, mut sec, mut clear, mut marked) = (0, 0, 0, 0);
+        let (mut srtps, mut sec, mut sec_sent, mut clear, mut marked) = (0, 0, 0, 0, 0);
         // Protected frames not yet followed by their clear form, per addresses and direction.
         let mut unmatched: std::collections::HashMap<_, usize> = Default::default();
         for d in &c.datagrams {
@@ -183,18 +183,31 @@ fn a_capture_with_the_decrypted_view_records_the_clear_messages() {
                 srtps += 1;
                 *unmatched.entry(key).or_default() += 1;
             } else if is_protected(&d.payload) {
-                // Volatile-secure submessages: their clear form is recorded when received.
+                // Volatile-secure submessages (the key exchange), sent and received.
                 sec += 1;
+                if d.direction == Some(Direction::Outbound) {
+                    sec_sent += 1;
+                }
                 *unmatched.entry(key).or_default() += 1;
             }
         }
         assert!(srtps >= 10, "{srtps} protected messages");
-        // A clear frame for each protected message, but for those received before their
-        // sender's key material (dropped and counted); and for each volatile-secure one
-        // received.
+        assert!(sec_sent >= 1, "no volatile-secure message sent");
+        // Every protected frame sent is followed by its clear form.
+        let sent_unmatched: usize = unmatched
+            .iter()
+            .filter(|((_, _, dir), _)| *dir == Some(Direction::Outbound))
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(
+            sent_unmatched, 0,
+            "protected frames sent without their clear form"
+        );
+        // So is every one received, but for messages received before their sender's key
+        // material (dropped and counted).
         let rejected = a.engine_stats().rejected_protected_datagrams as usize;
         assert!(
-            clear + rejected >= srtps && clear <= srtps + sec,
+            clear + rejected >= srtps + sec && clear <= srtps + sec,
             "{clear} clear frames for {srtps} protected messages and {sec} with protected submessages ({rejected} rejected)"
         );
         assert!(marked >= 1, "no clear frame carries the samples");

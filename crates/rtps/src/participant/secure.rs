@@ -252,7 +252,8 @@ impl Participant {
     }
 
     /// The clear form of the datagram the last [`Participant::poll_transmit_into`] returned,
-    /// when it was protected and plaintext is kept ([`Participant::set_keep_plaintext`]).
+    /// when it was protected (an RTPS message, or volatile-secure submessages) and plaintext
+    /// is kept ([`Participant::set_keep_plaintext`]).
     pub fn sent_plaintext(&self) -> Option<&[u8]> {
         let s = self.security.as_ref()?;
         s.plain_sent.get(..s.plain_sent_len?)
@@ -905,6 +906,10 @@ impl Participant {
                         continue;
                     }
                     let len = e.len();
+                    if s.keep_plaintext {
+                        s.plain_sent.clear();
+                        s.plain_sent.extend_from_slice(&buf[..len]);
+                    }
                     // Header (20) and INFO_DST (16) stay; DATA and HEARTBEAT are protected
                     // one by one.
                     let n1 = s
@@ -919,6 +924,9 @@ impl Participant {
                     match n {
                         Ok(n) if 36 + n <= limit => {
                             buf[36..36 + n].copy_from_slice(&s.scratch[..n]);
+                            if s.keep_plaintext {
+                                s.plain_sent_len = Some(len);
+                            }
                             self.stats.sent_data += 1;
                             fill_dests(out, dests.iter());
                             return Some(36 + n);
