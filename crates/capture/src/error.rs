@@ -37,6 +37,12 @@ pub enum CaptureError {
     /// The timestamp does not fit the format (classic pcap stores 32-bit seconds).
     #[error("timestamp {0:?} does not fit the capture format")]
     TimestampOutOfRange(Timestamp),
+    /// Bytes given as encoded packet blocks are not a whole number of them.
+    #[error("not a run of encoded packet blocks (at byte {offset})")]
+    MalformedBlocks {
+        /// Where the first bad block starts.
+        offset: usize,
+    },
 }
 
 /// Errors from [`read_udp_payloads`](crate::read_udp_payloads) and friends.

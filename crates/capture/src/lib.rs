@@ -7,7 +7,9 @@
 //! * Every datagram becomes an Ethernet II frame with synthetic IPv4 and UDP
 //!   headers carrying the real addresses and ports (Wireshark derives the
 //!   DDS domain and participant from the destination port). The IPv4 header
-//!   checksum and the UDP checksum are always correct. Multicast destinations
+//!   checksum is always correct; the UDP checksum is correct, or 0 ("none",
+//!   legal on IPv4) when a writer is told not to compute it
+//!   ([`CaptureWriter::set_udp_checksums`]). Multicast destinations
 //!   get the RFC 1112 MAC (`01:00:5e` + low 23 bits of the group), other
 //!   addresses a locally administered unicast MAC `02:00:a:b:c:d`.
 //! * Payloads up to [`MAX_UNFRAGMENTED_UDP_PAYLOAD`] bytes fit one frame
@@ -27,6 +29,10 @@
 //!   nanosecond resolution) and record the [`Direction`] in `epb_flags` and
 //!   an optional comment in `opt_comment`. Classic pcap ([`PcapWriter`]) uses
 //!   the nanosecond magic `0xa1b23c4d`.
+//! * A recording thread can encode a datagram's packet block itself
+//!   ([`encode_udp_packet_block`], the bytes a writer with UDP checksums off
+//!   writes) and leave a writer thread to write runs of them as they are
+//!   ([`CaptureWriter::write_encoded_blocks`]).
 //! * Writers reuse internal scratch buffers: after the first packet, writing
 //!   does not allocate. They do no buffering of their own, so wrap files in a
 //!   [`std::io::BufWriter`].
@@ -77,7 +83,10 @@ mod time;
 
 pub use error::{CaptureError, ReadError};
 pub use pcap::PcapWriter;
-pub use pcapng::{CaptureWriter, Direction, InterfaceId, MAX_EXPORTED_PDU_PAYLOAD};
+pub use pcapng::{
+    encode_udp_packet_block, encoded_block_at, udp_packet_block_len, CaptureWriter, Direction,
+    InterfaceId, MAX_EXPORTED_PDU_PAYLOAD,
+};
 pub use reader::{
     parse_udp_payloads, read_udp_payloads, read_udp_payloads_from, CaptureContents,
     CapturedDatagram, SkipReason, SkippedFrame,

@@ -3,7 +3,10 @@
 use std::io::Write;
 use std::net::SocketAddrV4;
 
-use crate::synth::{Frame, Synthesizer};
+use crate::synth::{
+    push_unfragmented_headers, Frame, Synthesizer, ETH_HEADER_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN,
+};
+use crate::MAX_UNFRAGMENTED_UDP_PAYLOAD;
 use crate::{CaptureError, Timestamp, MAX_IPV4_MTU, MAX_UDP_PAYLOAD, MIN_IPV4_MTU};
 
 const SHB_TYPE: u32 = 0x0A0D_0D0A;
@@ -35,6 +38,10 @@ const IF_NAME: u16 = 2;
 const IF_TSRESOL: u16 = 9;
 const EPB_FLAGS: u16 = 2;
 const TTL: u8 = 64;
+/// Most bytes handed to the output at once by [`CaptureWriter::write_encoded_blocks`]
+/// (Linux page-cache writes of several MiB at once were seen to cost several times more per
+/// byte than 1 MiB writes).
+const WRITE_CHUNK: usize = 1 << 20;
 const USER_APPL: &str = concat!("ferrodds-capture ", env!("CARGO_PKG_VERSION"));
 
 /// Identifies an interface (IDB) within one [`CaptureWriter`].
@@ -183,6 +190,30 @@ impl<W: Write> CaptureWriter<W> {
     /// The current IPv4 MTU.
     pub fn mtu(&self) -> u16 {
         self.synth.mtu()
+    }
+
+    /// Whether the synthetic UDP headers carry a computed checksum (default) or 0 ("no
+    /// checksum", legal on IPv4, as Cyclone DDS writes them). Off saves a pass over every
+    /// payload, and matches the blocks of [`encode_udp_packet_block`].
+    pub fn set_udp_checksums(&mut self, on: bool) {
+        self.synth.udp_checksums = on;
+    }
+
+    /// Writes blocks made by [`encode_udp_packet_block`] for this writer's interfaces, as
+    /// they are (one write of the whole run: no per-packet work). Refused, writing nothing,
+    /// if `blocks` is not a whole number of enhanced packet blocks.
+    pub fn write_encoded_blocks(&mut self, blocks: &[u8]) -> Result<(), CaptureError> {
+        let mut at = 0;
+        while at < blocks.len() {
+            match encoded_block_at(blocks, at) {
+                Some((total, _)) => at += total,
+                None => return Err(CaptureError::MalformedBlocks { offset: at }),
+            }
+        }
+        for chunk in blocks.chunks(WRITE_CHUNK) {
+            self.out.write_all(chunk)?;
+        }
+        Ok(())
     }
 
     /// Writes one UDP datagram from `src` to `dst` with `payload` as seen on
@@ -378,6 +409,70 @@ fn write_epb<W: Write>(
     Ok(())
 }
 
+/// Bytes of the enhanced packet block [`encode_udp_packet_block`] appends for a payload of
+/// `len` bytes.
+pub fn udp_packet_block_len(len: usize) -> usize {
+    let caplen = ETH_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN + len;
+    28 + caplen + pad4(caplen) + opt_len(4) + 4 + 4
+}
+
+/// Appends to `out` the enhanced packet block [`CaptureWriter::write_udp`] writes for a
+/// datagram sent whole, without a comment, on interface `iface`, at `ts` nanoseconds since
+/// the Unix epoch, with IPv4 identification `ip_id` and UDP checksum 0 (as a writer with
+/// [`CaptureWriter::set_udp_checksums`] off). For recording threads that encode what a
+/// writer thread then writes with [`CaptureWriter::write_encoded_blocks`]. Returns `false`,
+/// appending nothing, if the payload needs IPv4 fragments or an exported PDU (over
+/// [`MAX_UNFRAGMENTED_UDP_PAYLOAD`] bytes).
+#[allow(clippy::too_many_arguments)] // the fields of a captured datagram
+pub fn encode_udp_packet_block(
+    out: &mut Vec<u8>,
+    iface: InterfaceId,
+    ts: u64,
+    src: SocketAddrV4,
+    dst: SocketAddrV4,
+    ip_id: u16,
+    payload: &[u8],
+    dir: Direction,
+) -> bool {
+    if payload.len() > MAX_UNFRAGMENTED_UDP_PAYLOAD {
+        return false;
+    }
+    let caplen = ETH_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN + payload.len();
+    let total = udp_packet_block_len(payload.len());
+    put_u32(out, EPB_TYPE);
+    // At most 28 + 65535 + 3 + 16 bytes.
+    put_u32(out, total as u32);
+    put_u32(out, iface.0);
+    put_u32(out, (ts >> 32) as u32);
+    put_u32(out, ts as u32);
+    put_u32(out, caplen as u32);
+    put_u32(out, caplen as u32);
+    push_unfragmented_headers(out, src, dst, TTL, ip_id, payload.len());
+    out.extend_from_slice(payload);
+    out.extend_from_slice(&[0u8; 3][..pad4(caplen)]);
+    put_opt(out, EPB_FLAGS, &dir.epb_flags().to_le_bytes());
+    put_opt(out, OPT_ENDOFOPT, &[]);
+    put_u32(out, total as u32);
+    true
+}
+
+/// The block of [`encode_udp_packet_block`] at `at` in `blocks`: its total length and its
+/// UDP payload's length (`None`: not such a block, or cut short).
+pub fn encoded_block_at(blocks: &[u8], at: usize) -> Option<(usize, usize)> {
+    let word = |o: usize| -> Option<usize> {
+        let b = blocks.get(at + o..at + o + 4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    let total = word(4)?;
+    let caplen = word(20)?;
+    let headers = ETH_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN;
+    let ok = word(0)? == EPB_TYPE as usize
+        && (headers..=headers + MAX_UNFRAGMENTED_UDP_PAYLOAD).contains(&caplen)
+        && total == udp_packet_block_len(caplen - headers)
+        && word(total - 4)? == total;
+    ok.then(|| (total, caplen - headers))
+}
+
 fn pad4(len: usize) -> usize {
     (4 - len % 4) % 4
 }
@@ -537,5 +632,75 @@ mod tests {
         }
         assert_eq!(Direction::from_epb_flags(0), None);
         assert_eq!(Direction::from_epb_flags(0xff00_0003), None);
+    }
+
+    /// Blocks encoded by a recording thread are byte for byte what the writer writes for
+    /// the same datagrams with UDP checksums off; runs of them are written as they are,
+    /// and anything else is refused.
+    #[test]
+    fn encoded_blocks_are_the_writers_own() {
+        use crate::MAX_UNFRAGMENTED_UDP_PAYLOAD;
+        let src = SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 1), 7411);
+        let dst = SocketAddrV4::new(Ipv4Addr::new(239, 255, 0, 1), 7401);
+        let sizes = [0usize, 1, 2, 3, 4, 32, 8192, MAX_UNFRAGMENTED_UDP_PAYLOAD];
+        let mut plain = CaptureWriter::new(Vec::new()).unwrap();
+        plain.set_udp_checksums(false);
+        let mut encoded = CaptureWriter::new(Vec::new()).unwrap();
+        let ip = plain.add_interface("a").unwrap();
+        let ie = encoded.add_interface("a").unwrap();
+        let mut run = Vec::new();
+        for (i, n) in sizes.iter().enumerate() {
+            let payload: Vec<u8> = (0..*n).map(|k| (k + i) as u8).collect();
+            let ts = 1_700_000_000_000_000_000 + i as u64;
+            let dir = if i % 2 == 0 {
+                Direction::Inbound
+            } else {
+                Direction::Outbound
+            };
+            plain
+                .write_udp(
+                    ip,
+                    std::time::Duration::from_nanos(ts),
+                    src,
+                    dst,
+                    &payload,
+                    dir,
+                    None,
+                )
+                .unwrap();
+            let before = run.len();
+            assert!(encode_udp_packet_block(
+                &mut run, ie, ts, src, dst, i as u16, &payload, dir
+            ));
+            assert_eq!(run.len() - before, udp_packet_block_len(*n));
+            assert_eq!(
+                encoded_block_at(&run, before),
+                Some((run.len() - before, *n))
+            );
+        }
+        let too_big = vec![0u8; MAX_UNFRAGMENTED_UDP_PAYLOAD + 1];
+        let before = run.len();
+        assert!(!encode_udp_packet_block(
+            &mut run,
+            ie,
+            1,
+            src,
+            dst,
+            0,
+            &too_big,
+            Direction::Inbound
+        ));
+        assert_eq!(run.len(), before);
+        // Half a run, or garbage, is refused and nothing is written.
+        let len_before = encoded.get_ref().len();
+        for bad in [&run[..run.len() - 1], &run[4..], &[0u8; 64][..]] {
+            assert!(matches!(
+                encoded.write_encoded_blocks(bad),
+                Err(CaptureError::MalformedBlocks { .. })
+            ));
+        }
+        assert_eq!(encoded.get_ref().len(), len_before);
+        encoded.write_encoded_blocks(&run).unwrap();
+        assert_eq!(encoded.into_inner().unwrap(), plain.into_inner().unwrap());
     }
 }

@@ -139,6 +139,8 @@ pub(crate) struct Synthesizer {
     scratch: Vec<u8>,
     ip_id: u16,
     mtu: u16,
+    /// Compute UDP checksums (otherwise 0: none, legal on IPv4).
+    pub(crate) udp_checksums: bool,
 }
 
 impl Synthesizer {
@@ -147,6 +149,7 @@ impl Synthesizer {
             scratch: Vec::with_capacity(ETH_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN),
             ip_id: 0,
             mtu: MAX_IPV4_MTU,
+            udp_checksums: true,
         }
     }
 
@@ -177,7 +180,11 @@ impl Synthesizer {
         udp[2..4].copy_from_slice(&dst.port().to_be_bytes());
         // Fits: payload.len() <= MAX_UDP_PAYLOAD.
         udp[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
-        let csum = udp_checksum(*src.ip(), *dst.ip(), &udp, payload);
+        let csum = if self.udp_checksums {
+            udp_checksum(*src.ip(), *dst.ip(), &udp, payload)
+        } else {
+            0
+        };
         udp[6..8].copy_from_slice(&csum.to_be_bytes());
 
         let id = self.ip_id;
@@ -226,6 +233,35 @@ impl Synthesizer {
         }
         Ok(())
     }
+}
+
+/// Appends the Ethernet, IPv4 and UDP headers of a datagram of `payload_len` bytes
+/// (at most [`MAX_UNFRAGMENTED_UDP_PAYLOAD`]) sent whole, as [`Synthesizer::frames`] builds
+/// them with UDP checksums off.
+pub(crate) fn push_unfragmented_headers(
+    buf: &mut Vec<u8>,
+    src: SocketAddrV4,
+    dst: SocketAddrV4,
+    ttl: u8,
+    id: u16,
+    payload_len: usize,
+) {
+    debug_assert!(payload_len <= MAX_UNFRAGMENTED_UDP_PAYLOAD);
+    let udp_len = (UDP_HEADER_LEN + payload_len) as u16;
+    push_eth(buf, *src.ip(), *dst.ip());
+    push_ipv4(
+        buf,
+        *src.ip(),
+        *dst.ip(),
+        IPV4_HEADER_LEN as u16 + udp_len,
+        id,
+        FLAG_DF,
+        ttl,
+    );
+    buf.extend_from_slice(&src.port().to_be_bytes());
+    buf.extend_from_slice(&dst.port().to_be_bytes());
+    buf.extend_from_slice(&udp_len.to_be_bytes());
+    buf.extend_from_slice(&[0, 0]);
 }
 
 fn push_eth(buf: &mut Vec<u8>, src: Ipv4Addr, dst: Ipv4Addr) {

@@ -8,10 +8,14 @@
 //! stamped with the wall-clock time just before it is handed to the transport (so a
 //! receiver woken by the send cannot answer "before" it), an inbound one when the receive
 //! thread has it. Recording copies the message once into a staging buffer under a short lock
-//! (no allocation, no system call); a writer thread swaps the buffer out every
-//! [`FLUSH_INTERVAL`] (sooner when it is half full), encodes pcapng (synthetic
-//! Ethernet/IPv4/UDP headers with the real addresses and ports, the direction in
-//! `epb_flags`; messages larger than a UDP datagram as exported PDUs) and writes the file.
+//! (no allocation, no system call): a UDP or shared-memory message as the pcapng packet
+//! block the file will hold (synthetic Ethernet/IPv4/UDP headers with the real addresses
+//! and ports, UDP checksum 0 as Cyclone DDS writes it, the direction in `epb_flags`), others
+//! as a record for the writer thread to encode. The writer thread swaps the buffer out every
+//! [`FLUSH_INTERVAL`] (sooner when it is half full) and writes each run of packet blocks as
+//! it is, with one system call; it encodes the rest itself (TCP and TLS messages without
+//! their framing, messages with user data removed or larger than a UDP datagram (exported
+//! PDUs), decrypted views with their packet comment).
 //! When the buffer is full the message is dropped from the capture and counted
 //! ([`CaptureOverflow::Drop`], the default, so the capture never slows the data flow) or
 //! the sending or receiving thread waits for the writer ([`CaptureOverflow::Block`], a
@@ -33,7 +37,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use ferrodds_capture::{remove_user_data, CaptureWriter, Direction, InterfaceId};
+use ferrodds_capture::{
+    encode_udp_packet_block, encoded_block_at, remove_user_data, udp_packet_block_len,
+    CaptureWriter, Direction, InterfaceId, MAX_UNFRAGMENTED_UDP_PAYLOAD,
+};
 use ferrodds_transport::tcp::MSG_LEN_ID;
 use ferrodds_transport::TransportKind;
 
@@ -47,10 +54,14 @@ pub const DECRYPTED_COMMENT: &str =
 /// How often the writer thread writes out what was recorded.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(10);
 
-/// Bytes of a record's header in the staging buffer: time (8), source and destination
-/// address and port (12), direction and transport (2), length (4), decrypted-view flag (1),
-/// padding (1).
-const RECORD_HEADER: usize = 28;
+/// Bytes of a record's header in the staging buffer: [`RECORD_TAG`] (4), time (8), source
+/// and destination address and port (12), direction and transport (2), length (4),
+/// decrypted-view flag (1), padding (1). The staging buffer holds such records and pcapng
+/// packet blocks (which start with their block type, 6).
+const RECORD_HEADER: usize = 32;
+
+/// The first four bytes of a record (never a pcapng block type).
+const RECORD_TAG: [u8; 4] = [0xff; 4];
 
 /// Where a capture is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,6 +229,8 @@ pub struct CaptureStats {
 /// The staging buffer producers append records to.
 struct Staging {
     bytes: Vec<u8>,
+    /// IPv4 identification of the next packet block encoded here.
+    ip_id: u16,
     /// Producers waiting for room ([`CaptureOverflow::Block`]).
     waiting: usize,
 }
@@ -232,6 +245,11 @@ struct Shared {
     block: bool,
     /// Which transports are recorded: bit per `TransportKind` index.
     kinds: u8,
+    /// The file's interface of each transport recorded.
+    ifaces: [Option<InterfaceId>; 4],
+    /// Whether UDP and shared-memory messages are recorded as packet blocks (not when user
+    /// data is removed: the writer thread does that).
+    encode: bool,
     paused: AtomicBool,
     stopping: AtomicBool,
     /// The writer failed: record nothing more.
@@ -287,7 +305,9 @@ impl CaptureTap {
             path: path.clone(),
             source,
         })?;
-        let mut writer = CaptureWriter::new(BufWriter::with_capacity(1 << 20, file))?;
+        // Runs of packet blocks larger than the buffer go to the file without a copy.
+        let mut writer = CaptureWriter::new(BufWriter::with_capacity(64 * 1024, file))?;
+        writer.set_udp_checksums(false);
         let mut kinds = 0u8;
         let mut ifaces: [Option<InterfaceId>; 4] = [None; 4];
         for kind in KINDS {
@@ -319,6 +339,7 @@ impl CaptureTap {
         let shared = Arc::new(Shared {
             staging: Mutex::new(Staging {
                 bytes: Vec::with_capacity(capacity),
+                ip_id: 0,
                 waiting: 0,
             }),
             writer_cv: Condvar::new(),
@@ -326,6 +347,8 @@ impl CaptureTap {
             capacity,
             block: config.overflow == CaptureOverflow::Block,
             kinds,
+            ifaces,
+            encode: !config.remove_user_data,
             paused: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             failed: AtomicBool::new(false),
@@ -379,7 +402,17 @@ impl CaptureTap {
             s.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let need = RECORD_HEADER + bytes.len();
+        // As a packet block: a UDP or shared-memory message that fits one frame, not
+        // rewritten by the writer thread, without a comment.
+        let block = s.encode
+            && !decrypted
+            && matches!(kind, TransportKind::Udpv4 | TransportKind::Shm)
+            && bytes.len() <= MAX_UNFRAGMENTED_UDP_PAYLOAD;
+        let need = if block {
+            udp_packet_block_len(bytes.len())
+        } else {
+            RECORD_HEADER + bytes.len()
+        };
         if need > s.capacity {
             s.dropped.fetch_add(1, Ordering::Relaxed);
             return;
@@ -398,21 +431,17 @@ impl CaptureTap {
             g.waiting -= 1;
         }
         let before = g.bytes.len();
-        let b = &mut g.bytes;
-        b.extend_from_slice(&ts.to_le_bytes());
-        b.extend_from_slice(&src.ip().octets());
-        b.extend_from_slice(&src.port().to_le_bytes());
-        b.extend_from_slice(&dst.ip().octets());
-        b.extend_from_slice(&dst.port().to_le_bytes());
-        b.push(match dir {
-            Direction::Inbound => 0,
-            _ => 1,
+        let iface = s.ifaces[usize::from(kind_index(kind))];
+        let id = g.ip_id;
+        let encoded = iface.filter(|_| block).is_some_and(|iface| {
+            encode_udp_packet_block(&mut g.bytes, iface, ts, src, dst, id, bytes, dir)
         });
-        b.push(kind_index(kind));
-        b.extend_from_slice(&u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_le_bytes());
-        b.extend_from_slice(&[u8::from(decrypted), 0]);
-        b.extend_from_slice(bytes);
-        let after = b.len();
+        if encoded {
+            g.ip_id = id.wrapping_add(1);
+        } else {
+            append_record(&mut g.bytes, ts, kind, src, dst, bytes, dir, decrypted);
+        }
+        let after = g.bytes.len();
         drop(g);
         // Wake the writer early only when this record filled the buffer past half (one
         // system call per half buffer, not per message).
@@ -467,6 +496,34 @@ impl Drop for CaptureTap {
     fn drop(&mut self) {
         self.finish();
     }
+}
+
+/// Appends a record for the writer thread to encode (see [`RECORD_HEADER`]).
+#[allow(clippy::too_many_arguments)] // the fields of a captured message
+fn append_record(
+    b: &mut Vec<u8>,
+    ts: u64,
+    kind: TransportKind,
+    src: SocketAddrV4,
+    dst: SocketAddrV4,
+    bytes: &[u8],
+    dir: Direction,
+    decrypted: bool,
+) {
+    b.extend_from_slice(&RECORD_TAG);
+    b.extend_from_slice(&ts.to_le_bytes());
+    b.extend_from_slice(&src.ip().octets());
+    b.extend_from_slice(&src.port().to_le_bytes());
+    b.extend_from_slice(&dst.ip().octets());
+    b.extend_from_slice(&dst.port().to_le_bytes());
+    b.push(match dir {
+        Direction::Inbound => 0,
+        _ => 1,
+    });
+    b.push(kind_index(kind));
+    b.extend_from_slice(&u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_le_bytes());
+    b.extend_from_slice(&[u8::from(decrypted), 0]);
+    b.extend_from_slice(bytes);
 }
 
 /// The writer thread's state.
@@ -544,7 +601,24 @@ impl WriterThread {
         let mut at = 0;
         let local = std::mem::take(&mut self.local);
         let mut unframed = std::mem::take(&mut self.unframed);
-        while let Some(h) = local.get(at..at + RECORD_HEADER) {
+        // The run of packet blocks not written yet: where it starts, its messages and bytes.
+        let (mut run, mut run_records, mut run_bytes) = (0, 0, 0);
+        while at < local.len() {
+            if local.get(at..at + 4) != Some(&RECORD_TAG[..]) {
+                let Some((total, len)) = encoded_block_at(&local, at) else {
+                    debug_assert!(false, "staging buffer corrupt at {at}");
+                    break;
+                };
+                at += total;
+                run_records += 1;
+                run_bytes += len as u64;
+                continue;
+            }
+            self.write_run(&local[run..at], run_records, run_bytes);
+            (run_records, run_bytes) = (0, 0);
+            let Some(h) = local.get(at + 4..at + RECORD_HEADER) else {
+                break;
+            };
             let ts = u64::from_le_bytes(h[0..8].try_into().unwrap_or_default());
             let addr = |o: usize| {
                 SocketAddrV4::new(
@@ -566,6 +640,7 @@ impl WriterThread {
                 break;
             };
             at = start + len;
+            run = at;
             if self.shared.failed.load(Ordering::Relaxed) {
                 self.shared.dropped.fetch_add(1, Ordering::Relaxed);
                 continue;
@@ -631,8 +706,28 @@ impl WriterThread {
                 Err(e) => self.fail(&e.to_string(), 1),
             }
         }
+        self.write_run(&local[run..at.min(local.len())], run_records, run_bytes);
         self.local = local;
         self.unframed = unframed;
+    }
+
+    /// Writes a run of packet blocks the recording threads encoded (`records` messages of
+    /// `bytes` bytes), as it is.
+    fn write_run(&mut self, blocks: &[u8], records: u64, bytes: u64) {
+        if blocks.is_empty() {
+            return;
+        }
+        if self.shared.failed.load(Ordering::Relaxed) {
+            self.shared.dropped.fetch_add(records, Ordering::Relaxed);
+            return;
+        }
+        match self.writer.write_encoded_blocks(blocks) {
+            Ok(()) => {
+                self.shared.written.fetch_add(records, Ordering::Relaxed);
+                self.shared.bytes.fetch_add(bytes, Ordering::Relaxed);
+            }
+            Err(e) => self.fail(&e.to_string(), records),
+        }
     }
 }
 
