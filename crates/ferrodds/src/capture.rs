@@ -43,6 +43,7 @@ use ferrodds_capture::{
 };
 use ferrodds_transport::tcp::MSG_LEN_ID;
 use ferrodds_transport::TransportKind;
+use nix::fcntl::{fallocate, FallocateFlags};
 
 use crate::error::DdsError;
 use crate::sync::{lock, wait_timeout};
@@ -368,6 +369,8 @@ impl CaptureTap {
             unframed: Vec::new(),
             comment: String::new(),
             path: path.clone(),
+            allocated: 0,
+            preallocate: true,
         };
         let thread = std::thread::Builder::new()
             .name("ferrodds-capture".into())
@@ -539,9 +542,65 @@ struct WriterThread {
     unframed: Vec<u8>,
     comment: String,
     path: PathBuf,
+    /// The file is allocated up to here (`fallocate`, size kept); 0: not yet.
+    allocated: u64,
+    /// Whether to allocate ahead (off once the file system refused).
+    preallocate: bool,
 }
 
+/// How far ahead of what is written the writer thread allocates the file's space
+/// (`fallocate` keeping the size): the file system then does not allocate blocks write by
+/// write (on ext4 that took about 40 % of the writer thread's CPU). What is left beyond the
+/// end is freed when the capture stops.
+const PREALLOCATE_STEP: u64 = 16 << 20;
+
 impl WriterThread {
+    /// Allocates the file's space for at least `need` more bytes, a step at a time. A file
+    /// system that cannot (or no space for a whole step) gets plain writes.
+    fn preallocate(&mut self, need: u64) {
+        if !self.preallocate || self.shared.failed.load(Ordering::Relaxed) {
+            return;
+        }
+        let file = self.writer.get_ref().get_ref();
+        let Ok(len) = file.metadata().map(|m| m.len()) else {
+            return;
+        };
+        let end = len.saturating_add(need);
+        if end <= self.allocated {
+            return;
+        }
+        let start = self.allocated.max(len);
+        let add = (end - start).max(PREALLOCATE_STEP);
+        let ok = i64::try_from(start)
+            .ok()
+            .zip(i64::try_from(add).ok())
+            .is_some_and(|(o, n)| {
+                fallocate(file, FallocateFlags::FALLOC_FL_KEEP_SIZE, o, n).is_ok()
+            });
+        if ok {
+            self.allocated = start + add;
+        } else {
+            self.preallocate = false;
+        }
+    }
+
+    /// Frees the space allocated beyond the end of the file.
+    fn trim(&mut self) {
+        if self.allocated == 0 {
+            return;
+        }
+        let file = self.writer.get_ref().get_ref();
+        if let Ok(len) = file.metadata().map(|m| m.len()) {
+            if self.allocated > len {
+                // Truncating to the same size frees what lies beyond it.
+                if let Err(e) = file.set_len(len) {
+                    tracing::warn!(error = %e, path = %self.path.display(), "capture file not trimmed");
+                }
+            }
+        }
+        self.allocated = 0;
+    }
+
     fn run(&mut self) {
         loop {
             let stopping;
@@ -558,6 +617,8 @@ impl WriterThread {
                 }
             }
             if !self.local.is_empty() {
+                // Records grow by their headers when encoded (less than doubled).
+                self.preallocate(2 * self.local.len() as u64);
                 self.write_records();
                 self.local.clear();
                 self.flush();
@@ -570,6 +631,7 @@ impl WriterThread {
                 self.write_records();
                 self.local.clear();
                 self.flush();
+                self.trim();
                 return;
             }
         }

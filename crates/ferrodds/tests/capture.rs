@@ -327,6 +327,18 @@ fn captured_frames_carry_the_real_ports_on_both_sides() {
         let sb = b.stop_capture().expect("b's capture");
         assert!(a.stop_capture().is_none(), "stopped twice");
         assert_eq!((sa.frames_dropped, sb.frames_dropped), (0, 0));
+        // The space the writer allocated ahead (16 MiB at a time) is freed at the end.
+        for p in [&pa, &pb] {
+            use std::os::unix::fs::MetadataExt;
+            let m = std::fs::metadata(p).unwrap();
+            assert!(
+                m.blocks() * 512 <= m.len() + (1 << 20),
+                "{}: {} bytes allocated for {} bytes",
+                p.display(),
+                m.blocks() * 512,
+                m.len()
+            );
+        }
         let ca = read_udp_payloads(&pa).unwrap().datagrams;
         let cb = read_udp_payloads(&pb).unwrap().datagrams;
         assert_eq!(ca.len() as u64, sa.frames_written);
