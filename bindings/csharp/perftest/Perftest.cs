@@ -24,7 +24,7 @@ namespace FerroDds.Perftest
         public long? NumIter, LatencyCount, BatchSize;
         public long Instances = 1, SendQueueSize = 50;
         public int Pid, Sid, NumSubscribers = 1, NumPublishers = 1;
-        public string Nic, Transport;
+        public string Nic, Transport, LatencyFile;
         public readonly List<string> Peers = new List<string>();
 
         public const int Overhead = 28, InitializeSize = 1234, FinishedSize = 1235, LengthChangedSize = 1236;
@@ -34,7 +34,7 @@ namespace FerroDds.Perftest
             "-pub", "-sub", "-domain", "-dataLen", "-executionTime", "-latencyTest", "-noPrintIntervals",
             "-noOutputHeaders", "-bestEffort", "-keyed", "-instances", "-batchSize", "-nic", "-peer",
             "-transport", "-numIter", "-latencyCount", "-sidMultiSubTest", "-pidMultiPubTest",
-            "-numSubscribers", "-numPublishers", "-sendQueueSize", "-help",
+            "-numSubscribers", "-numPublishers", "-sendQueueSize", "-latencyFile", "-help",
         };
 
         public long EffNumIter { get { return NumIter ?? (LatencyTest ? 10000000L : 100000000L); } }
@@ -114,11 +114,16 @@ namespace FerroDds.Perftest
                     case "-numSubscribers": o.NumSubscribers = (int)Math.Max(1, num()); break;
                     case "-numPublishers": o.NumPublishers = (int)Math.Max(1, num()); break;
                     case "-sendQueueSize": o.SendQueueSize = Math.Max(1, num()); break;
+                    case "-latencyFile":
+                        // An optional value, as in RTI's perftest: the next argument unless it is an option.
+                        o.LatencyFile = i + 1 < args.Length && !args[i + 1].StartsWith("-", StringComparison.Ordinal)
+                            ? args[++i] : "latency_samples.csv";
+                        break;
                     case "-help": o.Help = true; break;
                 }
             }
             if (!o.Pub)
-                foreach (var pubOnly in new[] { "-executionTime", "-latencyTest", "-batchSize", "-numIter", "-latencyCount" })
+                foreach (var pubOnly in new[] { "-executionTime", "-latencyTest", "-batchSize", "-numIter", "-latencyCount", "-latencyFile" })
                     if (seen.Contains(pubOnly))
                         throw new UsageException("Cannot use '" + pubOnly + "' while setting '-sub'.");
             if (o.Transport == "SHMEM" && (o.Nic != null || o.Peers.Count > 0))
@@ -158,6 +163,7 @@ namespace FerroDds.Perftest
   -nic <name|address>         interface
   -peer <address>             unicast discovery peer (repeatable)
   -transport <UDPv4|SHMEM>    transport (default: UDPv4 and shared memory)
+  -latencyFile [file]         append every one-way latency value (µs, arrival order), default latency_samples.csv
   -sidMultiSubTest <id>, -pidMultiPubTest <id>, -numSubscribers <n>, -numPublishers <n>, -sendQueueSize <n>";
     }
 
@@ -528,6 +534,18 @@ namespace FerroDds.Perftest
                 }
             }
 
+            /// <summary>Appends the values in arrival order as the Rust perftest's -latencyFile does: "Sample Number, Value" rows, a blank line.</summary>
+            void SaveLatencyFile(int n)
+            {
+                Progress("Saving latency information in \"" + o.LatencyFile + "\".");
+                using (var f = new StreamWriter(o.LatencyFile, true, new UTF8Encoding(false), 1 << 16))
+                {
+                    f.Write("Sample Number, Value\n");
+                    for (int k = 0; k < n; k++) f.Write(k.ToString(CultureInfo.InvariantCulture) + ", " + latValues[k].ToString(CultureInfo.InvariantCulture) + "\n");
+                    f.Write("\n");
+                }
+            }
+
             static bool IsPingSlot(long i, long spb, long lc)
             {
                 long b = i / spb;
@@ -625,6 +643,7 @@ namespace FerroDds.Perftest
                         if (latCount > 0)
                         {
                             int n = Math.Min(latCount, latValues.Length);
+                            if (o.LatencyFile != null) SaveLatencyFile(n);
                             Array.Sort(latValues, 0, n);
                             Func<long, long> at = idx => latValues[Math.Min(idx, n - 1)];
                             double ave = latSum / latCount;
