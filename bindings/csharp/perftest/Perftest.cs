@@ -192,13 +192,38 @@ namespace FerroDds.Perftest
         public string TypeName { get { return shipped.TypeName; } }
         public int MaxSerializedSize(TestData s) { return shipped.MaxSerializedSize(s); }
 
-        public int Serialize(TestData s, byte[] buffer)
+        public unsafe int Serialize(TestData s, byte[] buffer)
         {
             if (!ReferenceEquals(buffer, cleared))
             {
                 Array.Clear(buffer, 0, buffer.Length);
                 cleared = buffer;
             }
+            int n = s.BinData.Length;
+            int pad = -(Body + n) & 3, total = 4 + Body + n + pad;
+            if (!BitConverter.IsLittleEndian || buffer.Length < total) return SerializeCdr(s, buffer);
+            // What CdrWriter writes (XCDR1 little-endian, every member aligned already), in
+            // one pass of stores: Mono calls each CdrWriter method (about 80 ns a sample).
+            fixed (byte* b = buffer)
+            fixed (byte* k = s.Key)
+            {
+                *(uint*)b = 0x0100u | (uint)pad << 24;
+                *(uint*)(b + 4) = *(uint*)k;
+                *(int*)(b + 8) = s.EntityId;
+                *(uint*)(b + 12) = s.SeqNum;
+                *(int*)(b + 16) = s.TimestampSec;
+                *(uint*)(b + 20) = s.TimestampUsec;
+                *(int*)(b + 24) = s.LatencyPing;
+                *(uint*)(b + 28) = (uint)n;
+            }
+            return total;
+        }
+
+        /// <summary>Body bytes before the payload: key[4], five 32-bit members, the length.</summary>
+        const int Body = 28;
+
+        int SerializeCdr(TestData s, byte[] buffer)
+        {
             var w = new CdrWriter(buffer);
             w.WriteBytes(s.Key, 0, 4);
             w.WriteI32(s.EntityId);
@@ -211,7 +236,32 @@ namespace FerroDds.Perftest
             return w.Finish();
         }
 
-        public TestData Deserialize(byte[] data, int length, TestData reuse)
+        public unsafe TestData Deserialize(byte[] data, int length, TestData reuse)
+        {
+            // XCDR1 little-endian (what FerroDDS writes) on a little-endian host: read the
+            // members in place; anything else, or bytes CdrReader would refuse, goes through
+            // CdrReader (which reads other encodings and throws the errors).
+            if (!BitConverter.IsLittleEndian || length < 4 + Body || length > data.Length || data[0] != 0 || data[1] != 0x01)
+                return DeserializeCdr(data, length, reuse);
+            var s = reuse ?? new TestData();
+            int n;
+            fixed (byte* b = data)
+            {
+                uint len = *(uint*)(b + 4 + Body - 4);
+                if ((bound >= 0 && len > (uint)bound) || len > (uint)(length - 4 - Body)) return DeserializeCdr(data, length, reuse);
+                n = (int)len;
+                fixed (byte* k = s.Key) *(uint*)k = *(uint*)(b + 4);
+                s.EntityId = *(int*)(b + 8);
+                s.SeqNum = *(uint*)(b + 12);
+                s.TimestampSec = *(int*)(b + 16);
+                s.TimestampUsec = *(uint*)(b + 20);
+                s.LatencyPing = *(int*)(b + 24);
+            }
+            SetZeros(s, n);
+            return s;
+        }
+
+        TestData DeserializeCdr(byte[] data, int length, TestData reuse)
         {
             var r = new CdrReader(data, length);
             var s = reuse ?? new TestData();
@@ -223,13 +273,18 @@ namespace FerroDds.Perftest
             s.LatencyPing = r.ReadI32();
             int n = r.ReadOctetSeqLength(bound);
             r.Skip(n);
+            SetZeros(s, n);
+            return s;
+        }
+
+        void SetZeros(TestData s, int n)
+        {
             if (s.BinData.Length != n)
             {
                 byte[] z;
                 if (!zeros.TryGetValue(n, out z)) { z = new byte[n]; zeros[n] = z; }
                 s.BinData = z;
             }
-            return s;
         }
     }
 
