@@ -18,7 +18,7 @@ src=bindings/csharp
 mcs -nologo -unsafe -optimize+ -warnaserror+ -target:library -doc:"$out/FerroDds.xml" \
   -out:"$out/FerroDds.dll" "$src"/src/*.cs
 mcs -nologo -unsafe -warnaserror+ -r:"$out/FerroDds.dll" -out:"$out/FerroDds.Tests.exe" "$src"/tests/*.cs
-mcs -nologo -optimize+ -warnaserror+ -r:"$out/FerroDds.dll" -out:"$out/perftest_cs.exe" "$src"/perftest/Perftest.cs
+mcs -nologo -unsafe -optimize+ -warnaserror+ -r:"$out/FerroDds.dll" -out:"$out/perftest_cs.exe" "$src"/perftest/Perftest.cs
 # The README's C# example, compiled and run (it must print what it received).
 awk '/^## C#$/{c=1} c&&/^```csharp$/{e=1;next} e&&/^```$/{exit} e' README.md >"$out/readme_example.body"
 { echo 'using System; using FerroDds; static class ReadmeExample { static void Main() {'

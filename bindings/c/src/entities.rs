@@ -349,12 +349,23 @@ impl ReaderEntry {
     pub(crate) fn take_into(&self, buf: &mut [u8]) -> CResult<(usize, SampleInfo)> {
         let mut stash = self.stash.lock().unwrap_or_else(PoisonError::into_inner);
         if stash.info.is_none() {
+            // Straight into `buf` when the sample fits (one copy); kept for the next take
+            // when it does not.
             let stash = &mut *stash;
+            let mut taken = None;
             self.reader.take_each(1, &mut |bytes, info| {
-                stash.bytes.clear();
-                stash.bytes.extend_from_slice(bytes);
-                stash.info = Some(*info);
+                if let Some(dst) = buf.get_mut(..bytes.len()) {
+                    dst.copy_from_slice(bytes);
+                    taken = Some((bytes.len(), *info));
+                } else {
+                    stash.bytes.clear();
+                    stash.bytes.extend_from_slice(bytes);
+                    stash.info = Some(*info);
+                }
             })?;
+            if let Some(t) = taken {
+                return Ok(t);
+            }
         }
         let Some(info) = stash.info else {
             return Err(CError::NoData);

@@ -91,6 +91,16 @@ impl From<ferrodds_cdr::CdrError> for CError {
 }
 
 impl CError {
+    /// The message of an error expected in a polling loop (its `Display` text, which has no
+    /// parameters), recorded without the formatter: `NoData` ends every take loop.
+    fn fixed_message(&self) -> Option<&'static str> {
+        match self {
+            Self::NoData => Some("no data"),
+            Self::Timeout | Self::Dds(DdsError::Timeout) => Some("timed out"),
+            _ => None,
+        }
+    }
+
     /// The return code of this error.
     pub(crate) fn code(&self) -> FerroddsRetcode {
         match self {
@@ -156,6 +166,19 @@ pub(crate) fn set_last_error(func: &str, what: &dyn std::fmt::Display) {
     });
 }
 
+/// Records `func: what` (no NUL inside `what`) as this thread's last error message, with
+/// copies only.
+fn set_last_error_fixed(func: &str, what: &str) {
+    LAST_ERROR.with(|l| {
+        let mut buf = l.borrow_mut();
+        buf.clear();
+        buf.extend_from_slice(func.as_bytes());
+        buf.extend_from_slice(b": ");
+        buf.extend_from_slice(what.as_bytes());
+        buf.push(0);
+    });
+}
+
 /// A pointer to this thread's last error message, valid until the thread's next failing
 /// call.
 pub(crate) fn last_error_ptr() -> *const c_char {
@@ -169,7 +192,10 @@ pub(crate) fn guard(func: &str, f: impl FnOnce() -> CResult<()>) -> FerroddsRetc
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => FERRODDS_RETCODE_OK,
         Ok(Err(e)) => {
-            set_last_error(func, &e);
+            match e.fixed_message() {
+                Some(m) => set_last_error_fixed(func, m),
+                None => set_last_error(func, &e),
+            }
             e.code()
         }
         Err(panic) => {
@@ -214,6 +240,17 @@ mod tests {
             FERRODDS_RETCODE_TIMEOUT
         );
         assert_eq!(last(), "g: timed out");
+        assert_eq!(guard("n", || Err(CError::NoData)), FERRODDS_RETCODE_NO_DATA);
+        assert_eq!(last(), "n: no data");
+        assert_eq!(
+            guard("t", || Err(CError::Timeout)),
+            FERRODDS_RETCODE_TIMEOUT
+        );
+        assert_eq!(last(), "t: timed out");
+        // The fixed messages are the errors' own texts.
+        for e in [CError::NoData, CError::Timeout, DdsError::Timeout.into()] {
+            assert_eq!(e.fixed_message(), Some(e.to_string().as_str()));
+        }
         assert_eq!(
             guard("h", || Err(CError::BadParameter("nul\0inside".into()))),
             FERRODDS_RETCODE_BAD_PARAMETER

@@ -83,10 +83,10 @@ namespace FerroDds
                 : (uint)(d[p] | d[p + 1] << 8 | d[p + 2] << 16 | d[p + 3] << 24);
         }
 
+        /// <summary>n: 1, 2, 4 or 8 (a mask, not a division: Mono does not fold a non-constant modulo).</summary>
         private void Align(int n)
         {
-            int rel = pos - 4;
-            pos += (n - rel % n) % n;
+            pos += -(pos - 4) & (n - 1);
         }
 
         /// <summary>Reads an aligned unsigned 32-bit integer.</summary>
@@ -161,10 +161,10 @@ namespace FerroDds
             pos = 4;
         }
 
+        /// <summary>n: 1, 2, 4 or 8 (a mask, not a division: Mono does not fold a non-constant modulo).</summary>
         private void Align(int n)
         {
-            int rel = pos - 4;
-            int pad = (n - rel % n) % n;
+            int pad = -(pos - 4) & (n - 1);
             for (int i = 0; i < pad; i++) buf[pos++] = 0;
         }
 
@@ -206,7 +206,7 @@ namespace FerroDds
         /// <summary>Pads the body to 4 bytes (announced in the header's options) and returns the total length.</summary>
         public int Finish()
         {
-            int pad = (4 - (pos - 4) % 4) % 4;
+            int pad = -(pos - 4) & 3;
             for (int i = 0; i < pad; i++) buf[pos++] = 0;
             buf[3] = (byte)pad;
             return pos;

@@ -417,10 +417,23 @@ namespace FerroDds.Tests
             if (string.IsNullOrEmpty(rust) || string.IsNullOrEmpty(cs)) throw new Exception("FERRODDS_PERFTEST and FERRODDS_PERFTEST_CS (the Rust and C# perftests) must be set");
             const string common = " -nic 127.0.0.1 -noPrintIntervals", time = " -executionTime 2";
             string pubOut, subOut;
-            // C# latency publisher, Rust subscriber (echoing the pings).
-            PerftestPair("mono", cs + " -pub -latencyTest -dataLen 32 -domain 166" + common + time, rust, "-sub -dataLen 32 -domain 166" + common, out pubOut, out subOut);
+            // C# latency publisher, Rust subscriber (echoing the pings); every value in -latencyFile.
+            string latFile = System.IO.Path.GetTempFileName();
+            System.IO.File.Delete(latFile);
+            PerftestPair("mono", cs + " -pub -latencyTest -dataLen 32 -domain 166 -latencyFile " + latFile + common + time, rust, "-sub -dataLen 32 -domain 166" + common, out pubOut, out subOut);
             var lat = SummaryRow(pubOut, "C# latency summary");
             Assert.True(lat[0] == 32 && lat[3] > 0 && lat[5] >= lat[3], "C# latency row (size, ave, std, min, max, p50, ...): " + pubOut);
+            var fileLines = System.IO.File.ReadAllLines(latFile);
+            System.IO.File.Delete(latFile);
+            Assert.True(fileLines.Length > 100 && fileLines[0] == "Sample Number, Value" && fileLines[fileLines.Length - 1] == "", "-latencyFile: header, rows, blank line");
+            var values = fileLines.Skip(1).Take(fileLines.Length - 2).Select((l, i) =>
+            {
+                var f = l.Split(new[] { ", " }, StringSplitOptions.None);
+                Assert.True(f.Length == 2 && f[0] == i.ToString(System.Globalization.CultureInfo.InvariantCulture), "-latencyFile row " + i + ": " + l);
+                return long.Parse(f[1], System.Globalization.CultureInfo.InvariantCulture);
+            }).OrderBy(v => v).ToArray();
+            Assert.True(values[0] == (long)lat[3] && values[values.Length - 1] == (long)lat[4] && values[values.Length * 50 / 100] == (long)lat[5],
+                "-latencyFile values give the summary's min, max and p50 (" + values[0] + ", " + values[values.Length - 1] + ", " + values[values.Length * 50 / 100] + "): " + pubOut);
             var thr = SummaryRow(subOut, "Rust throughput summary");
             Assert.True(thr[0] == 32 && thr[1] > 100, "Rust subscriber received the C# samples: " + subOut);
             // Rust throughput publisher (batching on), C# subscriber, keyed.
