@@ -28,8 +28,6 @@
 //! framed as UDP between the two ends of the connection (as exported PDUs when larger than
 //! a UDP datagram), so a capture of a TLS run contains what TLS protects on the wire.
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,6 +43,7 @@ use ferrodds_transport::tcp::MSG_LEN_ID;
 use ferrodds_transport::TransportKind;
 use nix::fcntl::{fallocate, FallocateFlags};
 
+use crate::capture_file::CaptureFile;
 use crate::error::DdsError;
 use crate::sync::{lock, wait_timeout};
 
@@ -302,12 +301,11 @@ impl CaptureTap {
             });
         }
         let path = config.path_for(guid_prefix);
-        let file = File::create(&path).map_err(|source| DdsError::CaptureFile {
+        let file = CaptureFile::create(&path).map_err(|source| DdsError::CaptureFile {
             path: path.clone(),
             source,
         })?;
-        // Runs of packet blocks larger than the buffer go to the file without a copy.
-        let mut writer = CaptureWriter::new(BufWriter::with_capacity(64 * 1024, file))?;
+        let mut writer = CaptureWriter::new(file)?;
         writer.set_udp_checksums(false);
         let mut kinds = 0u8;
         let mut ifaces: [Option<InterfaceId>; 4] = [None; 4];
@@ -532,7 +530,7 @@ fn append_record(
 /// The writer thread's state.
 struct WriterThread {
     shared: Arc<Shared>,
-    writer: CaptureWriter<BufWriter<File>>,
+    writer: CaptureWriter<CaptureFile>,
     ifaces: [Option<InterfaceId>; 4],
     strip: bool,
     /// The records taken from the staging buffer (swapped with it).
@@ -561,7 +559,7 @@ impl WriterThread {
         if !self.preallocate || self.shared.failed.load(Ordering::Relaxed) {
             return;
         }
-        let file = self.writer.get_ref().get_ref();
+        let file = self.writer.get_ref().file();
         let Ok(len) = file.metadata().map(|m| m.len()) else {
             return;
         };
@@ -589,7 +587,7 @@ impl WriterThread {
         if self.allocated == 0 {
             return;
         }
-        let file = self.writer.get_ref().get_ref();
+        let file = self.writer.get_ref().file();
         if let Ok(len) = file.metadata().map(|m| m.len()) {
             if self.allocated > len {
                 // Truncating to the same size frees what lies beyond it.

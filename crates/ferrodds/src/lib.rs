@@ -74,6 +74,7 @@
 #![forbid(unsafe_code)]
 
 mod capture;
+mod capture_file;
 mod config;
 mod entity;
 mod error;
