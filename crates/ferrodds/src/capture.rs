@@ -12,10 +12,12 @@
 //! block the file will hold (synthetic Ethernet/IPv4/UDP headers with the real addresses
 //! and ports, UDP checksum 0 as Cyclone DDS writes it, the direction in `epb_flags`), others
 //! as a record for the writer thread to encode. The writer thread swaps the buffer out every
-//! [`FLUSH_INTERVAL`] (sooner when it is half full) and writes each run of packet blocks as
-//! it is, with one system call; it encodes the rest itself (TCP and TLS messages without
-//! their framing, messages with user data removed or larger than a UDP datagram (exported
-//! PDUs), decrypted views with their packet comment).
+//! [`FLUSH_INTERVAL`] (sooner when it is half full), takes each run of packet blocks as it
+//! is and encodes the rest itself (TCP and TLS messages without their framing, messages with
+//! user data removed or larger than a UDP datagram (exported PDUs), decrypted views with
+//! their packet comment). It writes the file with direct I/O where the file system allows
+//! (`capture_file`: no page-cache copy on the CPU the data flow runs on), with its space
+//! allocated 16 MiB ahead.
 //! When the buffer is full the message is dropped from the capture and counted
 //! ([`CaptureOverflow::Drop`], the default, so the capture never slows the data flow) or
 //! the sending or receiving thread waits for the writer ([`CaptureOverflow::Block`], a
