@@ -56,7 +56,9 @@ impl ReassemblySpares {
     }
 
     /// A chunk of `len` bytes: a kept one (its old bytes are overwritten by the
-    /// fragments before the sample completes), else a new zeroed one.
+    /// fragments before the sample completes), else a new zeroed one. The budget
+    /// charges `len`; what a kept chunk's capacity holds beyond it is bounded by
+    /// [`SPARE_CHUNK_BYTES`] in all.
     fn chunk(&mut self, len: usize) -> Vec<u8> {
         match self.chunks.pop() {
             Some(mut c) => {
