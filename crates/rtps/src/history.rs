@@ -110,22 +110,28 @@ impl HistoryCache {
     }
 
     /// A payload buffer holding `data`, reusing a recycled one when possible.
+    #[inline]
     pub(crate) fn make_payload(&mut self, data: &[u8]) -> Vec<u8> {
-        let large = if data.len() > POOL_BUFFER_MAX {
-            self.large.take()
-        } else {
-            None
+        if data.len() > POOL_BUFFER_MAX {
+            return self.make_large_payload(data);
+        }
+        let mut v = match self.pool.pop() {
+            Some(v) => {
+                self.pool_bytes -= v.capacity();
+                v
+            }
+            None => Vec::new(),
         };
-        let mut v = match large {
-            Some(v) => v,
-            None => match self.pool.pop() {
-                Some(v) => {
-                    self.pool_bytes -= v.capacity();
-                    v
-                }
-                None => Vec::new(),
-            },
-        };
+        v.clear();
+        v.extend_from_slice(data);
+        v
+    }
+
+    /// [`make_payload`](Self::make_payload) above [`POOL_BUFFER_MAX`]: in the large
+    /// buffer when one is kept (out of line: the small-sample path stays as short).
+    #[inline(never)]
+    fn make_large_payload(&mut self, data: &[u8]) -> Vec<u8> {
+        let mut v = self.large.take().unwrap_or_default();
         v.clear();
         v.extend_from_slice(data);
         v
@@ -151,12 +157,20 @@ impl HistoryCache {
     ) {
         let cap = payload.capacity();
         if cap > POOL_BUFFER_MAX {
-            if cap <= LARGE_MAX_BYTES && large.as_ref().is_none_or(|l| l.capacity() < cap) {
-                *large = Some(payload);
-            }
+            Self::keep_large(large, payload);
         } else if cap > 0 && pool.len() < POOL_MAX && *pool_bytes + cap <= POOL_MAX_BYTES {
             *pool_bytes += cap;
             pool.push(payload);
+        }
+    }
+
+    /// Keeps `payload` (above [`POOL_BUFFER_MAX`]) as the large buffer if it is within
+    /// [`LARGE_MAX_BYTES`] and larger than the one kept.
+    #[inline(never)]
+    fn keep_large(large: &mut Option<Vec<u8>>, payload: Vec<u8>) {
+        let cap = payload.capacity();
+        if cap <= LARGE_MAX_BYTES && large.as_ref().is_none_or(|l| l.capacity() < cap) {
+            *large = Some(payload);
         }
     }
 
