@@ -29,7 +29,8 @@ use crate::waitset::{ReadCondition, StatusCondition};
 /// Most decoded values a reader keeps for reuse.
 const SPARE_VALUES_MAX: usize = 256;
 /// Most serialized bytes' worth of decoded values a reader keeps for reuse (a value from a
-/// larger sample is dropped instead).
+/// larger sample is dropped instead, unless it would be the only one kept: a reader of
+/// samples above this size still decodes each into the previous one's buffers).
 const SPARE_VALUES_BYTES: usize = 1 << 20;
 /// Most sample vectors a reader keeps for its loans.
 const SPARE_VECS_MAX: usize = 4;
@@ -69,11 +70,12 @@ impl<T> Default for Lending<T> {
 
 impl<T> Lending<T> {
     /// Keeps a decoded value (from a sample of `size` serialized bytes) for reuse,
-    /// within the bounds above.
+    /// within the bounds above (one value is kept whatever its size).
     #[inline]
     fn recycle(&mut self, value: T, size: usize) {
-        if self.spare.len() < SPARE_VALUES_MAX
-            && self.spare_bytes.saturating_add(size) <= SPARE_VALUES_BYTES
+        if self.spare.is_empty()
+            || (self.spare.len() < SPARE_VALUES_MAX
+                && self.spare_bytes.saturating_add(size) <= SPARE_VALUES_BYTES)
         {
             self.spare_bytes += size;
             self.spare.push((value, size));

@@ -2,7 +2,8 @@
 //! SN, removed changes left as tombstones and compacted in amortised O(1)),
 //! a per-instance index (key hash -> live SNs) so KEEP_LAST replacement is
 //! O(1) per write whatever the number of instances, and a small pool of
-//! recycled payload buffers.
+//! recycled payload buffers (plus one large buffer, so that a writer of samples
+//! above 64 KiB does not allocate, and fault in, a fresh buffer per write).
 
 use std::collections::VecDeque;
 
@@ -15,6 +16,11 @@ use crate::Time;
 const POOL_MAX: usize = 16_384;
 /// Most bytes of capacity kept in recycled payload buffers.
 const POOL_MAX_BYTES: usize = 4 << 20;
+/// Largest buffer kept in the pool; a larger one may be kept as the single large buffer.
+const POOL_BUFFER_MAX: usize = 1 << 16;
+/// Largest capacity of the single large buffer kept (the default largest sample
+/// reassembled).
+const LARGE_MAX_BYTES: usize = 16 << 20;
 
 /// One change in a writer's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +51,9 @@ pub(crate) struct HistoryCache {
     pool: Vec<Vec<u8>>,
     /// Capacity of the buffers in `pool`, in bytes.
     pool_bytes: usize,
+    /// One recycled buffer above [`POOL_BUFFER_MAX`] (the largest seen, at most
+    /// [`LARGE_MAX_BYTES`]), for payloads above `POOL_BUFFER_MAX`.
+    large: Option<Vec<u8>>,
 }
 
 impl HistoryCache {
@@ -101,7 +110,11 @@ impl HistoryCache {
     }
 
     /// A payload buffer holding `data`, reusing a recycled one when possible.
+    #[inline]
     pub(crate) fn make_payload(&mut self, data: &[u8]) -> Vec<u8> {
+        if data.len() > POOL_BUFFER_MAX {
+            return self.make_large_payload(data);
+        }
         let mut v = match self.pool.pop() {
             Some(v) => {
                 self.pool_bytes -= v.capacity();
@@ -109,6 +122,16 @@ impl HistoryCache {
             }
             None => Vec::new(),
         };
+        v.clear();
+        v.extend_from_slice(data);
+        v
+    }
+
+    /// [`make_payload`](Self::make_payload) above [`POOL_BUFFER_MAX`]: in the large
+    /// buffer when one is kept (out of line: the small-sample path stays as short).
+    #[inline(never)]
+    fn make_large_payload(&mut self, data: &[u8]) -> Vec<u8> {
+        let mut v = self.large.take().unwrap_or_default();
         v.clear();
         v.extend_from_slice(data);
         v
@@ -126,12 +149,28 @@ impl HistoryCache {
         self.live += 1;
     }
 
-    fn recycle(pool: &mut Vec<Vec<u8>>, pool_bytes: &mut usize, payload: Vec<u8>) {
+    fn recycle(
+        pool: &mut Vec<Vec<u8>>,
+        pool_bytes: &mut usize,
+        large: &mut Option<Vec<u8>>,
+        payload: Vec<u8>,
+    ) {
         let cap = payload.capacity();
-        if cap > 0 && pool.len() < POOL_MAX && cap <= 1 << 16 && *pool_bytes + cap <= POOL_MAX_BYTES
-        {
+        if cap > POOL_BUFFER_MAX {
+            Self::keep_large(large, payload);
+        } else if cap > 0 && pool.len() < POOL_MAX && *pool_bytes + cap <= POOL_MAX_BYTES {
             *pool_bytes += cap;
             pool.push(payload);
+        }
+    }
+
+    /// Keeps `payload` (above [`POOL_BUFFER_MAX`]) as the large buffer if it is within
+    /// [`LARGE_MAX_BYTES`] and larger than the one kept.
+    #[inline(never)]
+    fn keep_large(large: &mut Option<Vec<u8>>, payload: Vec<u8>) {
+        let cap = payload.capacity();
+        if cap <= LARGE_MAX_BYTES && large.as_ref().is_none_or(|l| l.capacity() < cap) {
+            *large = Some(payload);
         }
     }
 
@@ -168,7 +207,12 @@ impl HistoryCache {
                 if !c.removed {
                     self.live -= 1;
                     self.unindex(c.key_hash, c.sn);
-                    Self::recycle(&mut self.pool, &mut self.pool_bytes, c.payload);
+                    Self::recycle(
+                        &mut self.pool,
+                        &mut self.pool_bytes,
+                        &mut self.large,
+                        c.payload,
+                    );
                     n += 1;
                 }
             }
@@ -184,7 +228,12 @@ impl HistoryCache {
         self.live -= 1;
         let sn = c.sn;
         self.unindex(c.key_hash, sn);
-        Self::recycle(&mut self.pool, &mut self.pool_bytes, c.payload);
+        Self::recycle(
+            &mut self.pool,
+            &mut self.pool_bytes,
+            &mut self.large,
+            c.payload,
+        );
         self.tidy();
         Some(sn)
     }
@@ -204,7 +253,12 @@ impl HistoryCache {
         c.removed = true;
         let len = c.payload.len();
         let payload = core::mem::take(&mut c.payload);
-        Self::recycle(&mut self.pool, &mut self.pool_bytes, payload);
+        Self::recycle(
+            &mut self.pool,
+            &mut self.pool_bytes,
+            &mut self.large,
+            payload,
+        );
         self.live -= 1;
         self.unindex(key.copied(), sn);
         self.tidy();
@@ -347,6 +401,34 @@ mod tests {
         let _ = h.make_payload(b"x");
         let total: usize = h.pool.iter().map(Vec::capacity).sum();
         assert_eq!(total, h.pool_bytes);
+    }
+
+    #[test]
+    fn one_large_payload_buffer_is_recycled() {
+        let mut h = HistoryCache::default();
+        let big = vec![7u8; 1 << 20];
+        let payload = h.make_payload(&big);
+        let addr = payload.as_ptr();
+        h.push(CacheChange {
+            payload,
+            ..ch(1, 1)
+        });
+        h.remove_up_to(1);
+        // Not in the pool of small buffers, whose byte bound it would exhaust.
+        assert_eq!(h.pool_bytes, 0);
+        // A small payload does not take it; the next large one does.
+        let small = h.make_payload(&[1, 2, 3]);
+        assert!(small.capacity() < 1 << 16);
+        let again = h.make_payload(&big[..(1 << 20) - 5]);
+        assert_eq!(again.as_ptr(), addr, "the large buffer is reused");
+        assert_eq!(again, big[..(1 << 20) - 5]);
+        // Beyond the bound nothing is kept.
+        h.push(CacheChange {
+            payload: Vec::with_capacity(LARGE_MAX_BYTES + 1),
+            ..ch(2, 1)
+        });
+        h.remove_up_to(2);
+        assert!(h.large.is_none());
     }
 
     #[test]

@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::reassembly::{FragmentRef, Reassembler, ReassemblyBudget, ReassemblyLimits, Rejected};
+use crate::reassembly::{
+    FragmentRef, Reassembler, ReassemblyBudget, ReassemblyLimits, ReassemblySpares, Rejected,
+};
 use crate::sn_set::SnSet;
 use crate::types::{ChangeKind, Timestamp};
 use crate::{Guid, Locator, Time};
@@ -336,22 +338,28 @@ impl WriterProxy {
 
     /// Adds a fragment; returns the whole change once complete. Fragments of
     /// samples already delivered (or known irrelevant) are ignored.
+    /// Reassembly reuses the buffers of `spares` (see
+    /// [`Reassembler::add_reusing`](crate::reassembly::Reassembler::add_reusing)).
     pub(crate) fn on_fragment(
         &mut self,
         f: &FragmentRef<'_>,
         now: Timestamp,
+        spares: &mut ReassemblySpares,
     ) -> Result<Option<Change>, Rejected> {
         // Forget samples that can no longer be delivered.
         self.reasm.drop_below(self.next);
         if f.sn < self.next || self.buffer.contains_key(&f.sn) {
             return Ok(None);
         }
-        Ok(self.reasm.add(f, self.reliable, now)?.map(|c| Change {
-            kind: c.kind,
-            key_hash: c.key_hash,
-            source_timestamp: c.source_timestamp,
-            payload: c.payload,
-        }))
+        Ok(self
+            .reasm
+            .add_reusing(f, self.reliable, now, spares)?
+            .map(|c| Change {
+                kind: c.kind,
+                key_hash: c.key_hash,
+                source_timestamp: c.source_timestamp,
+                payload: c.payload,
+            }))
     }
 
     /// A HEARTBEAT_FRAG: fragments up to `last_frag` of `sn` are available.
@@ -707,10 +715,20 @@ mod tests {
             }
         }
         let t = Timestamp(1);
-        assert_eq!(p.on_fragment(&frag(2000, &sample[2000..]), t), Ok(None));
+        assert_eq!(
+            p.on_fragment(
+                &frag(2000, &sample[2000..]),
+                t,
+                &mut ReassemblySpares::default()
+            ),
+            Ok(None)
+        );
         let mut first = frag(0, &sample[..2000]);
         first.meta = Some((ChangeKind::Alive, Some([1; 16])));
-        let c = p.on_fragment(&first, t).unwrap().unwrap();
+        let c = p
+            .on_fragment(&first, t, &mut ReassemblySpares::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(c.payload, sample);
         assert_eq!(c.key_hash, Some([1; 16]));
         assert!(p.reasm.is_empty());
@@ -718,15 +736,25 @@ mod tests {
         let mut o = Outcome::default();
         p.on_data(4, c, usize::MAX, &mut o);
         assert_eq!(
-            p.on_fragment(&frag(2000, &sample[2000..]), t),
+            p.on_fragment(
+                &frag(2000, &sample[2000..]),
+                t,
+                &mut ReassemblySpares::default()
+            ),
             Ok(None),
             "delivered"
         );
         let mut other = frag(0, &sample[..1000]);
         other.sn = 9;
-        assert_eq!(p.on_fragment(&other, t), Ok(None));
+        assert_eq!(
+            p.on_fragment(&other, t, &mut ReassemblySpares::default()),
+            Ok(None)
+        );
         other.fragment_size = 500;
-        assert_eq!(p.on_fragment(&other, t), Err(Rejected::Inconsistent));
+        assert_eq!(
+            p.on_fragment(&other, t, &mut ReassemblySpares::default()),
+            Err(Rejected::Inconsistent)
+        );
     }
 
     #[test]
@@ -746,7 +774,10 @@ mod tests {
                 meta: None,
                 source_timestamp: None,
             };
-            assert_eq!(p.on_fragment(&fr, t), Ok(None));
+            assert_eq!(
+                p.on_fragment(&fr, t, &mut ReassemblySpares::default()),
+                Ok(None)
+            );
         }
         // Nothing announced yet: no NACK_FRAG.
         assert_eq!(p.nack_frags(8).count(), 0);

@@ -11,6 +11,12 @@
 //! only allocation not charged is the final contiguous payload of a sample
 //! whose bytes have all been received (at most `max_sample_size`).
 //!
+//! [`Reassembler::add_reusing`] takes its chunks from, and builds the final
+//! payload in, buffers a receiver keeps in [`ReassemblySpares`] (the chunks of
+//! each completed sample go back there, within a byte bound): a receiver of
+//! large samples that gives their payload buffers back then reassembles
+//! without allocating, so without faulting fresh pages in, per sample.
+//!
 //! Inconsistent input (a fragment size or sample size that differs from the
 //! first fragment of that sample, unaligned offsets, fragments beyond the end,
 //! short non-final fragments) is rejected with a [`Rejected`] reason and
@@ -27,6 +33,56 @@ use crate::Time;
 pub const CHUNK_BYTES: usize = 64 * 1024;
 /// Most fragments per sample (bounds the fragment bitmap to 32 KiB).
 pub const MAX_FRAGMENTS: u32 = 1 << 18;
+/// Most bytes of chunk capacity kept in [`ReassemblySpares`].
+pub const SPARE_CHUNK_BYTES: usize = 4 << 20;
+
+/// Buffers kept between reassembled samples for reuse (see
+/// [`Reassembler::add_reusing`]); one per receiver, shared by its reassemblers.
+#[derive(Debug, Default)]
+pub struct ReassemblySpares {
+    /// Buffer for the next completed payload (taken whatever its capacity).
+    pub payload: Option<Vec<u8>>,
+    /// Chunks of completed samples (each at most [`CHUNK_BYTES`]).
+    chunks: Vec<Vec<u8>>,
+    /// Capacity of `chunks`, in bytes (at most [`SPARE_CHUNK_BYTES`]).
+    chunk_bytes: usize,
+}
+
+impl ReassemblySpares {
+    /// Chunk buffers kept (and their capacity in bytes).
+    #[must_use]
+    pub fn chunks(&self) -> (usize, usize) {
+        (self.chunks.len(), self.chunk_bytes)
+    }
+
+    /// A chunk of `len` bytes: a kept one (its old bytes are overwritten by the
+    /// fragments before the sample completes), else a new zeroed one. The budget
+    /// charges `len`; what a kept chunk's capacity holds beyond it is bounded by
+    /// [`SPARE_CHUNK_BYTES`] in all.
+    fn chunk(&mut self, len: usize) -> Vec<u8> {
+        match self.chunks.pop() {
+            Some(mut c) => {
+                self.chunk_bytes -= c.capacity();
+                if c.len() >= len {
+                    c.truncate(len);
+                } else {
+                    c.resize(len, 0);
+                }
+                c
+            }
+            None => vec![0u8; len],
+        }
+    }
+
+    /// Keeps a chunk of a completed sample, within [`SPARE_CHUNK_BYTES`].
+    fn keep_chunk(&mut self, c: Vec<u8>) {
+        let cap = c.capacity();
+        if cap > 0 && cap <= CHUNK_BYTES && self.chunk_bytes + cap <= SPARE_CHUNK_BYTES {
+            self.chunk_bytes += cap;
+            self.chunks.push(c);
+        }
+    }
+}
 
 /// Limits of reassembly; part of [`crate::ParticipantConfig`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,7 +215,7 @@ struct Partial {
     fragment_size: u16,
     /// Fragments per chunk.
     chunk_frags: u32,
-    chunks: Vec<Option<Box<[u8]>>>,
+    chunks: Vec<Option<Vec<u8>>>,
     have: Vec<u64>,
     total: u32,
     missing: u32,
@@ -376,6 +432,19 @@ impl Reassembler {
         reliable: bool,
         now: Timestamp,
     ) -> Result<Option<Completed>, Rejected> {
+        self.add_reusing(f, reliable, now, &mut ReassemblySpares::default())
+    }
+
+    /// [`add`](Self::add) with the chunks taken from `spares` and the completed
+    /// sample's payload built in `spares.payload` (if any; taken whatever its
+    /// capacity); the completed sample's chunks go back to `spares`.
+    pub fn add_reusing(
+        &mut self,
+        f: &FragmentRef<'_>,
+        reliable: bool,
+        now: Timestamp,
+        spares: &mut ReassemblySpares,
+    ) -> Result<Option<Completed>, Rejected> {
         let fs = u32::from(f.fragment_size);
         if f.sample_size == 0 || fs == 0 || f.sample_size > self.limits.max_sample_size {
             return Err(Rejected::BadSize);
@@ -431,7 +500,7 @@ impl Reassembler {
                     }
                     if let Some(p) = self.partial.get_mut(&f.sn) {
                         p.charged += len;
-                        p.chunks[chunk_index] = Some(vec![0u8; len].into_boxed_slice());
+                        p.chunks[chunk_index] = Some(spares.chunk(len));
                     }
                 }
                 if let Some(p) = self.partial.get_mut(&f.sn) {
@@ -467,9 +536,12 @@ impl Reassembler {
             // Best effort: older incomplete samples are now obsolete.
             self.drop_below(f.sn);
         }
-        let mut payload = Vec::with_capacity(p.sample_size as usize);
+        let mut payload = spares.payload.take().unwrap_or_default();
+        payload.clear();
+        payload.reserve_exact(p.sample_size as usize);
         for c in p.chunks.into_iter().flatten() {
             payload.extend_from_slice(&c);
+            spares.keep_chunk(c);
         }
         Ok(Some(Completed {
             sn: f.sn,
@@ -521,7 +593,7 @@ impl Reassembler {
         let chunk_frags = (CHUNK_BYTES as u32 / fs).max(1);
         let nchunks = total.div_ceil(chunk_frags) as usize;
         let words = total.div_ceil(64) as usize;
-        let overhead = nchunks * size_of::<Option<Box<[u8]>>>() + words * 8;
+        let overhead = nchunks * size_of::<Option<Vec<u8>>>() + words * 8;
         if f.sample_size as usize > self.limits.max_bytes_per_writer {
             return Err(Rejected::OverBudget);
         }
@@ -587,6 +659,58 @@ mod tests {
     }
 
     const T: Timestamp = Timestamp(1);
+
+    /// Adds `sample` as fragments of `fs` bytes (in reverse order) through `spares`.
+    fn reassemble(
+        r: &mut Reassembler,
+        spares: &mut ReassemblySpares,
+        sn: i64,
+        sample: &[u8],
+        fs: u16,
+    ) -> Completed {
+        let size = sample.len() as u32;
+        let n = sample.len().div_ceil(usize::from(fs));
+        let mut done = None;
+        for k in (0..n).rev() {
+            let start = k * usize::from(fs);
+            let end = (start + usize::from(fs)).min(sample.len());
+            let f = frag(sn, start as u64, &sample[start..end], size, fs);
+            if let Some(c) = r.add_reusing(&f, true, T, spares).unwrap() {
+                done = Some(c);
+            }
+        }
+        done.expect("complete")
+    }
+
+    #[test]
+    fn spares_are_reused_and_bytes_stay_intact() {
+        let mut r = r();
+        let mut spares = ReassemblySpares::default();
+        // 1 MiB + 3 in 60,000-byte fragments: 18 chunks of one fragment each.
+        let a: Vec<u8> = (0..(1 << 20) + 3).map(|i| (i * 7 % 251) as u8).collect();
+        let c = reassemble(&mut r, &mut spares, 1, &a, 60_000);
+        assert_eq!(c.payload, a);
+        let (n, bytes) = spares.chunks();
+        assert_eq!(n, 18, "every chunk of the completed sample is kept");
+        assert!(bytes <= SPARE_CHUNK_BYTES);
+        // The payload buffer given back is filled by the next sample, whose chunks
+        // are the kept ones (their old bytes overwritten: a different, shorter
+        // sample comes out exactly).
+        let addr = c.payload.as_ptr();
+        spares.payload = Some(c.payload);
+        let b: Vec<u8> = (0..1_000_000).map(|i| (i * 13 % 241) as u8).collect();
+        let c = reassemble(&mut r, &mut spares, 2, &b, 60_000);
+        assert_eq!(c.payload, b);
+        assert_eq!(c.payload.as_ptr(), addr, "built in the buffer given back");
+        assert_eq!(spares.chunks().0, 18);
+        assert_eq!(r.bytes(), 0);
+        // The kept chunks are bounded in bytes.
+        let big = vec![5u8; 6 << 20];
+        let c = reassemble(&mut r, &mut spares, 3, &big, 60_000);
+        assert_eq!(c.payload, big);
+        assert!(spares.chunks().1 <= SPARE_CHUNK_BYTES);
+        assert!(spares.chunks().0 < big.len() / 60_000);
+    }
 
     #[test]
     fn reassembles_out_of_order_with_short_last_fragment() {

@@ -40,7 +40,7 @@ use crate::qos::{
     check_compatible, Durability, EndpointQos, History, ReaderQos, Reliability, ReliabilityKind,
     WriterQos,
 };
-use crate::reassembly::{FragmentRef, ReassemblyBudget, Rejected};
+use crate::reassembly::{FragmentRef, ReassemblyBudget, ReassemblySpares, Rejected};
 use crate::security::{AuthState, ParticipantSecurity, SecurityFailure};
 use crate::sn_set::SnSet;
 use crate::types::{ChangeKind, Timestamp};
@@ -143,6 +143,9 @@ pub struct Participant {
     /// Payload buffers given back by [`Participant::recycle_payload`], reused
     /// by received samples.
     rx_pool: Vec<Vec<u8>>,
+    /// Reassembly's spare chunks and one payload buffer above 64 KiB given back
+    /// by [`Participant::recycle_payload`], reused by the next reassembled sample.
+    rx_spares: ReassemblySpares,
     /// Pending work hints (transmit and timeout).
     work: Work,
     /// Some reader has `notify` set (a `DataAvailable` is due).
@@ -282,6 +285,7 @@ impl Participant {
         Self {
             reasm_budget: ReassemblyBudget::new(),
             rx_pool: Vec::new(),
+            rx_spares: ReassemblySpares::default(),
             spdp_payload: spdp.encode(),
             writers: vec![
                 Some(builtin_writer(

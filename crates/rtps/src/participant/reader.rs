@@ -130,11 +130,24 @@ impl Participant {
     }
 
     /// Gives the payload buffer of a taken [`Sample`] back: received samples
-    /// reuse it (up to 1024 buffers of at most 64 KiB are kept), so a reader
-    /// that recycles what it takes receives without allocating per sample.
+    /// reuse it (up to 1024 buffers of at most 64 KiB are kept, and one larger
+    /// buffer, the largest given back, of at most the largest sample reassembled,
+    /// for reassembled samples), so a reader that recycles what it takes receives
+    /// without allocating per sample.
     pub fn recycle_payload(&mut self, mut payload: Vec<u8>) {
         let cap = payload.capacity();
-        if cap > 0 && cap <= 1 << 16 && self.rx_pool.len() < RX_POOL_MAX {
+        if cap > 1 << 16 {
+            if cap <= self.config.reassembly.max_sample_size as usize
+                && self
+                    .rx_spares
+                    .payload
+                    .as_ref()
+                    .is_none_or(|b| b.capacity() < cap)
+            {
+                payload.clear();
+                self.rx_spares.payload = Some(payload);
+            }
+        } else if cap > 0 && self.rx_pool.len() < RX_POOL_MAX {
             payload.clear();
             self.rx_pool.push(payload);
         }

@@ -283,7 +283,7 @@ impl Participant {
             };
             let p = &mut r.proxies[pi];
             matched = true;
-            let change = p.on_fragment(&frag, now);
+            let change = p.on_fragment(&frag, now, &mut self.rx_spares);
             self.work
                 .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, pi);
             let change = match change {
