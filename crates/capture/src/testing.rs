@@ -350,6 +350,21 @@ fn skip_or(e: io::Error) -> Result<bool, TsharkError> {
     }
 }
 
+/// Asserts that tshark decodes every frame of `path` with no malformed packet or warning
+/// ([`tshark_check`]) and returns its report; `None` when tshark is missing and skipping is
+/// allowed ([`require_tshark`]). Panics, failing the test, otherwise.
+pub fn assert_tshark_clean(path: impl AsRef<Path>) -> Option<TsharkReport> {
+    match require_tshark() {
+        Ok(true) => {}
+        Ok(false) => return None,
+        Err(e) => panic!("tshark is required for this test ({e}); set {SKIP_ENV}=1 to skip"),
+    }
+    let report = tshark_check(path).expect("tshark");
+    let issues = report.issues();
+    assert!(issues.is_empty(), "tshark found problems: {issues:#?}");
+    Some(report)
+}
+
 /// Decodes `path` with tshark using [`TsharkOptions::default`] (checksum
 /// validation on): the check for files written by this crate.
 pub fn tshark_check(path: impl AsRef<Path>) -> Result<TsharkReport, TsharkError> {

@@ -830,16 +830,8 @@ impl CaptureSlot {
         bytes: &[u8],
         dir: Direction,
     ) {
-        if !self.on.load(Ordering::Relaxed) {
-            return;
-        }
-        let ts = ts.unwrap_or_else(now_ns);
-        let g = self
-            .tap
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(t) = g.as_ref() {
-            t.record(ts, kind, src, dst, bytes, dir, false);
+        if self.on.load(Ordering::Relaxed) {
+            self.record_in_tap(ts, kind, src, dst, bytes, dir, false);
         }
     }
 
@@ -860,16 +852,30 @@ impl CaptureSlot {
         bytes: &[u8],
         dir: Direction,
     ) {
-        if !self.decrypted_view() {
-            return;
+        if self.decrypted_view() {
+            self.record_in_tap(ts, kind, src, dst, bytes, dir, true);
         }
+    }
+
+    /// Hands a message to the running capture, if there still is one.
+    #[allow(clippy::too_many_arguments)] // the fields of a captured message
+    fn record_in_tap(
+        &self,
+        ts: Option<u64>,
+        kind: TransportKind,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        bytes: &[u8],
+        dir: Direction,
+        decrypted: bool,
+    ) {
         let ts = ts.unwrap_or_else(now_ns);
         let g = self
             .tap
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(t) = g.as_ref() {
-            t.record(ts, kind, src, dst, bytes, dir, true);
+            t.record(ts, kind, src, dst, bytes, dir, decrypted);
         }
     }
 

@@ -29,7 +29,6 @@ const ALIGN: usize = 4096;
 const CHUNK: usize = 1 << 20;
 
 /// A capture file (see the module docs).
-#[derive(Debug)]
 pub(crate) struct CaptureFile {
     /// Plain writes: the tail at each flush, everything when direct I/O is refused.
     plain: File,
@@ -44,6 +43,18 @@ pub(crate) struct CaptureFile {
     pos: u64,
     /// A regular file (written at offsets); otherwise written in sequence.
     seekable: bool,
+}
+
+impl std::fmt::Debug for CaptureFile {
+    // Without the buffer's megabyte of bytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureFile")
+            .field("direct", &self.direct.is_some())
+            .field("held", &self.len)
+            .field("pos", &self.pos)
+            .field("seekable", &self.seekable)
+            .finish()
+    }
 }
 
 impl CaptureFile {

@@ -12,7 +12,7 @@ use ferrodds::cdr::types::{TestData, TestDataKeyed};
 use ferrodds::{
     DataReaderQos, DataWriterQos, DomainParticipant, PublisherQos, SubscriberQos, TopicQos,
 };
-use ferrodds_capture::testing::{require_tshark, tshark_check};
+use ferrodds_capture::testing::assert_tshark_clean;
 use ferrodds_capture::{read_udp_payloads, Direction};
 
 #[test]
@@ -138,16 +138,9 @@ fn capture_of_interop_run_decodes_in_tshark() {
             .datagrams
             .iter()
             .all(|d| d.src.ip().is_loopback() && d.dst.ip().is_loopback()));
-        match require_tshark() {
-            Ok(true) => {}
-            Ok(false) => return,
-            Err(e) => {
-                panic!("tshark is required for this test ({e}); set FERRODDS_SKIP_TSHARK=1 to skip")
-            }
-        }
-        let report = tshark_check(&path).expect("tshark");
-        let issues = report.issues();
-        assert!(issues.is_empty(), "tshark found problems: {issues:#?}");
+        let Some(report) = assert_tshark_clean(&path) else {
+            return;
+        };
         let ids = report.submessage_ids();
         for id in [0x15u8, 0x07, 0x06, 0x09] {
             assert!(
@@ -286,21 +279,6 @@ fn outbound(c: &[CapturedDatagram]) -> impl Iterator<Item = &CapturedDatagram> {
 
 fn inbound(c: &[CapturedDatagram]) -> impl Iterator<Item = &CapturedDatagram> {
     c.iter().filter(|d| d.direction == Some(Direction::Inbound))
-}
-
-/// tshark decodes every frame as RTPS with no malformed packet or warning (when tshark
-/// is there; see `require_tshark`).
-fn assert_tshark_clean(path: &std::path::Path) {
-    match require_tshark() {
-        Ok(true) => {}
-        Ok(false) => return,
-        Err(e) => {
-            panic!("tshark is required for this test ({e}); set FERRODDS_SKIP_TSHARK=1 to skip")
-        }
-    }
-    let report = tshark_check(path).expect("tshark");
-    let issues = report.issues();
-    assert!(issues.is_empty(), "tshark found problems: {issues:#?}");
 }
 
 #[test]

@@ -8,8 +8,6 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::*;
 use ferrodds::cdr::types::TestData;
 use ferrodds::{
@@ -19,30 +17,10 @@ use ferrodds::{
 
 const DOMAIN: u32 = 221;
 
-fn secure_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tools/perftest/resource/secure")
-        .canonicalize()
-        .expect("tools/perftest/resource/secure")
-}
-
-fn security(role: &str, governance: &str) -> SecurityConfig {
-    let d = secure_dir();
-    let f = |name: &str| format!("file:{}", d.join(name).display());
-    let perm = if role == "pub" { "Pub" } else { "Sub" };
-    SecurityConfig::new()
-        .identity_ca(f("cacert.pem"))
-        .identity_certificate(f(&format!("{role}.pem")))
-        .private_key(f(&format!("{role}key.pem")))
-        .permissions_ca(f("cacert.pem"))
-        .governance(f(governance))
-        .permissions(f(&format!("signed_PerftestPermissions{perm}.xml")))
-}
-
 fn secure_participant(role: &str) -> DomainParticipant {
     DomainParticipant::with_config(
         DOMAIN,
-        loopback_config().security(security(role, "signed_PerftestGovernance_.xml")),
+        loopback_config().security(perftest_security(role, "signed_PerftestGovernance_.xml")),
     )
     .expect("secure participant")
 }
@@ -55,24 +33,7 @@ fn two_secure_participants_authenticate_and_deliver() {
         // Adjusted GUID prefixes (DDS Security): top bit set.
         assert_eq!(a.guid_prefix().0[0] & 0x80, 0x80);
         assert_eq!(b.guid_prefix().0[0] & 0x80, 0x80);
-        let ta = a
-            .create_topic::<TestData>("Throughput", TopicQos::default())
-            .unwrap();
-        let tb = b
-            .create_topic::<TestData>("Throughput", TopicQos::default())
-            .unwrap();
-        let w = a
-            .create_publisher(PublisherQos::default())
-            .unwrap()
-            .create_datawriter(&ta, DataWriterQos::default().reliable().keep_all())
-            .unwrap();
-        let r = b
-            .create_subscriber(SubscriberQos::default())
-            .unwrap()
-            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
-            .unwrap();
-        assert!(w.wait_for_matched(1, WAIT), "writer did not match");
-        assert!(r.wait_for_matched(1, WAIT), "reader did not match");
+        let (w, r) = endpoints_of::<TestData>(&a, &b, "Throughput", true);
         assert_eq!(a.authenticated_participants(), vec![b.guid_prefix()]);
         assert_eq!(b.authenticated_participants(), vec![a.guid_prefix()]);
         assert!(a.authentication_failures().is_empty());
@@ -112,25 +73,26 @@ fn creation_error_in(domain: u32, cfg: SecurityConfig) -> DdsError {
 
 #[test]
 fn bad_security_files_fail_participant_creation_naming_them() {
-    let missing = secure_dir().join("no-such-governance.xml");
-    let cfg = security("pub", "signed_PerftestGovernance_.xml")
+    let missing = perftest_secure_dir().join("no-such-governance.xml");
+    let cfg = perftest_security("pub", "signed_PerftestGovernance_.xml")
         .governance(format!("file:{}", missing.display()));
     let err = creation_error(cfg);
     let msg = err.to_string();
     assert!(matches!(err, DdsError::Security(_)), "{msg}");
     assert!(msg.contains("no-such-governance.xml"), "{msg}");
     // A certificate that is not a certificate.
-    let cfg = security("pub", "signed_PerftestGovernance_.xml")
-        .identity_certificate(format!("file:{}", secure_dir().join("README.md").display()));
+    let cfg = perftest_security("pub", "signed_PerftestGovernance_.xml").identity_certificate(
+        format!("file:{}", perftest_secure_dir().join("README.md").display()),
+    );
     let msg = creation_error(cfg).to_string();
     assert!(
         msg.contains("README.md") && msg.contains("certificate"),
         "{msg}"
     );
     // The publisher's key with the subscriber's certificate.
-    let cfg = security("pub", "signed_PerftestGovernance_.xml").private_key(format!(
+    let cfg = perftest_security("pub", "signed_PerftestGovernance_.xml").private_key(format!(
         "file:{}",
-        secure_dir().join("subkey.pem").display()
+        perftest_secure_dir().join("subkey.pem").display()
     ));
     let msg = creation_error(cfg).to_string();
     assert!(msg.contains("subkey.pem"), "{msg}");
@@ -148,7 +110,7 @@ fn bad_security_files_fail_participant_creation_naming_them() {
 fn protection_not_implemented_is_refused_not_weakened() {
     const DOMAIN: u32 = 226;
     with_timeout(60, || {
-        let cfg = security(
+        let cfg = perftest_security(
             "pub",
             "signed_PerftestGovernance_RTPSSignWithOrigAuthEncryptData.xml",
         );
@@ -171,7 +133,7 @@ fn protection_not_implemented_is_refused_not_weakened() {
         ] {
             let p = DomainParticipant::with_config(
                 DOMAIN,
-                loopback_config().security(security("pub", governance)),
+                loopback_config().security(perftest_security("pub", governance)),
             )
             .expect("participant (rtps SIGN is implemented)");
             let t = p

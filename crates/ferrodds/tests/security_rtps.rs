@@ -7,34 +7,18 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::*;
 use ferrodds::cdr::types::TestData;
 use ferrodds::{
-    CaptureConfig, DataReader, DataReaderQos, DataWriter, DataWriterQos, DomainParticipant,
-    PublisherQos, SecurityConfig, SubscriberQos, TopicQos, CAPTURE_DECRYPTED_COMMENT,
+    CaptureConfig, DataReader, DataWriter, DomainParticipant, CAPTURE_DECRYPTED_COMMENT,
 };
-use ferrodds_capture::testing::{require_tshark, tshark_check};
+use ferrodds_capture::testing::assert_tshark_clean;
 use ferrodds_capture::{read_udp_payloads, Direction};
 
 const DOMAIN: u32 = 222;
 
-fn security(role: &str) -> SecurityConfig {
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tools/perftest/resource/secure")
-        .canonicalize()
-        .expect("tools/perftest/resource/secure");
-    let f = |name: &str| format!("file:{}", d.join(name).display());
-    let perm = if role == "pub" { "Pub" } else { "Sub" };
-    SecurityConfig::new()
-        .identity_ca(f("cacert.pem"))
-        .identity_certificate(f(&format!("{role}.pem")))
-        .private_key(f(&format!("{role}key.pem")))
-        .permissions_ca(f("cacert.pem"))
-        .governance(f("signed_PerftestGovernance_RTPSEncrypt.xml"))
-        .permissions(f(&format!("signed_PerftestPermissions{perm}.xml")))
-}
+/// perftest's RTPSEncrypt governance (`rtps_protection_kind` ENCRYPT).
+const GOVERNANCE: &str = "signed_PerftestGovernance_RTPSEncrypt.xml";
 
 /// A secure publisher (capturing with `capture`, if any) and subscriber in `domain`, a
 /// reliable writer and reader of `Throughput` matched.
@@ -49,29 +33,17 @@ fn matched_pair(
 ) {
     let a = DomainParticipant::with_config(
         domain,
-        loopback_config().security(security("pub")).capture(capture),
+        loopback_config()
+            .security(perftest_security("pub", GOVERNANCE))
+            .capture(capture),
     )
     .expect("secure participant");
-    let b = DomainParticipant::with_config(domain, loopback_config().security(security("sub")))
-        .expect("secure participant");
-    let ta = a
-        .create_topic::<TestData>("Throughput", TopicQos::default())
-        .unwrap();
-    let tb = b
-        .create_topic::<TestData>("Throughput", TopicQos::default())
-        .unwrap();
-    let w = a
-        .create_publisher(PublisherQos::default())
-        .unwrap()
-        .create_datawriter(&ta, DataWriterQos::default().reliable().keep_all())
-        .unwrap();
-    let r = b
-        .create_subscriber(SubscriberQos::default())
-        .unwrap()
-        .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
-        .unwrap();
-    assert!(w.wait_for_matched(1, WAIT), "writer did not match");
-    assert!(r.wait_for_matched(1, WAIT), "reader did not match");
+    let b = DomainParticipant::with_config(
+        domain,
+        loopback_config().security(perftest_security("sub", GOVERNANCE)),
+    )
+    .expect("secure participant");
+    let (w, r) = endpoints_of::<TestData>(&a, &b, "Throughput", true);
     (a, b, w, r)
 }
 
@@ -211,17 +183,7 @@ fn a_capture_with_the_decrypted_view_records_the_clear_messages() {
             "{clear} clear frames for {srtps} protected messages and {sec} with protected submessages ({rejected} rejected)"
         );
         assert!(marked >= 1, "no clear frame carries the samples");
-        match require_tshark() {
-            Ok(true) => {
-                let report = tshark_check(&path).expect("tshark");
-                let issues = report.issues();
-                assert!(issues.is_empty(), "tshark found problems: {issues:#?}");
-            }
-            Ok(false) => {}
-            Err(e) => {
-                panic!("tshark is required for this test ({e}); set FERRODDS_SKIP_TSHARK=1 to skip")
-            }
-        }
+        assert_tshark_clean(&path);
         let _ = std::fs::remove_dir_all(&dir);
     });
 }

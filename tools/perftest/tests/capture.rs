@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::{has_user_data, latency_summary, wait};
-use ferrodds_capture::testing::{require_tshark, tshark_check};
+use ferrodds_capture::testing::assert_tshark_clean;
 use ferrodds_capture::{read_udp_payloads, CapturedDatagram, Direction};
 
 const T: Duration = Duration::from_secs(60);
@@ -164,17 +164,7 @@ fn capture_files_are_named_kept_or_deleted_and_decode() {
     assert!(c.skipped.is_empty(), "{:?}", c.skipped);
     assert_eq!(c.datagrams.len() as u64, sub_frames, "{sub_line}");
     assert!(sub_frames > 3000, "{sub_line}");
-    match require_tshark() {
-        Ok(true) => {
-            let report = tshark_check(&files[0]).expect("tshark");
-            let issues = report.issues();
-            assert!(issues.is_empty(), "tshark found problems: {issues:#?}");
-        }
-        Ok(false) => {}
-        Err(e) => {
-            panic!("tshark is required for this test ({e}); set FERRODDS_SKIP_TSHARK=1 to skip")
-        }
-    }
+    assert_tshark_clean(&files[0]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

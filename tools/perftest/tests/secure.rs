@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::{has_submessage, has_user_data, latency_summary, wait};
 use ferrodds_capture::read_udp_payloads;
-use ferrodds_capture::testing::{require_tshark, tshark_check};
+use ferrodds_capture::testing::assert_tshark_clean;
 
 const T: Duration = Duration::from_secs(60);
 
@@ -143,17 +143,7 @@ fn rtps_encrypt_latency_run_with_the_shipped_files() {
         "{}",
         p.stderr
     );
-    match require_tshark() {
-        Ok(true) => {
-            let report = tshark_check(&file).expect("tshark");
-            let issues = report.issues();
-            assert!(issues.is_empty(), "tshark found problems: {issues:#?}");
-        }
-        Ok(false) => {}
-        Err(e) => {
-            panic!("tshark is required for this test ({e}); set FERRODDS_SKIP_TSHARK=1 to skip")
-        }
-    }
+    assert_tshark_clean(&file);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

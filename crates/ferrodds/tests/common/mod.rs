@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use ferrodds::cdr::types::{TestData, TestDataKeyed, TestDataLarge};
 use ferrodds::{
     Config, DataReader, DataReaderQos, DataWriter, DataWriterQos, DomainParticipant, PublisherQos,
-    SubscriberQos, TopicQos,
+    SecurityConfig, SubscriberQos, TopicQos, TopicType,
 };
 
 /// Runs `f` on another thread and fails the test if it does not finish within `secs`.
@@ -103,12 +103,18 @@ pub fn endpoints(
     topic: &str,
     reliable: bool,
 ) -> (DataWriter<TestDataLarge>, DataReader<TestDataLarge>) {
-    let tw = w
-        .create_topic::<TestDataLarge>(topic, TopicQos::default())
-        .unwrap();
-    let tr = r
-        .create_topic::<TestDataLarge>(topic, TopicQos::default())
-        .unwrap();
+    endpoints_of(w, r, topic, reliable)
+}
+
+/// [`endpoints`] of any type.
+pub fn endpoints_of<T: TopicType + Send + 'static>(
+    w: &DomainParticipant,
+    r: &DomainParticipant,
+    topic: &str,
+    reliable: bool,
+) -> (DataWriter<T>, DataReader<T>) {
+    let tw = w.create_topic::<T>(topic, TopicQos::default()).unwrap();
+    let tr = r.create_topic::<T>(topic, TopicQos::default()).unwrap();
     let (wq, rq) = if reliable {
         (
             DataWriterQos::default().reliable().keep_all(),
@@ -156,4 +162,28 @@ pub fn receive(r: &DataReader<TestDataLarge>, n: usize, size: usize, wait: Durat
         }
     }
     seqs
+}
+
+/// The folder of the security files perftest ships (CA, identities, signed governance and
+/// permissions documents).
+pub fn perftest_secure_dir() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tools/perftest/resource/secure")
+        .canonicalize()
+        .expect("tools/perftest/resource/secure")
+}
+
+/// perftest's DDS Security configuration for `role` ("pub" or "sub") with the governance
+/// document `governance` from [`perftest_secure_dir`].
+pub fn perftest_security(role: &str, governance: &str) -> SecurityConfig {
+    let d = perftest_secure_dir();
+    let f = |name: &str| format!("file:{}", d.join(name).display());
+    let perm = if role == "pub" { "Pub" } else { "Sub" };
+    SecurityConfig::new()
+        .identity_ca(f("cacert.pem"))
+        .identity_certificate(f(&format!("{role}.pem")))
+        .private_key(f(&format!("{role}key.pem")))
+        .permissions_ca(f("cacert.pem"))
+        .governance(f(governance))
+        .permissions(f(&format!("signed_PerftestPermissions{perm}.xml")))
 }
