@@ -11,6 +11,27 @@ use common::{lab, output_bounded, perftest, script, temp_dir};
 use ferrodds_lab::matrix::{System, TestKind};
 use ferrodds_lab::record::{self, files, RunStatus};
 
+/// Fails with the lab's own output and, for each failed run, its error and the tail of the
+/// programs' stderr (from the results the lab wrote), so a failure in CI says why.
+fn assert_lab_succeeded(out: &std::process::Output, out_dir: &std::path::Path) {
+    if out.status.success() {
+        return;
+    }
+    let mut why = String::from_utf8_lossy(&out.stderr).into_owned();
+    if let Ok(s) = record::read_results(out_dir) {
+        for r in s.runs.iter().filter(|r| r.status != RunStatus::Ok) {
+            why.push_str(&format!(
+                "\n--- {} {}: {}\n{}",
+                r.scenario.config_label(),
+                r.scenario.test,
+                r.error,
+                r.stderr_tail
+            ));
+        }
+    }
+    panic!("lab run failed ({}):\n{why}", out.status);
+}
+
 #[test]
 fn quick_style_run_against_raw_dds_and_cyclone() {
     let out_dir = temp_dir("quick");
@@ -32,7 +53,7 @@ fn quick_style_run_against_raw_dds_and_cyclone() {
         Duration::from_secs(240),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    assert_lab_succeeded(&out, &out_dir);
     let s = record::read_results(&out_dir).unwrap();
     let n_sys = if have_cyclone { 3 } else { 2 };
     assert_eq!(s.runs.len(), 2 * n_sys, "{stderr}");
@@ -124,7 +145,7 @@ fn c_sharp_perftest_rows_run_beside_rust() {
         Duration::from_secs(240),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    assert_lab_succeeded(&out, &out_dir);
     let s = record::read_results(&out_dir).unwrap();
     assert_eq!(s.runs.len(), 4, "{stderr}");
     for r in &s.runs {
@@ -203,7 +224,7 @@ fn micro_rows_run_beside_the_full_build() {
         Duration::from_secs(240),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    assert_lab_succeeded(&out, &out_dir);
     let s = record::read_results(&out_dir).unwrap();
     assert_eq!(s.runs.len(), 4, "{stderr}");
     for r in &s.runs {
@@ -280,7 +301,7 @@ fn security_axis_rows_beside_the_rows_without() {
         Duration::from_secs(240),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    assert_lab_succeeded(&out, &out_dir);
     let governance = "-secureGovernanceFile resource/secure/signed_PerftestGovernance_RTPSSign.xml";
     assert!(
         stderr.contains(&format!(
@@ -388,7 +409,7 @@ fn tcp_transport_axis_with_raw_tcp_and_cyclone_over_tcp() {
         Duration::from_secs(240),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    assert_lab_succeeded(&out, &out_dir);
     let s = record::read_results(&out_dir).unwrap();
     // UDPv4 and TCP: every system; TLS: FerroDDS and raw TLS; UDPv4_WAN: FerroDDS.
     let n_sys = if ddsperf { 3 } else { 2 };
