@@ -393,7 +393,8 @@ impl WriterProxy {
             .sns()
             .filter(move |sn| *sn >= self.next)
             .filter_map(move |sn| {
-                let upto = if sn <= self.hb_last {
+                // (A HEARTBEAT_FRAG of a later sample: this one was sent whole.)
+                let upto = if sn <= self.hb_last || sn < self.hb_frag.0 {
                     u32::MAX
                 } else if self.hb_frag.0 == sn {
                     self.hb_frag.1
@@ -755,6 +756,37 @@ mod tests {
             p.on_fragment(&other, t, &mut ReassemblySpares::default()),
             Err(Rejected::Inconsistent)
         );
+    }
+
+    #[test]
+    fn a_heartbeat_frag_of_a_later_sample_asks_for_all_missing_fragments_of_earlier_ones() {
+        let mut p = wp(true);
+        let mut o = Outcome::default();
+        p.on_heartbeat(1, 0, 1, false, usize::MAX, &mut o);
+        let data = vec![1u8; 100];
+        let t = Timestamp(1);
+        let fr = |sn: i64, f: u64| FragmentRef {
+            sn,
+            offset: f * 100,
+            data: &data,
+            sample_size: 500,
+            fragment_size: 100,
+            meta: None,
+            source_timestamp: None,
+        };
+        // SN 1: fragment 4 (1-based) lost; SN 2: its first fragment.
+        for f in [0u64, 1, 2, 4] {
+            let _ = p.on_fragment(&fr(1, f), t, &mut ReassemblySpares::default());
+        }
+        let _ = p.on_fragment(&fr(2, 0), t, &mut ReassemblySpares::default());
+        // Announced up to fragment 3 of SN 1: nothing missing there yet.
+        assert!(!p.on_heartbeat_frag(1, 3, 1));
+        assert_eq!(p.nack_frags(8).count(), 0);
+        // The train moved on to SN 2 (no HEARTBEAT yet): SN 1 went whole, so
+        // its fragment 4 is asked for at once, not after the next HEARTBEAT.
+        p.on_heartbeat_frag(2, 1, 2);
+        let v: Vec<_> = p.nack_frags(8).collect();
+        assert_eq!(v, vec![(1, 4, [1 << 31, 0, 0, 0, 0, 0, 0, 0], 1)]);
     }
 
     #[test]

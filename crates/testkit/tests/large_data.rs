@@ -127,6 +127,55 @@ fn lost_fragments_are_repaired_exactly_with_nack_frag() {
     assert_eq!(net.nodes[b].participant.reassembly_bytes(), 0);
 }
 
+/// A writer of large samples stays within what a reader reassembles: while
+/// the reader's acknowledgements do not come back, it pushes no more than
+/// 16 MiB of samples beyond them (a FerroDDS reader keeps 32 MiB of
+/// incomplete samples per writer; further ahead, it drops the newest and
+/// they are all sent again), and everything goes once they come.
+#[test]
+fn fragmented_samples_stay_within_the_readers_reassembly_window() {
+    let (mut net, a, b, w, r) = pair(11, keep_all_writer(), reliable_reader(), 65000);
+    net.set_link(b, a, LinkConfig::lossy(1.0, 0.0, 0.0));
+    net.record = true;
+    let n = 40u32;
+    let size = 1 << 20;
+    for i in 0..n {
+        let now = net.now;
+        net.p(a).write(w, alive(&big(size, i)), now).unwrap();
+    }
+    // (Long enough for the pacer's initial 100 Mbit/s to push all 40.)
+    net.run_for(Duration::from_secs(5));
+    let mut sns = std::collections::BTreeSet::new();
+    for d in net.recorded().iter().filter(|d| d.from == a) {
+        for s in MessageView::parse(&d.data).unwrap().submessages() {
+            if let Ok(Submessage::DataFrag(f)) = s {
+                sns.insert(f.writer_sn.0);
+            }
+        }
+    }
+    let pushed = sns.len();
+    println!("{pushed} samples pushed");
+    assert!(
+        (8..=16).contains(&pushed),
+        "{pushed} samples of 1 MiB pushed without acknowledgements"
+    );
+    net.set_link(b, a, LinkConfig::default());
+    assert!(
+        net.run_until(Duration::from_secs(10), |net| net.nodes[b]
+            .samples_of(r)
+            .count()
+            == n as usize),
+        "{} of {n} delivered",
+        net.nodes[b].samples_of(r).count()
+    );
+    for (i, s) in net.nodes[b].samples_of(r).enumerate() {
+        assert!(s.payload == big(size, i as u32), "sample {i} corrupted");
+    }
+    let rs = net.nodes[b].participant.stats();
+    assert_eq!(rs.reassembly_overflows, 0);
+    assert_eq!(rs.rejected_fragments, 0);
+}
+
 #[test]
 fn best_effort_drops_incomplete_samples_cleanly() {
     let wq = WriterQos {

@@ -90,6 +90,13 @@ const HB_LEN: usize = 32;
 const HBF_LEN: usize = 28;
 /// Most NACK_FRAGs in one ACKNACK datagram.
 const MAX_NACK_FRAGS: usize = 8;
+/// Bytes of samples a reliable writer has pushed beyond the slowest reliable
+/// reader's acknowledgement before it starts another fragmented sample (at
+/// least two such samples, and always one): a reader keeps the samples it
+/// is still reassembling (32 MiB per writer by default in FerroDDS), so a
+/// writer further ahead makes it drop the newest ones, all of whose
+/// fragments are then sent again.
+const FRAG_WINDOW_BYTES: usize = 16 << 20;
 /// Smallest configurable fragment size.
 const MIN_FRAGMENT: usize = 64;
 

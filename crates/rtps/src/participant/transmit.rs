@@ -425,6 +425,8 @@ impl Participant {
                 remaining = remaining.or(Some(wi));
                 continue;
             }
+            // Fragmented samples: not further ahead than a reader reassembles.
+            let mut window_full = false;
             while !hb_only && w.pushed < w.last_sn.min(window) {
                 let sn = w.pushed + 1;
                 let Some(c) = w.history.get(sn) else {
@@ -435,6 +437,10 @@ impl Participant {
                 };
                 let ids = (reader_id, w.guid.entity_id);
                 let len = c.payload.len();
+                if w.push_frag == 1 && len > sizes.max_data && w.frag_window_full(acked, sn, len) {
+                    window_full = true;
+                    break;
+                }
                 match emit_change(&mut e, ids, c, sizes, w.push_frag, reserve, &mut self.stats) {
                     Emitted::All => {
                         sent_any = true;
@@ -460,6 +466,11 @@ impl Participant {
                         w.pushed_one(len);
                     }
                 }
+            }
+            if window_full && !sent_any {
+                // (Acknowledgements open the window again.)
+                remaining = remaining.or(Some(wi));
+                continue;
             }
             w.push_done();
             if hb_only && w.push_frag > 1 {

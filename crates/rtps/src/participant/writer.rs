@@ -290,6 +290,21 @@ impl LocalWriter {
         self.acked_floor().min(self.pushed)
     }
 
+    /// Whether starting fragmented sample `sn` of `len` bytes now would put
+    /// more than [`FRAG_WINDOW_BYTES`] (or two such samples) beyond
+    /// `acked`, the slowest reliable reader's acknowledgement.
+    pub(super) fn frag_window_full(&self, acked: i64, sn: i64, len: usize) -> bool {
+        let limit = FRAG_WINDOW_BYTES.max(2 * len);
+        let mut bytes = len;
+        for s in acked.saturating_add(1)..sn {
+            bytes += self.history.get(s).map_or(0, |c| c.payload.len());
+            if bytes > limit {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Lowest SN acknowledged by every reliable reader (`i64::MAX` if none
     /// is reliable); unlike [`LocalWriter::ack_bound`] a push does not move it.
     pub(super) fn acked_floor(&self) -> i64 {
