@@ -469,6 +469,10 @@ pub struct Stats {
     pub lost_bytes_reported: u64,
     /// Congestion decisions that lowered the pacing rate.
     pub congestion_decreases: u64,
+    /// Of these, decreases for a standing queue without loss (the round
+    /// trip grew by [`crate::congestion::QUEUE_DELAY`]: the rate went down to
+    /// what the readers acknowledged before a bottleneck's queue overflowed).
+    pub congestion_drains: u64,
     /// Times a datagram waited for the pacer.
     pub pacing_waits: u64,
     /// The pacing rate in bytes per second (0: not paced).

@@ -51,6 +51,13 @@
 //!   grows it by [`GROWTH_PER_10MS`] per 10 ms (multiplicative, so the same
 //!   dynamics hold on a 10 Mbit/s radio and a 10 Gbit/s loopback), never
 //!   beyond [`MAX_OVER_DELIVERY`] times the delivery rate.
+//! - A window without loss in which the sender used its rate while a queue
+//!   builds (by delay) and the delivery rate is below the rate **drains**
+//!   the queue: the rate becomes [`GOODPUT_SHARE`] of the delivery rate (no
+//!   less than [`MAX_DECREASE`] of itself). Growth is capped at
+//!   [`MAX_OVER_DELIVERY`] of the delivery rate, so without this a rate just
+//!   above a bottleneck's would fill its queue until it tail-drops, and a
+//!   datagram of several IP fragments (a batch) is lost whole.
 //! - Tokens refill at the rate, at most [`BURST`] worth of it (and at least
 //!   one large datagram); a datagram may be sent while the balance is
 //!   positive, so a paced link carries trains of a few datagrams at most.
@@ -170,6 +177,9 @@ impl RttEstimator {
 pub struct PacerStats {
     /// Congestion decisions (rate decreases).
     pub decreases: u64,
+    /// Decreases for a standing queue without loss (delay above the least
+    /// round trip by [`QUEUE_DELAY`]).
+    pub drains: u64,
     /// Windows that grew the rate.
     pub increases: u64,
     /// Times a datagram had to wait for tokens.
@@ -536,6 +546,14 @@ impl Pacer {
                 let cap = delivery.map_or(f64::MAX, |d| d * MAX_OVER_DELIVERY);
                 self.rate = Some((r * factor).min(cap).max(r));
                 self.stats.increases += 1;
+            } else if let Some(d) =
+                delivery.filter(|d| self.win_limited && self.queueing(now) && GOODPUT_SHARE * d < r)
+            {
+                // A standing queue without loss (yet): the rate is above what
+                // the bottleneck passes, and the queue grows until it drops
+                // a train of datagrams. Drain it.
+                self.rate = Some((GOODPUT_SHARE * d).max(MAX_DECREASE * r).max(MIN_RATE));
+                self.stats.drains += 1;
             }
         }
         self.reset_window(now);
@@ -687,6 +705,24 @@ mod tests {
         assert!(got > 90.0, "{got} Mbit/s, {:?}", p.stats);
         let loss = (link.dropped - dropped) as f64 / (link.sent - sent) as f64;
         assert!(loss < 0.02, "loss {loss}, {:?}", p.stats);
+    }
+
+    #[test]
+    fn a_standing_queue_is_drained_before_it_overflows() {
+        // The same bottleneck: once the rate found it, the round trip's
+        // growth (not tail drops) holds the rate at what the link passes.
+        // (Batched samples travel in datagrams of several IP fragments: a
+        // tail drop loses them all, and the repair waits behind the queue.)
+        let mut p = Pacer::new(true);
+        let mut link = Link::new(100e6, 625e3, 0.0);
+        let mut t = 0;
+        link.run(&mut p, &mut t, 2000, 1e9);
+        let (dropped, decreases) = (link.dropped, p.stats.decreases);
+        let got = mbps(link.run(&mut p, &mut t, 5000, 1e9), 5000);
+        assert!(got > 90.0, "{got} Mbit/s, {:?}", p.stats);
+        assert_eq!(link.dropped, dropped, "tail drops, {:?}", p.stats);
+        assert_eq!(p.stats.decreases, decreases, "{:?}", p.stats);
+        assert!(p.stats.drains > 0, "{:?}", p.stats);
     }
 
     #[test]

@@ -134,11 +134,14 @@ fn matched(net: &mut Network, wq: WriterQos, rq: ReaderQos) -> (usize, usize, Wr
 }
 
 /// The best goodput this link allows for `size`-byte samples: the share of
-/// payload in what the wire carries (1356-byte fragments with 116 bytes of
-/// RTPS headers, 42 of Ethernet/IPv4/UDP each).
+/// payload in what the wire carries (1356-byte fragments, sized for up to
+/// 116 bytes of RTPS headers, of which each datagram carries at least 68:
+/// the RTPS header, INFO_TS and the DATA_FRAG header; 42 bytes of
+/// Ethernet/IPv4/UDP each). With 116 the bound was below what a link kept
+/// full achieves (91.9 % measured at 63000 B, where 68 gives 92.4 %).
 fn payload_share(size: usize) -> f64 {
     let frags = size.div_ceil(1356).max(1);
-    size as f64 / (size + frags * (116 + ETH_IPV4_UDP_OVERHEAD)) as f64
+    size as f64 / (size + frags * (68 + ETH_IPV4_UDP_OVERHEAD)) as f64
 }
 
 #[test]

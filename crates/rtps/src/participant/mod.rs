@@ -370,7 +370,8 @@ impl Participant {
     fn sync_cc_stats(&mut self) {
         let s = &self.pacer.stats;
         self.stats.lost_bytes_reported = s.lost_bytes;
-        self.stats.congestion_decreases = s.decreases;
+        self.stats.congestion_decreases = s.decreases + s.drains;
+        self.stats.congestion_drains = s.drains;
         self.stats.pacing_waits = s.waits;
         self.stats.pacing_rate = self.pacer.rate().map_or(0, |r| r as u64);
         self.stats.srtt_ns = self.rtt.srtt().unwrap_or(0);
