@@ -176,6 +176,56 @@ fn fragmented_samples_stay_within_the_readers_reassembly_window() {
     assert_eq!(rs.rejected_fragments, 0);
 }
 
+/// A KEEP_LAST writer is not held up by that window: a reliable reader
+/// that stopped answering (its ACKNACKs lost) does not keep the samples from
+/// another reader until its lease ends.
+#[test]
+fn a_silent_reader_does_not_hold_up_a_keep_last_writer() {
+    let mut net = Network::new(12);
+    let cfgs: Vec<_> = (0..3)
+        .map(|i| {
+            let mut c = Network::config_for(i, 0);
+            c.max_message_size = 65000;
+            c
+        })
+        .collect();
+    let [a, b, c] = [0, 1, 2].map(|i| net.add_participant_with(cfgs[i].clone()));
+    let now = net.now;
+    let wq = WriterQos {
+        history: History::KeepLast(64),
+        ..WriterQos::default()
+    };
+    let w = net.p(a).create_writer(writer("T", wq), now).unwrap();
+    let rb = net
+        .p(b)
+        .create_reader(reader("T", reliable_reader()), now)
+        .unwrap();
+    let rc = net
+        .p(c)
+        .create_reader(reader("T", reliable_reader()), now)
+        .unwrap();
+    assert!(net.run_until(Duration::from_secs(2), |n| {
+        n.nodes[a].participant.matched_reader_count(w) == 2
+            && n.nodes[b].participant.matched_writer_count(rb) == 1
+            && n.nodes[c].participant.matched_writer_count(rc) == 1
+    }));
+    net.run_for(Duration::from_millis(50));
+    net.set_link(c, a, LinkConfig::lossy(1.0, 0.0, 0.0));
+    let n = 40u32;
+    for i in 0..n {
+        let now = net.now;
+        net.p(a).write(w, alive(&big(1 << 20, i)), now).unwrap();
+    }
+    assert!(
+        net.run_until(Duration::from_secs(5), |net| net.nodes[b]
+            .samples_of(rb)
+            .count()
+            == n as usize),
+        "{} of {n} delivered",
+        net.nodes[b].samples_of(rb).count()
+    );
+}
+
 #[test]
 fn best_effort_drops_incomplete_samples_cleanly() {
     let wq = WriterQos {

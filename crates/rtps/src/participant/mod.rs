@@ -90,9 +90,9 @@ const HB_LEN: usize = 32;
 const HBF_LEN: usize = 28;
 /// Most NACK_FRAGs in one ACKNACK datagram.
 const MAX_NACK_FRAGS: usize = 8;
-/// Bytes of samples a reliable writer has pushed beyond the slowest reliable
-/// reader's acknowledgement before it starts another fragmented sample (at
-/// least two such samples, and always one): a reader keeps the samples it
+/// Bytes of samples a reliable KEEP_ALL writer has pushed beyond the slowest
+/// reliable reader's acknowledgement before it starts another fragmented
+/// sample (at least two such samples, and always one): a reader keeps the samples it
 /// is still reassembling (32 MiB per writer by default in FerroDDS), so a
 /// writer further ahead makes it drop the newest ones, all of whose
 /// fragments are then sent again.

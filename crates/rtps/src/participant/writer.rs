@@ -292,8 +292,14 @@ impl LocalWriter {
 
     /// Whether starting fragmented sample `sn` of `len` bytes now would put
     /// more than [`FRAG_WINDOW_BYTES`] (or two such samples) beyond
-    /// `acked`, the slowest reliable reader's acknowledgement.
+    /// `acked`, the slowest reliable reader's acknowledgement. Only KEEP_ALL
+    /// writers wait (they wait for that reader anyway once their history is
+    /// full); a KEEP_LAST writer goes on, so a reader that stopped answering
+    /// does not hold up the others until its lease ends.
     pub(super) fn frag_window_full(&self, acked: i64, sn: i64, len: usize) -> bool {
+        if !matches!(self.qos.history, History::KeepAll) {
+            return false;
+        }
         let limit = FRAG_WINDOW_BYTES.max(2 * len);
         let mut bytes = len;
         for s in acked.saturating_add(1)..sn {
