@@ -51,7 +51,9 @@
 //!   grows it by [`GROWTH_PER_10MS`] per 10 ms (multiplicative, so the same
 //!   dynamics hold on a 10 Mbit/s radio and a 10 Gbit/s loopback), never
 //!   beyond [`MAX_OVER_DELIVERY`] times the delivery rate.
-//! - A window without loss in which the sender used its rate while a queue
+//! - A window without loss in which the sender used its rate (sent at least
+//!   [`PACED_SHARE`] of it: a flow held back by its writers' windows keeps
+//!   its queue bounded by them, and is left alone) while a queue
 //!   builds (by delay) and the delivery rate is below the rate **drains**
 //!   the queue: the rate becomes [`GOODPUT_SHARE`] of the delivery rate (no
 //!   less than [`MAX_DECREASE`] of itself). Growth is capped at
@@ -122,6 +124,9 @@ pub const INITIAL_RATE: f64 = 12.5e6;
 /// Slow start doubles the rate only in a window in which readers
 /// acknowledged at least this share of the bytes sent.
 pub const SLOW_START_DELIVERED: f64 = 0.7;
+/// A window whose bytes sent reach this share of the rate was paced: the
+/// rate, not the writers' windows or the application, set what went out.
+pub const PACED_SHARE: f64 = 0.95;
 /// Delivery-rate measurements kept (the delivery rate is their maximum).
 pub const DELIVERY_SAMPLES: usize = 2;
 /// Growth stops at this multiple of the delivery rate.
@@ -546,9 +551,12 @@ impl Pacer {
                 let cap = delivery.map_or(f64::MAX, |d| d * MAX_OVER_DELIVERY);
                 self.rate = Some((r * factor).min(cap).max(r));
                 self.stats.increases += 1;
-            } else if let Some(d) =
-                delivery.filter(|d| self.win_limited && self.queueing(now) && GOODPUT_SHARE * d < r)
-            {
+            } else if let Some(d) = delivery.filter(|d| {
+                self.win_limited
+                    && self.win_sent as f64 >= PACED_SHARE * r * secs
+                    && self.queueing(now)
+                    && GOODPUT_SHARE * d < r
+            }) {
                 // A standing queue without loss (yet): the rate is above what
                 // the bottleneck passes, and the queue grows until it drops
                 // a train of datagrams. Drain it.
