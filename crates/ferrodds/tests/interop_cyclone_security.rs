@@ -15,16 +15,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use ferrodds::{DomainParticipant, SecurityConfig};
+use ferrodds::DomainParticipant;
 
 const DOMAIN: u32 = 223;
-
-fn secure_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tools/perftest/resource/secure")
-        .canonicalize()
-        .expect("tools/perftest/resource/secure")
-}
 
 fn ddsperf_available() -> bool {
     let ok = Command::new("ddsperf")
@@ -41,7 +34,7 @@ fn ddsperf_available() -> bool {
 
 /// Cyclone's configuration for `role` (pub or sub), tracing into `trace`.
 fn cyclone_config(dir: &Path, role: &str, trace: &Path, governance: &str) -> PathBuf {
-    let r = secure_dir();
+    let r = perftest_secure_dir();
     let r = r.display();
     let perm = if role == "pub" { "Pub" } else { "Sub" };
     let path = dir.join(format!("cyclone-{role}.xml"));
@@ -86,19 +79,6 @@ fn cyclone_config(dir: &Path, role: &str, trace: &Path, governance: &str) -> Pat
     path
 }
 
-fn our_security(role: &str, governance: &str) -> SecurityConfig {
-    let d = secure_dir();
-    let f = |name: &str| format!("file:{}", d.join(name).display());
-    let perm = if role == "pub" { "Pub" } else { "Sub" };
-    SecurityConfig::new()
-        .identity_ca(f("cacert.pem"))
-        .identity_certificate(f(&format!("{role}.pem")))
-        .private_key(f(&format!("{role}key.pem")))
-        .permissions_ca(f("cacert.pem"))
-        .governance(f(governance))
-        .permissions(f(&format!("signed_PerftestPermissions{perm}.xml")))
-}
-
 fn kill(mut child: Child) -> String {
     let _ = child.kill();
     let out = child.wait_with_output().unwrap();
@@ -141,7 +121,7 @@ fn session(
         .expect("ddsperf starts");
     let p = DomainParticipant::with_config(
         domain,
-        loopback_config().security(our_security(our_role, governance)),
+        loopback_config().security(perftest_security(our_role, governance)),
     )
     .expect("secure participant");
     let deadline = Instant::now() + Duration::from_secs(15);
