@@ -103,9 +103,9 @@ fn bad_security_files_fail_participant_creation_naming_them() {
 }
 
 /// The published profiles FerroDDS does not implement yet are refused, never run with less
-/// protection: origin authentication at participant creation, submessage and payload
-/// protection at DataWriter / DataReader creation (each error names the file, the rule and
-/// the kinds). Domain 226: its participants must not meet the other tests'.
+/// protection: origin authentication at participant creation, submessage protection with
+/// origin authentication and payload protection at DataWriter / DataReader creation (each
+/// error names the file, the rule and the kinds). Domain 226: its participants must not meet the other tests'.
 #[test]
 fn protection_not_implemented_is_refused_not_weakened() {
     const DOMAIN: u32 = 226;
@@ -121,41 +121,33 @@ fn protection_not_implemented_is_refused_not_weakened() {
                 && msg.contains("does not implement"),
             "{msg}"
         );
-        for (governance, kind) in [
-            (
-                "signed_PerftestGovernance_SignEncryptSubmessage.xml",
-                "metadata_protection_kind",
-            ),
-            (
-                "signed_PerftestGovernance_RTPSSignEncryptSubmessageWithOrigAuthEncryptData.xml",
-                "metadata_protection_kind",
-            ),
-        ] {
-            let p = DomainParticipant::with_config(
-                DOMAIN,
-                loopback_config().security(perftest_security("pub", governance)),
-            )
-            .expect("participant (rtps SIGN is implemented)");
-            let t = p
-                .create_topic::<TestData>("Throughput", TopicQos::default())
-                .unwrap();
-            let err = p
-                .create_publisher(PublisherQos::default())
-                .unwrap()
-                .create_datawriter(&t, DataWriterQos::default().reliable())
-                .expect_err("the writer must be refused");
-            let msg = err.to_string();
-            assert!(matches!(err, DdsError::Security(_)), "{msg}");
-            assert!(
-                msg.contains(kind) && msg.contains("Throughput") && msg.contains(governance),
-                "{msg}"
-            );
-            let err = p
-                .create_subscriber(SubscriberQos::default())
-                .unwrap()
-                .create_datareader(&t, DataReaderQos::default().reliable())
-                .expect_err("the reader must be refused");
-            assert!(err.to_string().contains(kind), "{err}");
-        }
+        let governance =
+            "signed_PerftestGovernance_RTPSSignEncryptSubmessageWithOrigAuthEncryptData.xml";
+        let kind = "metadata_protection_kind with origin authentication";
+        let p = DomainParticipant::with_config(
+            DOMAIN,
+            loopback_config().security(perftest_security("pub", governance)),
+        )
+        .expect("participant (rtps SIGN is implemented)");
+        let t = p
+            .create_topic::<TestData>("Throughput", TopicQos::default())
+            .unwrap();
+        let err = p
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&t, DataWriterQos::default().reliable())
+            .expect_err("the writer must be refused");
+        let msg = err.to_string();
+        assert!(matches!(err, DdsError::Security(_)), "{msg}");
+        assert!(
+            msg.contains(kind) && msg.contains("Throughput") && msg.contains(governance),
+            "{msg}"
+        );
+        let err = p
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&t, DataReaderQos::default().reliable())
+            .expect_err("the reader must be refused");
+        assert!(err.to_string().contains(kind), "{err}");
     });
 }

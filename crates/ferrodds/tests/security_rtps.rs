@@ -2,7 +2,10 @@
 //! loopback with the committed perftest RTPSEncrypt governance (`rtps_protection_kind`
 //! ENCRYPT) exchange crypto tokens after authentication and deliver samples in protected
 //! RTPS messages; a capture's decrypted view records each protected message's clear form
-//! beside it. Domains 222 and 227 (no other test of this file uses them).
+//! beside it. Under the SignEncryptSubmessage governance (RTPS SIGN, metadata ENCRYPT) the
+//! endpoints exchange their crypto tokens and every submessage of the user writer and
+//! reader travels encrypted (SEC_PREFIX / SEC_BODY / SEC_POSTFIX). Domains 222, 227 and 105
+//! (no other test uses them).
 #![cfg(feature = "security")]
 
 mod common;
@@ -31,16 +34,30 @@ fn matched_pair(
     DataWriter<TestData>,
     DataReader<TestData>,
 ) {
+    matched_pair_with(domain, GOVERNANCE, capture)
+}
+
+/// [`matched_pair`] under `governance`.
+fn matched_pair_with(
+    domain: u32,
+    governance: &str,
+    capture: Option<CaptureConfig>,
+) -> (
+    DomainParticipant,
+    DomainParticipant,
+    DataWriter<TestData>,
+    DataReader<TestData>,
+) {
     let a = DomainParticipant::with_config(
         domain,
         loopback_config()
-            .security(perftest_security("pub", GOVERNANCE))
+            .security(perftest_security("pub", governance))
             .capture(capture),
     )
     .expect("secure participant");
     let b = DomainParticipant::with_config(
         domain,
-        loopback_config().security(perftest_security("sub", GOVERNANCE)),
+        loopback_config().security(perftest_security("sub", governance)),
     )
     .expect("secure participant");
     let (w, r) = endpoints_of::<TestData>(&a, &b, "Throughput", true);
@@ -183,6 +200,117 @@ fn a_capture_with_the_decrypted_view_records_the_clear_messages() {
             "{clear} clear frames for {srtps} protected messages and {sec} with protected submessages ({rejected} rejected)"
         );
         assert!(marked >= 1, "no clear frame carries the samples");
+        assert_tshark_clean(&path);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+/// The top-level submessages of RTPS message `m`: (id, bytes, header included).
+fn submessages(m: &[u8]) -> Vec<(u8, &[u8])> {
+    let mut v = Vec::new();
+    let mut pos = 20;
+    while pos + 4 <= m.len() {
+        let (id, flags) = (m[pos], m[pos + 1]);
+        let len = if flags & 1 != 0 {
+            u16::from_le_bytes([m[pos + 2], m[pos + 3]])
+        } else {
+            u16::from_be_bytes([m[pos + 2], m[pos + 3]])
+        } as usize;
+        let end = if len == 0 {
+            m.len()
+        } else {
+            (pos + 4 + len).min(m.len())
+        };
+        v.push((id, &m[pos..end]));
+        pos = end;
+    }
+    v
+}
+
+/// Whether entity id `e` is a user (not builtin) writer or reader.
+fn is_user_entity(e: &[u8]) -> bool {
+    e.len() == 4 && e[3] & 0xc0 == 0 && matches!(e[3], 0x02 | 0x03 | 0x04 | 0x07)
+}
+
+/// perftest's SignEncryptSubmessage governance: every RTPS message signed, and each
+/// submessage of the user DataWriter (DATA, HEARTBEAT, GAP) and DataReader (ACKNACK,
+/// NACK_FRAG) encrypted on its own with the endpoint's key material, exchanged as
+/// datawriter / datareader crypto tokens. The publisher's capture: no sample byte in clear,
+/// no user submessage outside a SEC_PREFIX, SEC_PREFIX both ways; tshark decodes every frame.
+#[test]
+fn submessage_encryption_delivers_samples_with_each_user_submessage_encrypted() {
+    const DOMAIN: u32 = 105;
+    const MARKER: &[u8] = b"FERRODDS-SUBMESSAGE-ENCRYPTION-MARKER";
+    with_timeout(60, || {
+        let dir = std::env::temp_dir().join(format!("ferrodds-submsg-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("pub.pcapng");
+        let (a, b, w, r) = matched_pair_with(
+            DOMAIN,
+            "signed_PerftestGovernance_SignEncryptSubmessage.xml",
+            Some(CaptureConfig::file(&path)),
+        );
+        for i in 0..50u32 {
+            let mut d = test_data(i);
+            d.bin_data = MARKER.to_vec();
+            w.write(&d).unwrap();
+        }
+        w.wait_for_acknowledgments(WAIT).unwrap();
+        let mut got = Vec::new();
+        let deadline = std::time::Instant::now() + WAIT;
+        while got.len() < 50 && std::time::Instant::now() < deadline {
+            let _ = r.wait_for_data(std::time::Duration::from_millis(100));
+            for s in r.take().unwrap() {
+                if let Some(d) = s.data {
+                    assert_eq!(d.bin_data, MARKER);
+                    got.push(d.seq_num);
+                }
+            }
+        }
+        assert_eq!(got, (0..50).collect::<Vec<_>>());
+        for s in [a.engine_stats(), b.engine_stats()] {
+            assert_eq!(s.authenticated_participants, 1, "{s:?}");
+            assert_eq!(s.protection_failures, 0, "{s:?}");
+            assert_eq!(s.unprotected_submessages_dropped, 0, "{s:?}");
+            assert!(s.protected_datagrams_sent >= 10, "{s:?}");
+        }
+        let st = a.stop_capture().expect("a capture ran");
+        assert_eq!(st.frames_dropped, 0, "{st:?}");
+        let c = read_udp_payloads(&path).unwrap();
+        let (mut sec_out, mut sec_in) = (0, 0);
+        for d in &c.datagrams {
+            assert!(
+                !d.payload.windows(MARKER.len()).any(|w| w == MARKER),
+                "frame {} carries a sample in clear",
+                d.frame
+            );
+            for (id, sub) in submessages(&d.payload) {
+                if id == 0x31 {
+                    if d.direction == Some(Direction::Outbound) {
+                        sec_out += 1;
+                    } else {
+                        sec_in += 1;
+                    }
+                }
+                // DATA, DATA_FRAG (writer id at 12..16), HEARTBEAT, HEARTBEAT_FRAG, GAP
+                // (writer id at 8..12); ACKNACK, NACK_FRAG (reader id at 4..8).
+                let endpoint = match id {
+                    0x15 | 0x16 => sub.get(12..16),
+                    0x07 | 0x13 | 0x08 => sub.get(8..12),
+                    0x06 | 0x12 => sub.get(4..8),
+                    _ => None,
+                };
+                assert!(
+                    !endpoint.is_some_and(is_user_entity),
+                    "frame {}: submessage 0x{id:02x} of a user endpoint in clear",
+                    d.frame
+                );
+            }
+        }
+        // DATA and HEARTBEATs out, ACKNACKs in.
+        assert!(sec_out >= 50, "{sec_out} protected submessages sent");
+        assert!(sec_in >= 1, "{sec_in} protected submessages received");
         assert_tshark_clean(&path);
         let _ = std::fs::remove_dir_all(&dir);
     });

@@ -209,6 +209,10 @@ pub enum EngineError {
     /// A QoS value is inconsistent (e.g. KEEP_LAST 0).
     #[error("inconsistent QoS: {0}")]
     InconsistentQos(&'static str),
+    /// The security plugin could not register the endpoint (its key material); ask
+    /// [`crate::Participant::check_local_endpoint`] first for the reason of a refusal.
+    #[error("the security plugin could not register the endpoint")]
+    SecurityRefused,
 }
 
 /// Errors of [`crate::Participant::write`].

@@ -361,6 +361,11 @@ fn inline_qos<'q>(
 /// not fit.
 pub(crate) struct Emitter<'b> {
     w: MessageWriter<'b>,
+    /// Bytes kept free after each writer or reader submessage pushed from now on (DDS
+    /// Security submessage protection replaces it with a larger one later).
+    sec: usize,
+    /// Bytes kept free so far for the submessages pushed.
+    reserved: usize,
 }
 
 impl<'b> Emitter<'b> {
@@ -371,7 +376,17 @@ impl<'b> Emitter<'b> {
         let buf = buf.get_mut(..limit)?;
         MessageWriter::new(buf, &Header::new(prefix))
             .ok()
-            .map(|w| Self { w })
+            .map(|w| Self {
+                w,
+                sec: 0,
+                reserved: 0,
+            })
+    }
+
+    /// Keeps `overhead` bytes free for each writer or reader submessage pushed from now on
+    /// (INFO_* excluded), so that protecting each of them still fits the limit; 0 stops.
+    pub(crate) fn protect_each(&mut self, overhead: usize) {
+        self.sec = overhead;
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -384,23 +399,51 @@ impl<'b> Emitter<'b> {
         self.w.is_empty()
     }
 
+    /// Bytes left for the next submessage (with its protection's room kept free).
     pub(crate) fn room(&self) -> usize {
-        self.w.remaining()
+        self.w.remaining().saturating_sub(self.reserved + self.sec)
     }
 
+    /// Pushes a writer or reader submessage, keeping [`Emitter::protect_each`]'s room free.
     #[inline]
     fn push<S: Encode>(&mut self, s: &S) -> bool {
-        self.w.push(s, Endianness::Little).is_ok()
+        if self.sec == 0 {
+            return self.w.push(s, Endianness::Little).is_ok();
+        }
+        let before = self.w.len();
+        if self.w.push(s, Endianness::Little).is_err() {
+            return false;
+        }
+        if self.w.remaining() < self.reserved + self.sec {
+            self.w.truncate(before);
+            return false;
+        }
+        self.reserved += self.sec;
+        true
+    }
+
+    /// Pushes an INFO_* submessage (never protected alone).
+    #[inline]
+    fn push_info<S: Encode>(&mut self, s: &S) -> bool {
+        let before = self.w.len();
+        if self.w.push(s, Endianness::Little).is_err() {
+            return false;
+        }
+        if self.w.remaining() < self.reserved {
+            self.w.truncate(before);
+            return false;
+        }
+        true
     }
 
     pub(crate) fn info_dst(&mut self, prefix: GuidPrefix) -> bool {
-        self.push(&InfoDst {
+        self.push_info(&InfoDst {
             guid_prefix: prefix,
         })
     }
 
     pub(crate) fn info_ts(&mut self, t: Time) -> bool {
-        self.push(&InfoTs { timestamp: Some(t) })
+        self.push_info(&InfoTs { timestamp: Some(t) })
     }
 
     /// Size of a DATA submessage with these parts.

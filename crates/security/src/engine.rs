@@ -50,10 +50,21 @@
 //! * **Endpoints** ([`ParticipantSecurity::check_local_endpoint`],
 //!   [`ParticipantSecurity::check_remote_endpoint`]): a local DataWriter or DataReader is
 //!   checked against its topic rule: one asking for discovery or liveliness protection,
-//!   submessage (metadata) or payload (data) protection is refused with a message naming
-//!   the governance file, the topic and the kinds (not implemented yet: never sent with
-//!   less protection); with write (read) access control the local permissions must allow
-//!   it. A remote endpoint is matched only when its participant's validated permissions
+//!   payload (data) protection, submessage (metadata) protection with origin
+//!   authentication, or submessage protection under `rtps_protection_kind` NONE is refused
+//!   with a message naming the governance file, the topic and the kinds (not implemented
+//!   yet: never sent with less protection); with write (read) access control the local
+//!   permissions must allow it.
+//! * **Submessage protection** (step 3, `metadata_protection_kind` SIGN or ENCRYPT): each
+//!   such local endpoint gets its own key material when registered (GMAC or GCM, the
+//!   participant's key length, a random non-zero key id); its crypto tokens (one
+//!   `DDS:Crypto:AES_GCM_GMAC` token, no receiver-specific key) go to each matched remote
+//!   endpoint as `dds.sec.datawriter_crypto_tokens` / `dds.sec.datareader_crypto_tokens`
+//!   (source endpoint ours, destination endpoint and participant theirs). Tokens received
+//!   from an authenticated participant (its source endpoint must be of that participant)
+//!   are kept by sender key id with the endpoint's entity id (at most 4096 per participant;
+//!   a resend with the same key keeps the anti-replay window); a SEC_PREFIX is decoded
+//!   with the endpoint key its CryptoHeader names, else with the KxKeys. A remote endpoint is matched only when its participant's validated permissions
 //!   allow it under the same rule (an unauthenticated participant, when the governance
 //!   admits one, matches only topics without access control or protection).
 //! * **Time and randomness**: the engine's monotonic [`Timestamp`] is turned into Unix time
@@ -65,10 +76,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ferrodds_cdr::{CdrReader, CdrWriter, Encoding, Endianness};
 use ferrodds_rtps::security::{
-    HandshakeOutput, LocalSecurityParams, ParticipantSecurity, RemoteSecurityParams,
-    SecurityFailure, SecurityFailureKind,
+    EndpointProtection, HandshakeOutput, LocalSecurityParams, ParticipantSecurity,
+    RemoteSecurityParams, SecurityFailure, SecurityFailureKind, SubmessageKey,
 };
-use ferrodds_rtps::{GuidPrefix, Timestamp};
+use ferrodds_rtps::{EntityId, Guid, GuidPrefix, Timestamp};
 
 use crate::access::ProtectionKind;
 use crate::access::{
@@ -81,6 +92,7 @@ use crate::auth::{
 };
 use crate::crypto::{
     kx_key_material, KeyMaterial, ReceiverCrypto, SenderCrypto, TransformKind, MESSAGE_OVERHEAD,
+    SUBMESSAGE_OVERHEAD,
 };
 use crate::generic_message::{
     BinaryProperty, DataHolder, GenericMessageError, GuidBytes, MessageIdentity,
@@ -88,8 +100,12 @@ use crate::generic_message::{
     ENTITYID_P2P_PARTICIPANT_VOLATILE_MESSAGE_SECURE_READER,
     ENTITYID_P2P_PARTICIPANT_VOLATILE_MESSAGE_SECURE_WRITER, ENTITYID_PARTICIPANT,
     GMCLASSID_SECURITY_AUTH_HANDSHAKE, GMCLASSID_SECURITY_AUTH_REQUEST,
+    GMCLASSID_SECURITY_DATAREADER_CRYPTO_TOKENS, GMCLASSID_SECURITY_DATAWRITER_CRYPTO_TOKENS,
     GMCLASSID_SECURITY_PARTICIPANT_CRYPTO_TOKENS, GUID_UNKNOWN,
 };
+
+/// Most endpoint key materials kept per remote participant.
+const MAX_REMOTE_ENDPOINT_KEYS: usize = 4096;
 
 /// CryptoToken class of the builtin cryptographic plugin.
 pub const CRYPTO_TOKEN_CLASS: &str = "DDS:Crypto:AES_GCM_GMAC";
@@ -237,6 +253,9 @@ struct Remote {
     msg_rx: Option<ReceiverCrypto>,
     /// It acknowledged our crypto tokens.
     acked: bool,
+    /// Key material of its endpoints (their submessages), by sender key id: the endpoint's
+    /// entity id and the receiver.
+    endpoints: HashMap<u32, (EntityId, ReceiverCrypto)>,
 }
 
 /// The builtin PKI-DH authentication and Permissions access control of one participant, as
@@ -259,6 +278,10 @@ pub struct BuiltinSecurity {
     msg_tx: Option<SenderCrypto>,
     /// Last sequence number of the volatile-secure writer's messages.
     volatile_seq: i64,
+    /// AES key length of the key material made here.
+    key_bits: u32,
+    /// Key material of our endpoints that protect their submessages.
+    local_endpoints: HashMap<Guid, SenderCrypto>,
 }
 
 impl std::fmt::Debug for BuiltinSecurity {
@@ -366,6 +389,8 @@ impl BuiltinSecurity {
         Ok(BuiltinSecurity {
             msg_tx,
             volatile_seq: 0,
+            key_bits,
+            local_endpoints: HashMap::new(),
             guid: identity.guid(),
             identity: Some(identity),
             auth: None,
@@ -513,6 +538,100 @@ impl BuiltinSecurity {
         m.encode_payload(Endianness::Little, &mut out)
             .map_err(|e| crypto_fail(format!("encoding crypto tokens: {e}")))?;
         Ok(out)
+    }
+
+    /// The crypto tokens of our endpoint `local` (its key material) for the remote endpoint
+    /// `remote`, as a volatile-secure message.
+    fn endpoint_tokens_message(
+        &mut self,
+        local: Guid,
+        remote: Guid,
+    ) -> Result<Vec<u8>, SecurityFailure> {
+        let km = self
+            .local_endpoints
+            .get(&local)
+            .ok_or_else(|| crypto_fail("endpoint without key material".into()))?
+            .key_material()
+            .to_bytes();
+        let mut token = DataHolder::new(CRYPTO_TOKEN_CLASS);
+        token.binary_properties = vec![BinaryProperty::new(PROP_KEYMAT, km)];
+        self.volatile_seq += 1;
+        let writer = local.entity_id.is_writer();
+        let m = ParticipantGenericMessage {
+            message_identity: MessageIdentity {
+                source_guid: self.volatile_writer(),
+                sequence_number: self.volatile_seq,
+            },
+            related_message_identity: MessageIdentity::default(),
+            destination_participant_guid: participant_guid(remote.prefix),
+            destination_endpoint_guid: remote.to_bytes(),
+            source_endpoint_guid: local.to_bytes(),
+            message_class_id: if writer {
+                GMCLASSID_SECURITY_DATAWRITER_CRYPTO_TOKENS
+            } else {
+                GMCLASSID_SECURITY_DATAREADER_CRYPTO_TOKENS
+            }
+            .into(),
+            message_data: vec![token],
+        };
+        let mut out = Vec::new();
+        m.encode_payload(Endianness::Little, &mut out)
+            .map_err(|e| crypto_fail(format!("encoding crypto tokens: {e}")))?;
+        Ok(out)
+    }
+
+    /// Endpoint crypto tokens from `remote`: keeps the key material of its endpoint.
+    fn on_endpoint_tokens(
+        &mut self,
+        remote: GuidPrefix,
+        msg: &ParticipantGenericMessage,
+    ) -> Result<(), SecurityFailure> {
+        let source = &msg.source_endpoint_guid;
+        if source[..12] != remote.0 {
+            return Err(crypto_fail(format!(
+                "{}: the source endpoint is not of the sending participant",
+                msg.message_class_id
+            )));
+        }
+        let eid = EntityId([source[12], source[13], source[14], source[15]]);
+        let r = self
+            .remotes
+            .get_mut(&remote)
+            .filter(|r| r.kx_rx.is_some())
+            .ok_or_else(|| {
+                crypto_fail("crypto tokens from an unauthenticated participant".into())
+            })?;
+        for token in msg
+            .message_data
+            .iter()
+            .filter(|t| t.class_id == CRYPTO_TOKEN_CLASS)
+        {
+            let bytes = token.binary_property(PROP_KEYMAT).ok_or_else(|| {
+                crypto_fail(format!("CryptoToken without the {PROP_KEYMAT} property"))
+            })?;
+            let km = KeyMaterial::decode(bytes)
+                .map_err(|e| crypto_fail(format!("{PROP_KEYMAT}: {e}")))?;
+            if !km.transformation_kind.protects() {
+                continue;
+            }
+            let id = km.sender_key_id;
+            if r.endpoints
+                .get(&id)
+                .is_some_and(|(e, rx)| *e == eid && *rx.key_material() == km)
+            {
+                // A resend: the anti-replay window stays.
+                continue;
+            }
+            if r.endpoints.len() >= MAX_REMOTE_ENDPOINT_KEYS && !r.endpoints.contains_key(&id) {
+                return Err(crypto_fail(format!(
+                    "more than {MAX_REMOTE_ENDPOINT_KEYS} endpoint keys from one participant"
+                )));
+            }
+            let rx =
+                ReceiverCrypto::new(km).map_err(|e| crypto_fail(format!("{PROP_KEYMAT}: {e}")))?;
+            r.endpoints.insert(id, (eid, rx));
+        }
+        Ok(())
     }
 
     fn handle(
@@ -668,8 +787,12 @@ impl ParticipantSecurity for BuiltinSecurity {
                 "enable_liveliness_protection TRUE (the secure liveliness endpoints)",
             ),
             (
-                a.metadata_protection_kind.is_protected(),
-                "metadata_protection_kind (submessage protection)",
+                a.metadata_protection_kind.is_origin_authenticated(),
+                "metadata_protection_kind with origin authentication (receiver-specific MACs)",
+            ),
+            (
+                a.metadata_protection_kind.is_protected() && self.msg_tx.is_none(),
+                "metadata_protection_kind (submessage protection) while rtps_protection_kind is NONE (FerroDDS protects submessages only inside protected RTPS messages)",
             ),
             (
                 a.is_payload_protected(),
@@ -904,9 +1027,16 @@ impl ParticipantSecurity for BuiltinSecurity {
     ) -> Result<Option<Vec<u8>>, SecurityFailure> {
         let msg = ParticipantGenericMessage::decode_payload(payload)
             .map_err(|e| crypto_fail(format!("volatile-secure message: {e}")))?;
-        if msg.destination_participant_guid != self.guid
-            || msg.message_class_id != GMCLASSID_SECURITY_PARTICIPANT_CRYPTO_TOKENS
+        if msg.destination_participant_guid != self.guid {
+            return Ok(None);
+        }
+        if msg.message_class_id == GMCLASSID_SECURITY_DATAWRITER_CRYPTO_TOKENS
+            || msg.message_class_id == GMCLASSID_SECURITY_DATAREADER_CRYPTO_TOKENS
         {
+            self.on_endpoint_tokens(remote, &msg)?;
+            return Ok(None);
+        }
+        if msg.message_class_id != GMCLASSID_SECURITY_PARTICIPANT_CRYPTO_TOKENS {
             return Ok(None);
         }
         let token = msg
@@ -961,21 +1091,92 @@ impl ParticipantSecurity for BuiltinSecurity {
             .map_err(|e| crypto_fail(e.to_string()))
     }
 
-    fn decode_volatile(
+    fn decode_submessage(
         &mut self,
         remote: GuidPrefix,
         encoded: &[u8],
         out: &mut [u8],
-    ) -> Result<(usize, usize), SecurityFailure> {
-        let rx = self
+    ) -> Result<(usize, usize, SubmessageKey), SecurityFailure> {
+        let r = self
             .remotes
             .get_mut(&remote)
-            .and_then(|r| r.kx_rx.as_mut())
+            .ok_or_else(|| crypto_fail("no key material of this participant".into()))?;
+        // The CryptoHeader's transformation_key_id (after the SEC_PREFIX header and the
+        // transformation kind) names the key material.
+        let key_id = encoded
+            .get(8..12)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+        if let Some((eid, rx)) = key_id.and_then(|id| r.endpoints.get_mut(&id)) {
+            let d = rx
+                .decode_submessage(encoded, out)
+                .map_err(|e| crypto_fail(e.to_string()))?;
+            return Ok((d.consumed, d.len, SubmessageKey::Endpoint(*eid)));
+        }
+        let rx = r
+            .kx_rx
+            .as_mut()
             .ok_or_else(|| crypto_fail("no KxKeys for this participant".into()))?;
         let d = rx
             .decode_submessage(encoded, out)
             .map_err(|e| crypto_fail(e.to_string()))?;
-        Ok((d.consumed, d.len))
+        Ok((d.consumed, d.len, SubmessageKey::Volatile))
+    }
+
+    fn register_local_endpoint(
+        &mut self,
+        guid: Guid,
+        topic: &str,
+        writer: bool,
+    ) -> Result<EndpointProtection, SecurityFailure> {
+        let _ = writer;
+        let a = self
+            .access
+            .endpoint_security_attributes(self.domain_id, topic)
+            .map_err(|e| crypto_fail(e.to_string()))?;
+        let kind = a.metadata_protection_kind;
+        if !kind.is_protected() {
+            return Ok(EndpointProtection::default());
+        }
+        let tx = new_sender(
+            TransformKind::for_protection(kind.is_encrypted(), self.key_bits),
+            &mut *self.entropy,
+        )
+        .map_err(|e| crypto_fail(e.to_string()))?;
+        self.local_endpoints.insert(guid, tx);
+        Ok(EndpointProtection { submessages: true })
+    }
+
+    fn unregister_local_endpoint(&mut self, guid: Guid) {
+        self.local_endpoints.remove(&guid);
+    }
+
+    fn submessage_overhead(&self) -> usize {
+        SUBMESSAGE_OVERHEAD
+    }
+
+    fn endpoint_tokens(&mut self, local: Guid, remote: Guid) -> Option<Vec<u8>> {
+        self.local_endpoints.get(&local)?;
+        self.endpoint_tokens_message(local, remote).ok()
+    }
+
+    fn forget_remote_endpoint(&mut self, remote: Guid) {
+        if let Some(r) = self.remotes.get_mut(&remote.prefix) {
+            r.endpoints.retain(|_, (e, _)| *e != remote.entity_id);
+        }
+    }
+
+    fn encode_submessage(
+        &mut self,
+        local: Guid,
+        plain: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, SecurityFailure> {
+        let tx = self
+            .local_endpoints
+            .get_mut(&local)
+            .ok_or_else(|| crypto_fail("endpoint without key material".into()))?;
+        tx.encode_submessage(plain, &mut [], out)
+            .map_err(|e| crypto_fail(e.to_string()))
     }
 
     fn encode_message(&mut self, plain: &[u8], out: &mut [u8]) -> Result<usize, SecurityFailure> {

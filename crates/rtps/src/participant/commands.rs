@@ -14,6 +14,7 @@ impl Participant {
         Self::check_history(attrs.qos.history)?;
         let eid = self.alloc_entity(if attrs.keyed { 0x02 } else { 0x03 })?;
         let guid = Guid::new(self.config.guid_prefix, eid);
+        self.register_secure_endpoint(guid, &attrs.topic_name, true)?;
         let data = EndpointData {
             guid,
             topic_name: attrs.topic_name.clone(),
@@ -29,7 +30,11 @@ impl Participant {
             attrs.type_name,
             attrs.qos,
         );
-        w.sizes = Sizes::new(&self.config, &w.qos);
+        // With DDS Security, room for the message transform and this writer's
+        // submessage transform.
+        let reserve = self.security.as_ref().map_or(0, |s| s.overhead)
+            + Self::sub_reserve(&self.security, eid);
+        w.sizes = Sizes::reserving(&self.config, &w.qos, reserve);
         self.writers.push(Some(w));
         let id = WriterId(self.writers.len() - 1);
         self.announce_endpoint(IDX_SEDP_PUB, &data, now);
@@ -64,6 +69,7 @@ impl Participant {
     pub fn delete_writer(&mut self, w: WriterId, now: Timestamp) -> Result<(), EngineError> {
         let guid = self.user_writer(w).ok_or(EngineError::UnknownWriter)?.guid;
         self.writers[w.0] = None;
+        self.unregister_secure_endpoint(guid);
         self.announce_dispose(IDX_SEDP_PUB, guid, now);
         self.remove_remote_writer(guid);
         Ok(())

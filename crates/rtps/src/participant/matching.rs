@@ -123,11 +123,13 @@ impl Participant {
                 self.work
                     .watch_reader_proxy(&mut w.repair_work, &mut w.proxies, i);
                 w.all_acked_reported = false;
+                let local = w.guid;
                 self.events.push_back(Event::PublicationMatched {
                     writer: WriterId(wi),
                     remote_reader: reader.guid,
                     current_count: w.proxies.len(),
                 });
+                self.secure_endpoint_matched(local, reader.guid);
             }
             Err(policy) => {
                 if let Some(i) = existing {
@@ -186,11 +188,13 @@ impl Participant {
                 let i = r.proxies.len() - 1;
                 self.work
                     .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, i);
+                let local = r.guid;
                 self.events.push_back(Event::SubscriptionMatched {
                     reader: ReaderId(ri),
                     remote_writer: writer.guid,
                     current_count: r.proxies.len(),
                 });
+                self.secure_endpoint_matched(local, writer.guid);
             }
             Err(policy) => {
                 if let Some(i) = existing {
@@ -280,6 +284,7 @@ impl Participant {
         if self.remote_readers.remove(&guid).is_some() {
             self.release_remote_endpoint(guid.prefix);
         }
+        self.secure_endpoint_gone(guid);
         for wi in 0..self.writers.len() {
             let Some(w) = self.writers[wi].as_mut() else {
                 continue;

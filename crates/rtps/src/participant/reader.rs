@@ -78,6 +78,7 @@ impl Participant {
         Self::check_history(attrs.qos.history)?;
         let eid = self.alloc_entity(if attrs.keyed { 0x07 } else { 0x04 })?;
         let guid = Guid::new(self.config.guid_prefix, eid);
+        self.register_secure_endpoint(guid, &attrs.topic_name, false)?;
         let data = EndpointData {
             guid,
             topic_name: attrs.topic_name.clone(),
@@ -119,6 +120,7 @@ impl Participant {
     pub fn delete_reader(&mut self, r: ReaderId, now: Timestamp) -> Result<(), EngineError> {
         let guid = self.user_reader(r).ok_or(EngineError::UnknownReader)?.guid;
         self.readers[r.0] = None;
+        self.unregister_secure_endpoint(guid);
         self.announce_dispose(IDX_SEDP_SUB, guid, now);
         self.remove_remote_reader(guid);
         Ok(())
@@ -268,6 +270,7 @@ impl Participant {
         if self.remote_writers.remove(&guid).is_some() {
             self.release_remote_endpoint(guid.prefix);
         }
+        self.secure_endpoint_gone(guid);
         for (ri, r) in self.readers.iter_mut().enumerate() {
             let Some(r) = r.as_mut() else { continue };
             if let Some(i) = r.proxies.position(guid) {

@@ -5,11 +5,11 @@
 use super::*;
 use crate::reassembly::{Reassembler, ReassemblyLimits};
 use crate::security::{
-    HandshakeOutput, SecurityFailureKind, BES_SECURE_PARTICIPANT_ANNOUNCER,
-    BES_STATELESS_ANNOUNCER, BES_STATELESS_DETECTOR, BES_VOLATILE_SECURE_READER,
-    BES_VOLATILE_SECURE_WRITER, HANDSHAKE_RESEND_PERIOD, HANDSHAKE_TIMEOUT, SEC_PREFIX,
-    SRTPS_PREFIX, STATELESS_READER, STATELESS_WRITER, VOLATILE_SECURE_READER,
-    VOLATILE_SECURE_WRITER,
+    submessage_endpoint, HandshakeOutput, SecurityFailureKind, SubmessageKey,
+    BES_SECURE_PARTICIPANT_ANNOUNCER, BES_STATELESS_ANNOUNCER, BES_STATELESS_DETECTOR,
+    BES_VOLATILE_SECURE_READER, BES_VOLATILE_SECURE_WRITER, HANDSHAKE_RESEND_PERIOD,
+    HANDSHAKE_TIMEOUT, SEC_PREFIX, SRTPS_PREFIX, STATELESS_READER, STATELESS_WRITER,
+    VOLATILE_SECURE_READER, VOLATILE_SECURE_WRITER,
 };
 
 /// The security state of a participant.
@@ -18,9 +18,23 @@ pub(super) struct Security {
     plugin: Box<dyn ParticipantSecurity>,
     /// Last writer SN of the stateless writer.
     stateless_sn: i64,
-    /// Stateless (or, flagged, volatile-secure) messages to send: (destinations,
-    /// destination participant, payload, volatile).
-    queue: VecDeque<(Vec<Locator>, GuidPrefix, Vec<u8>, bool)>,
+    /// Stateless or volatile-secure messages to send: (destinations, destination
+    /// participant, payload, kind).
+    queue: VecDeque<(Vec<Locator>, GuidPrefix, Vec<u8>, Builtin)>,
+    /// Count of the volatile-secure reader's ACKNACKs.
+    volatile_ack_count: i32,
+    /// Bytes a protected submessage may add (0 while no local endpoint protects them).
+    pub(super) sub_overhead: usize,
+    /// Local endpoints whose submessages are protected.
+    sub_local: Vec<EntityId>,
+    /// Remote endpoints matched with a protected local one: their submessages must arrive
+    /// protected with their own key material.
+    sub_remote: SeededMap<Guid, ()>,
+    /// Endpoint crypto tokens to deliver, per remote participant (one message in flight).
+    ep_kx: SeededMap<GuidPrefix, EndpointTokens>,
+    /// Second scratch buffer (a received message's submessages; made with the first
+    /// protected local endpoint).
+    scratch2: Vec<u8>,
     /// Last writer SN of the volatile-secure writer.
     volatile_sn: i64,
     /// RTPS messages are protected (step 2).
@@ -52,6 +66,31 @@ pub(super) struct Security {
     /// The clear form of the datagram `handle_datagram` decoded last (kept), and its length.
     plain_received: Vec<u8>,
     pub(super) plain_received_len: Option<usize>,
+}
+
+/// What a queued builtin message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Builtin {
+    /// A stateless message (handshake).
+    Stateless,
+    /// A volatile-secure message (participant crypto tokens).
+    Volatile,
+    /// A volatile-secure message with endpoint crypto tokens (its SN is noted when sent).
+    EndpointTokens,
+    /// An ACKNACK of our volatile-secure reader acknowledging everything up to this SN.
+    VolatileAck(i64),
+}
+
+/// Endpoint crypto tokens on their way to one remote participant: sent one at a time,
+/// each again every [`HANDSHAKE_RESEND_PERIOD`] until an ACKNACK of the remote's
+/// volatile-secure reader acknowledges its SN.
+#[derive(Debug, Default)]
+struct EndpointTokens {
+    /// Messages not yet acknowledged (the first one is in flight when `sent` is set).
+    queue: VecDeque<Vec<u8>>,
+    /// The SN the first message last went with (0: queued, not sent yet) and when to
+    /// send it again.
+    sent: Option<(i64, Timestamp)>,
 }
 
 /// A stateless message sent as DATA_FRAGs, one per datagram.
@@ -106,6 +145,115 @@ fn sub_ends(d: &[u8]) -> impl Iterator<Item = (u8, usize, usize)> + '_ {
 
 /// Smallest scratch buffer of a protecting participant (a received datagram's bound).
 const SCRATCH_MIN: usize = 65536;
+
+/// Length of the RTPS header.
+const HDR: usize = 20;
+
+/// What [`unprotect_submessages`] made of a datagram.
+struct Pass {
+    /// Length of the result.
+    len: usize,
+    /// A volatile-secure submessage was decoded.
+    volatile: bool,
+    /// Clear submessages dropped (they had to be protected).
+    dropped: u64,
+    /// Protected submessages that failed to decode (or claimed another endpoint).
+    rejected: u64,
+}
+
+/// Rebuilds the (clear or decoded) message `plain` from `src` into `out` with each
+/// protected submessage replaced by its plain form, leaving out what may not be
+/// interpreted: volatile-secure DATA in clear, submessages in clear of remote endpoints
+/// whose submessages must be protected, endpoint submessages decoded from a message that
+/// was not itself protected (`message`), and decoded ones whose endpoint is not the key's.
+/// `out` is at least `plain.len()` long (a decoded submessage is shorter than its
+/// protected form).
+fn unprotect_submessages(
+    s: &mut Security,
+    src: GuidPrefix,
+    plain: &[u8],
+    message: bool,
+    out: &mut [u8],
+) -> Pass {
+    let mut r = Pass {
+        len: 0,
+        volatile: false,
+        dropped: 0,
+        rejected: 0,
+    };
+    out[..HDR].copy_from_slice(&plain[..HDR]);
+    let mut o = HDR;
+    let mut pos = HDR;
+    // The source of the submessages that follow (INFO_SRC changes it).
+    let mut source = src;
+    while pos + 4 <= plain.len() {
+        let Some((id, end)) = sub_at(plain, pos) else {
+            break;
+        };
+        if id == 0x0c {
+            if let Some(p) = plain.get(pos + 12..pos + 24) {
+                let mut b = [0u8; 12];
+                b.copy_from_slice(p);
+                source = GuidPrefix(b);
+            }
+        }
+        if id == SEC_PREFIX {
+            match s
+                .plugin
+                .decode_submessage(src, &plain[pos..], &mut out[o..])
+            {
+                Ok((consumed, n, key)) => {
+                    let claimed = submessage_endpoint(&out[o..o + n]);
+                    let keep = match key {
+                        SubmessageKey::Volatile => {
+                            r.volatile = true;
+                            true
+                        }
+                        // An endpoint's key protects only that endpoint's submessages, and
+                        // (RTPS protection being on) only inside a protected message.
+                        SubmessageKey::Endpoint(eid) => {
+                            message && source == src && claimed.is_some_and(|(e, _)| e == eid)
+                        }
+                    };
+                    if keep {
+                        o += n;
+                    } else {
+                        r.rejected += 1;
+                    }
+                    pos += consumed;
+                    continue;
+                }
+                Err(_) => {
+                    // Left out with its body (which is the submessage in clear when
+                    // signed) and its postfix.
+                    r.rejected += 1;
+                    pos = end;
+                    if let Some((_, body_end)) = sub_at(plain, pos) {
+                        pos = body_end;
+                        if let Some((0x32, post_end)) = sub_at(plain, pos) {
+                            pos = post_end;
+                        }
+                    }
+                    continue;
+                }
+            }
+        }
+        let sub = &plain[pos..end];
+        let clear_volatile_data =
+            (id == 0x15 || id == 0x16) && sub.get(12..16) == Some(&VOLATILE_SECURE_WRITER.0[..]);
+        let must_be_protected = submessage_endpoint(sub)
+            .is_some_and(|(eid, _)| s.sub_remote.contains_key(&Guid::new(source, eid)));
+        if clear_volatile_data || must_be_protected {
+            r.dropped += 1;
+        } else {
+            out[o..o + sub.len()].copy_from_slice(sub);
+            o += sub.len();
+        }
+        pos = end;
+    }
+    r.len = o;
+    r
+}
 
 /// Where the submessages being interpreted come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +319,12 @@ impl Participant {
             plugin,
             stateless_sn: 0,
             queue: VecDeque::new(),
+            volatile_ack_count: 0,
+            sub_overhead: 0,
+            sub_local: Vec::new(),
+            sub_remote: HashMap::with_hasher(map_hasher(prefix)),
+            ep_kx: HashMap::with_hasher(map_hasher(prefix)),
+            scratch2: Vec::new(),
             volatile_sn: 0,
             protects,
             overhead,
@@ -399,14 +553,14 @@ impl Participant {
     }
 
     fn send_stateless(&mut self, prefix: GuidPrefix, payload: Vec<u8>) {
-        self.send_builtin(prefix, payload, false);
+        self.send_builtin(prefix, payload, Builtin::Stateless);
     }
 
-    fn send_builtin(&mut self, prefix: GuidPrefix, payload: Vec<u8>, volatile: bool) {
+    fn send_builtin(&mut self, prefix: GuidPrefix, payload: Vec<u8>, kind: Builtin) {
         let dests = self.locators_for(prefix, &[], true);
         if let Some(s) = self.security.as_mut() {
             if !dests.is_empty() {
-                s.queue.push_back((dests, prefix, payload, volatile));
+                s.queue.push_back((dests, prefix, payload, kind));
             }
         }
     }
@@ -430,7 +584,7 @@ impl Participant {
         // learns SNs of messages to it, all of which carry our tokens.
         s.kx.insert(prefix, (next, s.volatile_sn + 1));
         self.work.arm(next);
-        self.send_builtin(prefix, offer, true);
+        self.send_builtin(prefix, offer, Builtin::Volatile);
     }
 
     /// A DATA of a remote volatile-secure writer, decoded.
@@ -447,15 +601,112 @@ impl Participant {
             return;
         };
         match s.plugin.on_volatile_message(src, d.payload.unwrap_or(&[])) {
-            Ok(Some(reply)) => self.send_builtin(src, reply, true),
+            Ok(Some(reply)) => self.send_builtin(src, reply, Builtin::Volatile),
             Ok(None) => {}
             Err(_) => self.stats.rejected_protected_datagrams += 1,
         }
+        // Acknowledged as a reliable volatile-secure reader does (the remote's writer stops
+        // resending it).
+        self.send_builtin(src, Vec::new(), Builtin::VolatileAck(d.sn));
         if let Some(s) = self.security.as_mut() {
             if s.plugin.key_exchange_acked(src) {
                 s.kx.remove(&src);
             }
         }
+        self.pump_endpoint_tokens(src);
+    }
+
+    /// Registers a new local user endpoint with the plugin (security on): notes whether its
+    /// submessages are protected.
+    pub(super) fn register_secure_endpoint(
+        &mut self,
+        guid: Guid,
+        topic: &str,
+        writer: bool,
+    ) -> Result<(), EngineError> {
+        let Some(s) = self.security.as_mut() else {
+            return Ok(());
+        };
+        let p = s
+            .plugin
+            .register_local_endpoint(guid, topic, writer)
+            .map_err(|_| EngineError::SecurityRefused)?;
+        if p.submessages {
+            s.sub_overhead = s.plugin.submessage_overhead();
+            s.sub_local.push(guid.entity_id);
+            if s.scratch2.len() < s.scratch.len() {
+                s.scratch2 = vec![0u8; s.scratch.len()];
+            }
+        }
+        Ok(())
+    }
+
+    /// A local user endpoint was deleted (security on).
+    pub(super) fn unregister_secure_endpoint(&mut self, guid: Guid) {
+        if let Some(s) = self.security.as_mut() {
+            s.plugin.unregister_local_endpoint(guid);
+            s.sub_local.retain(|e| *e != guid.entity_id);
+        }
+    }
+
+    /// Bytes kept free per submessage of local endpoint `eid` (its protection's).
+    pub(super) fn sub_reserve(security: &Option<Security>, eid: EntityId) -> usize {
+        match security {
+            Some(s) if s.sub_overhead > 0 && s.sub_local.contains(&eid) => s.sub_overhead,
+            _ => 0,
+        }
+    }
+
+    /// A local endpoint `local` was matched with the remote endpoint `remote`: with
+    /// submessage protection, the remote's submessages must arrive protected and our
+    /// crypto tokens go to it.
+    pub(super) fn secure_endpoint_matched(&mut self, local: Guid, remote: Guid) {
+        let ours = self.config.guid_prefix;
+        let Some(s) = self.security.as_mut() else {
+            return;
+        };
+        if remote.prefix == ours || !s.sub_local.contains(&local.entity_id) {
+            return;
+        }
+        s.sub_remote.insert(remote, ());
+        if let Some(m) = s.plugin.endpoint_tokens(local, remote) {
+            s.ep_kx.entry(remote.prefix).or_default().queue.push_back(m);
+            self.pump_endpoint_tokens(remote.prefix);
+        }
+    }
+
+    /// A remote endpoint is gone (security on): its key material goes.
+    pub(super) fn secure_endpoint_gone(&mut self, remote: Guid) {
+        if let Some(s) = self.security.as_mut() {
+            if s.sub_remote.remove(&remote).is_some() {
+                s.plugin.forget_remote_endpoint(remote);
+            }
+        }
+    }
+
+    /// Sends the next endpoint-tokens message to `prefix` when none is in flight and the
+    /// participant key exchange with it is done.
+    fn pump_endpoint_tokens(&mut self, prefix: GuidPrefix) {
+        let Some(s) = self.security.as_mut() else {
+            return;
+        };
+        if s.kx.contains_key(&prefix) {
+            return;
+        }
+        let Some(e) = s.ep_kx.get_mut(&prefix) else {
+            return;
+        };
+        if e.sent.is_some() {
+            return;
+        }
+        let Some(m) = e.queue.front().cloned() else {
+            s.ep_kx.remove(&prefix);
+            return;
+        };
+        let next = s.now.saturating_add(HANDSHAKE_RESEND_PERIOD);
+        e.sent = Some((0, next));
+        self.work.arm(next);
+        self.send_builtin(prefix, m, Builtin::EndpointTokens);
     }
 
     /// Whether this participant protects RTPS messages.
@@ -463,8 +714,9 @@ impl Participant {
         self.security.as_ref().is_some_and(|s| s.protects)
     }
 
-    /// Protects the datagram `buf[..len]` in place (security with message protection on);
-    /// `None` (counted) if the transform fails.
+    /// Protects the datagram `buf[..len]` in place (security with message protection on):
+    /// the submessages of protected local endpoints first, then the whole message; `None`
+    /// (counted) if a transform fails.
     pub(super) fn protect_datagram(&mut self, buf: &mut [u8], len: usize) -> Option<usize> {
         let Some(s) = self.security.as_mut().filter(|s| s.protects) else {
             return Some(len);
@@ -474,6 +726,12 @@ impl Participant {
             s.plain_sent.extend_from_slice(&buf[..len]);
             s.plain_sent_len = Some(len);
         }
+        let len = if s.sub_local.is_empty() {
+            len
+        } else {
+            self.protect_submessages(buf, len)?
+        };
+        let s = self.security.as_mut()?;
         match s.plugin.encode_message(&buf[..len], &mut s.scratch) {
             Ok(n) if n <= buf.len() => {
                 buf[..n].copy_from_slice(&s.scratch[..n]);
@@ -487,11 +745,65 @@ impl Participant {
         }
     }
 
+    /// Replaces each submessage of a protected local endpoint in `buf[..len]` by its
+    /// protected form; `None` (counted) if a transform fails or the result does not fit.
+    fn protect_submessages(&mut self, buf: &mut [u8], len: usize) -> Option<usize> {
+        let ours = self.config.guid_prefix;
+        let s = self.security.as_mut()?;
+        let mut scratch = core::mem::take(&mut s.scratch);
+        let mut o = HDR;
+        let mut any = false;
+        let mut ok = scratch.len() >= HDR;
+        if ok {
+            scratch[..HDR].copy_from_slice(&buf[..HDR]);
+        }
+        for (_, start, end) in sub_ends(&buf[..len]) {
+            if !ok {
+                break;
+            }
+            let sub = &buf[start..end];
+            let protected = submessage_endpoint(sub)
+                .map(|(eid, _)| eid)
+                .filter(|eid| s.sub_local.contains(eid));
+            if let Some(eid) = protected {
+                match s.plugin.encode_submessage(
+                    Guid::new(ours, eid),
+                    sub,
+                    scratch.get_mut(o..).unwrap_or(&mut []),
+                ) {
+                    Ok(n) => {
+                        o += n;
+                        any = true;
+                    }
+                    Err(_) => ok = false,
+                }
+            } else if let Some(d) = scratch.get_mut(o..o + sub.len()) {
+                d.copy_from_slice(sub);
+                o += sub.len();
+            } else {
+                ok = false;
+            }
+        }
+        let r = if !ok || o > buf.len() {
+            self.stats.protection_failures += 1;
+            None
+        } else {
+            if any {
+                buf[..o].copy_from_slice(&scratch[..o]);
+            }
+            Some(if any { o } else { len })
+        };
+        if let Some(s) = self.security.as_mut() {
+            s.scratch = scratch;
+        }
+        r
+    }
+
     /// Receives a datagram when this participant protects RTPS messages: decodes a
-    /// protected message or volatile-secure submessage and interprets the result; returns
-    /// `false` when the datagram is to be interpreted as it is (in clear).
+    /// protected message, then the protected submessages (volatile-secure ones and those of
+    /// remote endpoints), and interprets the result; returns `false` when the datagram is
+    /// to be interpreted as it is (in clear).
     pub(super) fn receive_protected(&mut self, now: Timestamp, datagram: &[u8]) -> bool {
-        const HDR: usize = 20;
         if datagram.len() < HDR + 4 {
             return false;
         }
@@ -506,72 +818,69 @@ impl Participant {
             return false;
         };
         let message = datagram[HDR] == SRTPS_PREFIX;
-        // Protected volatile-secure submessages (SEC_PREFIX) in a clear datagram.
-        let volatile = !message && sub_ends(datagram).any(|(id, _, _)| id == SEC_PREFIX);
-        if !message && !volatile {
+        let filter = !s.sub_remote.is_empty();
+        if !message && !filter && !sub_ends(datagram).any(|(id, _, _)| id == SEC_PREFIX) {
             return false;
         }
         let mut scratch = core::mem::take(&mut s.scratch);
-        let decoded = if scratch.len() < datagram.len() {
+        let mut scratch2 = core::mem::take(&mut s.scratch2);
+        // The message transform first: the result is in `scratch`.
+        let decoded = if !message {
+            Some(0)
+        } else if scratch.len() < datagram.len() {
             None
-        } else if message {
-            s.plugin
-                .decode_message(src, datagram, &mut scratch)
-                .ok()
-                .map(|n| (n, Origin::Message))
         } else {
-            // Rebuild the datagram with each protected submessage replaced by its plain
-            // form; clear volatile-secure DATA are left out.
-            scratch[..HDR].copy_from_slice(&datagram[..HDR]);
-            let mut o = HDR;
-            let mut pos = HDR;
-            let mut ok = true;
-            while pos + 4 <= datagram.len() {
-                let Some((id, end)) = sub_at(datagram, pos) else {
-                    break;
-                };
-                if id == SEC_PREFIX {
-                    match s
-                        .plugin
-                        .decode_volatile(src, &datagram[pos..], &mut scratch[o..])
-                    {
-                        Ok((consumed, n)) => {
-                            o += n;
-                            pos += consumed;
-                            continue;
-                        }
-                        Err(_) => {
-                            ok = false;
-                            break;
-                        }
-                    }
-                }
-                let clear_volatile_data = (id == 0x15 || id == 0x16)
-                    && datagram.get(pos + 12..pos + 16) == Some(&VOLATILE_SECURE_WRITER.0[..]);
-                if !clear_volatile_data {
-                    scratch[o..o + (end - pos)].copy_from_slice(&datagram[pos..end]);
-                    o += end - pos;
-                }
-                pos = end;
-            }
-            ok.then_some((o, Origin::Volatile))
+            s.plugin.decode_message(src, datagram, &mut scratch).ok()
         };
-        match decoded {
-            Some((n, origin)) => {
-                if origin == Origin::Message {
+        let result = match decoded {
+            None => None,
+            Some(n) => {
+                let plain: &[u8] = if message { &scratch[..n] } else { datagram };
+                if message {
                     self.stats.protected_datagrams_received += 1;
                 }
+                let s = self.security.as_mut();
+                let needs_pass = filter || sub_ends(plain).any(|(id, _, _)| id == SEC_PREFIX);
+                match s {
+                    Some(s) if needs_pass => {
+                        if scratch2.len() < plain.len() {
+                            scratch2.resize(plain.len().max(SCRATCH_MIN), 0);
+                        }
+                        let pass = unprotect_submessages(s, src, plain, message, &mut scratch2);
+                        self.stats.unprotected_submessages_dropped += pass.dropped;
+                        self.stats.rejected_protected_datagrams += pass.rejected;
+                        let origin = if message {
+                            Origin::Message
+                        } else if pass.volatile {
+                            Origin::Volatile
+                        } else {
+                            Origin::Clear
+                        };
+                        Some((true, pass.len, origin))
+                    }
+                    _ => Some((false, n, Origin::Message)),
+                }
+            }
+        };
+        match result {
+            Some((second, n, origin)) => {
+                let plain: &[u8] = if second {
+                    &scratch2[..n]
+                } else {
+                    &scratch[..n]
+                };
                 if let Some(s) = self.security.as_mut().filter(|s| s.keep_plaintext) {
                     s.plain_received.clear();
-                    s.plain_received.extend_from_slice(&scratch[..n]);
+                    s.plain_received.extend_from_slice(plain);
                     s.plain_received_len = Some(n);
                 }
-                self.interpret(now, &scratch[..n], origin)
+                self.interpret(now, plain, origin);
             }
             None => self.stats.rejected_protected_datagrams += 1,
         }
         if let Some(s) = self.security.as_mut() {
             s.scratch = scratch;
+            s.scratch2 = scratch2;
         }
         true
     }
@@ -609,7 +918,14 @@ impl Participant {
             if s.kx.get(&src).is_some_and(|&(_, sn)| base > sn) {
                 s.kx.remove(&src);
             }
+            if let Some(e) = s.ep_kx.get_mut(&src) {
+                if e.sent.is_some_and(|(sn, _)| sn > 0 && base > sn) {
+                    e.sent = None;
+                    e.queue.pop_front();
+                }
+            }
         }
+        self.pump_endpoint_tokens(src);
     }
 
     /// Hands a decoded volatile-secure DATA to the plugin.
@@ -696,6 +1012,8 @@ impl Participant {
         s.plugin.forget(prefix);
         s.reassembly.remove(&prefix);
         s.kx.remove(&prefix);
+        s.ep_kx.remove(&prefix);
+        s.sub_remote.retain(|g, _| g.prefix != prefix);
         if matches!(
             auth,
             AuthState::Pending {
@@ -781,9 +1099,10 @@ impl Participant {
 
     /// Handshake timers: resends and timeouts.
     pub(super) fn security_timeout(&mut self, now: Timestamp) {
-        if self.security.is_none() {
+        let Some(s) = self.security.as_mut() else {
             return;
-        }
+        };
+        s.now = now;
         let mut resend = Vec::new();
         let mut expired = Vec::new();
         for (k, p) in self.participants.iter_mut() {
@@ -821,6 +1140,25 @@ impl Participant {
             self.stats.handshake_resends += 1;
             self.offer_keys(k, now);
         }
+        let mut tokens: Vec<GuidPrefix> = self
+            .security
+            .as_mut()
+            .map(|s| {
+                s.ep_kx
+                    .iter_mut()
+                    .filter(|(_, e)| e.sent.is_some_and(|(_, t)| now >= t))
+                    .map(|(k, e)| {
+                        e.sent = None;
+                        *k
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        tokens.sort_unstable();
+        for k in tokens {
+            self.stats.handshake_resends += 1;
+            self.pump_endpoint_tokens(k);
+        }
         for (k, m) in resend {
             self.stats.handshake_resends += 1;
             self.send_stateless(k, m);
@@ -841,7 +1179,11 @@ impl Participant {
     /// The earliest handshake deadline.
     pub(super) fn security_deadline(&self) -> Option<Timestamp> {
         let s = self.security.as_ref()?;
-        let kx = s.kx.values().map(|(t, _)| *t).min();
+        let kx =
+            s.kx.values()
+                .map(|(t, _)| *t)
+                .chain(s.ep_kx.values().filter_map(|e| e.sent.map(|(_, t)| t)))
+                .min();
         let hs = self
             .participants
             .values()
@@ -872,9 +1214,47 @@ impl Participant {
         let s = self.security.as_mut()?;
         loop {
             if s.train.is_none() {
-                let (dests, to, payload, volatile) = s.queue.pop_front()?;
-                if volatile {
+                let (dests, to, payload, kind) = s.queue.pop_front()?;
+                if let Builtin::VolatileAck(sn) = kind {
+                    // INFO_DST and our volatile-secure reader's ACKNACK, protected.
+                    s.volatile_ack_count = s.volatile_ack_count.wrapping_add(1);
+                    let mut e = Emitter::new(buf, limit, ours)?;
+                    if !(e.info_dst(to)
+                        && e.acknack(
+                            VOLATILE_SECURE_READER,
+                            VOLATILE_SECURE_WRITER,
+                            &SnSet::new(sn.saturating_add(1)),
+                            s.volatile_ack_count,
+                            true,
+                        ))
+                    {
+                        continue;
+                    }
+                    let len = e.len();
+                    match s.plugin.encode_volatile(to, &buf[36..len], &mut s.scratch) {
+                        Ok(n) if 36 + n <= limit => {
+                            if s.keep_plaintext {
+                                s.plain_sent.clear();
+                                s.plain_sent.extend_from_slice(&buf[..len]);
+                                s.plain_sent_len = Some(len);
+                            }
+                            buf[36..36 + n].copy_from_slice(&s.scratch[..n]);
+                            fill_dests(out, dests.iter());
+                            return Some(36 + n);
+                        }
+                        _ => {
+                            self.stats.protection_failures += 1;
+                            continue;
+                        }
+                    }
+                }
+                if kind != Builtin::Stateless {
                     s.volatile_sn += 1;
+                    if kind == Builtin::EndpointTokens {
+                        if let Some((sn, _)) = s.ep_kx.get_mut(&to).and_then(|e| e.sent.as_mut()) {
+                            *sn = s.volatile_sn;
+                        }
+                    }
                     let mut e = Emitter::new(buf, limit, ours)?;
                     if !(e.info_dst(to)
                         && e.data(

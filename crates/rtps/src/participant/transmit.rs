@@ -298,6 +298,7 @@ impl Participant {
                 }
                 let p = &mut r.proxies[i];
                 let mut e = Emitter::new(buf, limit, prefix)?;
+                e.protect_each(Self::sub_reserve(&self.security, reader_eid));
                 if e.info_dst(p.guid.prefix)
                     && e.acknack(reader_eid, p.guid.entity_id, &set, p.ack_count, final_flag)
                 {
@@ -397,8 +398,15 @@ impl Participant {
                 continue;
             }
             let sizes = w.sizes;
-            let reserve = if with_hb { HB_LEN + HBF_LEN } else { 0 };
-            let mut e = Emitter::new(buf, limit.min(sizes.max_message), prefix)?;
+            // Submessage protection: room for each submessage's transform.
+            let sec = Self::sub_reserve(&self.security, w.guid.entity_id);
+            let reserve = if with_hb {
+                HB_LEN + HBF_LEN + 2 * sec
+            } else {
+                0
+            };
+            let mut e = Emitter::new(buf, limit.min(sizes.max_message + sec), prefix)?;
+            e.protect_each(sec);
             if let Some(first_prefix) = same_prefix {
                 if !e.info_dst(first_prefix) {
                     return None;
@@ -583,6 +591,7 @@ impl Participant {
                 continue;
             }
             let sizes = w.sizes;
+            let sec = Self::sub_reserve(&self.security, w.guid.entity_id);
             // Announce only what was pushed (batched samples may still wait).
             let last = w.pushed;
             let first = w.hb_first().min(last + 1);
@@ -615,10 +624,12 @@ impl Participant {
                 let reader_eid = p.guid.entity_id;
                 let ids = (reader_eid, writer_eid);
                 // (No room for the headers: the work stays queued.)
-                let Some(mut e) = Emitter::new(buf, limit.min(sizes.max_message), prefix) else {
+                let Some(mut e) = Emitter::new(buf, limit.min(sizes.max_message + sec), prefix)
+                else {
                     w.proxies.note_work(i);
                     return None;
                 };
+                e.protect_each(sec);
                 if !e.info_dst(p.guid.prefix) {
                     w.proxies.note_work(i);
                     return None;
@@ -682,7 +693,7 @@ impl Participant {
                                     c,
                                     sizes,
                                     from,
-                                    HB_LEN,
+                                    HB_LEN + sec,
                                     &mut self.stats,
                                 ) {
                                     Emitted::All => {

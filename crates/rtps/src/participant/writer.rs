@@ -422,9 +422,16 @@ impl Sizes {
     }
 
     pub(super) fn new(config: &ParticipantConfig, qos: &WriterQos) -> Self {
+        Self::reserving(config, qos, 0)
+    }
+
+    /// Like [`Sizes::new`], with `reserve` bytes of each datagram left for DDS Security's
+    /// transforms (the message's and one protected submessage's).
+    pub(super) fn reserving(config: &ParticipantConfig, qos: &WriterQos, reserve: usize) -> Self {
         let max_message = qos
             .max_message_size
             .map_or(config.max_message_size, |m| m.min(config.max_message_size))
+            .saturating_sub(reserve)
             .max(DATA_OVERHEAD + MIN_FRAGMENT + 16);
         let max_data = max_message - DATA_OVERHEAD;
         // A fragment fills a datagram alone: header, INFO_DST, INFO_TS and
