@@ -217,9 +217,6 @@ impl SecurityProfile {
             SecurityProfile::RtpsSignSubmsgEncryptOrigauthDataEncrypt => Some(
                 "its governance asks for submessage encryption with origin authentication (metadata_protection_kind ENCRYPT_WITH_ORIGIN_AUTHENTICATION) and payload encryption (data_protection_kind ENCRYPT), which FerroDDS does not implement yet",
             ),
-            SecurityProfile::RtpsSignSubmsgEncrypt => Some(
-                "its governance asks for submessage encryption (metadata_protection_kind ENCRYPT), which FerroDDS does not implement yet",
-            ),
             _ => None,
         }
     }
@@ -955,7 +952,6 @@ mod tests {
                 "rtps_sign_submsg_encrypt_origauth_data_encrypt",
                 "submessage encryption",
             ),
-            ("rtps_sign_submsg_encrypt", "submessage encryption"),
         ] {
             spec.security = vec![SecurityProfile::NoSecurityLibraries, p.parse().unwrap()];
             let e = refused(&spec);

@@ -227,8 +227,8 @@ fn c_sharp_language_combinations_it_cannot_run_are_refused() {
 fn security_profiles_and_combinations_it_cannot_run_are_refused() {
     let cases: [(&[&str], &str); 6] = [
         (
-            &["--security", "rtps_sign_submsg_encrypt"],
-            "--security rtps_sign_submsg_encrypt: FerroDDS cannot run this profile yet",
+            &["--security", "rtps_sign_submsg_encrypt_origauth_data_encrypt"],
+            "--security rtps_sign_submsg_encrypt_origauth_data_encrypt: FerroDDS cannot run this profile yet",
         ),
         (
             &[

@@ -3,7 +3,7 @@
 //! (`resource/secure`); an RTPS-protected run carries no user data in clear (its own
 //! network capture, decoded by tshark, whose decrypted view holds the clear messages); the profiles FerroDDS does not implement yet fail
 //! with an error naming what is missing instead of running with less protection; a secure
-//! side and a plain one never match, and the secure side says why. Domains 81-83.
+//! side and a plain one never match, and the secure side says why. Domains 81-84.
 #![cfg(all(feature = "dds", feature = "security"))]
 
 mod common;
@@ -46,13 +46,27 @@ const GOV: &str = "-secureGovernanceFile";
 /// discovery and the handshake.
 #[test]
 fn rtps_encrypt_latency_run_with_the_shipped_files() {
-    let dir = workdir("encrypt");
-    let gov = "resource/secure/signed_PerftestGovernance_RTPSEncrypt.xml";
+    latency_run_with_the_shipped_files("signed_PerftestGovernance_RTPSEncrypt.xml", "81");
+}
+
+/// The same with the SignEncryptSubmessage profile (RTPS messages signed, each submessage
+/// of the perftest endpoints encrypted): no sample byte in clear although the messages are
+/// only signed.
+#[test]
+fn sign_encrypt_submessage_latency_run_with_the_shipped_files() {
+    latency_run_with_the_shipped_files("signed_PerftestGovernance_SignEncryptSubmessage.xml", "84");
+}
+
+/// A latency run under the shipped governance `file` in `domain` (see the tests above).
+fn latency_run_with_the_shipped_files(file: &str, domain: &str) {
+    let dir = workdir(file);
+    let gov = format!("resource/secure/{file}");
+    let gov = gov.as_str();
     let common = [
         "-nic",
         "127.0.0.1",
         "-domain",
-        "81",
+        domain,
         "-transport",
         "UDPv4",
         GOV,
@@ -84,8 +98,7 @@ fn rtps_encrypt_latency_run_with_the_shipped_files() {
             r.stderr
         );
         assert!(
-            r.stderr
-                .contains("signed_PerftestGovernance_RTPSEncrypt.xml")
+            r.stderr.contains(file)
                 && r.stderr.contains("Certificate file: ")
                 && r.stderr.contains(&format!("{who}.pem"))
                 && r.stderr.contains("Encryption algorithm: aes-128-gcm"),
@@ -158,8 +171,8 @@ fn profiles_not_implemented_fail_naming_the_reason() {
             "SIGN_WITH_ORIGIN_AUTHENTICATION",
         ),
         (
-            "resource/secure/signed_PerftestGovernance_SignEncryptSubmessage.xml",
-            "metadata_protection_kind",
+            "resource/secure/signed_PerftestGovernance_RTPSSignEncryptSubmessageWithOrigAuthEncryptData.xml",
+            "metadata_protection_kind with origin authentication",
         ),
     ] {
         let c = spawn_in(

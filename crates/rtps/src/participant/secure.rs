@@ -155,6 +155,8 @@ struct Pass {
     len: usize,
     /// A volatile-secure submessage was decoded.
     volatile: bool,
+    /// A protected submessage was decoded.
+    decoded: bool,
     /// Clear submessages dropped (they had to be protected).
     dropped: u64,
     /// Protected submessages that failed to decode (or claimed another endpoint).
@@ -178,6 +180,7 @@ fn unprotect_submessages(
     let mut r = Pass {
         len: 0,
         volatile: false,
+        decoded: false,
         dropped: 0,
         rejected: 0,
     };
@@ -217,6 +220,7 @@ fn unprotect_submessages(
                     };
                     if keep {
                         o += n;
+                        r.decoded = true;
                     } else {
                         r.rejected += 1;
                     }
@@ -856,20 +860,25 @@ impl Participant {
                         } else {
                             Origin::Clear
                         };
-                        Some((true, pass.len, origin))
+                        Some((true, pass.len, origin, message || pass.decoded))
                     }
-                    _ => Some((false, n, Origin::Message)),
+                    _ => Some((false, n, Origin::Message, true)),
                 }
             }
         };
         match result {
-            Some((second, n, origin)) => {
+            Some((second, n, origin, decoded)) => {
                 let plain: &[u8] = if second {
                     &scratch2[..n]
                 } else {
                     &scratch[..n]
                 };
-                if let Some(s) = self.security.as_mut().filter(|s| s.keep_plaintext) {
+                // (The clear form of what was protected: a datagram in clear has none.)
+                if let Some(s) = self
+                    .security
+                    .as_mut()
+                    .filter(|s| s.keep_plaintext && decoded)
+                {
                     s.plain_received.clear();
                     s.plain_received.extend_from_slice(plain);
                     s.plain_received_len = Some(n);
