@@ -4,6 +4,11 @@
 //! (`tools/perftest/resource/secure`), complete the PKI-DH handshake and validate each
 //! other's permissions, whichever side initiates (domains 223 and 224); step 2 with the
 //! RTPSSign governance (domain 225): key exchange and protected RTPS messages both ways.
+//! User data both ways (ddsperf's KeyedSeq on its reliable topic, ddsperf `pub` at 200 Hz to
+//! our reader, our writer to ddsperf `sub`) under RTPSSign (domains 106, 107), RTPSEncrypt
+//! (110, 111) and SignEncryptSubmessage (108, 109: each user submessage encrypted with its
+//! endpoint's key material, exchanged as datawriter / datareader crypto tokens; Cyclone
+//! refuses such submessages in clear, so its delivery proves ours decode).
 //! 127.0.0.1 only, multicast off; ddsperf is killed after at most 20 s. Skipped with a notice when `ddsperf` is not installed (`CI=true` makes that a
 //! failure).
 #![cfg(feature = "security")]
@@ -227,4 +232,219 @@ fn ferrodds_initiates_the_handshake() {
         return;
     }
     with_timeout(60, || handshake(DOMAIN + 1, "sub", "pub"));
+}
+
+/// ddsperf's KeyedSeq type.
+#[derive(Debug, Clone, PartialEq, Eq, Default, ferrodds::TopicType)]
+#[dds(type_name = "KeyedSeq", extensibility = "final")]
+struct KeyedSeq {
+    seq: u32,
+    #[key]
+    keyval: u32,
+    baggage: Vec<u8>,
+}
+
+/// ddsperf (the "pub" identity) publishes KeyedSeq at 200 Hz on its reliable topic under
+/// `governance`; our reader (the "sub" identity) must receive at least `min` samples in
+/// order. Returns our engine stats.
+fn secure_data_from_cyclone(domain: u32, governance: &str, min: usize) -> ferrodds_rtps::Stats {
+    use ferrodds::{DataReaderQos, SubscriberQos, TopicQos};
+    let dir = std::env::temp_dir().join(format!(
+        "ferrodds-sec-cyclone-data-{}-{domain}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("cyclone.trace");
+    let cfg = cyclone_config(&dir, "pub", &trace, governance);
+    let p = DomainParticipant::with_config(
+        domain,
+        loopback_config().security(perftest_security("sub", governance)),
+    )
+    .expect("secure participant");
+    let t = p
+        .create_topic::<KeyedSeq>("DDSPerfRDataKS", TopicQos::default())
+        .unwrap();
+    let r = p
+        .create_subscriber(SubscriberQos::default())
+        .unwrap()
+        .create_datareader(&t, DataReaderQos::default().reliable().keep_all())
+        .unwrap();
+    let child = Command::new("ddsperf")
+        .env("CYCLONEDDS_URI", format!("file://{}", cfg.display()))
+        .args([
+            "-i",
+            &domain.to_string(),
+            "-D",
+            "12",
+            "pub",
+            "200Hz",
+            "size",
+            "32",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ddsperf starts");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seqs = Vec::new();
+    while Instant::now() < deadline && seqs.len() < min {
+        let _ = r.wait_for_data(Duration::from_millis(50));
+        for s in r.take().unwrap() {
+            if let Some(d) = s.data {
+                seqs.push(d.seq);
+            }
+        }
+    }
+    let stats = p.engine_stats();
+    drop(r);
+    drop(p);
+    let out = kill(child);
+    if let Ok(keep) = std::env::var("FERRODDS_KEEP_TRACE") {
+        let _ = std::fs::copy(&trace, &keep);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        seqs.len() >= min,
+        "{governance}: only {} samples from Cyclone; {stats:?}\nddsperf: {out}",
+        seqs.len()
+    );
+    assert!(seqs.windows(2).all(|w| w[0] + 1 == w[1]), "gaps: {seqs:?}");
+    stats
+}
+
+/// Our writer (the "sub" identity) publishes KeyedSeq on ddsperf's reliable topic under
+/// `governance`; ddsperf's `sub` must report a total of at least `min`.
+fn secure_data_to_cyclone(domain: u32, governance: &str, min: u64) -> ferrodds_rtps::Stats {
+    use ferrodds::{DataWriterQos, PublisherQos, TopicQos};
+    let dir = std::env::temp_dir().join(format!(
+        "ferrodds-sec-cyclone-data-{}-{domain}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("cyclone.trace");
+    let cfg = cyclone_config(&dir, "sub", &trace, governance);
+    let p = DomainParticipant::with_config(
+        domain,
+        loopback_config().security(perftest_security("pub", governance)),
+    )
+    .expect("secure participant");
+    let t = p
+        .create_topic::<KeyedSeq>("DDSPerfRDataKS", TopicQos::default())
+        .unwrap();
+    let w = p
+        .create_publisher(PublisherQos::default())
+        .unwrap()
+        .create_datawriter(&t, DataWriterQos::default().reliable().keep_all())
+        .unwrap();
+    let child = Command::new("ddsperf")
+        .env("CYCLONEDDS_URI", format!("file://{}", cfg.display()))
+        .args(["-i", &domain.to_string(), "-D", "12", "-1", "sub"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ddsperf starts");
+    let matched = w.wait_for_matched(1, Duration::from_secs(15));
+    std::thread::sleep(Duration::from_millis(500));
+    let start = Instant::now();
+    let mut seq = 0u32;
+    while matched && start.elapsed() < Duration::from_secs(3) {
+        w.write(&KeyedSeq {
+            seq,
+            keyval: 0,
+            baggage: vec![0xab; 32],
+        })
+        .unwrap();
+        seq += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(2500));
+    let stats = p.engine_stats();
+    let out = kill(child);
+    if let Ok(keep) = std::env::var("FERRODDS_KEEP_TRACE") {
+        let _ = std::fs::copy(&trace, &keep);
+    }
+    drop(w);
+    drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
+    let totals: Vec<u64> = out
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            it.by_ref().find(|w| *w == "total")?;
+            it.next()?.parse().ok()
+        })
+        .collect();
+    assert!(
+        matched && totals.iter().any(|&t| t >= min),
+        "{governance}: matched {matched}, wrote {seq}, ddsperf totals {totals:?}; {stats:?}\nddsperf: {out}"
+    );
+    stats
+}
+
+#[test]
+fn rtps_sign_data_from_cyclone() {
+    if !ddsperf_available() {
+        return;
+    }
+    with_timeout(60, || {
+        secure_data_from_cyclone(106, "signed_PerftestGovernance_RTPSSign.xml", 200);
+    });
+}
+
+#[test]
+fn rtps_sign_data_to_cyclone() {
+    if !ddsperf_available() {
+        return;
+    }
+    with_timeout(60, || {
+        secure_data_to_cyclone(107, "signed_PerftestGovernance_RTPSSign.xml", 200);
+    });
+}
+
+#[test]
+fn sign_encrypt_submessage_data_from_cyclone() {
+    if !ddsperf_available() {
+        return;
+    }
+    with_timeout(60, || {
+        secure_data_from_cyclone(
+            108,
+            "signed_PerftestGovernance_SignEncryptSubmessage.xml",
+            200,
+        );
+    });
+}
+
+#[test]
+fn sign_encrypt_submessage_data_to_cyclone() {
+    if !ddsperf_available() {
+        return;
+    }
+    with_timeout(60, || {
+        secure_data_to_cyclone(
+            109,
+            "signed_PerftestGovernance_SignEncryptSubmessage.xml",
+            200,
+        );
+    });
+}
+
+#[test]
+fn rtps_encrypt_data_from_cyclone() {
+    if !ddsperf_available() {
+        return;
+    }
+    with_timeout(60, || {
+        secure_data_from_cyclone(110, "signed_PerftestGovernance_RTPSEncrypt.xml", 200);
+    });
+}
+
+#[test]
+fn rtps_encrypt_data_to_cyclone() {
+    if !ddsperf_available() {
+        return;
+    }
+    with_timeout(60, || {
+        secure_data_to_cyclone(111, "signed_PerftestGovernance_RTPSEncrypt.xml", 200);
+    });
 }

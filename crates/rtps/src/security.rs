@@ -82,13 +82,16 @@
 //!   datagram). A received datagram whose first submessage is `SRTPS_PREFIX` is decoded
 //!   with the sender's key material ([`ParticipantSecurity::decode_message`]) before it is
 //!   interpreted; one that fails is dropped and counted
-//!   ([`crate::Stats::rejected_protected_datagrams`]). An unprotected datagram is then only
-//!   interpreted for its SPDP, stateless and volatile-secure submessages; the others are
-//!   dropped and counted ([`crate::Stats::unprotected_submessages_dropped`]).
-//! * Checked against Cyclone DDS 0.10 `ddsperf` with the perftest RTPSSign governance: each
-//!   side takes the other's participant crypto tokens and we decode Cyclone's protected
-//!   messages. Cyclone sends its SEDP HEARTBEATs to all readers in clear (they are dropped
-//!   here), so SEDP with Cyclone may stall; user data with Cyclone is not tested.
+//!   ([`crate::Stats::rejected_protected_datagrams`]). In an unprotected datagram only the
+//!   submessages of the standard (not secure) builtin endpoints are then interpreted — SPDP,
+//!   SEDP, ParticipantMessage, TypeLookup, stateless — and decoded volatile-secure ones; the
+//!   others are dropped and counted ([`crate::Stats::unprotected_submessages_dropped`]).
+//!   That is the set Cyclone DDS 0.10 sends in clear under RTPS protection (it protects the
+//!   messages of user and secure builtin endpoints only) and accepts in clear; we protect
+//!   every message but SPDP, stateless and volatile-secure ones.
+//! * Checked against Cyclone DDS 0.10 `ddsperf` with the perftest RTPSSign, RTPSEncrypt and
+//!   SignEncryptSubmessage governances: participant and endpoint crypto tokens are taken
+//!   both ways and user data flows both ways.
 //! * **Endpoints**: the API asks [`crate::Participant::check_local_endpoint`] before it
 //!   creates a user DataWriter or DataReader (the plugin applies the governance's topic rule
 //!   and the local permissions); a remote user endpoint is matched only when

@@ -146,6 +146,30 @@ fn sub_ends(d: &[u8]) -> impl Iterator<Item = (u8, usize, usize)> + '_ {
 /// Smallest scratch buffer of a protecting participant (a received datagram's bound).
 const SCRATCH_MIN: usize = 65536;
 
+/// The builtin endpoints whose traffic may come in clear under RTPS message protection:
+/// SPDP, the standard (not secure) SEDP and ParticipantMessage endpoints, the TypeLookup
+/// endpoints and the stateless ones. Cyclone DDS 0.10 protects RTPS messages only of user
+/// endpoints and of the secure builtin ones (its `maybe_rtps_protected`), and accepts these
+/// in clear; FerroDDS protects all but SPDP and stateless messages and accepts the same set
+/// in clear, so that discovery with it completes. (User traffic and the secure builtins
+/// must come protected.)
+const CLEAR_BUILTINS: [[u8; 4]; 14] = [
+    [0x00, 0x01, 0x00, 0xc2],
+    [0x00, 0x01, 0x00, 0xc7],
+    [0x00, 0x00, 0x03, 0xc2],
+    [0x00, 0x00, 0x03, 0xc7],
+    [0x00, 0x00, 0x04, 0xc2],
+    [0x00, 0x00, 0x04, 0xc7],
+    [0x00, 0x02, 0x00, 0xc2],
+    [0x00, 0x02, 0x00, 0xc7],
+    [0x00, 0x03, 0x00, 0xc3],
+    [0x00, 0x03, 0x00, 0xc4],
+    [0x00, 0x03, 0x01, 0xc3],
+    [0x00, 0x03, 0x01, 0xc4],
+    [0x00, 0x02, 0x01, 0xc3],
+    [0x00, 0x02, 0x01, 0xc4],
+];
+
 /// Length of the RTPS header.
 const HDR: usize = 20;
 
@@ -903,6 +927,16 @@ impl Participant {
             Sub::DataFrag(f) => Some(f.writer_id),
             _ => None,
         };
+        // The remote endpoint that sent it.
+        let sender = match sub {
+            Sub::Data(d) => Some(d.writer_id),
+            Sub::DataFrag(f) => Some(f.writer_id),
+            Sub::Heartbeat { writer_id, .. }
+            | Sub::HeartbeatFrag { writer_id, .. }
+            | Sub::Gap { writer_id, .. } => Some(*writer_id),
+            Sub::AckNack { reader_id, .. } | Sub::NackFrag { reader_id, .. } => Some(*reader_id),
+            _ => None,
+        };
         if writer == Some(VOLATILE_SECURE_WRITER) {
             if origin == Origin::Volatile {
                 return true;
@@ -913,7 +947,7 @@ impl Participant {
         if origin != Origin::Clear || !self.protects_messages() {
             return true;
         }
-        if matches!(writer, Some(w) if w == SPDP_WRITER || w == STATELESS_WRITER) {
+        if sender.is_some_and(|e| CLEAR_BUILTINS.contains(&e.0)) {
             return true;
         }
         self.stats.unprotected_submessages_dropped += 1;
