@@ -70,14 +70,15 @@ fn cyclone_config(dir: &Path, role: &str, trace: &Path, governance: &str) -> Pat
       </Authentication>
       <AccessControl>
         <PermissionsCA>file:{r}/cacert.pem</PermissionsCA>
-        <Governance>file:{r}/{governance}</Governance>
+        <Governance>file:{governance}</Governance>
         <Permissions>file:{r}/signed_PerftestPermissions{perm}.xml</Permissions>
       </AccessControl>
     </Security>
   </Domain>
 </CycloneDDS>
 "#,
-            trace = trace.display()
+            trace = trace.display(),
+            governance = perftest_secure_dir().join(governance).display(),
         ),
     )
     .unwrap();
@@ -446,5 +447,40 @@ fn rtps_encrypt_data_to_cyclone() {
     }
     with_timeout(60, || {
         secure_data_to_cyclone(111, "signed_PerftestGovernance_RTPSEncrypt.xml", 200);
+    });
+}
+
+/// Payload encryption under RTPS signing (a governance signed by perftest's test CA at run
+/// time): ddsperf's samples reach our reader and ours reach ddsperf, decoded with each
+/// writer's payload key material.
+#[test]
+fn payload_encryption_data_both_ways_with_cyclone() {
+    if !ddsperf_available() {
+        return;
+    }
+    with_timeout(90, || {
+        let dir = std::env::temp_dir().join(format!("ferrodds-gov-payload-{}", std::process::id()));
+        let gov = signed_test_governance(&dir, "SIGN", "NONE", "ENCRYPT");
+        let gov = gov.to_str().unwrap();
+        secure_data_from_cyclone(113, gov, 200);
+        secure_data_to_cyclone(114, gov, 200);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+/// Submessage and payload encryption together under RTPS signing (the most robust published
+/// profile without its origin authentication), both ways with Cyclone.
+#[test]
+fn submessage_and_payload_encryption_data_both_ways_with_cyclone() {
+    if !ddsperf_available() {
+        return;
+    }
+    with_timeout(90, || {
+        let dir = std::env::temp_dir().join(format!("ferrodds-gov-both-{}", std::process::id()));
+        let gov = signed_test_governance(&dir, "SIGN", "ENCRYPT", "ENCRYPT");
+        let gov = gov.to_str().unwrap();
+        secure_data_from_cyclone(115, gov, 200);
+        secure_data_to_cyclone(116, gov, 200);
+        let _ = std::fs::remove_dir_all(&dir);
     });
 }

@@ -235,6 +235,10 @@ pub enum WriteError {
     /// The writer handle does not name a live writer.
     #[error("unknown writer")]
     UnknownWriter,
+    /// DDS Security could not protect the payload (counted in
+    /// [`crate::Stats::protection_failures`]).
+    #[error("the payload could not be protected")]
+    ProtectionFailed,
 }
 
 /// A datagram produced by [`crate::Participant::poll_transmit`]: the first

@@ -1,6 +1,6 @@
 //! The engine's view of DDS Security (step 1: authentication and access control of
-//! participants; step 2: key exchange and RTPS message protection; step 3: submessage
-//! protection of user endpoints).
+//! participants; step 2: key exchange and RTPS message protection; step 3: submessage and
+//! payload protection of user endpoints).
 //!
 //! # Contract
 //!
@@ -120,11 +120,22 @@
 //!   ([`crate::Stats::unprotected_submessages_dropped`]); so are the three parts of one
 //!   that fails to decode ([`crate::Stats::rejected_protected_datagrams`]), e.g. before its
 //!   sender's tokens arrived (reliability repairs it).
-//! * Not yet: the secure SEDP and SPDP endpoints, payload protection (data_protection_kind),
-//!   origin authentication (receiver-specific MACs), submessage protection without RTPS
-//!   message protection, and PID_ENDPOINT_SECURITY_INFO in SEDP (Cyclone DDS then applies its
-//!   own topic rule to our endpoints). The builtin plugin refuses endpoints or participants
-//!   whose governance asks for them.
+//! * **Payload protection** (a writer whose topic rule has `data_protection_kind` SIGN or
+//!   ENCRYPT): each serialized payload (encapsulation header included) is protected once,
+//!   when written ([`ParticipantSecurity::encode_payload`]), and the history keeps that form:
+//!   sent, fragmented and repaired as it is (key hash and inline QoS stay in clear). The
+//!   writer's crypto tokens carry its payload key material (after the submessage one, if
+//!   any). A reader of such a topic decodes the payloads of its matched remote writers
+//!   ([`ParticipantSecurity::decode_payload`]) before delivering them: a DATA's at once, a
+//!   fragmented sample's once reassembled — or each fragment on its own when it is longer
+//!   than its place in the sample (Cyclone DDS 0.10 protects each fragment separately). One
+//!   that fails is dropped and counted ([`crate::Stats::rejected_protected_datagrams`]).
+//! * Not yet: the secure SEDP and SPDP endpoints, origin authentication (receiver-specific
+//!   MACs), submessage or payload protection without RTPS message protection, and
+//!   PID_ENDPOINT_SECURITY_INFO in SEDP (Cyclone DDS then applies its own topic rule to our
+//!   endpoints). Our fragmented protected payloads do not decode in Cyclone DDS 0.10 (it
+//!   expects each fragment protected on its own). The builtin plugin refuses endpoints or
+//!   participants whose governance asks for what is not implemented.
 
 use core::fmt;
 use core::time::Duration;
@@ -173,6 +184,9 @@ pub struct EndpointProtection {
     /// DATA, DATA_FRAG, HEARTBEAT, HEARTBEAT_FRAG and GAP of a writer, ACKNACK and NACK_FRAG
     /// of a reader; those of the remote endpoints matched with it must arrive so.
     pub submessages: bool,
+    /// A writer's serialized payloads are protected ([`ParticipantSecurity::encode_payload`]:
+    /// `data_protection_kind` SIGN or ENCRYPT); a reader's matched writers send theirs so.
+    pub payload: bool,
 }
 
 /// The key a protected submessage was decoded with.
@@ -452,6 +466,30 @@ pub trait ParticipantSecurity: fmt::Debug + Send {
     fn endpoint_tokens(&mut self, local: Guid, remote: Guid) -> Option<Vec<u8>> {
         let _ = (local, remote);
         None
+    }
+
+    /// Protects the serialized payload `plain` (encapsulation header included) of the local
+    /// writer `local` into `out` (cleared first).
+    fn encode_payload(
+        &mut self,
+        local: Guid,
+        plain: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), SecurityFailure> {
+        let _ = (local, plain, out);
+        Err(no_crypto())
+    }
+
+    /// Decodes the protected serialized payload `encoded` of the remote writer `remote`
+    /// into `out` (at least `encoded.len()` bytes); returns the plain length.
+    fn decode_payload(
+        &mut self,
+        remote: Guid,
+        encoded: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, SecurityFailure> {
+        let _ = (remote, encoded, out);
+        Err(no_crypto())
     }
 
     /// A remote endpoint is gone (unmatched or deleted): forget its key material.

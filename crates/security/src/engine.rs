@@ -50,8 +50,8 @@
 //! * **Endpoints** ([`ParticipantSecurity::check_local_endpoint`],
 //!   [`ParticipantSecurity::check_remote_endpoint`]): a local DataWriter or DataReader is
 //!   checked against its topic rule: one asking for discovery or liveliness protection,
-//!   payload (data) protection, submessage (metadata) protection with origin
-//!   authentication, or submessage protection under `rtps_protection_kind` NONE is refused
+//!   submessage (metadata) protection with origin authentication, or submessage or payload
+//!   protection under `rtps_protection_kind` NONE is refused
 //!   with a message naming the governance file, the topic and the kinds (not implemented
 //!   yet: never sent with less protection); with write (read) access control the local
 //!   permissions must allow it.
@@ -64,7 +64,13 @@
 //!   from an authenticated participant (its source endpoint must be of that participant)
 //!   are kept by sender key id with the endpoint's entity id (at most 4096 per participant;
 //!   a resend with the same key keeps the anti-replay window); a SEC_PREFIX is decoded
-//!   with the endpoint key its CryptoHeader names, else with the KxKeys. A remote endpoint is matched only when its participant's validated permissions
+//!   with the endpoint key its CryptoHeader names, else with the KxKeys.
+//! * **Payload protection** (`data_protection_kind` SIGN or ENCRYPT): a local writer gets
+//!   a second key material for its payloads, sent as the second token of its datawriter
+//!   crypto tokens (the first when its submessages are not protected); a signed payload is
+//!   padded to a multiple of 4 first (the encapsulation options counting the padding), as
+//!   CDR pads. A received payload is decoded with the key material its CryptoHeader names,
+//!   which must be that writer's. A remote endpoint is matched only when its participant's validated permissions
 //!   allow it under the same rule (an unauthenticated participant, when the governance
 //!   admits one, matches only topics without access control or protection).
 //! * **Time and randomness**: the engine's monotonic [`Timestamp`] is turned into Unix time
@@ -92,7 +98,7 @@ use crate::auth::{
 };
 use crate::crypto::{
     kx_key_material, KeyMaterial, ReceiverCrypto, SenderCrypto, TransformKind, MESSAGE_OVERHEAD,
-    SUBMESSAGE_OVERHEAD,
+    PAYLOAD_OVERHEAD, SUBMESSAGE_OVERHEAD,
 };
 use crate::generic_message::{
     BinaryProperty, DataHolder, GenericMessageError, GuidBytes, MessageIdentity,
@@ -282,6 +288,10 @@ pub struct BuiltinSecurity {
     key_bits: u32,
     /// Key material of our endpoints that protect their submessages.
     local_endpoints: HashMap<Guid, SenderCrypto>,
+    /// Key material of our writers that protect their payloads.
+    local_payloads: HashMap<Guid, SenderCrypto>,
+    /// Scratch buffer: a payload padded for signing.
+    pad_buf: Vec<u8>,
 }
 
 impl std::fmt::Debug for BuiltinSecurity {
@@ -391,6 +401,8 @@ impl BuiltinSecurity {
             volatile_seq: 0,
             key_bits,
             local_endpoints: HashMap::new(),
+            local_payloads: HashMap::new(),
+            pad_buf: Vec::new(),
             guid: identity.guid(),
             identity: Some(identity),
             auth: None,
@@ -547,14 +559,26 @@ impl BuiltinSecurity {
         local: Guid,
         remote: Guid,
     ) -> Result<Vec<u8>, SecurityFailure> {
-        let km = self
-            .local_endpoints
-            .get(&local)
-            .ok_or_else(|| crypto_fail("endpoint without key material".into()))?
-            .key_material()
-            .to_bytes();
-        let mut token = DataHolder::new(CRYPTO_TOKEN_CLASS);
-        token.binary_properties = vec![BinaryProperty::new(PROP_KEYMAT, km)];
+        // The submessage key material first, then the payload's (the order Cyclone DDS
+        // expects: it finds SEC_PREFIX senders by the first token's key id).
+        let tokens: Vec<DataHolder> = [
+            self.local_endpoints.get(&local),
+            self.local_payloads.get(&local),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|tx| {
+            let mut token = DataHolder::new(CRYPTO_TOKEN_CLASS);
+            token.binary_properties = vec![BinaryProperty::new(
+                PROP_KEYMAT,
+                tx.key_material().to_bytes(),
+            )];
+            token
+        })
+        .collect();
+        if tokens.is_empty() {
+            return Err(crypto_fail("endpoint without key material".into()));
+        }
         self.volatile_seq += 1;
         let writer = local.entity_id.is_writer();
         let m = ParticipantGenericMessage {
@@ -572,7 +596,7 @@ impl BuiltinSecurity {
                 GMCLASSID_SECURITY_DATAREADER_CRYPTO_TOKENS
             }
             .into(),
-            message_data: vec![token],
+            message_data: tokens,
         };
         let mut out = Vec::new();
         m.encode_payload(Endianness::Little, &mut out)
@@ -795,8 +819,8 @@ impl ParticipantSecurity for BuiltinSecurity {
                 "metadata_protection_kind (submessage protection) while rtps_protection_kind is NONE (FerroDDS protects submessages only inside protected RTPS messages)",
             ),
             (
-                a.is_payload_protected(),
-                "data_protection_kind (payload protection)",
+                a.is_payload_protected() && self.msg_tx.is_none(),
+                "data_protection_kind (payload protection) while rtps_protection_kind is NONE (FerroDDS exchanges endpoint keys only with RTPS message protection on)",
             ),
         ];
         if let Some((_, what)) = unsupported.iter().find(|(on, _)| *on) {
@@ -1128,26 +1152,103 @@ impl ParticipantSecurity for BuiltinSecurity {
         topic: &str,
         writer: bool,
     ) -> Result<EndpointProtection, SecurityFailure> {
-        let _ = writer;
         let a = self
             .access
             .endpoint_security_attributes(self.domain_id, topic)
             .map_err(|e| crypto_fail(e.to_string()))?;
+        let mut p = EndpointProtection::default();
         let kind = a.metadata_protection_kind;
-        if !kind.is_protected() {
-            return Ok(EndpointProtection::default());
+        if kind.is_protected() {
+            let tx = new_sender(
+                TransformKind::for_protection(kind.is_encrypted(), self.key_bits),
+                &mut *self.entropy,
+            )
+            .map_err(|e| crypto_fail(e.to_string()))?;
+            self.local_endpoints.insert(guid, tx);
+            p.submessages = true;
         }
-        let tx = new_sender(
-            TransformKind::for_protection(kind.is_encrypted(), self.key_bits),
-            &mut *self.entropy,
-        )
-        .map_err(|e| crypto_fail(e.to_string()))?;
-        self.local_endpoints.insert(guid, tx);
-        Ok(EndpointProtection { submessages: true })
+        if a.is_payload_protected() {
+            // A reader only decodes (with its writers' key material).
+            if writer {
+                let tx = new_sender(
+                    TransformKind::for_protection(
+                        a.data_protection_kind == crate::access::BasicProtectionKind::Encrypt,
+                        self.key_bits,
+                    ),
+                    &mut *self.entropy,
+                )
+                .map_err(|e| crypto_fail(e.to_string()))?;
+                self.local_payloads.insert(guid, tx);
+            }
+            p.payload = true;
+        }
+        Ok(p)
     }
 
     fn unregister_local_endpoint(&mut self, guid: Guid) {
         self.local_endpoints.remove(&guid);
+        self.local_payloads.remove(&guid);
+    }
+
+    fn encode_payload(
+        &mut self,
+        local: Guid,
+        plain: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), SecurityFailure> {
+        let tx = self
+            .local_payloads
+            .get_mut(&local)
+            .ok_or_else(|| crypto_fail("writer without payload key material".into()))?;
+        // Signed payloads (the plaintext then ends where the footer starts) are padded to
+        // a multiple of 4 as CDR pads, the encapsulation options counting the padding
+        // bytes (what Cyclone DDS does; the DATA submessage pads to 4 after the footer).
+        let pad = if tx.kind().encrypts() {
+            0
+        } else {
+            (4 - plain.len() % 4) % 4
+        };
+        out.clear();
+        out.resize(plain.len() + pad + PAYLOAD_OVERHEAD, 0);
+        let n = if pad == 0 {
+            tx.encode_payload(plain, out)
+        } else {
+            let mut padded = core::mem::take(&mut self.pad_buf);
+            padded.clear();
+            padded.extend_from_slice(plain);
+            padded.resize(plain.len() + pad, 0);
+            if padded.len() >= 4 && padded[3] & 3 == 0 {
+                padded[3] |= pad as u8;
+            }
+            let r = tx.encode_payload(&padded, out);
+            self.pad_buf = padded;
+            r
+        }
+        .map_err(|e| crypto_fail(e.to_string()))?;
+        out.truncate(n);
+        Ok(())
+    }
+
+    fn decode_payload(
+        &mut self,
+        remote: Guid,
+        encoded: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, SecurityFailure> {
+        // The CryptoHeader's transformation_key_id (after the transformation kind).
+        let key_id = encoded
+            .get(4..8)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            .ok_or_else(|| crypto_fail("protected payload shorter than its header".into()))?;
+        let rx = self
+            .remotes
+            .get_mut(&remote.prefix)
+            .and_then(|r| r.endpoints.get_mut(&key_id))
+            .filter(|(e, _)| *e == remote.entity_id)
+            .map(|(_, rx)| rx)
+            .ok_or_else(|| crypto_fail("no payload key material of this writer".into()))?;
+        rx.decode_payload(encoded, out)
+            .map_err(|e| crypto_fail(e.to_string()))
     }
 
     fn submessage_overhead(&self) -> usize {
@@ -1155,7 +1256,9 @@ impl ParticipantSecurity for BuiltinSecurity {
     }
 
     fn endpoint_tokens(&mut self, local: Guid, remote: Guid) -> Option<Vec<u8>> {
-        self.local_endpoints.get(&local)?;
+        if !self.local_endpoints.contains_key(&local) && !self.local_payloads.contains_key(&local) {
+            return None;
+        }
         self.endpoint_tokens_message(local, remote).ok()
     }
 

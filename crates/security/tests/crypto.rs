@@ -624,6 +624,60 @@ fn replay_window_and_sessions() {
     rx.decode_submessage(&encs[5], &mut out).unwrap();
 }
 
+/// Two senders with one key material (Cyclone DDS's volatile-secure writer and reader share
+/// the KxKeys), each from its own random session id: both decode, interleaved, with their
+/// replay windows; a session behind its own sender's newest is still stale; more senders
+/// than [`MAX_SENDERS`] are refused.
+#[test]
+fn senders_sharing_key_material_each_keep_their_sessions() {
+    let kind = TransformKind::Aes256Gcm;
+    let km = writer_km(kind, 32);
+    let plain = data_submessage(40);
+    let mut out = vec![0u8; 400];
+    let enc = |tx: &mut SenderCrypto| {
+        let mut e = vec![0u8; 400];
+        let n = tx.encode_submessage(&plain, &mut [], &mut e).unwrap();
+        e.truncate(n);
+        e
+    };
+    let mut writer = SenderCrypto::new(km.clone(), 0x90b9_ad9c, 7).unwrap();
+    let mut reader = SenderCrypto::new(km.clone(), 0xb490_c3c3, 9).unwrap();
+    let mut rx = ReceiverCrypto::new(km.clone()).unwrap();
+    let mut seen = vec![];
+    for i in 0..20 {
+        let e = if i % 3 == 0 {
+            enc(&mut reader)
+        } else {
+            enc(&mut writer)
+        };
+        rx.decode_submessage(&e, &mut out).unwrap();
+        seen.push(e);
+    }
+    for e in &seen {
+        assert!(matches!(
+            rx.decode_submessage(e, &mut out),
+            Err(CryptoError::Replayed { .. })
+        ));
+    }
+    // A session 4 behind the writer's newest: stale.
+    let mut old = SenderCrypto::new(km.clone(), 0x90b9_ad9c - 4, 1).unwrap();
+    assert!(matches!(
+        rx.decode_submessage(&enc(&mut old), &mut out),
+        Err(CryptoError::StaleSession { .. })
+    ));
+    // Two more senders fit; a fifth does not.
+    for sid in [0x1000_0000u32, 0x3000_0000] {
+        let mut tx = SenderCrypto::new(km.clone(), sid, 1).unwrap();
+        rx.decode_submessage(&enc(&mut tx), &mut out).unwrap();
+    }
+    assert_eq!(MAX_SENDERS, 4);
+    let mut fifth = SenderCrypto::new(km, 0x5000_0000, 1).unwrap();
+    assert!(matches!(
+        rx.decode_submessage(&enc(&mut fifth), &mut out),
+        Err(CryptoError::StaleSession { .. })
+    ));
+}
+
 #[test]
 fn bad_plaintext_is_refused() {
     let km = writer_km(TransformKind::Aes256Gmac, 41);

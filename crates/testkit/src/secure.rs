@@ -48,14 +48,16 @@ pub fn governance_xml(allow_unauthenticated: bool) -> String {
 
 /// Like [`governance_xml`] with `rtps_protection_kind` = `rtps` (`NONE`, `SIGN`, `ENCRYPT`).
 pub fn governance_xml_with(allow_unauthenticated: bool, rtps: &str) -> String {
-    governance_xml_protecting(allow_unauthenticated, rtps, "NONE")
+    governance_xml_protecting(allow_unauthenticated, rtps, "NONE", "NONE")
 }
 
-/// [`governance_xml_with`] whose topic rule has `metadata_protection_kind` `metadata`.
+/// [`governance_xml_with`] whose topic rule has `metadata_protection_kind` `metadata` and
+/// `data_protection_kind` `data`.
 pub fn governance_xml_protecting(
     allow_unauthenticated: bool,
     rtps: &str,
     metadata: &str,
+    data: &str,
 ) -> String {
     let allow = if allow_unauthenticated {
         "TRUE"
@@ -81,7 +83,7 @@ pub fn governance_xml_protecting(
           <enable_read_access_control>FALSE</enable_read_access_control>
           <enable_write_access_control>FALSE</enable_write_access_control>
           <metadata_protection_kind>{metadata}</metadata_protection_kind>
-          <data_protection_kind>NONE</data_protection_kind>
+          <data_protection_kind>{data}</data_protection_kind>
         </topic_rule>
       </topic_access_rules>
     </domain_rule>
@@ -162,21 +164,30 @@ impl TestSecurity {
         common_names: &[&str],
         rtps: &str,
     ) -> Result<Self, AuthError> {
-        Self::with_protection(ca_name, allow_unauthenticated, common_names, rtps, "NONE")
+        Self::with_protection(
+            ca_name,
+            allow_unauthenticated,
+            common_names,
+            rtps,
+            "NONE",
+            "NONE",
+        )
     }
 
     /// Like [`TestSecurity::with_rtps_protection`], with the topic rule's
-    /// `metadata_protection_kind` `metadata` (submessage protection).
+    /// `metadata_protection_kind` `metadata` (submessage protection) and
+    /// `data_protection_kind` `data` (payload protection).
     pub fn with_protection(
         ca_name: &str,
         allow_unauthenticated: bool,
         common_names: &[&str],
         rtps: &str,
         metadata: &str,
+        data: &str,
     ) -> Result<Self, AuthError> {
         let ca = generate_ca(ca_name, IdentityAlgo::EcPrime256v1, VALID_FROM, VALID_TO)?;
         let governance = sign_smime(
-            governance_xml_protecting(allow_unauthenticated, rtps, metadata).as_bytes(),
+            governance_xml_protecting(allow_unauthenticated, rtps, metadata, data).as_bytes(),
             &ca,
         )?;
         let permissions = sign_smime(permissions_xml(common_names).as_bytes(), &ca)?;

@@ -175,6 +175,26 @@ impl Participant {
                 max,
             });
         }
+        let eid = self.writers[w.0].as_ref().map(|x| x.guid.entity_id);
+        if eid.is_some_and(|e| self.protects_payload(e)) {
+            // DDS Security payload protection: the history keeps the protected form, sent
+            // and repaired as it is.
+            let Some(protected) =
+                eid.and_then(|e| self.protect_payload(e, change.serialized_payload))
+            else {
+                return Err(WriteError::ProtectionFailed);
+            };
+            let r = self.add_change(
+                w.0,
+                change.kind,
+                change.key_hash,
+                &protected,
+                change.source_timestamp,
+                now,
+            );
+            self.payload_scratch_back(protected);
+            return r.map(SequenceNumber);
+        }
         self.add_change(
             w.0,
             change.kind,

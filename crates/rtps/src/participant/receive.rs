@@ -189,7 +189,19 @@ impl Participant {
             return;
         }
         let writer_guid = Guid::new(src, d.writer_id);
-        let payload = d.payload.unwrap_or(&[]);
+        let mut payload = d.payload.unwrap_or(&[]);
+        // DDS Security payload protection: decoded once for every reader.
+        let decoded = if self.payload_protected_remote(writer_guid) {
+            match self.unprotect_payload(writer_guid, payload) {
+                Some(d) => Some(d),
+                None => return,
+            }
+        } else {
+            None
+        };
+        if let Some((buf, n)) = &decoded {
+            payload = &buf[..*n];
+        }
         let mut matched = false;
         let mut builtin: Vec<(Role, Change)> = Vec::new();
         for ri in 0..self.readers.len() {
@@ -232,6 +244,9 @@ impl Participant {
         if !matched {
             self.stats.unmatched_submessages += 1;
         }
+        if let Some((buf, _)) = decoded {
+            self.payload_rx_back(buf);
+        }
         if !builtin.is_empty() {
             self.process_builtin(builtin);
         }
@@ -259,10 +274,30 @@ impl Participant {
             return;
         }
         let writer_guid = Guid::new(src, f.writer_id);
+        let protected = self.payload_protected_remote(writer_guid);
+        // Cyclone DDS 0.10 protects each fragment on its own (the sample and fragment sizes
+        // are those of the plain payload): such a fragment is longer than its place in the
+        // sample and is decoded before reassembly. (FerroDDS protects the whole payload, then
+        // fragments it; decoded once reassembled.)
+        let place = (f.sample_size as usize)
+            .saturating_sub(f.offset as usize)
+            .min(f.fragment_size as usize);
+        let decoded_frag = if protected && f.data.len() > place {
+            match self.unprotect_payload(writer_guid, f.data) {
+                Some(d) => Some(d),
+                None => return,
+            }
+        } else {
+            None
+        };
+        let whole_protected = protected && decoded_frag.is_none();
         let frag = FragmentRef {
             sn: f.sn,
             offset: f.offset,
-            data: f.data,
+            data: match &decoded_frag {
+                Some((buf, n)) => &buf[..*n],
+                None => f.data,
+            },
             sample_size: f.sample_size,
             fragment_size: f.fragment_size,
             meta,
@@ -286,7 +321,7 @@ impl Participant {
             let change = p.on_fragment(&frag, now, &mut self.rx_spares);
             self.work
                 .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, pi);
-            let change = match change {
+            let mut change = match change {
                 Ok(Some(c)) => c,
                 Ok(None) => continue,
                 Err(e) => {
@@ -297,6 +332,15 @@ impl Participant {
                     continue;
                 }
             };
+            if whole_protected {
+                match secure::unprotect_whole(&mut self.security, writer_guid, &change.payload) {
+                    Some(plain) => change.payload = plain,
+                    None => {
+                        self.stats.rejected_protected_datagrams += 1;
+                        continue;
+                    }
+                }
+            }
             let out = reset_scratch(&mut self.scratch);
             r.proxies[pi].on_data(f.sn, change, room, out);
             self.work
@@ -315,6 +359,9 @@ impl Participant {
         }
         if !matched {
             self.stats.unmatched_submessages += 1;
+        }
+        if let Some((buf, _)) = decoded_frag {
+            self.payload_rx_back(buf);
         }
         if !builtin.is_empty() {
             self.process_builtin(builtin);

@@ -30,6 +30,13 @@ pub(super) struct Security {
     /// Remote endpoints matched with a protected local one: their submessages must arrive
     /// protected with their own key material.
     sub_remote: SeededMap<Guid, ()>,
+    /// Local writers whose payloads are protected.
+    payload_local: Vec<EntityId>,
+    /// Remote writers matched with a local reader whose payloads must be decoded.
+    payload_remote: SeededMap<Guid, ()>,
+    /// Scratch buffers of the payload transforms (sent, received).
+    payload_tx: Vec<u8>,
+    payload_rx: Vec<u8>,
     /// Endpoint crypto tokens to deliver, per remote participant (one message in flight).
     ep_kx: SeededMap<GuidPrefix, EndpointTokens>,
     /// Second scratch buffer (a received message's submessages; made with the first
@@ -172,6 +179,20 @@ const CLEAR_BUILTINS: [[u8; 4]; 14] = [
 
 /// Length of the RTPS header.
 const HDR: usize = 20;
+
+/// Decodes the reassembled protected payload `encoded` of remote writer `writer` into a new
+/// buffer (a large sample: one allocation); `None` if it fails.
+pub(super) fn unprotect_whole(
+    security: &mut Option<Security>,
+    writer: Guid,
+    encoded: &[u8],
+) -> Option<Vec<u8>> {
+    let s = security.as_mut()?;
+    let mut out = vec![0u8; encoded.len()];
+    let n = s.plugin.decode_payload(writer, encoded, &mut out).ok()?;
+    out.truncate(n);
+    Some(out)
+}
 
 /// What [`unprotect_submessages`] made of a datagram.
 struct Pass {
@@ -350,6 +371,10 @@ impl Participant {
             volatile_ack_count: 0,
             sub_overhead: 0,
             sub_local: Vec::new(),
+            payload_local: Vec::new(),
+            payload_remote: HashMap::with_hasher(map_hasher(prefix)),
+            payload_tx: Vec::new(),
+            payload_rx: Vec::new(),
             sub_remote: HashMap::with_hasher(map_hasher(prefix)),
             ep_kx: HashMap::with_hasher(map_hasher(prefix)),
             scratch2: Vec::new(),
@@ -659,6 +684,9 @@ impl Participant {
             .plugin
             .register_local_endpoint(guid, topic, writer)
             .map_err(|_| EngineError::SecurityRefused)?;
+        if p.payload {
+            s.payload_local.push(guid.entity_id);
+        }
         if p.submessages {
             s.sub_overhead = s.plugin.submessage_overhead();
             s.sub_local.push(guid.entity_id);
@@ -674,6 +702,77 @@ impl Participant {
         if let Some(s) = self.security.as_mut() {
             s.plugin.unregister_local_endpoint(guid);
             s.sub_local.retain(|e| *e != guid.entity_id);
+            s.payload_local.retain(|e| *e != guid.entity_id);
+        }
+    }
+
+    /// Whether the local writer `eid` protects its payloads.
+    pub(super) fn protects_payload(&self, eid: EntityId) -> bool {
+        self.security
+            .as_ref()
+            .is_some_and(|s| s.payload_local.contains(&eid))
+    }
+
+    /// Protects the payload of local writer `eid` into the scratch buffer it returns (give it
+    /// back with [`Self::payload_scratch_back`]); `None` (counted) if the transform fails.
+    pub(super) fn protect_payload(&mut self, eid: EntityId, plain: &[u8]) -> Option<Vec<u8>> {
+        let ours = self.config.guid_prefix;
+        let s = self.security.as_mut()?;
+        let mut out = core::mem::take(&mut s.payload_tx);
+        match s
+            .plugin
+            .encode_payload(Guid::new(ours, eid), plain, &mut out)
+        {
+            Ok(()) => Some(out),
+            Err(_) => {
+                s.payload_tx = out;
+                self.stats.protection_failures += 1;
+                None
+            }
+        }
+    }
+
+    /// Returns the scratch buffer of [`Self::protect_payload`].
+    pub(super) fn payload_scratch_back(&mut self, buf: Vec<u8>) {
+        if let Some(s) = self.security.as_mut() {
+            s.payload_tx = buf;
+        }
+    }
+
+    /// Whether the payloads of remote writer `writer` must be decoded.
+    pub(super) fn payload_protected_remote(&self, writer: Guid) -> bool {
+        self.security
+            .as_ref()
+            .is_some_and(|s| !s.payload_remote.is_empty() && s.payload_remote.contains_key(&writer))
+    }
+
+    /// Decodes the protected payload `encoded` of remote writer `writer` into the scratch
+    /// buffer it returns with the plain length (give it back with
+    /// [`Self::payload_rx_back`]); `None` (counted) if it fails.
+    pub(super) fn unprotect_payload(
+        &mut self,
+        writer: Guid,
+        encoded: &[u8],
+    ) -> Option<(Vec<u8>, usize)> {
+        let s = self.security.as_mut()?;
+        let mut out = core::mem::take(&mut s.payload_rx);
+        if out.len() < encoded.len() {
+            out.resize(encoded.len(), 0);
+        }
+        match s.plugin.decode_payload(writer, encoded, &mut out) {
+            Ok(n) => Some((out, n)),
+            Err(_) => {
+                s.payload_rx = out;
+                self.stats.rejected_protected_datagrams += 1;
+                None
+            }
+        }
+    }
+
+    /// Returns the scratch buffer of [`Self::unprotect_payload`].
+    pub(super) fn payload_rx_back(&mut self, buf: Vec<u8>) {
+        if let Some(s) = self.security.as_mut() {
+            s.payload_rx = buf;
         }
     }
 
@@ -693,10 +792,17 @@ impl Participant {
         let Some(s) = self.security.as_mut() else {
             return;
         };
-        if remote.prefix == ours || !s.sub_local.contains(&local.entity_id) {
+        let sub = s.sub_local.contains(&local.entity_id);
+        let payload = s.payload_local.contains(&local.entity_id);
+        if remote.prefix == ours || !(sub || payload) {
             return;
         }
-        s.sub_remote.insert(remote, ());
+        if sub {
+            s.sub_remote.insert(remote, ());
+        }
+        if payload && !local.entity_id.is_writer() {
+            s.payload_remote.insert(remote, ());
+        }
         if let Some(m) = s.plugin.endpoint_tokens(local, remote) {
             s.ep_kx.entry(remote.prefix).or_default().queue.push_back(m);
             self.pump_endpoint_tokens(remote.prefix);
@@ -706,7 +812,8 @@ impl Participant {
     /// A remote endpoint is gone (security on): its key material goes.
     pub(super) fn secure_endpoint_gone(&mut self, remote: Guid) {
         if let Some(s) = self.security.as_mut() {
-            if s.sub_remote.remove(&remote).is_some() {
+            let sub = s.sub_remote.remove(&remote).is_some();
+            if s.payload_remote.remove(&remote).is_some() || sub {
                 s.plugin.forget_remote_endpoint(remote);
             }
         }
@@ -1057,6 +1164,7 @@ impl Participant {
         s.kx.remove(&prefix);
         s.ep_kx.remove(&prefix);
         s.sub_remote.retain(|g, _| g.prefix != prefix);
+        s.payload_remote.retain(|g, _| g.prefix != prefix);
         if matches!(
             auth,
             AuthState::Pending {

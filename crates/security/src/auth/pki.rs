@@ -31,6 +31,15 @@ impl std::fmt::Debug for Issued {
 }
 
 impl Issued {
+    /// A certificate and its private key read from PEM (e.g. a test CA's files, to sign
+    /// documents with [`sign_smime`]).
+    pub fn from_pem(cert: &[u8], key: &[u8]) -> Result<Self, AuthError> {
+        Ok(Self {
+            cert: X509::from_pem(cert).map_err(crypto("reading a PEM certificate"))?,
+            key: PKey::private_key_from_pem(key).map_err(crypto("reading a PEM private key"))?,
+        })
+    }
+
     /// The certificate as PEM.
     pub fn cert_pem(&self) -> Result<Vec<u8>, AuthError> {
         self.cert.to_pem().map_err(crypto("writing a certificate"))

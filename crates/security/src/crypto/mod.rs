@@ -127,7 +127,7 @@ mod wire;
 
 pub use keymat::{kx_key_material, KeyMaterial, TransformKind, CHALLENGE_LEN, MAX_KEY_LEN};
 pub use keys::{receiver_specific_session_key, session_key, SessionKey};
-pub use receiver::{DecodedSubmessage, ReceiverCrypto, REPLAY_WINDOW, SESSION_CACHE};
+pub use receiver::{DecodedSubmessage, ReceiverCrypto, MAX_SENDERS, REPLAY_WINDOW, SESSION_CACHE};
 pub use sender::{ReceiverMacKey, SenderCrypto, DEFAULT_MAX_BLOCKS_PER_SESSION};
 pub use wire::{
     message_encoded_len, payload_encoded_len, submessage_encoded_len, CryptoHeader,

@@ -16,10 +16,24 @@ use super::{CryptoError, Result};
 /// suffix is this far or further behind the newest one received in its session is refused.
 pub const REPLAY_WINDOW: u64 = WIDTH;
 
-/// How many sessions of one sender a receiver tracks (keys and replay windows) for
-/// submessages and messages; a session id this many or more behind the newest one seen is
-/// refused as stale (senders only ever move to the next session id).
+/// How many sessions a receiver tracks (keys and replay windows) for submessages and
+/// messages; a session id this many or more behind the newest one of its sender is refused
+/// as stale (a sender only ever moves to the next session id).
 pub const SESSION_CACHE: usize = 4;
+
+/// How many senders may share one key material, each with its own session ids: Cyclone DDS
+/// protects the volatile-secure writer's and reader's submessages with the same KxKeys, each
+/// starting at its own random session id. A session id far from every sender's newest one
+/// starts a new sender while fewer than this many are known; it is refused after that.
+pub const MAX_SENDERS: usize = 4;
+
+/// Session ids within this distance of a sender's newest one belong to that sender.
+const SENDER_SPAN: u32 = 1 << 16;
+
+/// Whether session ids `a` and `b` are of one sender.
+fn near(a: u32, b: u32) -> bool {
+    a.wrapping_sub(b) < SENDER_SPAN || b.wrapping_sub(a) < SENDER_SPAN
+}
 
 /// Payload session keys cached (payloads have no replay window).
 const PAYLOAD_CACHE: usize = 2;
@@ -48,7 +62,8 @@ struct RemoteSession {
 pub struct ReceiverCrypto {
     km: KeyMaterial,
     sessions: [Option<RemoteSession>; SESSION_CACHE],
-    newest: Option<u32>,
+    /// The newest session id of each sender.
+    newest: [Option<u32>; MAX_SENDERS],
     payload: [Option<(u32, Cipher)>; PAYLOAD_CACHE],
     payload_next: usize,
 }
@@ -82,7 +97,7 @@ impl ReceiverCrypto {
         Ok(Self {
             km,
             sessions: [const { None }; SESSION_CACHE],
-            newest: None,
+            newest: [None; MAX_SENDERS],
             payload: [const { None }; PAYLOAD_CACHE],
             payload_next: 0,
         })
@@ -148,9 +163,19 @@ impl ReceiverCrypto {
             .iter()
             .position(|s| matches!(s, Some(s) if s.id == sid));
         let mut fresh = None;
+        // The sender whose sessions `sid` continues (or a free slot for a new sender).
+        let sender = self.sender_of(sid);
         if slot.is_none() {
-            if let Some(newest) = self.newest {
-                if behind_by(sid, newest) >= SESSION_CACHE as u32 {
+            match sender {
+                Some((_, Some(newest))) if behind_by(sid, newest) >= SESSION_CACHE as u32 => {
+                    return Err(CryptoError::StaleSession {
+                        session_id: sid,
+                        newest,
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    let newest = self.newest.iter().flatten().copied().next().unwrap_or(sid);
                     return Err(CryptoError::StaleSession {
                         session_id: sid,
                         newest,
@@ -186,10 +211,12 @@ impl ReceiverCrypto {
         let i = match (fresh, slot) {
             (None, Some(i)) => i,
             (Some(s), _) => {
-                let i = self.victim(sid);
+                let i = self.victim();
                 self.sessions[i] = Some(s);
-                if self.newest.is_none_or(|n| behind_by(n, sid) > 0) {
-                    self.newest = Some(sid);
+                if let Some((k, n)) = sender {
+                    if n.is_none_or(|n| behind_by(n, sid) > 0) {
+                        self.newest[k] = Some(sid);
+                    }
                 }
                 i
             }
@@ -201,21 +228,42 @@ impl ReceiverCrypto {
         Ok(())
     }
 
-    /// The cache slot for a new session: a free one, else the oldest session.
-    fn victim(&self, sid: u32) -> usize {
-        let newest = self.newest.unwrap_or(sid);
+    /// The sender `sid` belongs to: (its index, its newest session id), or a free index for
+    /// a new sender (`None` newest); `None` when `sid` is far from every known sender's and
+    /// no slot is free.
+    fn sender_of(&self, sid: u32) -> Option<(usize, Option<u32>)> {
+        self.newest
+            .iter()
+            .enumerate()
+            .find_map(|(k, n)| n.filter(|&n| near(sid, n)).map(|n| (k, Some(n))))
+            .or_else(|| {
+                self.newest
+                    .iter()
+                    .position(Option::is_none)
+                    .map(|k| (k, None))
+            })
+    }
+
+    /// The cache slot for a new session: a free one, else the oldest session (relative to
+    /// its sender's newest; one of no known sender first).
+    fn victim(&self) -> usize {
         let mut best = 0;
         let mut best_age = 0;
         for (i, s) in self.sessions.iter().enumerate() {
-            match s {
-                None => return i,
-                Some(s) => {
-                    let age = behind_by(s.id, newest).max(u32::from(s.id != newest));
-                    if age >= best_age {
-                        best = i;
-                        best_age = age;
-                    }
-                }
+            let Some(s) = s else {
+                return i;
+            };
+            let age = self
+                .newest
+                .iter()
+                .flatten()
+                .filter(|&&n| near(s.id, n))
+                .map(|&n| behind_by(s.id, n))
+                .min()
+                .unwrap_or(u32::MAX);
+            if age >= best_age {
+                best = i;
+                best_age = age;
             }
         }
         best
