@@ -484,3 +484,32 @@ fn submessage_and_payload_encryption_data_both_ways_with_cyclone() {
         let _ = std::fs::remove_dir_all(&dir);
     });
 }
+
+/// perftest's RTPSSignWithOrigAuthEncryptData (RTPS messages signed with a receiver-specific
+/// MAC for each receiving participant, payloads encrypted), both ways with Cyclone.
+#[test]
+fn rtps_sign_origin_authentication_data_both_ways_with_cyclone() {
+    if !ddsperf_available() {
+        return;
+    }
+    with_timeout(90, || {
+        let gov = "signed_PerftestGovernance_RTPSSignWithOrigAuthEncryptData.xml";
+        secure_data_from_cyclone(117, gov, 200);
+        secure_data_to_cyclone(118, gov, 200);
+    });
+}
+
+/// perftest's RTPSSignEncryptSubmessageWithOrigAuthEncryptData (the most robust published
+/// profile: submessages encrypted with a receiver-specific MAC for each receiving endpoint,
+/// payloads encrypted, messages signed), both ways with Cyclone.
+#[test]
+fn most_robust_profile_data_both_ways_with_cyclone() {
+    if !ddsperf_available() {
+        return;
+    }
+    with_timeout(90, || {
+        let gov = "signed_PerftestGovernance_RTPSSignEncryptSubmessageWithOrigAuthEncryptData.xml";
+        secure_data_from_cyclone(119, gov, 200);
+        secure_data_to_cyclone(120, gov, 200);
+    });
+}

@@ -102,52 +102,50 @@ fn bad_security_files_fail_participant_creation_naming_them() {
     assert!(msg.contains("identity_certificate"), "{msg}");
 }
 
-/// The published profiles FerroDDS does not implement yet are refused, never run with less
-/// protection: origin authentication at participant creation, submessage protection with
-/// origin authentication and payload protection at DataWriter / DataReader creation (each
-/// error names the file, the rule and the kinds). Domain 226: its participants must not meet the other tests'.
+/// What FerroDDS does not implement is refused, never run with less protection: submessage
+/// or payload protection under `rtps_protection_kind` NONE (governances signed by perftest's
+/// test CA at run time) fail DataWriter / DataReader creation with an error naming the file,
+/// the topic and the kinds. Domain 226: its participants must not meet the other tests'.
 #[test]
 fn protection_not_implemented_is_refused_not_weakened() {
     const DOMAIN: u32 = 226;
     with_timeout(60, || {
-        let cfg = perftest_security(
-            "pub",
-            "signed_PerftestGovernance_RTPSSignWithOrigAuthEncryptData.xml",
-        );
-        let msg = creation_error_in(DOMAIN, cfg).to_string();
-        assert!(
-            msg.contains("SIGN_WITH_ORIGIN_AUTHENTICATION")
-                && msg.contains("RTPSSignWithOrigAuthEncryptData")
-                && msg.contains("does not implement"),
-            "{msg}"
-        );
-        let governance =
-            "signed_PerftestGovernance_RTPSSignEncryptSubmessageWithOrigAuthEncryptData.xml";
-        let kind = "metadata_protection_kind with origin authentication";
-        let p = DomainParticipant::with_config(
-            DOMAIN,
-            loopback_config().security(perftest_security("pub", governance)),
-        )
-        .expect("participant (rtps SIGN is implemented)");
-        let t = p
-            .create_topic::<TestData>("Throughput", TopicQos::default())
-            .unwrap();
-        let err = p
-            .create_publisher(PublisherQos::default())
-            .unwrap()
-            .create_datawriter(&t, DataWriterQos::default().reliable())
-            .expect_err("the writer must be refused");
-        let msg = err.to_string();
-        assert!(matches!(err, DdsError::Security(_)), "{msg}");
-        assert!(
-            msg.contains(kind) && msg.contains("Throughput") && msg.contains(governance),
-            "{msg}"
-        );
-        let err = p
-            .create_subscriber(SubscriberQos::default())
-            .unwrap()
-            .create_datareader(&t, DataReaderQos::default().reliable())
-            .expect_err("the reader must be refused");
-        assert!(err.to_string().contains(kind), "{err}");
+        let dir = std::env::temp_dir().join(format!("ferrodds-refused-{}", std::process::id()));
+        for (metadata, data, kind) in [
+            ("ENCRYPT", "NONE", "metadata_protection_kind"),
+            ("NONE", "ENCRYPT", "data_protection_kind"),
+        ] {
+            let gov = signed_test_governance(&dir, "NONE", metadata, data);
+            let governance = gov.to_str().unwrap();
+            let p = DomainParticipant::with_config(
+                DOMAIN,
+                loopback_config().security(perftest_security("pub", governance)),
+            )
+            .expect("participant");
+            let t = p
+                .create_topic::<TestData>("Throughput", TopicQos::default())
+                .unwrap();
+            let err = p
+                .create_publisher(PublisherQos::default())
+                .unwrap()
+                .create_datawriter(&t, DataWriterQos::default().reliable())
+                .expect_err("the writer must be refused");
+            let msg = err.to_string();
+            assert!(matches!(err, DdsError::Security(_)), "{msg}");
+            assert!(
+                msg.contains(kind)
+                    && msg.contains("rtps_protection_kind is NONE")
+                    && msg.contains("Throughput")
+                    && msg.contains("governance-NONE"),
+                "{msg}"
+            );
+            let err = p
+                .create_subscriber(SubscriberQos::default())
+                .unwrap()
+                .create_datareader(&t, DataReaderQos::default().reliable())
+                .expect_err("the reader must be refused");
+            assert!(err.to_string().contains(kind), "{err}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     });
 }

@@ -130,8 +130,13 @@
 //!   fragmented sample's once reassembled — or each fragment on its own when it is longer
 //!   than its place in the sample (Cyclone DDS 0.10 protects each fragment separately). One
 //!   that fails is dropped and counted ([`crate::Stats::rejected_protected_datagrams`]).
-//! * Not yet: the secure SEDP and SPDP endpoints, origin authentication (receiver-specific
-//!   MACs), submessage or payload protection without RTPS message protection, and
+//! * **Origin authentication**: [`ParticipantSecurity::encode_message`] and
+//!   [`ParticipantSecurity::encode_submessage`] are told the participant a datagram goes to
+//!   (its leading INFO_DST; `None` when it goes to several), for the plugin's
+//!   receiver-specific MACs. Checked against Cyclone DDS 0.10 with perftest's
+//!   RTPSSignWithOrigAuthEncryptData and RTPSSignEncryptSubmessageWithOrigAuthEncryptData.
+//! * Not yet: the secure SEDP and SPDP endpoints (discovery and liveliness protection),
+//!   submessage or payload protection without RTPS message protection, and
 //!   PID_ENDPOINT_SECURITY_INFO in SEDP (Cyclone DDS then applies its own topic rule to our
 //!   endpoints). Our fragmented protected payloads do not decode in Cyclone DDS 0.10 (it
 //!   expects each fragment protected on its own). The builtin plugin refuses endpoints or
@@ -499,20 +504,31 @@ pub trait ParticipantSecurity: fmt::Debug + Send {
 
     /// Protects the submessage `plain` (header included) of the protected local endpoint
     /// `local` into `out` (at least `plain.len() +` [`Self::submessage_overhead`] bytes).
+    /// `dest` is the one participant the datagram goes to (its INFO_DST), `None` when it
+    /// goes to several: with origin authentication, one receiver-specific MAC is added for
+    /// each matched remote endpoint of `dest` (of every participant when `None`).
     fn encode_submessage(
         &mut self,
         local: Guid,
         plain: &[u8],
+        dest: Option<GuidPrefix>,
         out: &mut [u8],
     ) -> Result<usize, SecurityFailure> {
-        let _ = (local, plain, out);
+        let _ = (local, plain, dest, out);
         Err(no_crypto())
     }
 
     /// Protects the RTPS message `plain` (header included) with our participant key
-    /// material into `out` (at least `plain.len() +` [`Self::message_overhead`] bytes).
-    fn encode_message(&mut self, plain: &[u8], out: &mut [u8]) -> Result<usize, SecurityFailure> {
-        let _ = (plain, out);
+    /// material into `out` (at least `plain.len() +` [`Self::message_overhead`] bytes);
+    /// `dest` as for [`Self::encode_submessage`] (origin authentication: a MAC for `dest`,
+    /// or for every authenticated participant).
+    fn encode_message(
+        &mut self,
+        plain: &[u8],
+        dest: Option<GuidPrefix>,
+        out: &mut [u8],
+    ) -> Result<usize, SecurityFailure> {
+        let _ = (plain, dest, out);
         Err(no_crypto())
     }
 

@@ -34,10 +34,10 @@
 //!   ([`SecurityFailureKind::AccessControl`]).
 //! * **Key exchange and RTPS protection** (step 2, governance `rtps_protection_kind` not
 //!   NONE): the participant key material is generated at construction from the caller's
-//!   entropy — AES-GMAC for SIGN, AES-GCM for ENCRYPT, 256-bit keys unless [`PROP_ENCRYPTION_ALGORITHM`] asks for 128 (the `*_WITH_ORIGIN_AUTHENTICATION`
-//!   kinds need receiver-specific MACs, not implemented yet: such a governance is refused with
-//!   [`EngineSecurityError::NotImplemented`] rather than weakened), a random non-zero
-//!   sender key id, session id and IV suffix. On completion of a handshake the KxKeys
+//!   entropy — AES-GMAC for SIGN, AES-GCM for ENCRYPT (and their
+//!   `*_WITH_ORIGIN_AUTHENTICATION` forms), 256-bit keys unless
+//!   [`PROP_ENCRYPTION_ALGORITHM`] asks for 128, a random non-zero sender key id, session id
+//!   and IV suffix. On completion of a handshake the KxKeys
 //!   ([`crate::crypto::kx_key_material`] of the challenges and shared secret) protect the
 //!   volatile-secure submessages both ways. The key-exchange offer is a
 //!   `dds.sec.participant_crypto_tokens` message (from our volatile-secure writer to the
@@ -49,9 +49,8 @@
 //!   only when it differs (so a resent offer keeps the anti-replay window).
 //! * **Endpoints** ([`ParticipantSecurity::check_local_endpoint`],
 //!   [`ParticipantSecurity::check_remote_endpoint`]): a local DataWriter or DataReader is
-//!   checked against its topic rule: one asking for discovery or liveliness protection,
-//!   submessage (metadata) protection with origin authentication, or submessage or payload
-//!   protection under `rtps_protection_kind` NONE is refused
+//!   checked against its topic rule: one asking for discovery or liveliness protection, or
+//!   submessage or payload protection under `rtps_protection_kind` NONE is refused
 //!   with a message naming the governance file, the topic and the kinds (not implemented
 //!   yet: never sent with less protection); with write (read) access control the local
 //!   permissions must allow it.
@@ -65,6 +64,15 @@
 //!   are kept by sender key id with the endpoint's entity id (at most 4096 per participant;
 //!   a resend with the same key keeps the anti-replay window); a SEC_PREFIX is decoded
 //!   with the endpoint key its CryptoHeader names, else with the KxKeys.
+//! * **Origin authentication** (`rtps_protection_kind` or `metadata_protection_kind`
+//!   `*_WITH_ORIGIN_AUTHENTICATION`): each remote participant (RTPS messages) or each matched
+//!   remote endpoint (submessages) is handed its own copy of the key material with a
+//!   receiver-specific key and key id (ids counted from 1, the copy kept so that resent
+//!   tokens match). A protected message or submessage carries one receiver-specific MAC
+//!   for each receiver of the participant its datagram goes to (its INFO_DST), or of every
+//!   participant when it goes to several — at most [`MAX_ORIGIN_MACS`], whose room every
+//!   datagram keeps; more is a protection failure. A received key material with a
+//!   receiver-specific key id requires its MAC.
 //! * **Payload protection** (`data_protection_kind` SIGN or ENCRYPT): a local writer gets
 //!   a second key material for its payloads, sent as the second token of its datawriter
 //!   crypto tokens (the first when its submessages are not protected); a signed payload is
@@ -97,8 +105,8 @@ use crate::auth::{
     IdentityConfig, LocalIdentity, AUTH_REQUEST_CLASS_ID,
 };
 use crate::crypto::{
-    kx_key_material, KeyMaterial, ReceiverCrypto, SenderCrypto, TransformKind, MESSAGE_OVERHEAD,
-    PAYLOAD_OVERHEAD, SUBMESSAGE_OVERHEAD,
+    kx_key_material, KeyMaterial, ReceiverCrypto, ReceiverMacKey, SenderCrypto, TransformKind,
+    MESSAGE_OVERHEAD, PAYLOAD_OVERHEAD, RECEIVER_MAC_LEN, SUBMESSAGE_OVERHEAD,
 };
 use crate::generic_message::{
     BinaryProperty, DataHolder, GenericMessageError, GuidBytes, MessageIdentity,
@@ -112,6 +120,87 @@ use crate::generic_message::{
 
 /// Most endpoint key materials kept per remote participant.
 const MAX_REMOTE_ENDPOINT_KEYS: usize = 4096;
+
+/// Most receiver-specific MACs one protected message or submessage carries (origin
+/// authentication): room for them is kept in every datagram. A message to more receivers
+/// than this (several participants' endpoints in one datagram) cannot be protected.
+pub const MAX_ORIGIN_MACS: usize = 8;
+
+/// The receivers of one protected stream with origin authentication: for each remote
+/// participant (RTPS messages) or endpoint (submessages), the key material handed to it
+/// (its own receiver-specific key) and its MAC key, sorted by GUID so that one participant's
+/// receivers are contiguous.
+#[derive(Debug, Default)]
+struct OriginMacs {
+    guids: Vec<Guid>,
+    tokens: Vec<KeyMaterial>,
+    keys: Vec<ReceiverMacKey>,
+}
+
+impl OriginMacs {
+    /// The key material for `remote` (made on first use with a new receiver-specific key id
+    /// from `next_id`, and kept: a resent token carries the same key).
+    fn token_for(
+        &mut self,
+        remote: Guid,
+        base: &KeyMaterial,
+        next_id: &mut u32,
+        entropy: &mut (dyn Entropy + Send),
+    ) -> Result<&KeyMaterial, SecurityFailure> {
+        let i = match self.guids.binary_search(&remote) {
+            Ok(i) => i,
+            Err(i) => {
+                *next_id = next_id.wrapping_add(1).max(1);
+                let mut failed = None;
+                let km = base
+                    .with_receiver_specific_key(*next_id, |b| fill(entropy, &mut failed, b))
+                    .map_err(|e| crypto_fail(format!("receiver-specific key: {e}")))?;
+                if let Some(e) = failed {
+                    return Err(crypto_fail(format!("receiver-specific key: {e}")));
+                }
+                let key = ReceiverMacKey::new(&km)
+                    .map_err(|e| crypto_fail(format!("receiver-specific key: {e}")))?;
+                self.guids.insert(i, remote);
+                self.tokens.insert(i, km);
+                self.keys.insert(i, key);
+                i
+            }
+        };
+        Ok(&self.tokens[i])
+    }
+
+    /// The MAC keys of `dest`'s receivers, or of all when `None`.
+    fn receivers(&mut self, dest: Option<GuidPrefix>) -> &mut [ReceiverMacKey] {
+        let Some(p) = dest else {
+            return &mut self.keys;
+        };
+        let lo = self.guids.partition_point(|g| g.prefix < p);
+        let hi = self.guids.partition_point(|g| g.prefix <= p);
+        &mut self.keys[lo..hi]
+    }
+
+    /// Forgets the receivers matching `f`.
+    fn forget(&mut self, f: impl Fn(&Guid) -> bool) {
+        let mut i = 0;
+        while i < self.guids.len() {
+            if f(&self.guids[i]) {
+                self.guids.remove(i);
+                self.tokens.remove(i);
+                self.keys.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+/// A local endpoint that protects its submessages: its sender, and its receivers when origin
+/// authentication is on.
+#[derive(Debug)]
+struct LocalEndpoint {
+    tx: SenderCrypto,
+    origin: Option<OriginMacs>,
+}
 
 /// CryptoToken class of the builtin cryptographic plugin.
 pub const CRYPTO_TOKEN_CLASS: &str = "DDS:Crypto:AES_GCM_GMAC";
@@ -287,7 +376,12 @@ pub struct BuiltinSecurity {
     /// AES key length of the key material made here.
     key_bits: u32,
     /// Key material of our endpoints that protect their submessages.
-    local_endpoints: HashMap<Guid, SenderCrypto>,
+    local_endpoints: HashMap<Guid, LocalEndpoint>,
+    /// Our participant key material handed to each remote participant (RTPS protection with
+    /// origin authentication).
+    msg_origin: Option<OriginMacs>,
+    /// The last receiver-specific key id handed out.
+    receiver_key_id: u32,
     /// Key material of our writers that protect their payloads.
     local_payloads: HashMap<Guid, SenderCrypto>,
     /// Scratch buffer: a payload padded for signing.
@@ -374,14 +468,6 @@ impl BuiltinSecurity {
     ) -> Result<Self, EngineSecurityError> {
         let attributes = access.participant_security_attributes(domain_id)?;
         access.check_create_participant(domain_id, clock.system_time(now))?;
-        if attributes.rtps_protection_kind.is_origin_authenticated() {
-            return Err(EngineSecurityError::NotImplemented(format!(
-                "{}: rtps_protection_kind {} of the rule for domain {domain_id} needs receiver-specific MACs (origin authentication), which FerroDDS does not implement yet; it refuses the participant rather than protect its messages with {} alone",
-                access.governance().source,
-                attributes.rtps_protection_kind.as_str(),
-                if attributes.rtps_protection_kind.is_encrypted() { "ENCRYPT" } else { "SIGN" },
-            )));
-        }
         let mut entropy = entropy;
         let msg_tx = match attributes.rtps_protection_kind {
             ProtectionKind::None => None,
@@ -401,6 +487,11 @@ impl BuiltinSecurity {
             volatile_seq: 0,
             key_bits,
             local_endpoints: HashMap::new(),
+            msg_origin: attributes
+                .rtps_protection_kind
+                .is_origin_authenticated()
+                .then(OriginMacs::default),
+            receiver_key_id: 0,
             local_payloads: HashMap::new(),
             pad_buf: Vec::new(),
             guid: identity.guid(),
@@ -522,12 +613,23 @@ impl BuiltinSecurity {
         remote: GuidPrefix,
         related: MessageIdentity,
     ) -> Result<Vec<u8>, SecurityFailure> {
-        let km = self
+        let base = self
             .msg_tx
             .as_ref()
             .ok_or_else(|| crypto_fail("RTPS protection is off".into()))?
-            .key_material()
-            .to_bytes();
+            .key_material();
+        let km = match self.msg_origin.as_mut() {
+            // Origin authentication: this participant's own receiver-specific key.
+            Some(o) => o
+                .token_for(
+                    Guid::new(remote, EntityId([0, 0, 1, 0xc1])),
+                    base,
+                    &mut self.receiver_key_id,
+                    &mut *self.entropy,
+                )?
+                .to_bytes(),
+            None => base.to_bytes(),
+        };
         let mut token = DataHolder::new(CRYPTO_TOKEN_CLASS);
         token.binary_properties = vec![BinaryProperty::new(PROP_KEYMAT, km)];
         self.volatile_seq += 1;
@@ -561,21 +663,32 @@ impl BuiltinSecurity {
     ) -> Result<Vec<u8>, SecurityFailure> {
         // The submessage key material first, then the payload's (the order Cyclone DDS
         // expects: it finds SEC_PREFIX senders by the first token's key id).
-        let tokens: Vec<DataHolder> = [
-            self.local_endpoints.get(&local),
-            self.local_payloads.get(&local),
-        ]
-        .into_iter()
-        .flatten()
-        .map(|tx| {
-            let mut token = DataHolder::new(CRYPTO_TOKEN_CLASS);
-            token.binary_properties = vec![BinaryProperty::new(
-                PROP_KEYMAT,
-                tx.key_material().to_bytes(),
-            )];
-            token
-        })
-        .collect();
+        let mut kms = Vec::new();
+        if let Some(e) = self.local_endpoints.get_mut(&local) {
+            kms.push(match e.origin.as_mut() {
+                // Origin authentication: the remote endpoint's own receiver-specific key.
+                Some(o) => o
+                    .token_for(
+                        remote,
+                        e.tx.key_material(),
+                        &mut self.receiver_key_id,
+                        &mut *self.entropy,
+                    )?
+                    .to_bytes(),
+                None => e.tx.key_material().to_bytes(),
+            });
+        }
+        if let Some(tx) = self.local_payloads.get(&local) {
+            kms.push(tx.key_material().to_bytes());
+        }
+        let tokens: Vec<DataHolder> = kms
+            .into_iter()
+            .map(|km| {
+                let mut token = DataHolder::new(CRYPTO_TOKEN_CLASS);
+                token.binary_properties = vec![BinaryProperty::new(PROP_KEYMAT, km)];
+                token
+            })
+            .collect();
         if tokens.is_empty() {
             return Err(crypto_fail("endpoint without key material".into()));
         }
@@ -811,10 +924,6 @@ impl ParticipantSecurity for BuiltinSecurity {
                 "enable_liveliness_protection TRUE (the secure liveliness endpoints)",
             ),
             (
-                a.metadata_protection_kind.is_origin_authenticated(),
-                "metadata_protection_kind with origin authentication (receiver-specific MACs)",
-            ),
-            (
                 a.metadata_protection_kind.is_protected() && self.msg_tx.is_none(),
                 "metadata_protection_kind (submessage protection) while rtps_protection_kind is NONE (FerroDDS protects submessages only inside protected RTPS messages)",
             ),
@@ -1028,10 +1137,10 @@ impl ParticipantSecurity for BuiltinSecurity {
     }
 
     fn message_overhead(&self) -> usize {
-        if self.msg_tx.is_some() {
-            MESSAGE_OVERHEAD
-        } else {
-            0
+        match (&self.msg_tx, &self.msg_origin) {
+            (None, _) => 0,
+            (Some(_), None) => MESSAGE_OVERHEAD,
+            (Some(_), Some(_)) => MESSAGE_OVERHEAD + MAX_ORIGIN_MACS * RECEIVER_MAC_LEN,
         }
     }
 
@@ -1164,7 +1273,9 @@ impl ParticipantSecurity for BuiltinSecurity {
                 &mut *self.entropy,
             )
             .map_err(|e| crypto_fail(e.to_string()))?;
-            self.local_endpoints.insert(guid, tx);
+            let origin = kind.is_origin_authenticated().then(OriginMacs::default);
+            self.local_endpoints
+                .insert(guid, LocalEndpoint { tx, origin });
             p.submessages = true;
         }
         if a.is_payload_protected() {
@@ -1252,7 +1363,11 @@ impl ParticipantSecurity for BuiltinSecurity {
     }
 
     fn submessage_overhead(&self) -> usize {
-        SUBMESSAGE_OVERHEAD
+        if self.local_endpoints.values().any(|e| e.origin.is_some()) {
+            SUBMESSAGE_OVERHEAD + MAX_ORIGIN_MACS * RECEIVER_MAC_LEN
+        } else {
+            SUBMESSAGE_OVERHEAD
+        }
     }
 
     fn endpoint_tokens(&mut self, local: Guid, remote: Guid) -> Option<Vec<u8>> {
@@ -1266,28 +1381,59 @@ impl ParticipantSecurity for BuiltinSecurity {
         if let Some(r) = self.remotes.get_mut(&remote.prefix) {
             r.endpoints.retain(|_, (e, _)| *e != remote.entity_id);
         }
+        for e in self.local_endpoints.values_mut() {
+            if let Some(o) = e.origin.as_mut() {
+                o.forget(|g| *g == remote);
+            }
+        }
     }
 
     fn encode_submessage(
         &mut self,
         local: Guid,
         plain: &[u8],
+        dest: Option<GuidPrefix>,
         out: &mut [u8],
     ) -> Result<usize, SecurityFailure> {
-        let tx = self
+        let e = self
             .local_endpoints
             .get_mut(&local)
             .ok_or_else(|| crypto_fail("endpoint without key material".into()))?;
-        tx.encode_submessage(plain, &mut [], out)
+        let receivers = match e.origin.as_mut() {
+            Some(o) => o.receivers(dest),
+            None => &mut [],
+        };
+        if receivers.len() > MAX_ORIGIN_MACS {
+            return Err(crypto_fail(format!(
+                "{} receivers of one submessage: origin authentication carries at most {MAX_ORIGIN_MACS}",
+                receivers.len()
+            )));
+        }
+        e.tx.encode_submessage(plain, receivers, out)
             .map_err(|e| crypto_fail(e.to_string()))
     }
 
-    fn encode_message(&mut self, plain: &[u8], out: &mut [u8]) -> Result<usize, SecurityFailure> {
+    fn encode_message(
+        &mut self,
+        plain: &[u8],
+        dest: Option<GuidPrefix>,
+        out: &mut [u8],
+    ) -> Result<usize, SecurityFailure> {
         let tx = self
             .msg_tx
             .as_mut()
             .ok_or_else(|| crypto_fail("RTPS protection is off".into()))?;
-        tx.encode_message(plain, &mut [], out)
+        let receivers = match self.msg_origin.as_mut() {
+            Some(o) => o.receivers(dest),
+            None => &mut [],
+        };
+        if receivers.len() > MAX_ORIGIN_MACS {
+            return Err(crypto_fail(format!(
+                "{} receivers of one message: origin authentication carries at most {MAX_ORIGIN_MACS}",
+                receivers.len()
+            )));
+        }
+        tx.encode_message(plain, receivers, out)
             .map_err(|e| crypto_fail(e.to_string()))
     }
 
@@ -1308,6 +1454,14 @@ impl ParticipantSecurity for BuiltinSecurity {
 
     fn forget(&mut self, remote: GuidPrefix) {
         self.remotes.remove(&remote);
+        if let Some(o) = self.msg_origin.as_mut() {
+            o.forget(|g| g.prefix == remote);
+        }
+        for e in self.local_endpoints.values_mut() {
+            if let Some(o) = e.origin.as_mut() {
+                o.forget(|g| g.prefix == remote);
+            }
+        }
         if let Some(a) = self.auth.as_mut() {
             a.cancel(&participant_guid(remote));
         }

@@ -93,6 +93,24 @@ pub fn governance_xml_protecting(
     )
 }
 
+/// A governance document as [`governance_xml_protecting`] (unauthenticated participants not
+/// allowed, join access control off), signed with the CA whose PEM certificate and private
+/// key are given (e.g. perftest's test CA): the S/MIME document a participant loads.
+pub fn signed_governance_with_ca(
+    ca_cert_pem: &[u8],
+    ca_key_pem: &[u8],
+    rtps: &str,
+    metadata: &str,
+    data: &str,
+) -> Result<Vec<u8>, AuthError> {
+    let ca = Issued::from_pem(ca_cert_pem, ca_key_pem)?;
+    let xml = governance_xml_protecting(false, rtps, metadata, data).replace(
+        "<enable_join_access_control>TRUE",
+        "<enable_join_access_control>FALSE",
+    );
+    sign_smime(xml.as_bytes(), &ca)
+}
+
 /// A permissions document granting each common name (subject `CN=<cn>,O=FerroDDS test
 /// PKI,C=NL`) publish and subscribe on every topic in domains 0-230.
 pub fn permissions_xml(common_names: &[&str]) -> String {

@@ -113,9 +113,8 @@ struct RunArgs {
     language: Option<String>,
     /// DDS Security profiles, comma-separated, as the published Connext security figures name
     /// them: no_security_libraries (no -secure option), no_protection, rtps_sign, rtps_encrypt,
-    /// rtps_sign_submsg_encrypt (FerroDDS runs these), rtps_sign_origauth_data_encrypt,
-    /// rtps_sign_submsg_encrypt_origauth_data_encrypt (refused while FerroDDS is selected: it
-    /// does not implement origin authentication and payload encryption yet). Each FerroDDS row of a profile
+    /// rtps_sign_origauth_data_encrypt, rtps_sign_submsg_encrypt_origauth_data_encrypt,
+    /// rtps_sign_submsg_encrypt. Each FerroDDS row of a profile
     /// runs perftest with -secureGovernanceFile resource/secure/signed_PerftestGovernance_*.xml;
     /// Cyclone's rows get the same files. Secure rows run over UDPv4 only; raw, C# and micro
     /// rows run as no_security_libraries. Default: no security axis.

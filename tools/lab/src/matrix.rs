@@ -206,20 +206,6 @@ impl SecurityProfile {
     pub fn is_secure(self) -> bool {
         self != SecurityProfile::NoSecurityLibraries
     }
-
-    /// Why FerroDDS cannot run this profile yet (perftest refuses its governance), `None`
-    /// when it can.
-    pub fn ferrodds_missing(self) -> Option<&'static str> {
-        match self {
-            SecurityProfile::RtpsSignOrigauthDataEncrypt => Some(
-                "its governance asks for origin authentication of RTPS messages (rtps_protection_kind SIGN_WITH_ORIGIN_AUTHENTICATION) and payload encryption (data_protection_kind ENCRYPT), which FerroDDS does not implement yet",
-            ),
-            SecurityProfile::RtpsSignSubmsgEncryptOrigauthDataEncrypt => Some(
-                "its governance asks for submessage encryption with origin authentication (metadata_protection_kind ENCRYPT_WITH_ORIGIN_AUTHENTICATION) and payload encryption (data_protection_kind ENCRYPT), which FerroDDS does not implement yet",
-            ),
-            _ => None,
-        }
-    }
 }
 
 /// perftest's folder of DDS Security files (relative to perftest's own folder).
@@ -726,19 +712,6 @@ impl MatrixSpec {
             return Ok(());
         }
         let ferrodds = self.systems.contains(&System::Ferrodds);
-        if ferrodds {
-            if let Some(p) = self
-                .security
-                .iter()
-                .find(|p| p.ferrodds_missing().is_some())
-            {
-                return Err(LabError::Refused(format!(
-                    "--security {p}: FerroDDS cannot run this profile yet: {} (perftest refuses {}); leave it out, or run it with --systems cyclone alone",
-                    p.ferrodds_missing().unwrap_or_default(),
-                    p.governance_file().unwrap_or_default()
-                )));
-            }
-        }
         let secure: Vec<SecurityProfile> = self
             .security
             .iter()
@@ -945,24 +918,16 @@ mod tests {
             Err(e) => e.to_string(),
             Ok(()) => panic!("accepted: {spec:?}"),
         };
-        // Profiles FerroDDS does not implement yet: named, with what is missing.
-        for (p, missing) in [
-            ("rtps_sign_origauth_data_encrypt", "origin authentication"),
-            (
-                "rtps_sign_submsg_encrypt_origauth_data_encrypt",
-                "submessage encryption",
-            ),
+        // FerroDDS and Cyclone run all seven published profiles.
+        for p in [
+            "rtps_sign_origauth_data_encrypt",
+            "rtps_sign_submsg_encrypt_origauth_data_encrypt",
+            "rtps_sign_submsg_encrypt",
         ] {
             spec.security = vec![SecurityProfile::NoSecurityLibraries, p.parse().unwrap()];
-            let e = refused(&spec);
-            assert!(
-                e.contains(p) && e.contains(missing) && e.contains("FerroDDS"),
-                "{e}"
-            );
+            spec.systems = vec![System::Ferrodds, System::Cyclone];
+            spec.check_security().unwrap();
         }
-        // ... but Cyclone alone runs them.
-        spec.systems = vec![System::Cyclone];
-        spec.check_security().unwrap();
         // Raw UDP has no DDS Security.
         spec.systems = vec![System::Raw];
         spec.security = vec![SecurityProfile::RtpsSign];

@@ -225,18 +225,7 @@ fn c_sharp_language_combinations_it_cannot_run_are_refused() {
 
 #[test]
 fn security_profiles_and_combinations_it_cannot_run_are_refused() {
-    let cases: [(&[&str], &str); 6] = [
-        (
-            &["--security", "rtps_sign_submsg_encrypt_origauth_data_encrypt"],
-            "--security rtps_sign_submsg_encrypt_origauth_data_encrypt: FerroDDS cannot run this profile yet",
-        ),
-        (
-            &[
-                "--security",
-                "no_security_libraries,rtps_sign_origauth_data_encrypt",
-            ],
-            "origin authentication",
-        ),
+    let cases: [(&[&str], &str); 4] = [
         (
             &["--security", "rtps_sign", "--systems", "raw"],
             "raw UDP has none",

@@ -192,26 +192,21 @@ pub fn perftest_security(role: &str, governance: &str) -> SecurityConfig {
 /// allowed, one topic rule for every topic without access control) with the protection
 /// kinds `rtps`, `metadata` and `data`, signed by perftest's test CA (whose key perftest
 /// ships in `resource/secure/demoCA`), written into `dir`; returns its absolute path.
-#[cfg(feature = "security")]
 pub fn signed_test_governance(
     dir: &std::path::Path,
     rtps: &str,
     metadata: &str,
     data: &str,
 ) -> std::path::PathBuf {
-    use ferrodds_security::auth::pki::{sign_smime, Issued};
     let d = perftest_secure_dir();
-    let ca = Issued::from_pem(
+    let signed = ferrodds_testkit::secure::signed_governance_with_ca(
         &std::fs::read(d.join("cacert.pem")).unwrap(),
         &std::fs::read(d.join("demoCA/private/cakey.pem")).unwrap(),
+        rtps,
+        metadata,
+        data,
     )
-    .expect("perftest's test CA");
-    let xml = ferrodds_testkit::secure::governance_xml_protecting(false, rtps, metadata, data)
-        .replace(
-            "<enable_join_access_control>TRUE",
-            "<enable_join_access_control>FALSE",
-        );
-    let signed = sign_smime(xml.as_bytes(), &ca).expect("signing the governance");
+    .expect("signing a governance with perftest's test CA");
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join(format!("governance-{rtps}-{metadata}-{data}.p7s"));
     std::fs::write(&path, signed).unwrap();

@@ -194,6 +194,25 @@ pub(super) fn unprotect_whole(
     Some(out)
 }
 
+/// The participant an INFO_DST submessage `sub` (header included) names; `None` for
+/// GUIDPREFIX_UNKNOWN (every participant).
+fn info_dst_prefix(sub: &[u8]) -> Option<GuidPrefix> {
+    let p = sub.get(4..16)?;
+    let mut b = [0u8; 12];
+    b.copy_from_slice(p);
+    (b != [0; 12]).then_some(GuidPrefix(b))
+}
+
+/// The one participant datagram `d` goes to: the INFO_DST its first submessage is, if any.
+fn info_dst_of(d: &[u8]) -> Option<GuidPrefix> {
+    let (id, start, end) = sub_ends(d).next()?;
+    if id == 0x0e {
+        info_dst_prefix(&d[start..end])
+    } else {
+        None
+    }
+}
+
 /// What [`unprotect_submessages`] made of a datagram.
 struct Pass {
     /// Length of the result.
@@ -867,7 +886,8 @@ impl Participant {
             self.protect_submessages(buf, len)?
         };
         let s = self.security.as_mut()?;
-        match s.plugin.encode_message(&buf[..len], &mut s.scratch) {
+        let dest = info_dst_of(&buf[..len]);
+        match s.plugin.encode_message(&buf[..len], dest, &mut s.scratch) {
             Ok(n) if n <= buf.len() => {
                 buf[..n].copy_from_slice(&s.scratch[..n]);
                 self.stats.protected_datagrams_sent += 1;
@@ -892,11 +912,16 @@ impl Participant {
         if ok {
             scratch[..HDR].copy_from_slice(&buf[..HDR]);
         }
-        for (_, start, end) in sub_ends(&buf[..len]) {
+        // The participant the submessages that follow go to (INFO_DST).
+        let mut dest = None;
+        for (id, start, end) in sub_ends(&buf[..len]) {
             if !ok {
                 break;
             }
             let sub = &buf[start..end];
+            if id == 0x0e {
+                dest = info_dst_prefix(sub);
+            }
             let protected = submessage_endpoint(sub)
                 .map(|(eid, _)| eid)
                 .filter(|eid| s.sub_local.contains(eid));
@@ -904,6 +929,7 @@ impl Participant {
                 match s.plugin.encode_submessage(
                     Guid::new(ours, eid),
                     sub,
+                    dest,
                     scratch.get_mut(o..).unwrap_or(&mut []),
                 ) {
                     Ok(n) => {
