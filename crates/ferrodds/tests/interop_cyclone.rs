@@ -47,7 +47,8 @@ fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
     let Some(py) = cyclone_python() else { return };
     let n = 1000u32;
     let topic = format!("ours_to_cyclone_{domain}");
-    let count = n.to_string();
+    // Best effort may lose up to 2 % (see below): the subscriber is done at 98 %.
+    let count = if reliable { n } else { n * 98 / 100 }.to_string();
     let dom = domain.to_string();
     let mut args = vec![
         "sub",
@@ -90,7 +91,7 @@ fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
         peer.wait_line(PEER_WAIT, |l| l == "MATCHED 1");
         for i in 0..n {
             w.write(&keyed_data(i, i)).unwrap();
-            if !reliable && i % 25 == 24 {
+            if !reliable && i % 10 == 9 {
                 std::thread::sleep(Duration::from_millis(3));
             }
         }
@@ -110,7 +111,7 @@ fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
         peer.wait_line(PEER_WAIT, |l| l == "MATCHED 1");
         for i in 0..n {
             w.write(&test_data(i)).unwrap();
-            if !reliable && i % 25 == 24 {
+            if !reliable && i % 10 == 9 {
                 std::thread::sleep(Duration::from_millis(3));
             }
         }
@@ -131,7 +132,9 @@ fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
     } else {
         // Best effort over UDP: a Python subscriber that a loaded CI machine stalls for a few
         // milliseconds overflows its socket buffer (each small datagram costs about 2 KiB of
-        // it). Losses are what best effort allows; more than 2 % is not a scheduling hiccup.
+        // it; 976 of 1000 arrived once with 25 samples per 3 ms, so the writer now pauses
+        // every 10). Losses are what best effort allows; more than 2 % is not a scheduling
+        // hiccup.
         let min = written as usize * 98 / 100;
         assert!(
             samples.len() >= min && samples.len() <= written as usize,
