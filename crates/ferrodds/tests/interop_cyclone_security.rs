@@ -513,3 +513,22 @@ fn most_robust_profile_data_both_ways_with_cyclone() {
         secure_data_to_cyclone(120, gov, 200);
     });
 }
+
+/// Discovery protection (`enable_discovery_protection` TRUE, `discovery_protection_kind`
+/// ENCRYPT, RTPS signing; a governance signed by perftest's test CA at run time): both sides
+/// announce their endpoints over the secure SEDP endpoints, whose keys go as datawriter /
+/// datareader tokens; data flows both ways.
+#[test]
+fn discovery_protection_data_both_ways_with_cyclone() {
+    if !ddsperf_available() {
+        return;
+    }
+    with_timeout(90, || {
+        let dir = std::env::temp_dir().join(format!("ferrodds-gov-disc-{}", std::process::id()));
+        let gov = signed_test_governance_discovery(&dir, "SIGN", "NONE", "NONE", Some("ENCRYPT"));
+        let gov = gov.to_str().unwrap();
+        secure_data_from_cyclone(122, gov, 200);
+        secure_data_to_cyclone(123, gov, 200);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}

@@ -1,6 +1,6 @@
 //! The engine's view of DDS Security (step 1: authentication and access control of
 //! participants; step 2: key exchange and RTPS message protection; step 3: submessage and
-//! payload protection of user endpoints).
+//! payload protection, origin authentication and discovery protection).
 //!
 //! # Contract
 //!
@@ -135,8 +135,19 @@
 //!   (its leading INFO_DST; `None` when it goes to several), for the plugin's
 //!   receiver-specific MACs. Checked against Cyclone DDS 0.10 with perftest's
 //!   RTPSSignWithOrigAuthEncryptData and RTPSSignEncryptSubmessageWithOrigAuthEncryptData.
-//! * Not yet: the secure SEDP and SPDP endpoints (discovery and liveliness protection),
-//!   submessage or payload protection without RTPS message protection, and
+//! * **Discovery protection**: a secure participant has the secure SEDP writers and readers
+//!   ([`SEDP_PUB_SECURE_WRITER`] … [`SEDP_SUB_SECURE_READER`], builtin endpoint set bits
+//!   16–19), registered with the plugin as endpoints of [`SEDP_PUB_SECURE_TOPIC`] /
+//!   [`SEDP_SUB_SECURE_TOPIC`] (their submessages protected as the governance's
+//!   `discovery_protection_kind` says, their keys exchanged as endpoint crypto tokens) and
+//!   matched with an authenticated participant's. A user endpoint whose topic rule enables
+//!   discovery protection ([`ParticipantSecurity::discovery_protected`]) is announced (and
+//!   disposed) over them instead of the standard SEDP writers; what they receive is
+//!   discovered like standard SEDP data. Checked against Cyclone DDS 0.10.
+//! * Not yet: the secure SPDP and ParticipantMessage endpoints (Cyclone DDS 0.10 writes no
+//!   data on them either; FerroDDS sends no liveliness messages, so a liveliness-protected
+//!   topic sends nothing in clear), submessage or payload protection without RTPS message
+//!   protection, and
 //!   PID_ENDPOINT_SECURITY_INFO in SEDP (Cyclone DDS then applies its own topic rule to our
 //!   endpoints). Our fragmented protected payloads do not decode in Cyclone DDS 0.10 (it
 //!   expects each fragment protected on its own). The builtin plugin refuses endpoints or
@@ -167,6 +178,28 @@ pub const VOLATILE_SECURE_READER: EntityId = EntityId([0xff, 0x02, 0x02, 0xc4]);
 pub const BES_VOLATILE_SECURE_WRITER: u32 = 1 << 24;
 /// Builtin endpoint set bit: `BUILTIN_PARTICIPANT_VOLATILE_MESSAGE_SECURE_READER`.
 pub const BES_VOLATILE_SECURE_READER: u32 = 1 << 25;
+/// `ENTITYID_SEDP_BUILTIN_PUBLICATIONS_SECURE_WRITER`.
+pub const SEDP_PUB_SECURE_WRITER: EntityId = EntityId([0xff, 0x00, 0x03, 0xc2]);
+/// `ENTITYID_SEDP_BUILTIN_PUBLICATIONS_SECURE_READER`.
+pub const SEDP_PUB_SECURE_READER: EntityId = EntityId([0xff, 0x00, 0x03, 0xc7]);
+/// `ENTITYID_SEDP_BUILTIN_SUBSCRIPTIONS_SECURE_WRITER`.
+pub const SEDP_SUB_SECURE_WRITER: EntityId = EntityId([0xff, 0x00, 0x04, 0xc2]);
+/// `ENTITYID_SEDP_BUILTIN_SUBSCRIPTIONS_SECURE_READER`.
+pub const SEDP_SUB_SECURE_READER: EntityId = EntityId([0xff, 0x00, 0x04, 0xc7]);
+/// Builtin endpoint set bits of the secure SEDP endpoints: publications announcer and
+/// detector, subscriptions announcer and detector.
+pub const BES_PUBLICATIONS_SECURE_ANNOUNCER: u32 = 1 << 16;
+/// See [`BES_PUBLICATIONS_SECURE_ANNOUNCER`].
+pub const BES_PUBLICATIONS_SECURE_DETECTOR: u32 = 1 << 17;
+/// See [`BES_PUBLICATIONS_SECURE_ANNOUNCER`].
+pub const BES_SUBSCRIPTIONS_SECURE_ANNOUNCER: u32 = 1 << 18;
+/// See [`BES_PUBLICATIONS_SECURE_ANNOUNCER`].
+pub const BES_SUBSCRIPTIONS_SECURE_DETECTOR: u32 = 1 << 19;
+/// Topic names of the secure SEDP endpoints (as the plugin sees them when they register).
+pub const SEDP_PUB_SECURE_TOPIC: &str = "DCPSPublicationsSecure";
+/// See [`SEDP_PUB_SECURE_TOPIC`].
+pub const SEDP_SUB_SECURE_TOPIC: &str = "DCPSSubscriptionsSecure";
+
 /// Submessage id `SRTPS_PREFIX`.
 pub const SRTPS_PREFIX: u8 = 0x33;
 /// Submessage id `SEC_PREFIX`.
@@ -452,6 +485,13 @@ pub trait ParticipantSecurity: fmt::Debug + Send {
     ) -> Result<EndpointProtection, SecurityFailure> {
         let _ = (guid, topic, writer);
         Ok(EndpointProtection::default())
+    }
+
+    /// Whether the DataWriters and DataReaders of `topic` are announced over the secure SEDP
+    /// endpoints (the topic rule's `enable_discovery_protection`). Default: no.
+    fn discovery_protected(&self, topic: &str) -> bool {
+        let _ = topic;
+        false
     }
 
     /// A local endpoint was deleted.

@@ -49,8 +49,8 @@
 //!   only when it differs (so a resent offer keeps the anti-replay window).
 //! * **Endpoints** ([`ParticipantSecurity::check_local_endpoint`],
 //!   [`ParticipantSecurity::check_remote_endpoint`]): a local DataWriter or DataReader is
-//!   checked against its topic rule: one asking for discovery or liveliness protection, or
-//!   submessage or payload protection under `rtps_protection_kind` NONE is refused
+//!   checked against its topic rule: one asking for submessage or payload protection under
+//!   `rtps_protection_kind` NONE is refused
 //!   with a message naming the governance file, the topic and the kinds (not implemented
 //!   yet: never sent with less protection); with write (read) access control the local
 //!   permissions must allow it.
@@ -64,6 +64,15 @@
 //!   are kept by sender key id with the endpoint's entity id (at most 4096 per participant;
 //!   a resend with the same key keeps the anti-replay window); a SEC_PREFIX is decoded
 //!   with the endpoint key its CryptoHeader names, else with the KxKeys.
+//! * **Discovery protection**: the secure SEDP endpoints register as endpoints of
+//!   `DCPSPublicationsSecure` / `DCPSSubscriptionsSecure`: with `discovery_protection_kind`
+//!   not NONE each gets its own key material (GMAC or GCM, origin authentication as the kind
+//!   says) sent as endpoint crypto tokens, as Cyclone DDS does. A governance whose
+//!   `discovery_protection_kind` protects while `rtps_protection_kind` is NONE is refused
+//!   ([`EngineSecurityError::NotImplemented`]). A topic rule's `enable_discovery_protection`
+//!   selects the secure SEDP endpoints
+//!   ([`ParticipantSecurity::discovery_protected`]); `enable_liveliness_protection` needs
+//!   nothing (no liveliness messages are sent).
 //! * **Origin authentication** (`rtps_protection_kind` or `metadata_protection_kind`
 //!   `*_WITH_ORIGIN_AUTHENTICATION`): each remote participant (RTPS messages) or each matched
 //!   remote endpoint (submessages) is handed its own copy of the key material with a
@@ -92,6 +101,7 @@ use ferrodds_cdr::{CdrReader, CdrWriter, Encoding, Endianness};
 use ferrodds_rtps::security::{
     EndpointProtection, HandshakeOutput, LocalSecurityParams, ParticipantSecurity,
     RemoteSecurityParams, SecurityFailure, SecurityFailureKind, SubmessageKey,
+    SEDP_PUB_SECURE_TOPIC, SEDP_SUB_SECURE_TOPIC,
 };
 use ferrodds_rtps::{EntityId, Guid, GuidPrefix, Timestamp};
 
@@ -468,6 +478,15 @@ impl BuiltinSecurity {
     ) -> Result<Self, EngineSecurityError> {
         let attributes = access.participant_security_attributes(domain_id)?;
         access.check_create_participant(domain_id, clock.system_time(now))?;
+        if attributes.discovery_protection_kind.is_protected()
+            && !attributes.rtps_protection_kind.is_protected()
+        {
+            return Err(EngineSecurityError::NotImplemented(format!(
+                "{}: discovery_protection_kind {} of the rule for domain {domain_id} with rtps_protection_kind NONE: FerroDDS exchanges the secure discovery endpoints' keys only with RTPS message protection on; it refuses the participant rather than announce its endpoints with less protection",
+                access.governance().source,
+                attributes.discovery_protection_kind.as_str(),
+            )));
+        }
         let mut entropy = entropy;
         let msg_tx = match attributes.rtps_protection_kind {
             ProtectionKind::None => None,
@@ -914,15 +933,10 @@ impl ParticipantSecurity for BuiltinSecurity {
             .endpoint_security_attributes(self.domain_id, topic)
             .map_err(|e| denied(e.to_string()))?;
         let file = &self.access.governance().source;
+        // (enable_liveliness_protection: FerroDDS sends no ParticipantMessage liveliness,
+        // so nothing goes unprotected; the secure SEDP endpoints carry discovery-protected
+        // topics.)
         let unsupported = [
-            (
-                a.is_discovery_protected,
-                "enable_discovery_protection TRUE (the secure discovery endpoints)",
-            ),
-            (
-                a.is_liveliness_protected,
-                "enable_liveliness_protection TRUE (the secure liveliness endpoints)",
-            ),
             (
                 a.metadata_protection_kind.is_protected() && self.msg_tx.is_none(),
                 "metadata_protection_kind (submessage protection) while rtps_protection_kind is NONE (FerroDDS protects submessages only inside protected RTPS messages)",
@@ -1261,11 +1275,28 @@ impl ParticipantSecurity for BuiltinSecurity {
         topic: &str,
         writer: bool,
     ) -> Result<EndpointProtection, SecurityFailure> {
+        let mut p = EndpointProtection::default();
+        if topic == SEDP_PUB_SECURE_TOPIC || topic == SEDP_SUB_SECURE_TOPIC {
+            // The secure SEDP endpoints: submessages protected as the domain rule's
+            // discovery_protection_kind says, with their own key material.
+            let kind = self.attributes.discovery_protection_kind;
+            if kind.is_protected() {
+                let tx = new_sender(
+                    TransformKind::for_protection(kind.is_encrypted(), self.key_bits),
+                    &mut *self.entropy,
+                )
+                .map_err(|e| crypto_fail(e.to_string()))?;
+                let origin = kind.is_origin_authenticated().then(OriginMacs::default);
+                self.local_endpoints
+                    .insert(guid, LocalEndpoint { tx, origin });
+                p.submessages = true;
+            }
+            return Ok(p);
+        }
         let a = self
             .access
             .endpoint_security_attributes(self.domain_id, topic)
             .map_err(|e| crypto_fail(e.to_string()))?;
-        let mut p = EndpointProtection::default();
         let kind = a.metadata_protection_kind;
         if kind.is_protected() {
             let tx = new_sender(
@@ -1294,6 +1325,12 @@ impl ParticipantSecurity for BuiltinSecurity {
             p.payload = true;
         }
         Ok(p)
+    }
+
+    fn discovery_protected(&self, topic: &str) -> bool {
+        self.access
+            .endpoint_security_attributes(self.domain_id, topic)
+            .is_ok_and(|a| a.is_discovery_protected)
     }
 
     fn unregister_local_endpoint(&mut self, guid: Guid) {

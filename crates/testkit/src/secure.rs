@@ -103,11 +103,36 @@ pub fn signed_governance_with_ca(
     metadata: &str,
     data: &str,
 ) -> Result<Vec<u8>, AuthError> {
+    signed_governance_discovery(ca_cert_pem, ca_key_pem, rtps, metadata, data, None)
+}
+
+/// [`signed_governance_with_ca`] with discovery protection: `discovery` `Some(kind)` sets the
+/// domain rule's `discovery_protection_kind` to `kind` and the topic rule's
+/// `enable_discovery_protection` to TRUE.
+pub fn signed_governance_discovery(
+    ca_cert_pem: &[u8],
+    ca_key_pem: &[u8],
+    rtps: &str,
+    metadata: &str,
+    data: &str,
+    discovery: Option<&str>,
+) -> Result<Vec<u8>, AuthError> {
     let ca = Issued::from_pem(ca_cert_pem, ca_key_pem)?;
-    let xml = governance_xml_protecting(false, rtps, metadata, data).replace(
+    let mut xml = governance_xml_protecting(false, rtps, metadata, data).replace(
         "<enable_join_access_control>TRUE",
         "<enable_join_access_control>FALSE",
     );
+    if let Some(kind) = discovery {
+        xml = xml
+            .replace(
+                "<discovery_protection_kind>NONE",
+                &format!("<discovery_protection_kind>{kind}"),
+            )
+            .replace(
+                "<enable_discovery_protection>FALSE",
+                "<enable_discovery_protection>TRUE",
+            );
+    }
     sign_smime(xml.as_bytes(), &ca)
 }
 

@@ -198,17 +198,33 @@ pub fn signed_test_governance(
     metadata: &str,
     data: &str,
 ) -> std::path::PathBuf {
+    signed_test_governance_discovery(dir, rtps, metadata, data, None)
+}
+
+/// [`signed_test_governance`] with discovery protection (`Some(discovery_protection_kind)`:
+/// every topic announced over the secure SEDP endpoints).
+pub fn signed_test_governance_discovery(
+    dir: &std::path::Path,
+    rtps: &str,
+    metadata: &str,
+    data: &str,
+    discovery: Option<&str>,
+) -> std::path::PathBuf {
     let d = perftest_secure_dir();
-    let signed = ferrodds_testkit::secure::signed_governance_with_ca(
+    let signed = ferrodds_testkit::secure::signed_governance_discovery(
         &std::fs::read(d.join("cacert.pem")).unwrap(),
         &std::fs::read(d.join("demoCA/private/cakey.pem")).unwrap(),
         rtps,
         metadata,
         data,
+        discovery,
     )
     .expect("signing a governance with perftest's test CA");
     std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join(format!("governance-{rtps}-{metadata}-{data}.p7s"));
+    let path = dir.join(format!(
+        "governance-{rtps}-{metadata}-{data}-{}.p7s",
+        discovery.unwrap_or("open")
+    ));
     std::fs::write(&path, signed).unwrap();
     path.canonicalize().unwrap()
 }

@@ -37,7 +37,7 @@ impl Participant {
         w.sizes = Sizes::reserving(&self.config, &w.qos, reserve);
         self.writers.push(Some(w));
         let id = WriterId(self.writers.len() - 1);
-        self.announce_endpoint(IDX_SEDP_PUB, &data, now);
+        self.announce_endpoint(self.sedp_writer_for(&data.topic_name, true), &data, now);
         let readers: Vec<EndpointData> = self.remote_readers.values().cloned().collect();
         for r in &readers {
             self.match_writer_reader(id.0, r);
@@ -67,10 +67,11 @@ impl Participant {
 
     /// Deletes a writer (announces a dispose through SEDP).
     pub fn delete_writer(&mut self, w: WriterId, now: Timestamp) -> Result<(), EngineError> {
-        let guid = self.user_writer(w).ok_or(EngineError::UnknownWriter)?.guid;
+        let lw = self.user_writer(w).ok_or(EngineError::UnknownWriter)?;
+        let (guid, sedp) = (lw.guid, self.sedp_writer_for(&lw.topic_name, true));
         self.writers[w.0] = None;
         self.unregister_secure_endpoint(guid);
-        self.announce_dispose(IDX_SEDP_PUB, guid, now);
+        self.announce_dispose(sedp, guid, now);
         self.remove_remote_writer(guid);
         Ok(())
     }

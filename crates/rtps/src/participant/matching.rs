@@ -305,9 +305,22 @@ impl Participant {
 
     pub(super) fn match_builtins(&mut self, prefix: GuidPrefix, set: u32) {
         let locs = self.locators_for(prefix, &[], true);
+        use crate::security::*;
+        // Secure SEDP endpoints newly matched: (local, remote), for their crypto tokens.
+        let mut secure = Vec::new();
         let pairs = [
             (bes::PUBLICATIONS_DETECTOR, IDX_SEDP_PUB, SEDP_PUB_READER),
             (bes::SUBSCRIPTIONS_DETECTOR, IDX_SEDP_SUB, SEDP_SUB_READER),
+            (
+                BES_PUBLICATIONS_SECURE_DETECTOR,
+                IDX_SEDP_PUB_SECURE,
+                SEDP_PUB_SECURE_READER,
+            ),
+            (
+                BES_SUBSCRIPTIONS_SECURE_DETECTOR,
+                IDX_SEDP_SUB_SECURE,
+                SEDP_SUB_SECURE_READER,
+            ),
         ];
         for (bit, wi, eid) in pairs {
             if set & bit == 0 {
@@ -316,6 +329,9 @@ impl Participant {
             if let Some(w) = self.writers[wi].as_mut() {
                 let guid = Guid::new(prefix, eid);
                 if !w.proxies.contains(guid) {
+                    if wi >= IDX_SEDP_PUB_SECURE {
+                        secure.push((w.guid, guid));
+                    }
                     let mut p = ReaderProxy::new(guid, true, locs.clone(), 0);
                     p.pushed_before_match = w.pushed;
                     w.add_proxy(p);
@@ -328,6 +344,16 @@ impl Participant {
         let pairs = [
             (bes::PUBLICATIONS_ANNOUNCER, IDX_SEDP_PUB, SEDP_PUB_WRITER),
             (bes::SUBSCRIPTIONS_ANNOUNCER, IDX_SEDP_SUB, SEDP_SUB_WRITER),
+            (
+                BES_PUBLICATIONS_SECURE_ANNOUNCER,
+                IDX_SEDP_PUB_SECURE,
+                SEDP_PUB_SECURE_WRITER,
+            ),
+            (
+                BES_SUBSCRIPTIONS_SECURE_ANNOUNCER,
+                IDX_SEDP_SUB_SECURE,
+                SEDP_SUB_SECURE_WRITER,
+            ),
         ];
         for (bit, ri, eid) in pairs {
             if set & bit == 0 {
@@ -336,6 +362,9 @@ impl Participant {
             if let Some(r) = self.readers[ri].as_mut() {
                 let guid = Guid::new(prefix, eid);
                 if !r.proxies.contains(guid) {
+                    if ri >= IDX_SEDP_PUB_SECURE {
+                        secure.push((r.guid, guid));
+                    }
                     let mut p = WriterProxy::new(
                         guid,
                         true,
@@ -354,6 +383,9 @@ impl Participant {
                         .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, i);
                 }
             }
+        }
+        for (local, remote) in secure {
+            self.secure_endpoint_matched(local, remote);
         }
     }
 

@@ -107,7 +107,10 @@ const INITIAL_ANNOUNCEMENT_PERIOD: core::time::Duration = core::time::Duration::
 
 const IDX_SEDP_PUB: usize = 0;
 const IDX_SEDP_SUB: usize = 1;
-const FIRST_USER: usize = 2;
+/// The secure SEDP endpoints (DDS Security; empty slots without it).
+const IDX_SEDP_PUB_SECURE: usize = 2;
+const IDX_SEDP_SUB_SECURE: usize = 3;
+const FIRST_USER: usize = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -307,6 +310,8 @@ impl Participant {
                     Role::SedpSub,
                     "DCPSSubscription",
                 )),
+                None,
+                None,
             ],
             readers: vec![
                 Some(builtin_reader(
@@ -321,6 +326,8 @@ impl Participant {
                     Role::SedpSub,
                     "DCPSSubscription",
                 )),
+                None,
+                None,
             ],
             config,
             stats: Stats::default(),

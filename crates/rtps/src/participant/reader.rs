@@ -107,7 +107,7 @@ impl Participant {
             ack_cursor: 0,
         }));
         let id = ReaderId(self.readers.len() - 1);
-        self.announce_endpoint(IDX_SEDP_SUB, &data, now);
+        self.announce_endpoint(self.sedp_writer_for(&data.topic_name, false), &data, now);
         let writers: Vec<EndpointData> = self.remote_writers.values().cloned().collect();
         for w in &writers {
             self.match_reader_writer(id.0, w);
@@ -118,10 +118,11 @@ impl Participant {
 
     /// Deletes a reader (announces a dispose through SEDP).
     pub fn delete_reader(&mut self, r: ReaderId, now: Timestamp) -> Result<(), EngineError> {
-        let guid = self.user_reader(r).ok_or(EngineError::UnknownReader)?.guid;
+        let lr = self.user_reader(r).ok_or(EngineError::UnknownReader)?;
+        let (guid, sedp) = (lr.guid, self.sedp_writer_for(&lr.topic_name, false));
         self.readers[r.0] = None;
         self.unregister_secure_endpoint(guid);
-        self.announce_dispose(IDX_SEDP_SUB, guid, now);
+        self.announce_dispose(sedp, guid, now);
         self.remove_remote_reader(guid);
         Ok(())
     }

@@ -374,6 +374,12 @@ impl Participant {
         } else {
             Vec::new()
         };
+        // The secure SEDP endpoints (announced; used for topics whose rule enables
+        // discovery protection).
+        spdp.builtin_endpoints |= crate::security::BES_PUBLICATIONS_SECURE_ANNOUNCER
+            | crate::security::BES_PUBLICATIONS_SECURE_DETECTOR
+            | crate::security::BES_SUBSCRIPTIONS_SECURE_ANNOUNCER
+            | crate::security::BES_SUBSCRIPTIONS_SECURE_DETECTOR;
         spdp.security = Some(crate::security::RemoteSecurityParams {
             identity_token: Some(local.identity_token),
             permissions_token: Some(local.permissions_token),
@@ -413,7 +419,64 @@ impl Participant {
             plain_received: Vec::new(),
             plain_received_len: None,
         });
+        p.add_secure_sedp()?;
         Ok(p)
+    }
+
+    /// Creates the secure SEDP writers and readers and registers them with the plugin (their
+    /// submessages protected as the governance's `discovery_protection_kind` says).
+    fn add_secure_sedp(&mut self) -> Result<(), SecurityFailure> {
+        use crate::security::*;
+        let prefix = self.config.guid_prefix;
+        let endpoints = [
+            (
+                IDX_SEDP_PUB_SECURE,
+                SEDP_PUB_SECURE_WRITER,
+                SEDP_PUB_SECURE_READER,
+                Role::SedpPub,
+                SEDP_PUB_SECURE_TOPIC,
+            ),
+            (
+                IDX_SEDP_SUB_SECURE,
+                SEDP_SUB_SECURE_WRITER,
+                SEDP_SUB_SECURE_READER,
+                Role::SedpSub,
+                SEDP_SUB_SECURE_TOPIC,
+            ),
+        ];
+        for (i, weid, reid, role, topic) in endpoints {
+            let refused = |_| SecurityFailure {
+                kind: SecurityFailureKind::Cryptography,
+                fatal: true,
+                reason: format!("the plugin refused the secure SEDP endpoints of {topic}"),
+            };
+            self.register_secure_endpoint(Guid::new(prefix, weid), topic, true)
+                .map_err(refused)?;
+            self.register_secure_endpoint(Guid::new(prefix, reid), topic, false)
+                .map_err(refused)?;
+            let mut w = builtin_writer(&self.config, weid, role, topic);
+            let reserve = self.security.as_ref().map_or(0, |s| s.overhead)
+                + Self::sub_reserve(&self.security, weid);
+            w.sizes = Sizes::reserving(&self.config, &w.qos, reserve);
+            self.writers[i] = Some(w);
+            self.readers[i] = Some(builtin_reader(prefix, reid, role, topic));
+        }
+        Ok(())
+    }
+
+    /// The SEDP writer that announces a local endpoint of `topic`: the secure one when the
+    /// topic rule enables discovery protection.
+    pub(super) fn sedp_writer_for(&self, topic: &str, writer: bool) -> usize {
+        let secure = self
+            .security
+            .as_ref()
+            .is_some_and(|s| s.plugin.discovery_protected(topic));
+        match (writer, secure) {
+            (true, false) => IDX_SEDP_PUB,
+            (false, false) => IDX_SEDP_SUB,
+            (true, true) => IDX_SEDP_PUB_SECURE,
+            (false, true) => IDX_SEDP_SUB_SECURE,
+        }
     }
 
     /// May this participant create a DataWriter (`writer`) or a DataReader of `topic` in
@@ -1137,10 +1200,12 @@ impl Participant {
         self.stats.authenticated_participants += 1;
         self.events
             .push_back(Event::ParticipantAuthenticated { prefix });
-        self.match_builtins(prefix, set);
+        // Our participant crypto tokens first: endpoint tokens (secure builtin endpoints are
+        // matched next) wait until the remote acknowledges them.
         if self.protects_messages() {
             self.offer_keys(prefix, now);
         }
+        self.match_builtins(prefix, set);
         self.start_handshakes(now);
     }
 

@@ -155,7 +155,12 @@ impl Participant {
         if self.heard.is_some_and(|(p, _)| set.contains(&p)) {
             self.heard = None;
         }
-        for i in [IDX_SEDP_PUB, IDX_SEDP_SUB] {
+        for i in [
+            IDX_SEDP_PUB,
+            IDX_SEDP_SUB,
+            IDX_SEDP_PUB_SECURE,
+            IDX_SEDP_SUB_SECURE,
+        ] {
             if let Some(w) = self.writers[i].as_mut() {
                 w.retain_proxies(|p| !set.contains(&p.guid.prefix));
             }
