@@ -407,32 +407,37 @@ impl<'b> Emitter<'b> {
     /// Pushes a writer or reader submessage, keeping [`Emitter::protect_each`]'s room free.
     #[inline]
     fn push<S: Encode>(&mut self, s: &S) -> bool {
-        if self.sec == 0 {
-            return self.w.push(s, Endianness::Little).is_ok();
-        }
-        let before = self.w.len();
-        if self.w.push(s, Endianness::Little).is_err() {
-            return false;
-        }
-        if self.w.remaining() < self.reserved + self.sec {
-            self.w.truncate(before);
-            return false;
-        }
-        self.reserved += self.sec;
-        true
+        self.push_keeping(s, self.sec)
     }
 
     /// Pushes an INFO_* submessage (never protected alone).
     #[inline]
     fn push_info<S: Encode>(&mut self, s: &S) -> bool {
+        self.push_keeping(s, 0)
+    }
+
+    /// Pushes `s` if, with `sec` more bytes reserved for it, the room reserved so far stays
+    /// free.
+    #[inline(always)]
+    fn push_keeping<S: Encode>(&mut self, s: &S, sec: usize) -> bool {
         let before = self.w.len();
         if self.w.push(s, Endianness::Little).is_err() {
             return false;
         }
-        if self.w.remaining() < self.reserved {
+        if self.reserved + sec != 0 {
+            return self.keep_reserved(before, sec);
+        }
+        true
+    }
+
+    /// The slow path of [`Self::push_keeping`] (protection on).
+    #[cold]
+    fn keep_reserved(&mut self, before: usize, sec: usize) -> bool {
+        if self.w.remaining() < self.reserved + sec {
             self.w.truncate(before);
             return false;
         }
+        self.reserved += sec;
         true
     }
 

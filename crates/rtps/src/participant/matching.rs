@@ -262,7 +262,7 @@ impl Participant {
         {
             return;
         }
-        for ri in FIRST_USER..self.readers.len() {
+        for ri in self.first_user..self.readers.len() {
             self.match_reader_writer(ri, &data);
         }
         self.remote_writers.insert(data.guid, data);
@@ -274,7 +274,7 @@ impl Participant {
         {
             return;
         }
-        for wi in FIRST_USER..self.writers.len() {
+        for wi in self.first_user..self.writers.len() {
             self.match_writer_reader(wi, &data);
         }
         self.remote_readers.insert(data.guid, data);
@@ -326,6 +326,9 @@ impl Participant {
             if set & bit == 0 {
                 continue;
             }
+            if wi >= self.first_user {
+                continue;
+            }
             if let Some(w) = self.writers[wi].as_mut() {
                 let guid = Guid::new(prefix, eid);
                 if !w.proxies.contains(guid) {
@@ -357,6 +360,9 @@ impl Participant {
         ];
         for (bit, ri, eid) in pairs {
             if set & bit == 0 {
+                continue;
+            }
+            if ri >= self.first_user {
                 continue;
             }
             if let Some(r) = self.readers[ri].as_mut() {
@@ -405,6 +411,7 @@ impl Participant {
                 user.insert(*g, self.reader_locators(d));
             }
         }
+        let first_user = self.first_user;
         for (i, w) in self.writers.iter_mut().enumerate() {
             let Some(w) = w.as_mut() else { continue };
             w.proxies_changed();
@@ -412,7 +419,7 @@ impl Participant {
                 if p.guid.prefix != prefix {
                     continue;
                 }
-                if i < FIRST_USER {
+                if i < first_user {
                     p.locators.clone_from(&builtin);
                 } else if let Some(l) = user.get(&p.guid) {
                     p.locators.clone_from(l);
@@ -424,7 +431,7 @@ impl Participant {
                 if p.guid.prefix != prefix {
                     continue;
                 }
-                if i < FIRST_USER {
+                if i < first_user {
                     p.locators.clone_from(&builtin);
                 } else if let Some(l) = user.get(&p.guid) {
                     p.locators.clone_from(l);

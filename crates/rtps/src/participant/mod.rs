@@ -107,10 +107,11 @@ const INITIAL_ANNOUNCEMENT_PERIOD: core::time::Duration = core::time::Duration::
 
 const IDX_SEDP_PUB: usize = 0;
 const IDX_SEDP_SUB: usize = 1;
-/// The secure SEDP endpoints (DDS Security; empty slots without it).
+/// The secure SEDP endpoints (DDS Security only: [`Participant::first_user`] is then 4).
 const IDX_SEDP_PUB_SECURE: usize = 2;
 const IDX_SEDP_SUB_SECURE: usize = 3;
-const FIRST_USER: usize = 4;
+/// The first user endpoint without DDS Security.
+const FIRST_USER: usize = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -127,6 +128,9 @@ pub struct Participant {
     stats: Stats,
     writers: Vec<Option<LocalWriter>>,
     readers: Vec<Option<LocalReader>>,
+    /// Index of the first user writer and reader (the builtin ones come first: 2, or 4 with
+    /// the secure SEDP endpoints of DDS Security).
+    first_user: usize,
     next_entity_key: u32,
     participants: SeededMap<GuidPrefix, RemoteParticipant>,
     remote_writers: SeededMap<Guid, EndpointData>,
@@ -310,8 +314,6 @@ impl Participant {
                     Role::SedpSub,
                     "DCPSSubscription",
                 )),
-                None,
-                None,
             ],
             readers: vec![
                 Some(builtin_reader(
@@ -326,9 +328,8 @@ impl Participant {
                     Role::SedpSub,
                     "DCPSSubscription",
                 )),
-                None,
-                None,
             ],
+            first_user: FIRST_USER,
             config,
             stats: Stats::default(),
             next_entity_key: 1,
@@ -446,15 +447,26 @@ impl Participant {
         Ok(EntityId([(k >> 16) as u8, (k >> 8) as u8, k as u8, kind]))
     }
 
+    /// The readers that may be matched with a writer of entity id `writer`: the builtin
+    /// ones for a builtin writer, the user ones otherwise.
+    #[inline]
+    fn readers_for(&self, writer: EntityId) -> core::ops::Range<usize> {
+        if writer.0[3] & 0xc0 == 0xc0 {
+            0..self.first_user.min(self.readers.len())
+        } else {
+            self.first_user..self.readers.len()
+        }
+    }
+
     fn user_writer(&self, w: WriterId) -> Option<&LocalWriter> {
-        if w.0 < FIRST_USER {
+        if w.0 < self.first_user {
             return None;
         }
         self.writers.get(w.0)?.as_ref()
     }
 
     fn user_reader(&self, r: ReaderId) -> Option<&LocalReader> {
-        if r.0 < FIRST_USER {
+        if r.0 < self.first_user {
             return None;
         }
         self.readers.get(r.0)?.as_ref()

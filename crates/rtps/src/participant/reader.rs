@@ -216,10 +216,10 @@ impl Participant {
         readers: &mut [Option<LocalReader>],
         r: ReaderId,
     ) -> Option<&mut LocalReader> {
-        if r.0 < FIRST_USER {
-            return None;
-        }
-        readers.get_mut(r.0)?.as_mut()
+        readers
+            .get_mut(r.0)?
+            .as_mut()
+            .filter(|r| r.role == Role::User)
     }
 
     /// A full KEEP_ALL reader has room again: ask for what it refused.

@@ -189,22 +189,47 @@ impl Participant {
             return;
         }
         let writer_guid = Guid::new(src, d.writer_id);
-        let mut payload = d.payload.unwrap_or(&[]);
-        // DDS Security payload protection: decoded once for every reader.
-        let decoded = if self.payload_protected_remote(writer_guid) {
-            match self.unprotect_payload(writer_guid, payload) {
-                Some(d) => Some(d),
-                None => return,
-            }
-        } else {
-            None
-        };
-        if let Some((buf, n)) = &decoded {
-            payload = &buf[..*n];
+        if self.security.is_some() && self.payload_protected_remote(writer_guid) {
+            self.on_protected_data(writer_guid, d, iq, ts, now);
+            return;
         }
+        self.on_data_payload(writer_guid, d, iq, ts, d.payload.unwrap_or(&[]));
+    }
+
+    /// A DATA of a remote writer whose payloads are protected (DDS Security): decoded once
+    /// for every reader.
+    #[cold]
+    #[inline(never)]
+    fn on_protected_data(
+        &mut self,
+        writer_guid: Guid,
+        d: &codec::DataSub<'_>,
+        iq: codec::InlineQos,
+        ts: Option<Time>,
+        now: Timestamp,
+    ) {
+        let _ = now;
+        let Some((buf, n)) = self.unprotect_payload(writer_guid, d.payload.unwrap_or(&[])) else {
+            return;
+        };
+        self.on_data_payload(writer_guid, d, iq, ts, &buf[..n]);
+        self.payload_rx_back(buf);
+    }
+
+    /// Delivers a DATA with `payload` to the matched readers.
+    #[inline(always)]
+    fn on_data_payload(
+        &mut self,
+        writer_guid: Guid,
+        d: &codec::DataSub<'_>,
+        iq: codec::InlineQos,
+        ts: Option<Time>,
+        payload: &[u8],
+    ) {
         let mut matched = false;
         let mut builtin: Vec<(Role, Change)> = Vec::new();
-        for ri in 0..self.readers.len() {
+        let readers = self.readers_for(d.writer_id);
+        for ri in readers {
             let Some(r) = self.readers[ri].as_mut() else {
                 continue;
             };
@@ -244,9 +269,6 @@ impl Participant {
         if !matched {
             self.stats.unmatched_submessages += 1;
         }
-        if let Some((buf, _)) = decoded {
-            self.payload_rx_back(buf);
-        }
         if !builtin.is_empty() {
             self.process_builtin(builtin);
         }
@@ -274,38 +296,83 @@ impl Participant {
             return;
         }
         let writer_guid = Guid::new(src, f.writer_id);
-        let protected = self.payload_protected_remote(writer_guid);
-        // Cyclone DDS 0.10 protects each fragment on its own (the sample and fragment sizes
-        // are those of the plain payload): such a fragment is longer than its place in the
-        // sample and is decoded before reassembly. (FerroDDS protects the whole payload, then
-        // fragments it; decoded once reassembled.)
-        let place = (f.sample_size as usize)
-            .saturating_sub(f.offset as usize)
-            .min(f.fragment_size as usize);
-        let decoded_frag = if protected && f.data.len() > place {
-            match self.unprotect_payload(writer_guid, f.data) {
-                Some(d) => Some(d),
-                None => return,
-            }
-        } else {
-            None
-        };
-        let whole_protected = protected && decoded_frag.is_none();
+        if self.security.is_some() && self.payload_protected_remote(writer_guid) {
+            self.on_protected_data_frag(writer_guid, f, meta, ts, now);
+            return;
+        }
         let frag = FragmentRef {
             sn: f.sn,
             offset: f.offset,
-            data: match &decoded_frag {
-                Some((buf, n)) => &buf[..*n],
-                None => f.data,
-            },
+            data: f.data,
             sample_size: f.sample_size,
             fragment_size: f.fragment_size,
             meta,
             source_timestamp: ts,
         };
+        self.on_fragment::<false>(writer_guid, f, &frag, now);
+    }
+
+    /// A DATA_FRAG of a remote writer whose payloads are protected (DDS Security). Cyclone
+    /// DDS 0.10 protects each fragment on its own (the sample and fragment sizes are those of
+    /// the plain payload): such a fragment is longer than its place in the sample and is
+    /// decoded before reassembly. FerroDDS protects the whole payload, then fragments it:
+    /// decoded once reassembled.
+    #[cold]
+    #[inline(never)]
+    fn on_protected_data_frag(
+        &mut self,
+        writer_guid: Guid,
+        f: &codec::DataFragSub<'_>,
+        meta: Option<(ChangeKind, Option<[u8; 16]>)>,
+        ts: Option<Time>,
+        now: Timestamp,
+    ) {
+        let place = (f.sample_size as usize)
+            .saturating_sub(f.offset as usize)
+            .min(f.fragment_size as usize);
+        if f.data.len() > place {
+            let Some((buf, n)) = self.unprotect_payload(writer_guid, f.data) else {
+                return;
+            };
+            let frag = FragmentRef {
+                sn: f.sn,
+                offset: f.offset,
+                data: &buf[..n],
+                sample_size: f.sample_size,
+                fragment_size: f.fragment_size,
+                meta,
+                source_timestamp: ts,
+            };
+            self.on_fragment::<false>(writer_guid, f, &frag, now);
+            self.payload_rx_back(buf);
+            return;
+        }
+        let frag = FragmentRef {
+            sn: f.sn,
+            offset: f.offset,
+            data: f.data,
+            sample_size: f.sample_size,
+            fragment_size: f.fragment_size,
+            meta,
+            source_timestamp: ts,
+        };
+        self.on_fragment::<true>(writer_guid, f, &frag, now);
+    }
+
+    /// Hands a fragment to the matched readers' reassembly; a sample completed is delivered
+    /// (decoded first when `WHOLE_PROTECTED`).
+    #[inline(always)]
+    fn on_fragment<const WHOLE_PROTECTED: bool>(
+        &mut self,
+        writer_guid: Guid,
+        f: &codec::DataFragSub<'_>,
+        frag: &FragmentRef<'_>,
+        now: Timestamp,
+    ) {
         let mut matched = false;
         let mut builtin: Vec<(Role, Change)> = Vec::new();
-        for ri in 0..self.readers.len() {
+        let readers = self.readers_for(f.writer_id);
+        for ri in readers {
             let Some(r) = self.readers[ri].as_mut() else {
                 continue;
             };
@@ -318,7 +385,7 @@ impl Participant {
             };
             let p = &mut r.proxies[pi];
             matched = true;
-            let change = p.on_fragment(&frag, now, &mut self.rx_spares);
+            let change = p.on_fragment(frag, now, &mut self.rx_spares);
             self.work
                 .watch_writer_proxy(&mut r.ack_work, &mut r.proxies, pi);
             let mut change = match change {
@@ -332,7 +399,7 @@ impl Participant {
                     continue;
                 }
             };
-            if whole_protected {
+            if WHOLE_PROTECTED {
                 match secure::unprotect_whole(&mut self.security, writer_guid, &change.payload) {
                     Some(plain) => change.payload = plain,
                     None => {
@@ -359,9 +426,6 @@ impl Participant {
         }
         if !matched {
             self.stats.unmatched_submessages += 1;
-        }
-        if let Some((buf, _)) = decoded_frag {
-            self.payload_rx_back(buf);
         }
         if !builtin.is_empty() {
             self.process_builtin(builtin);

@@ -14,7 +14,7 @@ impl Participant {
         let (first, last, count, final_flag) = hb;
         let mut builtin = Vec::new();
         let mut matched = false;
-        for ri in 0..self.readers.len() {
+        for ri in self.readers_for(writer.entity_id) {
             let Some(r) = self.readers[ri].as_mut() else {
                 continue;
             };
@@ -57,7 +57,8 @@ impl Participant {
     ) {
         let (sn, last_frag, count) = hbf;
         let mut matched = false;
-        for r in self.readers.iter_mut().flatten() {
+        let range = self.readers_for(writer.entity_id);
+        for r in self.readers[range].iter_mut().flatten() {
             if reader_id != EntityId::UNKNOWN && reader_id != r.guid.entity_id {
                 continue;
             }
@@ -75,7 +76,7 @@ impl Participant {
 
     pub(super) fn on_gap(&mut self, writer: Guid, reader_id: EntityId, start: i64, list: &SnSet) {
         let mut builtin = Vec::new();
-        for ri in 0..self.readers.len() {
+        for ri in self.readers_for(writer.entity_id) {
             let Some(r) = self.readers[ri].as_mut() else {
                 continue;
             };

@@ -458,9 +458,12 @@ impl Participant {
             let reserve = self.security.as_ref().map_or(0, |s| s.overhead)
                 + Self::sub_reserve(&self.security, weid);
             w.sizes = Sizes::reserving(&self.config, &w.qos, reserve);
-            self.writers[i] = Some(w);
-            self.readers[i] = Some(builtin_reader(prefix, reid, role, topic));
+            debug_assert_eq!(self.writers.len(), i);
+            self.writers.push(Some(w));
+            self.readers
+                .push(Some(builtin_reader(prefix, reid, role, topic)));
         }
+        self.first_user = IDX_SEDP_SUB_SECURE + 1;
         Ok(())
     }
 

@@ -155,12 +155,7 @@ impl Participant {
         if self.heard.is_some_and(|(p, _)| set.contains(&p)) {
             self.heard = None;
         }
-        for i in [
-            IDX_SEDP_PUB,
-            IDX_SEDP_SUB,
-            IDX_SEDP_PUB_SECURE,
-            IDX_SEDP_SUB_SECURE,
-        ] {
+        for i in 0..self.first_user {
             if let Some(w) = self.writers[i].as_mut() {
                 w.retain_proxies(|p| !set.contains(&p.guid.prefix));
             }
