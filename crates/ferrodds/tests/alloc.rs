@@ -6,6 +6,9 @@
 //! nor one whose listener takes with plain `take` (the loan's vectors and values go back
 //! to the reader when it is dropped).
 //!
+//! The same with DDS Security (perftest's RTPSEncrypt governance and identities, both
+//! processes secure): encrypting and decoding work in reused buffers.
+//!
 //! Runs without the libtest harness (`harness = false`): the counting allocator is global.
 //! The peer is a `shapes` subscriber or publisher in another process, so its allocations
 //! are not counted; the runtime's own background threads still run, so the assertions
@@ -82,6 +85,41 @@ fn main() {
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
+    // DDS Security with RTPS messages encrypted: the write path (a secure `shapes`
+    // subscriber in another process) and the receive path (a secure `shapes` publisher).
+    #[cfg(feature = "security")]
+    {
+        let secure = secure_args("sub");
+        let mut args = vec!["-d", "124"];
+        args.extend(secure.iter().map(String::as_str));
+        let mut sub = subscriber(&args);
+        let result = std::panic::catch_unwind(|| run_secure(124));
+        let _ = sub.kill();
+        let _ = sub.wait();
+        if let Err(e) = result {
+            std::panic::resume_unwind(e);
+        }
+        let secure = secure_args("pub");
+        let mut args = vec![
+            "-P",
+            "-d",
+            "125",
+            "--sequence",
+            "--wait-matched",
+            "--rate",
+            "4000",
+            "--duration",
+            "60",
+        ];
+        args.extend(secure.iter().map(String::as_str));
+        let mut publ = shapes(&args);
+        let result = std::panic::catch_unwind(|| receive_secure(125));
+        let _ = publ.kill();
+        let _ = publ.wait();
+        if let Err(e) = result {
+            std::panic::resume_unwind(e);
+        }
+    }
     let mut publ = shapes(&[
         "-P",
         "-d",
@@ -157,6 +195,76 @@ fn run(domain: u32, reliable: bool) {
     run_with(domain, reliable, false);
 }
 
+/// perftest's shipped DDS Security files.
+#[cfg(feature = "security")]
+fn secure_dir() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tools/perftest/resource/secure")
+        .canonicalize()
+        .expect("tools/perftest/resource/secure")
+}
+
+/// The RTPSEncrypt governance of perftest's files.
+#[cfg(feature = "security")]
+const SECURE_GOVERNANCE: &str = "signed_PerftestGovernance_RTPSEncrypt.xml";
+
+/// `shapes` options for DDS Security with `identity`.
+#[cfg(feature = "security")]
+fn secure_args(identity: &str) -> Vec<String> {
+    vec![
+        "--secure-dir".into(),
+        secure_dir().display().to_string(),
+        "--governance".into(),
+        SECURE_GOVERNANCE.into(),
+        "--identity".into(),
+        identity.into(),
+    ]
+}
+
+/// Our side's security configuration with `identity`.
+#[cfg(feature = "security")]
+fn secure_config(identity: &str) -> Config {
+    let d = secure_dir();
+    let f = |name: &str| format!("file:{}", d.join(name).display());
+    let perm = if identity == "pub" { "Pub" } else { "Sub" };
+    Config::loopback()
+        .spdp_period(Duration::from_secs(5))
+        .security(
+            ferrodds::SecurityConfig::new()
+                .identity_ca(f("cacert.pem"))
+                .identity_certificate(f(&format!("{identity}.pem")))
+                .private_key(f(&format!("{identity}key.pem")))
+                .permissions_ca(f("cacert.pem"))
+                .governance(f(SECURE_GOVERNANCE))
+                .permissions(f(&format!("signed_PerftestPermissions{perm}.xml"))),
+        )
+}
+
+/// The reliable write path with RTPS messages encrypted.
+#[cfg(feature = "security")]
+fn run_secure(domain: u32) {
+    let p = DomainParticipant::with_config(domain, secure_config("pub")).expect("participant");
+    write_path(&p, true, "reliable (RTPSEncrypt)");
+    let s = p.engine_stats();
+    assert!(
+        s.protected_datagrams_sent > u64::from(WRITES) / 2,
+        "the writes did not go protected: {s:?}"
+    );
+    println!("alloc: ok");
+}
+
+/// The receive path with RTPS messages encrypted.
+#[cfg(feature = "security")]
+fn receive_secure(domain: u32) {
+    let p = DomainParticipant::with_config(domain, secure_config("sub")).expect("participant");
+    receive_in(&p, Take::Each, false);
+    let s = p.engine_stats();
+    assert!(
+        s.protected_datagrams_received > 10_000 / 2,
+        "the samples did not come protected: {s:?}"
+    );
+}
+
 fn run_with(domain: u32, reliable: bool, capture: bool) {
     run_opts(domain, reliable, capture, false);
 }
@@ -168,6 +276,34 @@ fn run_opts(domain: u32, reliable: bool, capture: bool, shm: bool) {
         .shared_memory(shm)
         .capture(capture.then(|| CaptureConfig::file(&path)));
     let p = DomainParticipant::with_config(domain, cfg).expect("participant");
+    let kind = match (reliable, capture, shm) {
+        (true, false, false) => "reliable",
+        (true, false, true) => "reliable (shared memory)",
+        (true, true, _) => "reliable (capture on)",
+        (false, _, _) => "best-effort",
+    };
+    write_path(&p, reliable, kind);
+    if shm {
+        assert_shared_memory_used(&p, u64::from(WRITES));
+    }
+    if capture {
+        let c = p.stop_capture().expect("capture running");
+        let _ = std::fs::remove_file(&path);
+        println!(
+            "alloc: capture wrote {} messages, dropped {}",
+            c.frames_written, c.frames_dropped
+        );
+        assert!(
+            c.frames_written > u64::from(WRITES),
+            "the capture did not record the writes: {c:?}"
+        );
+    }
+    println!("alloc: ok");
+}
+
+/// Writes `WRITES` samples of Square on `p` (its subscriber runs in another process) after a
+/// warm-up, and asserts that they allocate less than once per 100 writes.
+fn write_path(p: &DomainParticipant, reliable: bool, kind: &str) {
     let t = p
         .create_topic::<ShapeType>("Square", TopicQos::default())
         .unwrap();
@@ -183,12 +319,6 @@ fn run_opts(domain: u32, reliable: bool, capture: bool, shm: bool) {
             },
         )
         .unwrap();
-    let kind = match (reliable, capture, shm) {
-        (true, false, false) => "reliable",
-        (true, false, true) => "reliable (shared memory)",
-        (true, true, _) => "reliable (capture on)",
-        (false, _, _) => "best-effort",
-    };
     assert!(
         w.wait_for_matched(1, Duration::from_secs(20)),
         "subscriber not matched"
@@ -218,22 +348,6 @@ fn run_opts(domain: u32, reliable: bool, capture: bool, shm: bool) {
         stats.allocations + stats.reallocations < (WRITES / 100) as usize,
         "the {kind} write path allocates: {stats:?}"
     );
-    if shm {
-        assert_shared_memory_used(&p, u64::from(WRITES));
-    }
-    if capture {
-        let c = p.stop_capture().expect("capture running");
-        let _ = std::fs::remove_file(&path);
-        println!(
-            "alloc: capture wrote {} messages, dropped {}",
-            c.frames_written, c.frames_dropped
-        );
-        assert!(
-            c.frames_written > u64::from(WRITES),
-            "the capture did not record the writes: {c:?}"
-        );
-    }
-    println!("alloc: ok");
 }
 
 /// Counts what the listener takes, in place.
@@ -284,11 +398,16 @@ fn receive(domain: u32, how: Take) {
 }
 
 fn receive_opts(domain: u32, how: Take, shm: bool) {
-    const SAMPLES: u64 = 10_000;
     let cfg = Config::loopback()
         .spdp_period(Duration::from_secs(5))
         .shared_memory(shm);
     let p = DomainParticipant::with_config(domain, cfg).expect("participant");
+    receive_in(&p, how, shm);
+}
+
+/// The receive path of `p` (see [`receive`]).
+fn receive_in(p: &DomainParticipant, how: Take, shm: bool) {
+    const SAMPLES: u64 = 10_000;
     let t = p
         .create_topic::<ShapeType>("Square", TopicQos::default())
         .unwrap();
@@ -335,7 +454,7 @@ fn receive_opts(domain: u32, how: Take, shm: bool) {
     );
     r.set_listener(None);
     if shm {
-        assert_shared_memory_used(&p, SAMPLES);
+        assert_shared_memory_used(p, SAMPLES);
     }
     // Reliable and in order: each x is the previous one plus one.
     assert_eq!(

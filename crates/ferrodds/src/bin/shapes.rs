@@ -121,6 +121,16 @@ struct Args {
     /// process dies its peers forget it.
     #[arg(long)]
     lease: Option<f64>,
+    /// DDS Security: a folder laid out as perftest's `resource/secure` (`cacert.pem`,
+    /// `<identity>.pem`, `<identity>key.pem`, `signed_PerftestPermissions<Pub|Sub>.xml`).
+    #[arg(long, requires = "governance")]
+    secure_dir: Option<PathBuf>,
+    /// DDS Security: the governance file (in `--secure-dir`, or a path).
+    #[arg(long, requires = "secure_dir")]
+    governance: Option<PathBuf>,
+    /// DDS Security: the identity in `--secure-dir` (`pub` or `sub`).
+    #[arg(long, default_value = "pub", value_parser = ["pub", "sub"])]
+    identity: String,
 }
 
 fn main() -> ExitCode {
@@ -159,6 +169,20 @@ fn config(args: &Args) -> Result<Config, ferrodds::DdsError> {
         .shared_memory(args.shared_memory)
         .capture_file(args.capture.clone())
         .spdp_period(Duration::from_secs(1));
+    if let (Some(dir), Some(gov)) = (&args.secure_dir, &args.governance) {
+        let f = |p: &std::path::Path| format!("file:{}", dir.join(p).display());
+        let id = args.identity.as_str();
+        let perm = if id == "pub" { "Pub" } else { "Sub" };
+        c = c.security(
+            ferrodds::SecurityConfig::new()
+                .identity_ca(f("cacert.pem".as_ref()))
+                .identity_certificate(f(format!("{id}.pem").as_ref()))
+                .private_key(f(format!("{id}key.pem").as_ref()))
+                .permissions_ca(f("cacert.pem".as_ref()))
+                .governance(f(gov))
+                .permissions(f(format!("signed_PerftestPermissions{perm}.xml").as_ref())),
+        );
+    }
     Ok(c)
 }
 
