@@ -111,7 +111,11 @@
 //!   time per remote participant once its participant key exchange is acknowledged, again
 //!   every [`HANDSHAKE_RESEND_PERIOD`] until an ACKNACK of its volatile-secure reader passes
 //!   the message's SN. Our volatile-secure reader acknowledges every volatile DATA it
-//!   accepts with such an ACKNACK (protected with the KxKeys). Received SEC_PREFIX
+//!   accepts with such an ACKNACK (protected with the KxKeys), and answers a remote
+//!   volatile-secure writer's HEARTBEAT announcing SNs beyond the highest it has seen with
+//!   an ACKNACK asking for them (its GAPs count as seen): a message that came before the
+//!   handshake completed here (Cyclone DDS sends its tokens right after its Final) could not
+//!   be decoded then and is resent. Received SEC_PREFIX
 //!   submessages are decoded with the key their CryptoHeader names
 //!   ([`ParticipantSecurity::decode_submessage`]); one decoded with an endpoint's key is
 //!   kept only inside a protected RTPS message, from that message's participant, and when

@@ -82,6 +82,26 @@ impl Participant {
                 {
                     self.on_volatile_acknack(rx.source_guid_prefix, set.base())
                 }
+                Sub::Heartbeat {
+                    writer_id,
+                    first,
+                    last,
+                    ..
+                } if writer_id == crate::security::VOLATILE_SECURE_WRITER
+                    && origin == secure::Origin::Volatile =>
+                {
+                    self.on_volatile_heartbeat(rx.source_guid_prefix, first, last)
+                }
+                Sub::Gap {
+                    writer_id,
+                    start,
+                    ref list,
+                    ..
+                } if writer_id == crate::security::VOLATILE_SECURE_WRITER
+                    && origin == secure::Origin::Volatile =>
+                {
+                    self.on_volatile_gap(rx.source_guid_prefix, start, list.base())
+                }
                 Sub::Data(d) => self.on_data(rx.source_guid_prefix, &d, rx.timestamp, now),
                 Sub::DataFrag(f) => self.on_data_frag(rx.source_guid_prefix, &f, rx.timestamp, now),
                 Sub::HeartbeatFrag {

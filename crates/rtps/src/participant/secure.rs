@@ -23,6 +23,8 @@ pub(super) struct Security {
     queue: VecDeque<(Vec<Locator>, GuidPrefix, Vec<u8>, Builtin)>,
     /// Count of the volatile-secure reader's ACKNACKs.
     volatile_ack_count: i32,
+    /// The highest SN of each remote volatile-secure writer seen (decoded) here.
+    volatile_seen: SeededMap<GuidPrefix, i64>,
     /// Bytes a protected submessage may add (0 while no local endpoint protects them).
     pub(super) sub_overhead: usize,
     /// Local endpoints whose submessages are protected.
@@ -84,8 +86,9 @@ enum Builtin {
     Volatile,
     /// A volatile-secure message with endpoint crypto tokens (its SN is noted when sent).
     EndpointTokens,
-    /// An ACKNACK of our volatile-secure reader acknowledging everything up to this SN.
-    VolatileAck(i64),
+    /// An ACKNACK of our volatile-secure reader: everything below the first SN
+    /// acknowledged, and the SNs from it to the second (inclusive) asked for again.
+    VolatileAck(i64, i64),
 }
 
 /// Endpoint crypto tokens on their way to one remote participant: sent one at a time,
@@ -394,6 +397,7 @@ impl Participant {
             stateless_sn: 0,
             queue: VecDeque::new(),
             volatile_ack_count: 0,
+            volatile_seen: HashMap::with_hasher(map_hasher(prefix)),
             sub_overhead: 0,
             sub_local: Vec::new(),
             payload_local: Vec::new(),
@@ -745,7 +749,11 @@ impl Participant {
         }
         // Acknowledged as a reliable volatile-secure reader does (the remote's writer stops
         // resending it).
-        self.send_builtin(src, Vec::new(), Builtin::VolatileAck(d.sn));
+        if let Some(s) = self.security.as_mut() {
+            let seen = s.volatile_seen.entry(src).or_insert(0);
+            *seen = (*seen).max(d.sn);
+        }
+        self.send_builtin(src, Vec::new(), Builtin::VolatileAck(d.sn + 1, d.sn));
         if let Some(s) = self.security.as_mut() {
             if s.plugin.key_exchange_acked(src) {
                 s.kx.remove(&src);
@@ -1170,6 +1178,43 @@ impl Participant {
         self.pump_endpoint_tokens(src);
     }
 
+    /// A decoded HEARTBEAT of a remote volatile-secure writer (a reliable one, as Cyclone
+    /// DDS's): the SNs it announces beyond the highest one seen here are asked for again. A
+    /// message that could not be decoded yet (it came before the handshake completed here,
+    /// so without the KxKeys) is then resent; the writer answers those meant for other
+    /// participants with a GAP.
+    pub(super) fn on_volatile_heartbeat(&mut self, src: GuidPrefix, first: i64, last: i64) {
+        let Some(s) = self.security.as_mut() else {
+            return;
+        };
+        if !self
+            .participants
+            .get(&src)
+            .is_some_and(|p| p.auth == AuthState::Authenticated)
+        {
+            return;
+        }
+        let seen = s.volatile_seen.get(&src).copied().unwrap_or(0);
+        if last > seen {
+            let base = first.max(seen + 1).max(1);
+            self.send_builtin(src, Vec::new(), Builtin::VolatileAck(base, last));
+        }
+    }
+
+    /// A decoded GAP of a remote volatile-secure writer: SNs not meant for us (messages to
+    /// other participants) count as seen.
+    pub(super) fn on_volatile_gap(&mut self, src: GuidPrefix, start: i64, list_base: i64) {
+        if let Some(s) = self.security.as_mut() {
+            if let Some(seen) = s.volatile_seen.get_mut(&src) {
+                if start <= *seen + 1 {
+                    *seen = (*seen).max(list_base - 1);
+                }
+            } else if start <= 1 {
+                s.volatile_seen.insert(src, list_base - 1);
+            }
+        }
+    }
+
     /// Hands a decoded volatile-secure DATA to the plugin.
     pub(super) fn on_volatile_data(&mut self, src: GuidPrefix, d: &codec::DataSub<'_>) {
         if d.reader_id != EntityId::UNKNOWN && d.reader_id != VOLATILE_SECURE_READER {
@@ -1257,6 +1302,7 @@ impl Participant {
         s.reassembly.remove(&prefix);
         s.kx.remove(&prefix);
         s.ep_kx.remove(&prefix);
+        s.volatile_seen.remove(&prefix);
         s.sub_remote.retain(|g, _| g.prefix != prefix);
         s.payload_remote.retain(|g, _| g.prefix != prefix);
         if matches!(
@@ -1460,17 +1506,21 @@ impl Participant {
         loop {
             if s.train.is_none() {
                 let (dests, to, payload, kind) = s.queue.pop_front()?;
-                if let Builtin::VolatileAck(sn) = kind {
+                if let Builtin::VolatileAck(base, last) = kind {
                     // INFO_DST and our volatile-secure reader's ACKNACK, protected.
                     s.volatile_ack_count = s.volatile_ack_count.wrapping_add(1);
+                    let mut set = SnSet::new(base);
+                    for sn in base..=last.min(base + 255) {
+                        set.insert(sn);
+                    }
                     let mut e = Emitter::new(buf, limit, ours)?;
                     if !(e.info_dst(to)
                         && e.acknack(
                             VOLATILE_SECURE_READER,
                             VOLATILE_SECURE_WRITER,
-                            &SnSet::new(sn.saturating_add(1)),
+                            &set,
                             s.volatile_ack_count,
-                            true,
+                            set.is_empty(),
                         ))
                     {
                         continue;
