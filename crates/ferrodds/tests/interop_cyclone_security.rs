@@ -367,14 +367,7 @@ fn secure_data_to_cyclone(domain: u32, governance: &str, min: u64) -> ferrodds_r
     drop(w);
     drop(p);
     let _ = std::fs::remove_dir_all(&dir);
-    let totals: Vec<u64> = out
-        .lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            it.by_ref().find(|w| *w == "total")?;
-            it.next()?.parse().ok()
-        })
-        .collect();
+    let totals = ddsperf_totals(out.lines());
     assert!(
         matched && totals.iter().any(|&t| t >= min),
         "{governance}: matched {matched}, wrote {seq}, ddsperf totals {totals:?}; {stats:?}\nddsperf: {out}"

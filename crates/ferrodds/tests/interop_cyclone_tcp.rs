@@ -214,14 +214,7 @@ fn ours_to_cyclone(domain: u32, port: u16, size: usize, reliable: bool, min: u64
     let _ = child.kill();
     let _ = child.wait();
     let out: Vec<String> = lines.try_iter().collect();
-    let totals: Vec<u64> = out
-        .iter()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            it.by_ref().find(|w| *w == "total")?;
-            it.next()?.parse().ok()
-        })
-        .collect();
+    let totals = ddsperf_totals(out.iter().map(String::as_str));
     assert!(
         totals.iter().any(|&t| t >= min),
         "{size} B reliable={reliable}: wrote {seq}, Cyclone over TCP received too little; \

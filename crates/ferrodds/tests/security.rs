@@ -46,16 +46,7 @@ fn two_secure_participants_authenticate_and_deliver() {
             w.write(&test_data(i)).unwrap();
         }
         w.wait_for_acknowledgments(WAIT).unwrap();
-        let mut got = Vec::new();
-        let deadline = std::time::Instant::now() + WAIT;
-        while got.len() < 20 && std::time::Instant::now() < deadline {
-            let _ = r.wait_for_data(std::time::Duration::from_millis(100));
-            for s in r.take().unwrap() {
-                if let Some(d) = s.data {
-                    got.push(d.seq_num);
-                }
-            }
-        }
+        let got = take_seq_nums(&r, 20);
         assert_eq!(got, (0..20).collect::<Vec<_>>());
     });
 }

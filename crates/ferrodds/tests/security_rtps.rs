@@ -72,16 +72,7 @@ fn rtps_encrypt_governance_delivers_samples() {
             w.write(&test_data(i)).unwrap();
         }
         w.wait_for_acknowledgments(WAIT).unwrap();
-        let mut got = Vec::new();
-        let deadline = std::time::Instant::now() + WAIT;
-        while got.len() < 50 && std::time::Instant::now() < deadline {
-            let _ = r.wait_for_data(std::time::Duration::from_millis(100));
-            for s in r.take().unwrap() {
-                if let Some(d) = s.data {
-                    got.push(d.seq_num);
-                }
-            }
-        }
+        let got = take_seq_nums(&r, 50);
         assert_eq!(got, (0..50).collect::<Vec<_>>());
         for s in [a.engine_stats(), b.engine_stats()] {
             assert_eq!(s.authenticated_participants, 1, "{s:?}");
@@ -229,7 +220,7 @@ fn submessages(m: &[u8]) -> Vec<(u8, &[u8])> {
 
 /// Whether entity id `e` is a user (not builtin) writer or reader.
 fn is_user_entity(e: &[u8]) -> bool {
-    e.len() == 4 && e[3] & 0xc0 == 0 && matches!(e[3], 0x02 | 0x03 | 0x04 | 0x07)
+    e.len() == 4 && matches!(e[3], 0x02 | 0x03 | 0x04 | 0x07)
 }
 
 /// perftest's SignEncryptSubmessage governance: every RTPS message signed, and each
@@ -411,16 +402,7 @@ fn discovery_protection_hides_the_endpoints_announcements() {
             w.write(&test_data(i)).unwrap();
         }
         w.wait_for_acknowledgments(WAIT).unwrap();
-        let mut got = Vec::new();
-        let deadline = std::time::Instant::now() + WAIT;
-        while got.len() < 20 && std::time::Instant::now() < deadline {
-            let _ = r.wait_for_data(std::time::Duration::from_millis(100));
-            for s in r.take().unwrap() {
-                if let Some(d) = s.data {
-                    got.push(d.seq_num);
-                }
-            }
-        }
+        let got = take_seq_nums(&r, 20);
         assert_eq!(got, (0..20).collect::<Vec<_>>());
         for s in [a.engine_stats(), b.engine_stats()] {
             assert_eq!(s.protection_failures, 0, "{s:?}");

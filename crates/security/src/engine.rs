@@ -204,6 +204,33 @@ impl OriginMacs {
     }
 }
 
+/// The MAC keys of `dest`'s receivers (of all when `None`) in `origin` (none without origin
+/// authentication), at most [`MAX_ORIGIN_MACS`]; `what` names the protected unit in the error.
+fn origin_receivers<'a>(
+    origin: Option<&'a mut OriginMacs>,
+    dest: Option<GuidPrefix>,
+    what: &str,
+) -> Result<&'a mut [ReceiverMacKey], SecurityFailure> {
+    let Some(o) = origin else {
+        return Ok(&mut []);
+    };
+    let receivers = o.receivers(dest);
+    if receivers.len() > MAX_ORIGIN_MACS {
+        return Err(crypto_fail(format!(
+            "{} receivers of one {what}: origin authentication carries at most {MAX_ORIGIN_MACS}",
+            receivers.len()
+        )));
+    }
+    Ok(receivers)
+}
+
+/// A `DDS:Crypto:AES_GCM_GMAC` CryptoToken carrying key material `km` (its CDR).
+fn keymat_token(km: Vec<u8>) -> DataHolder {
+    let mut token = DataHolder::new(CRYPTO_TOKEN_CLASS);
+    token.binary_properties = vec![BinaryProperty::new(PROP_KEYMAT, km)];
+    token
+}
+
 /// A local endpoint that protects its submessages: its sender, and its receivers when origin
 /// authentication is on.
 #[derive(Debug)]
@@ -649,23 +676,41 @@ impl BuiltinSecurity {
                 .to_bytes(),
             None => base.to_bytes(),
         };
-        let mut token = DataHolder::new(CRYPTO_TOKEN_CLASS);
-        token.binary_properties = vec![BinaryProperty::new(PROP_KEYMAT, km)];
-        self.volatile_seq += 1;
         let dest = participant_guid(remote);
         let mut dest_reader = dest;
         dest_reader[12..].copy_from_slice(&ENTITYID_P2P_PARTICIPANT_VOLATILE_MESSAGE_SECURE_READER);
+        self.volatile_message(
+            related,
+            dest,
+            dest_reader,
+            GUID_UNKNOWN,
+            GMCLASSID_SECURITY_PARTICIPANT_CRYPTO_TOKENS,
+            vec![keymat_token(km)],
+        )
+    }
+
+    /// A message of our volatile-secure writer (the next sequence number), serialized.
+    fn volatile_message(
+        &mut self,
+        related: MessageIdentity,
+        destination_participant: GuidBytes,
+        destination_endpoint: GuidBytes,
+        source_endpoint: GuidBytes,
+        class: &str,
+        tokens: Vec<DataHolder>,
+    ) -> Result<Vec<u8>, SecurityFailure> {
+        self.volatile_seq += 1;
         let m = ParticipantGenericMessage {
             message_identity: MessageIdentity {
                 source_guid: self.volatile_writer(),
                 sequence_number: self.volatile_seq,
             },
             related_message_identity: related,
-            destination_participant_guid: dest,
-            destination_endpoint_guid: dest_reader,
-            source_endpoint_guid: GUID_UNKNOWN,
-            message_class_id: GMCLASSID_SECURITY_PARTICIPANT_CRYPTO_TOKENS.into(),
-            message_data: vec![token],
+            destination_participant_guid: destination_participant,
+            destination_endpoint_guid: destination_endpoint,
+            source_endpoint_guid: source_endpoint,
+            message_class_id: class.into(),
+            message_data: tokens,
         };
         let mut out = Vec::new();
         m.encode_payload(Endianness::Little, &mut out)
@@ -700,40 +745,22 @@ impl BuiltinSecurity {
         if let Some(tx) = self.local_payloads.get(&local) {
             kms.push(tx.key_material().to_bytes());
         }
-        let tokens: Vec<DataHolder> = kms
-            .into_iter()
-            .map(|km| {
-                let mut token = DataHolder::new(CRYPTO_TOKEN_CLASS);
-                token.binary_properties = vec![BinaryProperty::new(PROP_KEYMAT, km)];
-                token
-            })
-            .collect();
-        if tokens.is_empty() {
+        if kms.is_empty() {
             return Err(crypto_fail("endpoint without key material".into()));
         }
-        self.volatile_seq += 1;
-        let writer = local.entity_id.is_writer();
-        let m = ParticipantGenericMessage {
-            message_identity: MessageIdentity {
-                source_guid: self.volatile_writer(),
-                sequence_number: self.volatile_seq,
-            },
-            related_message_identity: MessageIdentity::default(),
-            destination_participant_guid: participant_guid(remote.prefix),
-            destination_endpoint_guid: remote.to_bytes(),
-            source_endpoint_guid: local.to_bytes(),
-            message_class_id: if writer {
-                GMCLASSID_SECURITY_DATAWRITER_CRYPTO_TOKENS
-            } else {
-                GMCLASSID_SECURITY_DATAREADER_CRYPTO_TOKENS
-            }
-            .into(),
-            message_data: tokens,
+        let class = if local.entity_id.is_writer() {
+            GMCLASSID_SECURITY_DATAWRITER_CRYPTO_TOKENS
+        } else {
+            GMCLASSID_SECURITY_DATAREADER_CRYPTO_TOKENS
         };
-        let mut out = Vec::new();
-        m.encode_payload(Endianness::Little, &mut out)
-            .map_err(|e| crypto_fail(format!("encoding crypto tokens: {e}")))?;
-        Ok(out)
+        self.volatile_message(
+            MessageIdentity::default(),
+            participant_guid(remote.prefix),
+            remote.to_bytes(),
+            local.to_bytes(),
+            class,
+            kms.into_iter().map(keymat_token).collect(),
+        )
     }
 
     /// Endpoint crypto tokens from `remote`: keeps the key material of its endpoint.
@@ -1276,28 +1303,23 @@ impl ParticipantSecurity for BuiltinSecurity {
         writer: bool,
     ) -> Result<EndpointProtection, SecurityFailure> {
         let mut p = EndpointProtection::default();
-        if topic == SEDP_PUB_SECURE_TOPIC || topic == SEDP_SUB_SECURE_TOPIC {
-            // The secure SEDP endpoints: submessages protected as the domain rule's
-            // discovery_protection_kind says, with their own key material.
-            let kind = self.attributes.discovery_protection_kind;
-            if kind.is_protected() {
-                let tx = new_sender(
-                    TransformKind::for_protection(kind.is_encrypted(), self.key_bits),
-                    &mut *self.entropy,
-                )
-                .map_err(|e| crypto_fail(e.to_string()))?;
-                let origin = kind.is_origin_authenticated().then(OriginMacs::default);
-                self.local_endpoints
-                    .insert(guid, LocalEndpoint { tx, origin });
-                p.submessages = true;
-            }
-            return Ok(p);
-        }
-        let a = self
-            .access
-            .endpoint_security_attributes(self.domain_id, topic)
-            .map_err(|e| crypto_fail(e.to_string()))?;
-        let kind = a.metadata_protection_kind;
+        // The secure SEDP endpoints' submessages are protected as the domain rule's
+        // discovery_protection_kind says; a user endpoint's as its topic rule's
+        // metadata_protection_kind says. Each gets its own key material.
+        let a = if topic == SEDP_PUB_SECURE_TOPIC || topic == SEDP_SUB_SECURE_TOPIC {
+            None
+        } else {
+            Some(
+                self.access
+                    .endpoint_security_attributes(self.domain_id, topic)
+                    .map_err(|e| crypto_fail(e.to_string()))?,
+            )
+        };
+        let kind = a
+            .as_ref()
+            .map_or(self.attributes.discovery_protection_kind, |a| {
+                a.metadata_protection_kind
+            });
         if kind.is_protected() {
             let tx = new_sender(
                 TransformKind::for_protection(kind.is_encrypted(), self.key_bits),
@@ -1309,6 +1331,9 @@ impl ParticipantSecurity for BuiltinSecurity {
                 .insert(guid, LocalEndpoint { tx, origin });
             p.submessages = true;
         }
+        let Some(a) = a else {
+            return Ok(p);
+        };
         if a.is_payload_protected() {
             // A reader only decodes (with its writers' key material).
             if writer {
@@ -1436,16 +1461,7 @@ impl ParticipantSecurity for BuiltinSecurity {
             .local_endpoints
             .get_mut(&local)
             .ok_or_else(|| crypto_fail("endpoint without key material".into()))?;
-        let receivers = match e.origin.as_mut() {
-            Some(o) => o.receivers(dest),
-            None => &mut [],
-        };
-        if receivers.len() > MAX_ORIGIN_MACS {
-            return Err(crypto_fail(format!(
-                "{} receivers of one submessage: origin authentication carries at most {MAX_ORIGIN_MACS}",
-                receivers.len()
-            )));
-        }
+        let receivers = origin_receivers(e.origin.as_mut(), dest, "submessage")?;
         e.tx.encode_submessage(plain, receivers, out)
             .map_err(|e| crypto_fail(e.to_string()))
     }
@@ -1460,16 +1476,7 @@ impl ParticipantSecurity for BuiltinSecurity {
             .msg_tx
             .as_mut()
             .ok_or_else(|| crypto_fail("RTPS protection is off".into()))?;
-        let receivers = match self.msg_origin.as_mut() {
-            Some(o) => o.receivers(dest),
-            None => &mut [],
-        };
-        if receivers.len() > MAX_ORIGIN_MACS {
-            return Err(crypto_fail(format!(
-                "{} receivers of one message: origin authentication carries at most {MAX_ORIGIN_MACS}",
-                receivers.len()
-            )));
-        }
+        let receivers = origin_receivers(self.msg_origin.as_mut(), dest, "message")?;
         tx.encode_message(plain, receivers, out)
             .map_err(|e| crypto_fail(e.to_string()))
     }

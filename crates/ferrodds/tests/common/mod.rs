@@ -228,3 +228,31 @@ pub fn signed_test_governance_discovery(
     std::fs::write(&path, signed).unwrap();
     path.canonicalize().unwrap()
 }
+
+/// Takes from `r` until `n` samples arrived (or [`WAIT`] passed): their `seq_num`s in the
+/// order taken.
+pub fn take_seq_nums(r: &DataReader<TestData>, n: usize) -> Vec<u32> {
+    let mut got = Vec::new();
+    let deadline = Instant::now() + WAIT;
+    while got.len() < n && Instant::now() < deadline {
+        let _ = r.wait_for_data(Duration::from_millis(100));
+        for s in r.take().unwrap() {
+            if let Some(d) = s.data {
+                got.push(d.seq_num);
+            }
+        }
+    }
+    got
+}
+
+/// The totals `ddsperf sub` printed, one per report line (`... total N ...`).
+pub fn ddsperf_totals<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<u64> {
+    lines
+        .into_iter()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            it.by_ref().find(|w| *w == "total")?;
+            it.next()?.parse().ok()
+        })
+        .collect()
+}

@@ -316,10 +316,6 @@ impl Participant {
             return;
         }
         let writer_guid = Guid::new(src, f.writer_id);
-        if self.security.is_some() && self.payload_protected_remote(writer_guid) {
-            self.on_protected_data_frag(writer_guid, f, meta, ts, now);
-            return;
-        }
         let frag = FragmentRef {
             sn: f.sn,
             offset: f.offset,
@@ -329,6 +325,10 @@ impl Participant {
             meta,
             source_timestamp: ts,
         };
+        if self.security.is_some() && self.payload_protected_remote(writer_guid) {
+            self.on_protected_data_frag(writer_guid, f, &frag, now);
+            return;
+        }
         self.on_fragment::<false>(writer_guid, f, &frag, now);
     }
 
@@ -343,40 +343,25 @@ impl Participant {
         &mut self,
         writer_guid: Guid,
         f: &codec::DataFragSub<'_>,
-        meta: Option<(ChangeKind, Option<[u8; 16]>)>,
-        ts: Option<Time>,
+        frag: &FragmentRef<'_>,
         now: Timestamp,
     ) {
         let place = (f.sample_size as usize)
             .saturating_sub(f.offset as usize)
             .min(f.fragment_size as usize);
-        if f.data.len() > place {
-            let Some((buf, n)) = self.unprotect_payload(writer_guid, f.data) else {
-                return;
-            };
-            let frag = FragmentRef {
-                sn: f.sn,
-                offset: f.offset,
-                data: &buf[..n],
-                sample_size: f.sample_size,
-                fragment_size: f.fragment_size,
-                meta,
-                source_timestamp: ts,
-            };
-            self.on_fragment::<false>(writer_guid, f, &frag, now);
-            self.payload_rx_back(buf);
+        if f.data.len() <= place {
+            self.on_fragment::<true>(writer_guid, f, frag, now);
             return;
         }
-        let frag = FragmentRef {
-            sn: f.sn,
-            offset: f.offset,
-            data: f.data,
-            sample_size: f.sample_size,
-            fragment_size: f.fragment_size,
-            meta,
-            source_timestamp: ts,
+        let Some((buf, n)) = self.unprotect_payload(writer_guid, f.data) else {
+            return;
         };
-        self.on_fragment::<true>(writer_guid, f, &frag, now);
+        let decoded = FragmentRef {
+            data: &buf[..n],
+            ..*frag
+        };
+        self.on_fragment::<false>(writer_guid, f, &decoded, now);
+        self.payload_rx_back(buf);
     }
 
     /// Hands a fragment to the matched readers' reassembly; a sample completed is delivered
