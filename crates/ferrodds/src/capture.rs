@@ -116,8 +116,10 @@ pub struct CaptureConfig {
     /// also record the clear form of each protected message beside it: after each
     /// protected frame sent or received (RTPS message protection, and the volatile-secure
     /// submessages of the key exchange), a frame with the same addresses holding the RTPS
-    /// message as its sender built it, marked by its packet comment ("decrypted view").
-    /// Anyone who can read the file reads what the protection hides: for debugging only,
+    /// message as its sender built it, marked by its packet comment ("decrypted view"),
+    /// with protected submessages in clear and, under payload protection, each DATA's
+    /// payload decoded (a DATA_FRAG keeps its protected bytes: a payload is protected as a
+    /// whole before it is fragmented, so one fragment has no clear form). Anyone who can read the file reads what the protection hides: for debugging only,
     /// on a machine you trust, and delete the file afterwards. Without security it records
     /// nothing more. Default: `false`.
     pub decrypted_view: bool,

@@ -4,8 +4,8 @@
 //! RTPS messages; a capture's decrypted view records each protected message's clear form
 //! beside it. Under the SignEncryptSubmessage governance (RTPS SIGN, metadata ENCRYPT) the
 //! endpoints exchange their crypto tokens and every submessage of the user writer and
-//! reader travels encrypted (SEC_PREFIX / SEC_BODY / SEC_POSTFIX). Domains 222, 227 and 105
-//! (no other test uses them).
+//! reader travels encrypted (SEC_PREFIX / SEC_BODY / SEC_POSTFIX). Domains 222, 227, 105,
+//! 112, 121 and 103 (no other test uses them).
 #![cfg(feature = "security")]
 
 mod common;
@@ -366,6 +366,97 @@ fn payload_encryption_of_fragmented_samples() {
                 .any(|d| d.payload.windows(probe.len()).any(|w| w == probe)),
             "sample bytes in clear"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+/// The decrypted view under the most robust protection (RTPS messages, submessages and
+/// payloads all encrypted; a governance signed by perftest's test CA at run time): the
+/// publisher's and the subscriber's captures each hold the samples only in the frames
+/// marked as decrypted views, where the payloads are decoded too (the writer's own
+/// protected form on the sending side, the remote writer's on the receiving side), never in
+/// the protected frames; tshark decodes every frame of both.
+#[test]
+fn the_decrypted_view_decodes_protected_payloads_on_both_sides() {
+    const DOMAIN: u32 = 103;
+    const MARKER: &[u8] = b"FERRODDS-PAYLOAD-VIEW-MARKER";
+    with_timeout(90, || {
+        let dir =
+            std::env::temp_dir().join(format!("ferrodds-payload-view-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let gov = signed_test_governance(&dir, "ENCRYPT", "ENCRYPT", "ENCRYPT");
+        let gov = gov.to_str().unwrap();
+        let (pub_path, sub_path) = (dir.join("pub.pcapng"), dir.join("sub.pcapng"));
+        let participant = |role: &str, path: &std::path::Path| {
+            DomainParticipant::with_config(
+                DOMAIN,
+                loopback_config()
+                    .security(perftest_security(role, gov))
+                    .capture(Some(CaptureConfig::file(path).decrypted_view(true))),
+            )
+            .expect("secure participant")
+        };
+        let a = participant("pub", &pub_path);
+        let b = participant("sub", &sub_path);
+        let (w, r) = endpoints_of::<TestData>(&a, &b, "Throughput", true);
+        for i in 0..20u32 {
+            let mut d = test_data(i);
+            d.bin_data = MARKER.to_vec();
+            w.write(&d).unwrap();
+        }
+        w.wait_for_acknowledgments(WAIT).unwrap();
+        assert_eq!(take_seq_nums(&r, 20), (0..20).collect::<Vec<_>>());
+        for s in [a.engine_stats(), b.engine_stats()] {
+            assert_eq!(s.protection_failures, 0, "{s:?}");
+        }
+        for (p, path, dir) in [
+            (&a, &pub_path, Direction::Outbound),
+            (&b, &sub_path, Direction::Inbound),
+        ] {
+            let st = p.stop_capture().expect("a capture ran");
+            assert_eq!(st.frames_dropped, 0, "{st:?}");
+            let c = read_udp_payloads(path).unwrap();
+            assert!(c.skipped.is_empty(), "{:?}", c.skipped);
+            let has = |m: &[u8]| m.windows(MARKER.len()).any(|w| w == MARKER);
+            let mut marked = 0;
+            for d in &c.datagrams {
+                if d.comment.as_deref() == Some(CAPTURE_DECRYPTED_COMMENT) {
+                    if has(&d.payload) {
+                        assert_eq!(d.direction, Some(dir), "frame {}", d.frame);
+                        marked += 1;
+                    }
+                } else {
+                    assert!(
+                        !has(&d.payload),
+                        "frame {} carries a sample in clear",
+                        d.frame
+                    );
+                }
+            }
+            // Each sample in clear in a decrypted view at least once (repairs may add more).
+            assert!(
+                marked >= 1,
+                "{}: no decoded payload in the view",
+                path.display()
+            );
+            let samples: usize = c
+                .datagrams
+                .iter()
+                .filter(|d| d.comment.as_deref() == Some(CAPTURE_DECRYPTED_COMMENT))
+                .map(|d| {
+                    d.payload
+                        .windows(MARKER.len())
+                        .filter(|w| *w == MARKER)
+                        .count()
+                })
+                .sum();
+            assert!(
+                samples >= 20,
+                "{}: {samples} samples in the view",
+                path.display()
+            );
+            assert_tshark_clean(path);
+        }
         let _ = std::fs::remove_dir_all(&dir);
     });
 }

@@ -541,6 +541,19 @@ pub trait ParticipantSecurity: fmt::Debug + Send {
         Err(no_crypto())
     }
 
+    /// Decodes a protected serialized payload `encoded` of the local writer `local` (what
+    /// [`Self::encode_payload`] made) into `out` (at least `encoded.len()` bytes); returns
+    /// the plain length. For a capture's decrypted view only.
+    fn decode_local_payload(
+        &mut self,
+        local: Guid,
+        encoded: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, SecurityFailure> {
+        let _ = (local, encoded, out);
+        Err(no_crypto())
+    }
+
     /// A remote endpoint is gone (unmatched or deleted): forget its key material.
     fn forget_remote_endpoint(&mut self, remote: Guid) {
         let _ = remote;

@@ -421,6 +421,9 @@ pub struct BuiltinSecurity {
     receiver_key_id: u32,
     /// Key material of our writers that protect their payloads.
     local_payloads: HashMap<Guid, SenderCrypto>,
+    /// Decoders of our own writers' protected payloads (a capture's decrypted view), made
+    /// on first use.
+    local_payload_views: HashMap<Guid, ReceiverCrypto>,
     /// Scratch buffer: a payload padded for signing.
     pad_buf: Vec<u8>,
 }
@@ -539,6 +542,7 @@ impl BuiltinSecurity {
                 .then(OriginMacs::default),
             receiver_key_id: 0,
             local_payloads: HashMap::new(),
+            local_payload_views: HashMap::new(),
             pad_buf: Vec::new(),
             guid: identity.guid(),
             identity: Some(identity),
@@ -1346,6 +1350,7 @@ impl ParticipantSecurity for BuiltinSecurity {
                 )
                 .map_err(|e| crypto_fail(e.to_string()))?;
                 self.local_payloads.insert(guid, tx);
+                self.local_payload_views.remove(&guid);
             }
             p.payload = true;
         }
@@ -1361,6 +1366,7 @@ impl ParticipantSecurity for BuiltinSecurity {
     fn unregister_local_endpoint(&mut self, guid: Guid) {
         self.local_endpoints.remove(&guid);
         self.local_payloads.remove(&guid);
+        self.local_payload_views.remove(&guid);
     }
 
     fn encode_payload(
@@ -1420,6 +1426,28 @@ impl ParticipantSecurity for BuiltinSecurity {
             .filter(|(e, _)| *e == remote.entity_id)
             .map(|(_, rx)| rx)
             .ok_or_else(|| crypto_fail("no payload key material of this writer".into()))?;
+        rx.decode_payload(encoded, out)
+            .map_err(|e| crypto_fail(e.to_string()))
+    }
+
+    fn decode_local_payload(
+        &mut self,
+        local: Guid,
+        encoded: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, SecurityFailure> {
+        let rx = match self.local_payload_views.entry(local) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let tx = self
+                    .local_payloads
+                    .get(&local)
+                    .ok_or_else(|| crypto_fail("writer without payload key material".into()))?;
+                let rx = ReceiverCrypto::new(tx.key_material().clone())
+                    .map_err(|e| crypto_fail(e.to_string()))?;
+                v.insert(rx)
+            }
+        };
         rx.decode_payload(encoded, out)
             .map_err(|e| crypto_fail(e.to_string()))
     }

@@ -75,6 +75,46 @@ pub(super) struct Security {
     /// The clear form of the datagram `handle_datagram` decoded last (kept), and its length.
     plain_received: Vec<u8>,
     pub(super) plain_received_len: Option<usize>,
+    /// Scratch buffer of the decrypted view's decoded payloads.
+    view_tmp: Vec<u8>,
+}
+
+impl Security {
+    /// The decrypted view of a datagram sent ([`Self::plain_sent`], `len` bytes): our
+    /// writers' protected payloads decoded.
+    #[cold]
+    fn clear_sent_payloads(&mut self, len: usize) {
+        let (local, plugin) = (&self.payload_local, &mut self.plugin);
+        let n = clear_payload_view(
+            &mut self.plain_sent,
+            len,
+            &mut self.view_tmp,
+            |g| local.contains(&g.entity_id),
+            |g, p, out| {
+                out.resize(p.len(), 0);
+                plugin.decode_local_payload(g, p, out).ok()
+            },
+        );
+        self.plain_sent_len = Some(n);
+    }
+
+    /// The decrypted view of a datagram received ([`Self::plain_received`], `len` bytes):
+    /// the matched remote writers' protected payloads decoded.
+    #[cold]
+    fn clear_received_payloads(&mut self, len: usize) {
+        let (remote, plugin) = (&self.payload_remote, &mut self.plugin);
+        let n = clear_payload_view(
+            &mut self.plain_received,
+            len,
+            &mut self.view_tmp,
+            |g| remote.contains_key(&g),
+            |g, p, out| {
+                out.resize(p.len(), 0);
+                plugin.decode_payload(g, p, out).ok()
+            },
+        );
+        self.plain_received_len = Some(n);
+    }
 }
 
 /// What a queued builtin message is.
@@ -195,6 +235,76 @@ pub(super) fn unprotect_whole(
     let n = s.plugin.decode_payload(writer, encoded, &mut out).ok()?;
     out.truncate(n);
     Some(out)
+}
+
+/// Rewrites the clear message kept for a capture's decrypted view, `view[..len]`, so that
+/// each DATA of a writer whose payloads are protected carries its decoded payload; returns
+/// the new length. `protected` says which writers protect their payloads; `decode` writes
+/// a writer's clear payload into its buffer (resized by it) and returns the length, or
+/// `None` to leave that DATA as it is. A DATA_FRAG keeps its protected bytes: FerroDDS
+/// protects a sample's payload as a whole before fragmenting it, so a fragment has no
+/// clear form of its own. `tmp` is scratch (swapped with `view` when something changed).
+fn clear_payload_view(
+    view: &mut Vec<u8>,
+    len: usize,
+    tmp: &mut Vec<u8>,
+    protected: impl Fn(Guid) -> bool,
+    mut decode: impl FnMut(Guid, &[u8], &mut Vec<u8>) -> Option<usize>,
+) -> usize {
+    use ferrodds_wire::submessage::{id, Data, InfoSrc};
+    let Some(msg) = view.get(..len) else {
+        return len;
+    };
+    let Ok(m) = ferrodds_wire::Message::parse(msg) else {
+        return len;
+    };
+    let mut prefix = m.header().guid_prefix;
+    let mut clear = Vec::new();
+    let mut changed = false;
+    tmp.clear();
+    tmp.extend_from_slice(&msg[..HDR]);
+    for raw in m.raw_submessages() {
+        let Ok(raw) = raw else {
+            return len;
+        };
+        match raw.header.id {
+            id::INFO_SRC => {
+                if let Ok(i) = InfoSrc::parse(raw.header, raw.body, raw.offset) {
+                    prefix = i.guid_prefix;
+                }
+            }
+            id::DATA => {
+                let d = Data::parse(raw.header, raw.body, raw.offset).ok();
+                let d = d.filter(|d| !d.key && protected(Guid::new(prefix, d.writer_id)));
+                let n = d.and_then(|d| {
+                    let p = d.serialized_payload?;
+                    decode(Guid::new(prefix, d.writer_id), p, &mut clear).map(|n| (d, n))
+                });
+                if let Some((d, n)) = n {
+                    let d = Data {
+                        serialized_payload: clear.get(..n),
+                        ..d
+                    };
+                    let start = tmp.len();
+                    tmp.resize(start + d.header_len(), 0);
+                    if d.write_header(raw.endianness(), &mut tmp[start..]).is_ok() {
+                        tmp.extend_from_slice(&clear[..n]);
+                        tmp.resize(tmp.len() + d.padding_len(), 0);
+                        changed = true;
+                        continue;
+                    }
+                    tmp.truncate(start);
+                }
+            }
+            _ => {}
+        }
+        tmp.extend_from_slice(raw.bytes);
+    }
+    if !changed {
+        return len;
+    }
+    core::mem::swap(view, tmp);
+    view.len()
 }
 
 /// The participant an INFO_DST submessage `sub` (header included) names; `None` for
@@ -418,6 +528,7 @@ impl Participant {
             reassembly: HashMap::with_hasher(map_hasher(prefix)),
             now,
             keep_plaintext: false,
+            view_tmp: Vec::new(),
             plain_sent: Vec::new(),
             plain_sent_len: None,
             plain_received: Vec::new(),
@@ -953,6 +1064,9 @@ impl Participant {
             s.plain_sent.clear();
             s.plain_sent.extend_from_slice(&buf[..len]);
             s.plain_sent_len = Some(len);
+            if !s.payload_local.is_empty() {
+                s.clear_sent_payloads(len);
+            }
         }
         let len = if s.sub_local.is_empty() {
             len
@@ -1113,6 +1227,9 @@ impl Participant {
                     s.plain_received.clear();
                     s.plain_received.extend_from_slice(plain);
                     s.plain_received_len = Some(n);
+                    if !s.payload_remote.is_empty() {
+                        s.clear_received_payloads(n);
+                    }
                 }
                 self.interpret(now, plain, origin);
             }
