@@ -84,8 +84,8 @@ mod time;
 pub use error::{CaptureError, ReadError};
 pub use pcap::PcapWriter;
 pub use pcapng::{
-    encode_udp_packet_block, encoded_block_at, udp_packet_block_len, CaptureWriter, Direction,
-    InterfaceId, MAX_EXPORTED_PDU_PAYLOAD,
+    encode_padding_block, encode_udp_packet_block, encoded_block_at, udp_packet_block_len,
+    CaptureWriter, Direction, InterfaceId, MAX_EXPORTED_PDU_PAYLOAD, MIN_PADDING_BLOCK,
 };
 pub use reader::{
     parse_udp_payloads, read_udp_payloads, read_udp_payloads_from, CaptureContents,

@@ -12,6 +12,7 @@ use crate::{CaptureError, Timestamp, MAX_IPV4_MTU, MAX_UDP_PAYLOAD, MIN_IPV4_MTU
 const SHB_TYPE: u32 = 0x0A0D_0D0A;
 const IDB_TYPE: u32 = 0x0000_0001;
 const EPB_TYPE: u32 = 0x0000_0006;
+const ISB_TYPE: u32 = 0x0000_0005;
 const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
 const LINKTYPE_ETHERNET: u16 = 1;
 const LINKTYPE_WIRESHARK_UPPER_PDU: u16 = 252;
@@ -344,6 +345,13 @@ impl<W: Write> CaptureWriter<W> {
         &self.out
     }
 
+    /// The underlying output, to write blocks to it directly (whole blocks only: what is
+    /// written there must keep the stream a sequence of pcapng blocks, e.g. runs checked
+    /// with [`encoded_block_at`] and [`encode_padding_block`]s).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
     /// Flushes and returns the underlying output.
     pub fn into_inner(mut self) -> Result<W, CaptureError> {
         self.out.flush()?;
@@ -471,6 +479,40 @@ pub fn encoded_block_at(blocks: &[u8], at: usize) -> Option<(usize, usize)> {
         && total == udp_packet_block_len(caplen - headers)
         && word(total - 4)? == total;
     ok.then(|| (total, caplen - headers))
+}
+
+/// Smallest [`encode_padding_block`].
+pub const MIN_PADDING_BLOCK: usize = 36;
+
+/// The text of a padding block's comment (then spaces to its length).
+const PADDING_COMMENT: &[u8] = b"padding (FerroDDS capture: aligns the next block for direct I/O)";
+
+/// Appends a block of exactly `len` bytes that readers skip: an interface statistics block
+/// of interface 0 with no statistics, only a comment of spaces (Wireshark shows no frame
+/// for it). For a writer that needs the next block at a given file offset (direct I/O);
+/// the stream must have interface 0. `false`, appending nothing, unless `len` is a
+/// multiple of 4 from [`MIN_PADDING_BLOCK`] to 65,568.
+pub fn encode_padding_block(out: &mut Vec<u8>, len: usize) -> bool {
+    // Block header (8), interface and time (12), comment option header (4) and value,
+    // end of options (4), trailing length (4).
+    let comment = len.wrapping_sub(32);
+    if !len.is_multiple_of(4) || len < MIN_PADDING_BLOCK || comment > usize::from(u16::MAX) {
+        return false;
+    }
+    put_u32(out, ISB_TYPE);
+    put_u32(out, len as u32);
+    put_u32(out, 0);
+    put_u32(out, 0);
+    put_u32(out, 0);
+    out.extend_from_slice(&OPT_COMMENT.to_le_bytes());
+    out.extend_from_slice(&(comment as u16).to_le_bytes());
+    let text = PADDING_COMMENT.get(..comment).unwrap_or(PADDING_COMMENT);
+    out.extend_from_slice(text);
+    out.resize(out.len() + comment - text.len(), b' ');
+    out.extend_from_slice(&OPT_ENDOFOPT.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    put_u32(out, len as u32);
+    true
 }
 
 fn pad4(len: usize) -> usize {

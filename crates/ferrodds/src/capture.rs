@@ -16,8 +16,10 @@
 //! is and encodes the rest itself (TCP and TLS messages without their framing, messages with
 //! user data removed or larger than a UDP datagram (exported PDUs), decrypted views with
 //! their packet comment). It writes the file with direct I/O where the file system allows
-//! (`capture_file`: no page-cache copy on the CPU the data flow runs on), with its space
-//! allocated 16 MiB ahead.
+//! (`capture_file`: no page-cache copy on the CPU the data flow runs on; runs of packet
+//! blocks go to the device straight from the staging buffer), with its space allocated
+//! 16 MiB ahead. While messages keep coming the file may lack its last partial 4 KiB block;
+//! it is whole again once an interval passes without a message, and at the end.
 //! When the buffer is full the message is dropped from the capture and counted
 //! ([`CaptureOverflow::Drop`], the default, so the capture never slows the data flow) or
 //! the sending or receiving thread waits for the writer ([`CaptureOverflow::Block`], a
@@ -53,7 +55,8 @@ use crate::sync::{lock, wait_timeout};
 pub const DECRYPTED_COMMENT: &str =
     "decrypted view (FerroDDS): the clear RTPS message of the protected frame before this one";
 
-/// How often the writer thread writes out what was recorded.
+/// How often the writer thread writes out what was recorded (and, after an interval with
+/// nothing recorded, how soon the file is whole).
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(10);
 
 /// Bytes of a record's header in the staging buffer: [`RECORD_TAG`] (4), time (8), source
@@ -416,7 +419,7 @@ impl CaptureTap {
         let need = if block {
             udp_packet_block_len(bytes.len())
         } else {
-            RECORD_HEADER + bytes.len()
+            RECORD_HEADER + bytes.len().next_multiple_of(4)
         };
         if need > s.capacity {
             s.dropped.fetch_add(1, Ordering::Relaxed);
@@ -529,6 +532,8 @@ fn append_record(
     b.extend_from_slice(&u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_le_bytes());
     b.extend_from_slice(&[u8::from(decrypted), 0]);
     b.extend_from_slice(bytes);
+    // Padded to 4, so that what follows stays 4-byte aligned (direct writes from here).
+    b.extend_from_slice(&[0; 3][..bytes.len().next_multiple_of(4) - bytes.len()]);
 }
 
 /// The writer thread's state.
@@ -618,12 +623,16 @@ impl WriterThread {
                     self.shared.room_cv.notify_all();
                 }
             }
-            if !self.local.is_empty() {
+            if self.local.is_empty() {
+                // Nothing new for an interval: the file is made whole (its last partial
+                // block too).
+                self.flush();
+            } else {
                 // Records grow by their headers when encoded (less than doubled).
                 self.preallocate(2 * self.local.len() as u64);
                 self.write_records();
                 self.local.clear();
-                self.flush();
+                self.write_whole_blocks();
             }
             if stopping {
                 // Whatever a producer appended between the swap and now.
@@ -644,6 +653,16 @@ impl WriterThread {
             return;
         }
         if let Err(e) = self.writer.flush() {
+            self.fail(&e.to_string(), 0);
+        }
+    }
+
+    /// Writes out the whole blocks held, the last partial one staying for a flush.
+    fn write_whole_blocks(&mut self) {
+        if self.shared.failed.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Err(e) = self.writer.get_mut().write_whole_blocks() {
             self.fail(&e.to_string(), 0);
         }
     }
@@ -703,7 +722,7 @@ impl WriterThread {
             let Some(msg) = local.get(start..start + len) else {
                 break;
             };
-            at = start + len;
+            at = (start + len.next_multiple_of(4)).min(local.len());
             run = at;
             if self.shared.failed.load(Ordering::Relaxed) {
                 self.shared.dropped.fetch_add(1, Ordering::Relaxed);
@@ -785,7 +804,9 @@ impl WriterThread {
             self.shared.dropped.fetch_add(records, Ordering::Relaxed);
             return;
         }
-        match self.writer.write_encoded_blocks(blocks) {
+        // Checked block by block by `write_records`: written from the staging buffer as
+        // they are (direct I/O from its memory where the file takes it).
+        match self.writer.get_mut().write_in_place(blocks) {
             Ok(()) => {
                 self.shared.written.fetch_add(records, Ordering::Relaxed);
                 self.shared.bytes.fetch_add(bytes, Ordering::Relaxed);
