@@ -8,7 +8,8 @@
 //! our reader, our writer to ddsperf `sub`) under RTPSSign (domains 106, 107), RTPSEncrypt
 //! (110, 111) and SignEncryptSubmessage (108, 109: each user submessage encrypted with its
 //! endpoint's key material, exchanged as datawriter / datareader crypto tokens; Cyclone
-//! refuses such submessages in clear, so its delivery proves ours decode).
+//! refuses such submessages in clear, so its delivery proves ours decode); payload encryption of
+//! 100,000-byte samples from Cyclone, which protects each fragment on its own (domain 126).
 //! 127.0.0.1 only, multicast off; ddsperf is killed after at most 20 s. Skipped with a notice when `ddsperf` is not installed (`CI=true` makes that a
 //! failure).
 #![cfg(feature = "security")]
@@ -249,6 +250,18 @@ struct KeyedSeq {
 /// `governance`; our reader (the "sub" identity) must receive at least `min` samples in
 /// order. Returns our engine stats.
 fn secure_data_from_cyclone(domain: u32, governance: &str, min: usize) -> ferrodds_rtps::Stats {
+    secure_sized_data_from_cyclone(domain, governance, min, 32, "200Hz")
+}
+
+/// [`secure_data_from_cyclone`] with ddsperf's samples of `size` bytes at `rate`; each
+/// sample must arrive with a baggage of `size` bytes less ddsperf's 12-byte header.
+fn secure_sized_data_from_cyclone(
+    domain: u32,
+    governance: &str,
+    min: usize,
+    size: usize,
+    rate: &str,
+) -> ferrodds_rtps::Stats {
     use ferrodds::{DataReaderQos, SubscriberQos, TopicQos};
     let dir = std::env::temp_dir().join(format!(
         "ferrodds-sec-cyclone-data-{}-{domain}",
@@ -278,20 +291,21 @@ fn secure_data_from_cyclone(domain: u32, governance: &str, min: usize) -> ferrod
             "-D",
             "12",
             "pub",
-            "200Hz",
+            rate,
             "size",
-            "32",
+            &size.to_string(),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("ddsperf starts");
     let deadline = Instant::now() + Duration::from_secs(10);
-    let mut seqs = Vec::new();
+    let (mut seqs, mut bags) = (Vec::new(), Vec::new());
     while Instant::now() < deadline && seqs.len() < min {
         let _ = r.wait_for_data(Duration::from_millis(50));
         for s in r.take().unwrap() {
             if let Some(d) = s.data {
+                bags.push(d.baggage.len());
                 seqs.push(d.seq);
             }
         }
@@ -310,6 +324,11 @@ fn secure_data_from_cyclone(domain: u32, governance: &str, min: usize) -> ferrod
         seqs.len()
     );
     assert!(seqs.windows(2).all(|w| w[0] + 1 == w[1]), "gaps: {seqs:?}");
+    let want = size.saturating_sub(12);
+    assert!(
+        bags.iter().all(|&b| b == want),
+        "baggage sizes {bags:?}, want {want}"
+    );
     stats
 }
 
@@ -457,6 +476,26 @@ fn payload_encryption_data_both_ways_with_cyclone() {
         let gov = gov.to_str().unwrap();
         secure_data_from_cyclone(113, gov, 200);
         secure_data_to_cyclone(114, gov, 200);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+/// Payload encryption of samples larger than a datagram from Cyclone: Cyclone 0.10 protects
+/// each DATA_FRAG's fragment on its own (not the whole payload before fragmenting, as
+/// FerroDDS does), and our reader decodes each fragment before reassembly. 100,000-byte
+/// samples at 20 Hz, each intact.
+#[test]
+fn payload_encryption_of_fragmented_samples_from_cyclone() {
+    if !ddsperf_available() {
+        return;
+    }
+    with_timeout(90, || {
+        let dir =
+            std::env::temp_dir().join(format!("ferrodds-gov-payload-frag-{}", std::process::id()));
+        let gov = signed_test_governance(&dir, "SIGN", "NONE", "ENCRYPT");
+        let gov = gov.to_str().unwrap();
+        let st = secure_sized_data_from_cyclone(126, gov, 40, 100_000, "20Hz");
+        assert_eq!(st.protection_failures, 0, "{st:?}");
         let _ = std::fs::remove_dir_all(&dir);
     });
 }

@@ -141,6 +141,10 @@ pub(crate) struct DataFragSub<'a> {
     pub(crate) offset: u64,
     /// The fragment bytes.
     pub(crate) data: &'a [u8],
+    /// `data` and whatever follows it to the end of the submessage (padding; or, for a
+    /// fragment protected on its own as Cyclone DDS 0.10 sends them, the rest of the
+    /// protected form, which is longer than the fragment's place in the sample).
+    pub(crate) full: &'a [u8],
     pub(crate) sample_size: u32,
     pub(crate) fragment_size: u16,
 }
@@ -190,6 +194,7 @@ fn decode<'a>(raw: &RawSubmessage<'a>) -> Option<Sub<'a>> {
         id::DATA => data_sub(Data::parse(h, b, o).ok()?),
         id::HEARTBEAT => heartbeat_sub(Heartbeat::parse(h, b, o).ok()?),
         id::ACKNACK => acknack_sub(AckNack::parse(h, b, o).ok()?),
+        id::DATA_FRAG => data_frag_sub(DataFrag::parse(h, b, o).ok()?, b),
         id::INFO_TS => Some(Sub::Info(Submessage::InfoTs(InfoTs::parse(h, b, o).ok()?))),
         id::INFO_DST => Some(Sub::Info(Submessage::InfoDst(
             InfoDst::parse(h, b, o).ok()?,
@@ -214,6 +219,19 @@ fn data_sub(d: Data<'_>) -> Option<Sub<'_>> {
         payload: d.serialized_payload,
         key_only: d.key,
     }))
+}
+
+/// A DATA_FRAG of submessage body `body`, with [`DataFragSub::full`] reaching the end of it.
+fn data_frag_sub<'a>(f: DataFrag<'a>, body: &'a [u8]) -> Option<Sub<'a>> {
+    let mut sub = convert(Submessage::DataFrag(f))?;
+    if let Sub::DataFrag(d) = &mut sub {
+        // Where the fragment bytes start in the body (the parser took them from it).
+        let at = (d.data.as_ptr() as usize).wrapping_sub(body.as_ptr() as usize);
+        if let Some(full) = body.get(at..).filter(|r| r.len() >= d.data.len()) {
+            d.full = full;
+        }
+    }
+    Some(sub)
 }
 
 #[inline]
@@ -258,6 +276,7 @@ pub(crate) fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
                 inline_qos: f.inline_qos.map(|q| q.as_bytes()),
                 offset: f.sample_offset(),
                 data: f.serialized_payload,
+                full: f.serialized_payload,
                 sample_size: f.sample_size,
                 fragment_size: f.fragment_size,
             })

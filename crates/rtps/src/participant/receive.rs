@@ -349,11 +349,13 @@ impl Participant {
         let place = (f.sample_size as usize)
             .saturating_sub(f.offset as usize)
             .min(f.fragment_size as usize);
-        if f.data.len() <= place {
+        // (Padding to 4 may follow a fragment: a whole-protected one is no longer than
+        // its place plus 3 bytes; one protected on its own adds at least 40.)
+        if f.full.len() <= place + 3 {
             self.on_fragment::<true>(writer_guid, f, frag, now);
             return;
         }
-        let Some((buf, n)) = self.unprotect_payload(writer_guid, f.data) else {
+        let Some((buf, n)) = self.unprotect_payload(writer_guid, f.full) else {
             return;
         };
         let decoded = FragmentRef {
