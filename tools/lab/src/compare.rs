@@ -344,10 +344,12 @@ mod tests {
 
     fn rec(test: TestKind, size: u64, v: f64) -> RunRecord {
         RunRecord {
+            pub_cpu_s: None,
             udp_datagrams: None,
             run_index: 0,
             repetition: 0,
             scenario: Scenario {
+                subscribers: 1,
                 system: System::Ferrodds,
                 test,
                 reliability: Reliability::Reliable,

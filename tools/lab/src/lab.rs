@@ -16,7 +16,7 @@ use crate::matrix::{
 use crate::parse;
 use crate::record::ThroughputStats;
 use crate::record::{self, HostInfo, LatencyStats, RunRecord, RunSettings, RunStatus, Summary};
-use crate::runner::{self, CommandSpec, Ending, PairOutcome, PairTiming, Placement};
+use crate::runner::{self, CommandSpec, Ending, PairOutcome, PairTiming, Placement, ProcOutput};
 use crate::testbed::{self, Impairments, Testbed};
 
 /// The Cyclone DDS loopback configuration shipped with the lab (`tools/lab/cyclone-loopback.xml`).
@@ -286,7 +286,7 @@ fn absolute(p: &Path) -> PathBuf {
     }
 }
 
-fn describe_exit(p: &runner::ProcOutput) -> String {
+fn describe_exit(p: &ProcOutput) -> String {
     match p.status {
         Some(st) => match st.code() {
             Some(c) => format!("exit {c}"),
@@ -336,7 +336,7 @@ pub fn security_mismatch(s: &Scenario, outcome: &PairOutcome) -> Option<String> 
         ("publisher", &outcome.client),
         ("subscriber", &outcome.server),
     ];
-    let printed = |p: &runner::ProcOutput| p.stderr.contains("Perftest Configuration:");
+    let printed = |p: &ProcOutput| p.stderr.contains("Perftest Configuration:");
     for (who, p) in sides {
         if who == "subscriber" && !printed(p) {
             continue;
@@ -373,30 +373,40 @@ pub fn make_record(
     run: &PlannedRun,
     outcome: &PairOutcome,
     server_cmd: &CommandSpec,
+    more_server_cmds: &[CommandSpec],
     client_cmd: &CommandSpec,
     topology: &str,
     execution_time_s: u32,
 ) -> RunRecord {
     let s = &run.scenario;
-    let (latency, throughput) = match s.system {
-        System::Cyclone => (
-            parse::ddsperf_latency(&outcome.client.stdout),
-            parse::ddsperf_throughput(&outcome.server.stdout),
-        ),
-        _ => (
-            parse::perftest_latency(&outcome.client.stdout),
-            parse::perftest_throughput(&outcome.server.stdout),
-        ),
+    let servers: Vec<&ProcOutput> = std::iter::once(&outcome.server)
+        .chain(&outcome.more_servers)
+        .collect();
+    let parse_throughput = |o: &ProcOutput| match s.system {
+        System::Cyclone => parse::ddsperf_throughput(&o.stdout),
+        _ => parse::perftest_throughput(&o.stdout),
     };
+    let latency = match s.system {
+        System::Cyclone => parse::ddsperf_latency(&outcome.client.stdout),
+        _ => parse::perftest_latency(&outcome.client.stdout),
+    };
+    // With several subscribers: each received the whole stream; the row is their mean
+    // (samples/s, Mbit/s, lost %), the fewest samples any received, and the lost samples of
+    // all. Every subscriber must have printed its summary.
+    let each: Option<Vec<ThroughputStats>> = servers.iter().map(|o| parse_throughput(o)).collect();
+    let throughput = each.and_then(|v: Vec<ThroughputStats>| combine_subscribers(&v));
     let have = match s.test {
         TestKind::Latency => latency.is_some(),
         TestKind::Throughput => throughput.is_some(),
     };
-    let exits = format!(
+    let mut exits = format!(
         "publisher {}, subscriber {}",
         describe_exit(&outcome.client),
         describe_exit(&outcome.server)
     );
+    for (i, o) in outcome.more_servers.iter().enumerate() {
+        exits.push_str(&format!(", subscriber {} {}", i + 1, describe_exit(o)));
+    }
     let (status, error) = match outcome.ending {
         Ending::Interrupted => (RunStatus::Interrupted, "interrupted (Ctrl-C)".to_string()),
         Ending::TimedOut => (
@@ -437,10 +447,17 @@ pub fn make_record(
         String::new()
     } else {
         let mut t = String::new();
-        for (who, p) in [("pub", &outcome.client), ("sub", &outcome.server)] {
+        let mut who_p: Vec<(String, &ProcOutput)> = vec![
+            ("pub".to_string(), &outcome.client),
+            ("sub".to_string(), &outcome.server),
+        ];
+        for (i, o) in outcome.more_servers.iter().enumerate() {
+            who_p.push((format!("sub {}", i + 1), o));
+        }
+        for (who, p) in who_p {
             let tail = runner::tail_lines(&format!("{}\n{}", p.stderr, p.stdout), 12);
             for l in tail.lines() {
-                t.push_str(who);
+                t.push_str(&who);
                 t.push_str(": ");
                 t.push_str(l);
                 t.push('\n');
@@ -460,10 +477,31 @@ pub fn make_record(
         throughput,
         error,
         pub_command: client_cmd.shell_line(),
-        sub_command: server_cmd.shell_line(),
+        sub_command: std::iter::once(server_cmd)
+            .chain(more_server_cmds)
+            .map(CommandSpec::shell_line)
+            .collect::<Vec<_>>()
+            .join(" ; "),
         stderr_tail,
         udp_datagrams: None,
+        pub_cpu_s: outcome.client.cpu_s,
     }
+}
+
+/// The throughput row of a run's subscribers (see [`make_record`]); `None` without any.
+fn combine_subscribers(v: &[ThroughputStats]) -> Option<ThroughputStats> {
+    let first = *v.first()?;
+    if v.len() == 1 {
+        return Some(first);
+    }
+    let n = v.len() as f64;
+    Some(ThroughputStats {
+        total_samples: v.iter().map(|t| t.total_samples).min().unwrap_or(0),
+        samples_per_s: v.iter().map(|t| t.samples_per_s).sum::<f64>() / n,
+        mbps: v.iter().map(|t| t.mbps).sum::<f64>() / n,
+        lost_samples: v.iter().map(|t| t.lost_samples).sum(),
+        lost_pct: v.iter().map(|t| t.lost_pct).sum::<f64>() / n,
+    })
 }
 
 struct Setup {
@@ -793,10 +831,29 @@ pub fn run_lab(
             .as_ref()
             .filter(|_| s.test == TestKind::Throughput);
         let udp_before = count_in.and_then(|ns| udp_out_datagrams(ns.as_deref()));
-        let record = match runner::run_pair(&server, &cmds.client, timing, stop) {
+        let more = if setup.manual_remote {
+            Vec::new()
+        } else {
+            cmds.more_servers.clone()
+        };
+        let result = if setup.manual_remote && s.subscribers > 1 {
+            Err(LabError::Usage(
+                "a fan-out run (--subscribers above 1) needs the subscribers started by the lab, not by hand",
+            ))
+        } else {
+            runner::run_group(&server, &more, &cmds.client, timing, stop)
+        };
+        let record = match result {
             Ok(outcome) => {
-                let mut r =
-                    make_record(run, &outcome, &shown_server, &cmds.client, &topology, exec);
+                let mut r = make_record(
+                    run,
+                    &outcome,
+                    &shown_server,
+                    &more,
+                    &cmds.client,
+                    &topology,
+                    exec,
+                );
                 if setup.manual_remote {
                     r.sub_command = cmds.server.args.last().cloned().unwrap_or_default();
                 }
@@ -821,6 +878,7 @@ pub fn run_lab(
                 sub_command: shown_server.shell_line(),
                 stderr_tail: String::new(),
                 udp_datagrams: None,
+                pub_cpu_s: None,
             },
         };
         progress.run_finished(&record, estimate(run, exec));
@@ -879,6 +937,7 @@ mod tests {
             index: 4,
             repetition: 1,
             scenario: Scenario {
+                subscribers: 1,
                 system,
                 test,
                 reliability: Reliability::Reliable,
@@ -895,13 +954,16 @@ mod tests {
 
     fn outcome(ending: Ending, client_out: &str, server_out: &str) -> PairOutcome {
         PairOutcome {
+            more_servers: Vec::new(),
             ending,
-            server: runner::ProcOutput {
+            server: ProcOutput {
+                cpu_s: None,
                 status: None,
                 stdout: server_out.into(),
                 stderr: "sub complaint".into(),
             },
-            client: runner::ProcOutput {
+            client: ProcOutput {
+                cpu_s: None,
                 status: None,
                 stdout: client_out.into(),
                 stderr: "pub complaint".into(),
@@ -911,6 +973,27 @@ mod tests {
     }
 
     const LAT: &str = "Sample Size (Bytes), Ave (us), Std (us), Min (us), Max (us), 50% (us), 90% (us), 99% (us), 99.99% (us), 99.9999% (us)\n32, 10, 1.0, 8, 50, 9, 12, 20, 40, 50\n";
+
+    /// Several subscribers make one throughput row: their mean rate, the fewest samples any
+    /// received, the lost samples of all.
+    #[test]
+    fn subscribers_combine_into_one_row() {
+        let t = |n: u64, r: f64, lost: u64| ThroughputStats {
+            total_samples: n,
+            samples_per_s: r,
+            mbps: r / 1000.0,
+            lost_samples: lost,
+            lost_pct: lost as f64,
+        };
+        let c = combine_subscribers(&[t(100, 10.0, 1), t(90, 20.0, 2), t(95, 30.0, 0)]).unwrap();
+        assert_eq!(c.total_samples, 90);
+        assert!((c.samples_per_s - 20.0).abs() < 1e-9);
+        assert!((c.mbps - 0.02).abs() < 1e-9);
+        assert_eq!(c.lost_samples, 3);
+        assert!((c.lost_pct - 1.0).abs() < 1e-9);
+        assert_eq!(combine_subscribers(&[t(5, 1.0, 0)]), Some(t(5, 1.0, 0)));
+        assert_eq!(combine_subscribers(&[]), None);
+    }
 
     #[test]
     fn udp_out_datagrams_come_from_the_udp_lines_of_snmp() {
@@ -939,7 +1022,7 @@ UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdpLite: 0 0 0 
             let mut o = outcome(Ending::Finished, LAT, "");
             o.client.stderr = pub_err;
             o.server.stderr = sub_err;
-            make_record(run, &o, &c, &c, "loopback", 2)
+            make_record(run, &o, &c, &[], &c, "loopback", 2)
         };
         let sign = summary("/x/resource/secure/signed_PerftestGovernance_RTPSSign.xml");
         let r = with_at(&run, sign.clone(), sign.clone());
@@ -969,7 +1052,15 @@ UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdpLite: 0 0 0 
         }
         // A failed run keeps its own error.
         run.scenario.security = Some(SecurityProfile::RtpsSign);
-        let r = make_record(&run, &outcome(Ending::TimedOut, LAT, ""), &c, &c, "x", 2);
+        let r = make_record(
+            &run,
+            &outcome(Ending::TimedOut, LAT, ""),
+            &c,
+            &[],
+            &c,
+            "x",
+            2,
+        );
         assert_eq!(r.status, RunStatus::TimedOut);
         assert!(r.error.starts_with("timed out"), "{}", r.error);
         // The notes say which governance each profile ran with.
@@ -999,6 +1090,7 @@ UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdpLite: 0 0 0 
             &run,
             &outcome(Ending::Finished, LAT, ""),
             &c,
+            &[],
             &c,
             "loopback",
             2,
@@ -1010,6 +1102,7 @@ UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdpLite: 0 0 0 
             &run,
             &outcome(Ending::Finished, "", ""),
             &c,
+            &[],
             &c,
             "loopback",
             2,
@@ -1022,12 +1115,21 @@ UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdpLite: 0 0 0 
             &run,
             &outcome(Ending::TimedOut, LAT, ""),
             &c,
+            &[],
             &c,
             "loopback",
             2,
         );
         assert_eq!(r.status, RunStatus::TimedOut);
-        let r = make_record(&run, &outcome(Ending::Interrupted, LAT, ""), &c, &c, "x", 2);
+        let r = make_record(
+            &run,
+            &outcome(Ending::Interrupted, LAT, ""),
+            &c,
+            &[],
+            &c,
+            "x",
+            2,
+        );
         assert_eq!(r.status, RunStatus::Interrupted);
     }
 
@@ -1043,6 +1145,7 @@ UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdpLite: 0 0 0 
             &run,
             &outcome(Ending::TimedOut, "", &slow),
             &c,
+            &[],
             &c,
             "netns",
             6,
@@ -1062,6 +1165,7 @@ UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdpLite: 0 0 0 
             &run,
             &outcome(Ending::Finished, "", &empty),
             &c,
+            &[],
             &c,
             "netns",
             6,
@@ -1077,6 +1181,7 @@ UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdpLite: 0 0 0 
             &run,
             &outcome(Ending::TimedOut, "", &empty),
             &c,
+            &[],
             &c,
             "netns",
             6,
@@ -1086,7 +1191,15 @@ UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdpLite: 0 0 0 
             "{}",
             r.error
         );
-        let r = make_record(&run, &outcome(Ending::TimedOut, "", ""), &c, &c, "netns", 6);
+        let r = make_record(
+            &run,
+            &outcome(Ending::TimedOut, "", ""),
+            &c,
+            &[],
+            &c,
+            "netns",
+            6,
+        );
         assert_eq!(r.error, "timed out after 3 s");
     }
 

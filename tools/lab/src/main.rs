@@ -120,6 +120,13 @@ struct RunArgs {
     /// rows run as no_security_libraries. Default: no security axis.
     #[arg(long)]
     security: Option<String>,
+    /// Fan-out: subscriber counts, comma-separated (1 to 16; default 1). Each count is a row of
+    /// its own: perftest's publisher with -numSubscribers N and N subscriber processes
+    /// (-sidMultiSubTest 0 … N-1), Cyclone's ddsperf with N `sub` (or `pong`) processes; all
+    /// on the same CPUs. Throughput rows give the subscribers' mean (each receives every
+    /// sample). UDPv4 only; C# and micro rows run with one subscriber.
+    #[arg(long)]
+    subscribers: Option<String>,
     /// perftest_micro (default: target/micro/perftest_micro from the current directory, then
     /// from the repository the lab was built in; build it with `cargo build --profile micro
     /// --manifest-path tools/perftest-micro/Cargo.toml`).
@@ -287,6 +294,9 @@ fn spec_from(a: &RunArgs) -> Result<MatrixSpec, LabError> {
         });
     }
     spec.check_security()?;
+    if let Some(n) = &a.subscribers {
+        spec.subscribers = matrix::parse_subscribers(n)?;
+    }
     if let Some(t) = a.execution_time {
         if t == 0 {
             return Err(LabError::Usage("--execution-time must be at least 1 s"));

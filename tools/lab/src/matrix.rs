@@ -374,6 +374,38 @@ pub struct Scenario {
     /// [`SecurityProfile::NoSecurityLibraries`].
     #[serde(default)]
     pub security: Option<SecurityProfile>,
+    /// Subscriber processes of the run (fan-out: perftest `-numSubscribers`, each with its
+    /// `-sidMultiSubTest`; Cyclone: as many `ddsperf sub`/`pong`).
+    #[serde(default = "one_subscriber")]
+    pub subscribers: u32,
+}
+
+fn one_subscriber() -> u32 {
+    1
+}
+
+/// Most subscribers of one run (`--subscribers`).
+pub const MAX_SUBSCRIBERS: u32 = 16;
+
+/// Parses `--subscribers`: a comma-separated list of counts from 1 to [`MAX_SUBSCRIBERS`].
+pub fn parse_subscribers(s: &str) -> Result<Vec<u32>, LabError> {
+    let bad = || LabError::BadValue {
+        what: "subscriber count (1 to 16)",
+        value: s.to_string(),
+    };
+    let mut v = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match item.parse::<u32>() {
+            Ok(n) if (1..=MAX_SUBSCRIBERS).contains(&n) => v.push(n),
+            _ => return Err(bad()),
+        }
+    }
+    if v.is_empty() {
+        return Err(bad());
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
 }
 
 impl Scenario {
@@ -396,6 +428,9 @@ impl Scenario {
         if let Some(p) = self.security.filter(|p| p.is_secure()) {
             s.push(' ');
             s.push_str(p.name());
+        }
+        if self.subscribers > 1 {
+            s.push_str(&format!(" ×{} subscribers", self.subscribers));
         }
         s
     }
@@ -481,6 +516,9 @@ pub struct MatrixSpec {
     /// DDS Security profiles (default: none, the axis absent; see [`MatrixSpec::check_security`]).
     #[serde(default)]
     pub security: Vec<SecurityProfile>,
+    /// Subscriber counts (fan-out; default: one).
+    #[serde(default = "one_subscriber_list")]
+    pub subscribers: Vec<u32>,
     /// Explicit sizes; `None` = [`STANDARD_SIZES`] plus [`LARGE_SIZES`] for reliable unkeyed.
     pub sizes: Option<Vec<u64>>,
     /// Repetitions of each scenario.
@@ -497,6 +535,10 @@ fn rust_only() -> Vec<Language> {
     vec![Language::Rust]
 }
 
+fn one_subscriber_list() -> Vec<u32> {
+    vec![1]
+}
+
 impl MatrixSpec {
     /// The full matrix users run by hand.
     pub fn full() -> Self {
@@ -510,6 +552,7 @@ impl MatrixSpec {
             captures: captures_off(),
             languages: rust_only(),
             security: Vec::new(),
+            subscribers: one_subscriber_list(),
             sizes: None,
             repetitions: 3,
             execution_time_s: 10,
@@ -528,9 +571,19 @@ impl MatrixSpec {
             captures: captures_off(),
             languages: rust_only(),
             security: Vec::new(),
+            subscribers: one_subscriber_list(),
             sizes: Some(QUICK_SIZES.to_vec()),
             repetitions: 1,
             execution_time_s: 2,
+        }
+    }
+
+    /// The subscriber counts to run (one when none is selected).
+    fn subscriber_counts(&self) -> Vec<u32> {
+        if self.subscribers.is_empty() {
+            one_subscriber_list()
+        } else {
+            self.subscribers.clone()
         }
     }
 
@@ -559,7 +612,9 @@ impl MatrixSpec {
     /// - the C# perftest runs over UDPv4 and SHMEM, without network capture;
     /// - secure rows (a [`SecurityProfile`] other than `no_security_libraries`) run over UDPv4
     ///   only, with FerroDDS's Rust perftest and Cyclone DDS; C#, micro and raw rows run
-    ///   without security.
+    ///   without security;
+    /// - several subscribers (fan-out) run over UDPv4 only, with the Rust perftest (FerroDDS and
+    ///   raw UDP) and Cyclone DDS.
     pub fn scenarios(&self) -> Vec<Scenario> {
         let raw_reliability = if self.reliabilities.contains(&Reliability::BestEffort) {
             Reliability::BestEffort
@@ -619,7 +674,17 @@ impl MatrixSpec {
                                             !batching && transport.has_cyclone_baseline()
                                         }
                                     };
-                                    if keep {
+                                    if !keep {
+                                        continue;
+                                    }
+                                    for subscribers in self.subscriber_counts() {
+                                        // Fan-out: the Rust perftest (FerroDDS and raw UDP)
+                                        // and Cyclone, over UDPv4.
+                                        let fan_out = transport == Transport::Udpv4
+                                            && language == Language::Rust;
+                                        if subscribers > 1 && !fan_out {
+                                            continue;
+                                        }
                                         out.push(Scenario {
                                             system,
                                             test,
@@ -631,6 +696,7 @@ impl MatrixSpec {
                                             capture,
                                             language,
                                             security,
+                                            subscribers,
                                         });
                                     }
                                 }
@@ -785,6 +851,43 @@ fn same_group(a: &Scenario, b: &Scenario) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--subscribers`: fan-out rows for the Rust perftest (FerroDDS, raw UDP) and Cyclone over
+    /// UDPv4, labelled with their count; C# and TCP rows keep one subscriber; bad counts are
+    /// refused.
+    #[test]
+    fn subscriber_axis() {
+        let mut spec = MatrixSpec::quick();
+        spec.sizes = Some(vec![1024]);
+        spec.tests = vec![TestKind::Throughput];
+        spec.transports = vec![Transport::Udpv4, Transport::Tcp];
+        spec.languages = vec![Language::Rust, Language::Cs];
+        spec.subscribers = parse_subscribers("4,1,4").unwrap();
+        assert_eq!(spec.subscribers, vec![1, 4]);
+        let sc = spec.scenarios();
+        let four: Vec<_> = sc.iter().filter(|s| s.subscribers == 4).collect();
+        assert!(!four.is_empty());
+        for s in &four {
+            assert_eq!(s.transport, Transport::Udpv4, "{s:?}");
+            assert_eq!(s.language, Language::Rust, "{s:?}");
+            assert!(
+                s.config_label().ends_with(" ×4 subscribers"),
+                "{}",
+                s.config_label()
+            );
+        }
+        let systems: Vec<System> = four.iter().map(|s| s.system).collect();
+        for sys in [System::Ferrodds, System::Raw, System::Cyclone] {
+            assert!(systems.contains(&sys), "{systems:?}");
+        }
+        assert!(sc
+            .iter()
+            .filter(|s| s.subscribers == 1)
+            .all(|s| !s.config_label().contains("subscribers")));
+        for bad in ["0", "17", "x", "", "2,-1"] {
+            assert!(parse_subscribers(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn c_sharp_rows_run_beside_rust_over_udpv4_and_shmem_without_capture() {
@@ -1161,6 +1264,7 @@ mod tests {
     #[test]
     fn labels() {
         let s = Scenario {
+            subscribers: 1,
             system: System::Ferrodds,
             test: TestKind::Throughput,
             reliability: Reliability::BestEffort,

@@ -21,7 +21,7 @@ use crate::matrix::{
 };
 
 /// Columns common to both CSV files, first.
-pub const META_COLUMNS: [&str; 16] = [
+pub const META_COLUMNS: [&str; 18] = [
     "run_index",
     "repetition",
     "system",
@@ -33,11 +33,13 @@ pub const META_COLUMNS: [&str; 16] = [
     "capture",
     "language",
     "security",
+    "subscribers",
     "topology",
     "size_bytes",
     "execution_time_s",
     "status",
     "duration_s",
+    "pub_cpu_s",
 ];
 
 /// perftest's one-way latency summary, in µs.
@@ -224,9 +226,20 @@ pub struct RunRecord {
     /// counted (latency runs, remote topology, files from before this column).
     #[serde(default)]
     pub udp_datagrams: Option<u64>,
+    /// CPU seconds the publisher process used (user and system, `/proc/PID/stat`), with
+    /// discovery and teardown; `None` where not measured (files from before this column).
+    #[serde(default)]
+    pub pub_cpu_s: Option<f64>,
 }
 
 impl RunRecord {
+    /// Publisher CPU time per sample a subscriber received, in µs (throughput runs).
+    pub fn pub_cpu_us_per_sample(&self) -> Option<f64> {
+        let cpu = self.pub_cpu_s?;
+        let t = self.throughput.filter(|t| t.total_samples > 0)?;
+        Some(cpu * 1e6 / t.total_samples as f64)
+    }
+
     /// Samples received per UDP datagram sent ([`RunRecord::udp_datagrams`]): about 1 for one
     /// sample per datagram, about 126 for Cyclone's `ddsperf` at 32 B (it packs samples).
     pub fn samples_per_datagram(&self) -> Option<f64> {
@@ -285,11 +298,13 @@ pub fn write_csv(path: &Path, test: TestKind, records: &[RunRecord]) -> Result<(
             s.capture.name().into(),
             s.language.name().into(),
             s.security.map(|p| p.name().to_string()).unwrap_or_default(),
+            s.subscribers.to_string(),
             r.topology.clone(),
             s.size.to_string(),
             r.execution_time_s.to_string(),
             r.status.name().into(),
             format!("{:.3}", r.duration_s),
+            r.pub_cpu_s.map(|c| format!("{c:.2}")).unwrap_or_default(),
         ];
         match test {
             TestKind::Latency => match &r.latency {
@@ -375,11 +390,15 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
         .enumerate()
         .map(|(i, h)| (h.trim().to_string(), i))
         .collect();
-    // `capture`, `language`, `security` and `udp_datagrams` came later: files without them
-    // are runs without capture, in Rust, without the security axis, with datagrams not
-    // counted.
+    // `capture`, `language`, `security`, `subscribers` and `udp_datagrams` came later: files
+    // without them are runs without capture, in Rust, without the security axis, with one
+    // subscriber, with datagrams not counted.
     for col in META_COLUMNS.iter().chain(TAIL_COLUMNS.iter()) {
-        if !matches!(*col, "capture" | "language" | "security") && !idx.contains_key(*col) {
+        if !matches!(
+            *col,
+            "capture" | "language" | "security" | "subscribers" | "pub_cpu_s"
+        ) && !idx.contains_key(*col)
+        {
             return Err(LabError::MissingColumn {
                 path: path.to_path_buf(),
                 column: col,
@@ -416,6 +435,16 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
                 Some(c) if !c.trim().is_empty() => Some(c.parse::<SecurityProfile>()?),
                 _ => None,
             },
+            // Empty or absent: one subscriber.
+            subscribers: match idx.get("subscribers").and_then(|&i| rec.get(i)) {
+                Some(c) if !c.trim().is_empty() => {
+                    c.trim().parse().map_err(|_| LabError::BadValue {
+                        what: "subscribers",
+                        value: c.to_string(),
+                    })?
+                }
+                _ => 1,
+            },
         };
         let (latency, throughput) = match test {
             TestKind::Latency => {
@@ -444,12 +473,17 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
                 (None, t)
             }
         };
+        let pub_cpu_s = match idx.get("pub_cpu_s").and_then(|&i| rec.get(i)) {
+            Some(v) if !v.trim().is_empty() => Some(row.parse("pub_cpu_s")?),
+            _ => None,
+        };
         let udp_datagrams = match idx.get("udp_datagrams").and_then(|&i| rec.get(i)) {
             Some(v) if !v.trim().is_empty() => Some(row.parse("udp_datagrams")?),
             _ => None,
         };
         out.push(RunRecord {
             udp_datagrams,
+            pub_cpu_s,
             run_index: row.parse("run_index")?,
             repetition: row.parse("repetition")?,
             scenario,
@@ -812,10 +846,12 @@ mod tests {
 
     fn rec(i: usize, test: TestKind, status: RunStatus, v: f64) -> RunRecord {
         RunRecord {
+            pub_cpu_s: None,
             udp_datagrams: None,
             run_index: i,
             repetition: (i % 3) as u32,
             scenario: Scenario {
+                subscribers: 1,
                 system: System::Ferrodds,
                 test,
                 reliability: Reliability::Reliable,
@@ -902,6 +938,8 @@ mod tests {
         runs[0].scenario.security = Some(SecurityProfile::RtpsSign);
         runs[2].scenario.security = Some(SecurityProfile::NoSecurityLibraries);
         runs[1].udp_datagrams = Some(61_728);
+        runs[1].scenario.subscribers = 4;
+        runs[1].pub_cpu_s = Some(1.25);
         let summary = Summary {
             lab_version: "0.1.0".into(),
             started_unix_s: 1,
@@ -934,17 +972,22 @@ mod tests {
         assert!(header.contains("p50_us,p90_us,p99_us"));
         assert!(header.ends_with("error,pub_command,sub_command,stderr_tail"));
         assert!(
-            header.contains(",capture,language,security,topology,"),
+            header.contains(",capture,language,security,subscribers,topology,"),
             "{header}"
         );
         // The profile where the axis was used, nothing where it was not.
-        assert!(text.contains(",rust,rtps_sign,loopback,"), "{text}");
+        assert!(text.contains(",rust,rtps_sign,1,loopback,"), "{text}");
         assert!(
-            text.contains(",cs,no_security_libraries,loopback,"),
+            text.contains(",cs,no_security_libraries,1,loopback,"),
             "{text}"
         );
         let thr = std::fs::read_to_string(dir.join(files::THROUGHPUT_CSV)).unwrap();
-        assert!(thr.contains(",rust,,loopback,"), "{thr}");
+        assert!(thr.contains(",rust,,4,loopback,"), "{thr}");
+        assert!(thr.contains(",1.25,"), "{thr}");
+        assert_eq!(
+            runs[1].pub_cpu_us_per_sample().is_some(),
+            runs[1].throughput.is_some_and(|t| t.total_samples > 0)
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1001,6 +1001,7 @@ mod tests {
     fn capture_cost_is_a_ratio_beside_the_published_one() {
         let agg = |capture: Capture, p50: f64| Aggregate {
             scenario: Scenario {
+                subscribers: 1,
                 system: System::Ferrodds,
                 test: TestKind::Latency,
                 reliability: crate::matrix::Reliability::BestEffort,
@@ -1055,6 +1056,7 @@ mod tests {
         let agg =
             |system: System, security: Option<SecurityProfile>, size: u64, p50: f64| Aggregate {
                 scenario: Scenario {
+                    subscribers: 1,
                     system,
                     test: TestKind::Latency,
                     reliability: crate::matrix::Reliability::Reliable,
@@ -1138,6 +1140,7 @@ mod tests {
     fn c_sharp_cost_is_a_ratio_beside_the_published_one() {
         let agg = |language: Language, p50: f64| Aggregate {
             scenario: Scenario {
+                subscribers: 1,
                 system: System::Ferrodds,
                 test: TestKind::Latency,
                 reliability: crate::matrix::Reliability::Reliable,
@@ -1197,6 +1200,7 @@ mod tests {
     fn throughput_compares_with_what_sends_alike() {
         let agg = |system: System, batching: bool, sps: f64, per: f64| Aggregate {
             scenario: Scenario {
+                subscribers: 1,
                 system,
                 test: TestKind::Throughput,
                 reliability: crate::matrix::Reliability::Reliable,

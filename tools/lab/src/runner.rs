@@ -254,6 +254,8 @@ pub struct Placement {
 pub struct RunCommands {
     /// Subscriber / pong / sub (started first).
     pub server: CommandSpec,
+    /// The other subscribers of a fan-out run (subscriber ids 1, 2, …; empty with one).
+    pub more_servers: Vec<CommandSpec>,
     /// Publisher / ping / pub.
     pub client: CommandSpec,
 }
@@ -273,12 +275,44 @@ pub fn build_commands(
         Some(cpu) => vec!["taskset".into(), "-c".into(), cpu.clone()],
         None => Vec::new(),
     };
-    let server = server
-        .wrapped(&pin)
-        .wrapped(&p.sub_prefix)
-        .through_shell_prefix(&p.sub_shell_prefix);
+    let n = s.subscribers.max(1);
+    let (server, client) = if n > 1 && s.system != System::Cyclone {
+        // perftest's fan-out: the publisher waits for N subscribers, each with its id.
+        let mut client = client.args(["-numSubscribers".into(), n.to_string()]);
+        if s.system == System::Raw {
+            // Raw UDP sends to the subscriber ids its peer names: all of them.
+            if let Some(i) = client.args.iter().position(|a| a == "-peer") {
+                if let Some(peer) = client.args.get_mut(i + 1) {
+                    peer.push_str(&format!(":0-{}", n - 1));
+                }
+            }
+        }
+        (server, client)
+    } else {
+        (server, client)
+    };
+    let servers: Vec<CommandSpec> = (0..n)
+        .map(|i| {
+            let c = if i > 0 && s.system != System::Cyclone {
+                server
+                    .clone()
+                    .args(["-sidMultiSubTest".into(), i.to_string()])
+            } else {
+                server.clone()
+            };
+            c.wrapped(&pin)
+                .wrapped(&p.sub_prefix)
+                .through_shell_prefix(&p.sub_shell_prefix)
+        })
+        .collect();
     let client = client.wrapped(&pin).wrapped(&p.pub_prefix);
-    RunCommands { server, client }
+    let mut servers = servers.into_iter();
+    let server = servers.next().unwrap_or_else(|| CommandSpec::new("true"));
+    RunCommands {
+        server,
+        more_servers: servers.collect(),
+        client,
+    }
 }
 
 fn perftest_commands(
@@ -514,6 +548,10 @@ pub fn cyclone_security_fragment(dir: &Path, governance: &str, side: &str) -> St
 pub struct ProcOutput {
     /// Exit status, `None` when it had to be killed.
     pub status: Option<ExitStatus>,
+    /// CPU time the process used (user and system, seconds), as last read from
+    /// `/proc/PID/stat` while it ran (at most one poll, 20 ms, before it ended); `None` where
+    /// that file is not readable.
+    pub cpu_s: Option<f64>,
     /// Standard output (tail, at most [`OUTPUT_CAP`] bytes).
     pub stdout: String,
     /// Standard error (tail).
@@ -540,6 +578,8 @@ pub struct PairOutcome {
     pub ending: Ending,
     /// Server process.
     pub server: ProcOutput,
+    /// The other server processes of a fan-out run.
+    pub more_servers: Vec<ProcOutput>,
     /// Client process.
     pub client: ProcOutput,
     /// Wall-clock time.
@@ -562,7 +602,29 @@ struct Running {
     out: JoinHandle<Vec<u8>>,
     err: JoinHandle<Vec<u8>>,
     status: Option<ExitStatus>,
+    /// Clock ticks of CPU time last read from `/proc/PID/stat`.
+    cpu_ticks: Option<u64>,
 }
+
+/// User plus system CPU time of process `pid` in clock ticks (fields 14 and 15 of
+/// `/proc/PID/stat`, after the parenthesised command name).
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_cpu_ticks(&stat)
+}
+
+/// [`cpu_ticks`] of a `/proc/PID/stat` line.
+pub fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // After the name: state (3), ppid … utime (14), stime (15).
+    let mut f = rest.split_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// Clock ticks per second of `/proc` times (`sysconf(_SC_CLK_TCK)`, 100 on Linux).
+const CLOCK_TICKS: f64 = 100.0;
 
 fn drain<R: Read + Send + 'static>(mut r: R) -> JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
@@ -606,12 +668,16 @@ fn spawn(spec: &CommandSpec) -> Result<Running, LabError> {
         out,
         err,
         status: None,
+        cpu_ticks: None,
     })
 }
 
 impl Running {
     fn poll(&mut self) -> bool {
         if self.status.is_none() {
+            if let Some(t) = cpu_ticks(self.child.id()) {
+                self.cpu_ticks = Some(t);
+            }
             if let Ok(Some(st)) = self.child.try_wait() {
                 self.status = Some(st);
             }
@@ -648,6 +714,7 @@ impl Running {
         let stderr = self.err.join().unwrap_or_default();
         ProcOutput {
             status: self.status,
+            cpu_s: self.cpu_ticks.map(|t| t as f64 / CLOCK_TICKS),
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
             stderr: String::from_utf8_lossy(&stderr).into_owned(),
         }
@@ -699,21 +766,57 @@ pub fn run_pair(
     timing: PairTiming,
     stop: &AtomicBool,
 ) -> Result<PairOutcome, LabError> {
+    run_group(server, &[], client, timing, stop)
+}
+
+/// [`run_pair`] with more servers (a fan-out run's other subscribers), started with the
+/// first: the run finishes when the client and every server have, a server failing first
+/// fails it, and every process is reaped.
+pub fn run_group(
+    server: &CommandSpec,
+    more_servers: &[CommandSpec],
+    client: &CommandSpec,
+    timing: PairTiming,
+    stop: &AtomicBool,
+) -> Result<PairOutcome, LabError> {
     let start = Instant::now();
     let deadline = start + timing.timeout;
-    let mut srv = spawn(server)?;
-    if !sleep_unless(stop, timing.server_head_start) {
-        return Ok(PairOutcome {
-            ending: Ending::Interrupted,
-            server: srv.finish(),
-            client: ProcOutput::default(),
+    let mut srvs = Vec::with_capacity(1 + more_servers.len());
+    for spec in std::iter::once(server).chain(more_servers) {
+        match spawn(spec) {
+            Ok(r) => srvs.push(r),
+            Err(e) => {
+                for r in srvs {
+                    r.finish();
+                }
+                return Err(e);
+            }
+        }
+    }
+    let outcome = |ending, mut outs: Vec<ProcOutput>, client| {
+        let server = if outs.is_empty() {
+            ProcOutput::default()
+        } else {
+            outs.remove(0)
+        };
+        PairOutcome {
+            ending,
+            server,
+            more_servers: outs,
+            client,
             elapsed: start.elapsed(),
-        });
+        }
+    };
+    if !sleep_unless(stop, timing.server_head_start) {
+        let outs = srvs.into_iter().map(Running::finish).collect();
+        return Ok(outcome(Ending::Interrupted, outs, ProcOutput::default()));
     }
     let mut cli = match spawn(client) {
         Ok(c) => c,
         Err(e) => {
-            srv.finish();
+            for r in srvs {
+                r.finish();
+            }
             return Err(e);
         }
     };
@@ -728,7 +831,13 @@ pub fn run_pair(
             break Ending::TimedOut;
         }
         let c = cli.poll();
-        let s = srv.poll();
+        let mut s = true;
+        let mut failed = false;
+        for r in &mut srvs {
+            let done = r.poll();
+            s &= done;
+            failed |= done && r.status.is_some_and(|st| !st.success());
+        }
         if c && client_done_at.is_none() {
             client_done_at = Some(now);
         }
@@ -740,7 +849,7 @@ pub fn run_pair(
                 break Ending::Finished;
             }
         }
-        if s && !c && srv.status.is_some_and(|st| !st.success()) {
+        if failed && !c {
             // Give the client a moment to notice, then stop it.
             let t = *server_failed_at.get_or_insert(now);
             if now.duration_since(t) >= Duration::from_secs(2) {
@@ -750,26 +859,27 @@ pub fn run_pair(
         std::thread::sleep(Duration::from_millis(20));
     };
     if ending == Ending::TimedOut {
-        // Let both sides print what they measured up to now (the record keeps it), then kill.
+        // Let every side print what it measured up to now (the record keeps it), then kill.
         cli.interrupt();
-        srv.interrupt();
+        for r in &mut srvs {
+            r.interrupt();
+        }
         let end = Instant::now() + TIMEOUT_INTERRUPT_GRACE;
         while Instant::now() < end && !stop.load(Ordering::Relaxed) {
             let c = cli.poll();
-            if c && srv.poll() {
+            let mut all = c;
+            for r in &mut srvs {
+                all &= r.poll();
+            }
+            if all {
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
     let client = cli.finish();
-    let server = srv.finish();
-    Ok(PairOutcome {
-        ending,
-        server,
-        client,
-        elapsed: start.elapsed(),
-    })
+    let outs = srvs.into_iter().map(Running::finish).collect();
+    Ok(outcome(ending, outs, client))
 }
 
 /// The last `n` non-empty lines of `text`.
@@ -797,6 +907,7 @@ mod tests {
 
     fn scenario(system: System, test: TestKind) -> Scenario {
         Scenario {
+            subscribers: 1,
             system,
             test,
             reliability: Reliability::BestEffort,
@@ -932,6 +1043,69 @@ mod tests {
         assert!(raw.client.args.contains(&"-latencyTest".to_string()));
         assert!(!raw.client.args.contains(&"-bestEffort".to_string()));
         assert!(!raw.client.args.contains(&"-batchSize".to_string()));
+    }
+
+    /// Fan-out: the publisher waits for N subscribers, N subscriber processes, each (but the
+    /// first, id 0 by default) with its id; raw UDP names every id in its peer; Cyclone gets
+    /// N identical `sub` processes. One subscriber adds nothing.
+    #[test]
+    fn fan_out_command_lines() {
+        let mut s = scenario(System::Ferrodds, TestKind::Throughput);
+        s.subscribers = 3;
+        let c = build_commands(&s, &placement(), 7, 5);
+        assert!(c
+            .client
+            .shell_line()
+            .ends_with("-peer 127.0.0.1 -numSubscribers 3"));
+        assert_eq!(c.more_servers.len(), 2);
+        assert!(!c.server.args.contains(&"-sidMultiSubTest".to_string()));
+        for (i, m) in c.more_servers.iter().enumerate() {
+            assert!(
+                m.shell_line()
+                    .starts_with("taskset -c 0 /x/perftest -sub -domain 7"),
+                "{}",
+                m.shell_line()
+            );
+            assert!(
+                m.shell_line()
+                    .ends_with(&format!("-sidMultiSubTest {}", i + 1)),
+                "{}",
+                m.shell_line()
+            );
+        }
+        let mut raw = scenario(System::Raw, TestKind::Throughput);
+        raw.subscribers = 4;
+        let c = build_commands(&raw, &placement(), 7, 5);
+        assert!(c
+            .client
+            .shell_line()
+            .contains("-peer 127.0.0.1:0-3 -numSubscribers 4"));
+        assert_eq!(c.more_servers.len(), 3);
+        let mut cy = scenario(System::Cyclone, TestKind::Throughput);
+        cy.subscribers = 2;
+        let c = build_commands(&cy, &placement(), 7, 5);
+        assert_eq!(c.more_servers, vec![c.server.clone()]);
+        assert!(!c.client.args.contains(&"-numSubscribers".to_string()));
+        let one = build_commands(
+            &scenario(System::Ferrodds, TestKind::Throughput),
+            &placement(),
+            7,
+            5,
+        );
+        assert!(one.more_servers.is_empty());
+        assert!(!one.client.args.contains(&"-numSubscribers".to_string()));
+    }
+
+    #[test]
+    fn cpu_ticks_of_a_stat_line() {
+        // A command name with spaces and parentheses; utime 250, stime 31.
+        let stat = "4242 (perf (test) x) S 1 4242 4242 0 -1 4194560 1200 0 0 0 250 31 0 0 20 0 9 0 100 0 0";
+        assert_eq!(parse_cpu_ticks(stat), Some(281));
+        assert_eq!(parse_cpu_ticks("4242 (x) S 1"), None);
+        assert_eq!(parse_cpu_ticks("garbage"), None);
+        // This test process has used some CPU time, and the reading is in ticks.
+        let me = cpu_ticks(std::process::id());
+        assert!(me.is_some());
     }
 
     #[test]

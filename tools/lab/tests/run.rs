@@ -107,6 +107,86 @@ fn quick_style_run_against_raw_dds_and_cyclone() {
     std::fs::remove_dir_all(&out_dir).unwrap();
 }
 
+/// Fan-out (`--subscribers 2`): FerroDDS, raw UDP and (when installed) Cyclone with two
+/// subscriber processes each, throughput and latency. Every row ran both subscribers (their
+/// command lines are recorded, the second with its id), each subscriber received the samples
+/// the row reports, and the publisher's CPU time was measured. Domains 127-132.
+#[test]
+fn fan_out_rows_with_two_subscribers() {
+    let out_dir = temp_dir("fan-out");
+    let have_cyclone = ferrodds_lab::runner::find_program("ddsperf").is_some();
+    let systems = if have_cyclone {
+        "ferrodds,raw,cyclone"
+    } else {
+        ferrodds_testkit::skip("ddsperf not installed: the Cyclone fan-out rows");
+        "ferrodds,raw"
+    };
+    let out = output_bounded(
+        lab()
+            .args(["run", "--quick", "--sizes", "1024", "--execution-time", "1"])
+            .args(["--subscribers", "2", "--systems", systems])
+            .args(["--domain-base", "127"])
+            .arg("--perftest")
+            .arg(perftest())
+            .arg("--out")
+            .arg(&out_dir),
+        Duration::from_secs(240),
+    );
+    assert_lab_succeeded(&out, &out_dir);
+    let s = record::read_results(&out_dir).unwrap();
+    let n_sys = if have_cyclone { 3 } else { 2 };
+    assert_eq!(s.runs.len(), 2 * n_sys);
+    for r in &s.runs {
+        let what = format!("{} {}", r.scenario.config_label(), r.scenario.test);
+        assert_eq!(
+            r.status,
+            RunStatus::Ok,
+            "{what}: {}\n{}",
+            r.error,
+            r.stderr_tail
+        );
+        assert_eq!(r.scenario.subscribers, 2, "{what}");
+        assert!(what.contains("×2 subscribers"), "{what}");
+        assert_eq!(
+            r.sub_command.matches(" ; ").count(),
+            1,
+            "{what}: {}",
+            r.sub_command
+        );
+        if r.scenario.system != System::Cyclone {
+            assert!(
+                r.pub_command.contains("-numSubscribers 2"),
+                "{}",
+                r.pub_command
+            );
+            assert!(
+                r.sub_command.ends_with("-sidMultiSubTest 1"),
+                "{}",
+                r.sub_command
+            );
+        }
+        assert!(
+            r.pub_cpu_s.is_some_and(|c| c > 0.0),
+            "{what}: {:?}",
+            r.pub_cpu_s
+        );
+        if r.scenario.test == TestKind::Throughput {
+            let t = r.throughput.unwrap();
+            assert!(
+                t.total_samples > 0 && t.samples_per_s > 0.0,
+                "{what}: {t:?}"
+            );
+            assert!(r.pub_cpu_us_per_sample().is_some_and(|c| c > 0.0), "{what}");
+        }
+    }
+    let thr = std::fs::read_to_string(out_dir.join(files::THROUGHPUT_CSV)).unwrap();
+    assert!(
+        thr.lines().next().unwrap().contains(",subscribers,"),
+        "{thr}"
+    );
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}
+
 /// The language axis: FerroDDS's C# perftest (Mono, over the release C API library) runs
 /// beside the Rust one in each group, and the report puts their ratio beside the published
 /// C# one. Needs mono, mcs and `target/release/libferrodds_c.so` (scripts/test.sh builds it).
