@@ -349,6 +349,7 @@ mod tests {
             run_index: 0,
             repetition: 0,
             scenario: Scenario {
+                multicast: false,
                 subscribers: 1,
                 system: System::Ferrodds,
                 test,

@@ -602,6 +602,15 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
             )?;
             placement.cyclone_pub_uri = format!("file://{}", a.display());
             placement.cyclone_sub_uri = format!("file://{}", b.display());
+            let (a, b) = (
+                out.join("cyclone-netns-multicast-pub.xml"),
+                out.join("cyclone-netns-multicast-sub.xml"),
+            );
+            let (pa, sa) = (testbed::NETNS_PUB_ADDR, testbed::NETNS_SUB_ADDR);
+            write_file(&a, &testbed::cyclone_multicast_config_for(pa, sa))?;
+            write_file(&b, &testbed::cyclone_multicast_config_for(sa, pa))?;
+            placement.cyclone_mc_pub_uri = format!("file://{}", a.display());
+            placement.cyclone_mc_sub_uri = format!("file://{}", b.display());
             placement.pub_addr = Some(testbed::NETNS_PUB_ADDR.into());
             placement.sub_addr = Some(testbed::NETNS_SUB_ADDR.into());
             (placement.tcp_pub_port, placement.tcp_sub_port) = (7400, 7400);
@@ -633,6 +642,17 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
             placement.cyclone_pub_uri = format!("file://{}", a.display());
             // The other host gets its configuration inline (Cyclone accepts XML in the URI).
             placement.cyclone_sub_uri = testbed::cyclone_config_for(peer_host, &local)
+                .lines()
+                .skip(1)
+                .map(str::trim)
+                .collect::<String>();
+            let m = out.join("cyclone-remote-multicast-local.xml");
+            write_file(
+                &m,
+                &testbed::cyclone_multicast_config_for(&local, peer_host),
+            )?;
+            placement.cyclone_mc_pub_uri = format!("file://{}", m.display());
+            placement.cyclone_mc_sub_uri = testbed::cyclone_multicast_config_for(peer_host, &local)
                 .lines()
                 .skip(1)
                 .map(str::trim)
@@ -937,6 +957,7 @@ mod tests {
             index: 4,
             repetition: 1,
             scenario: Scenario {
+                multicast: false,
                 subscribers: 1,
                 system,
                 test,

@@ -127,6 +127,12 @@ struct RunArgs {
     /// sample). UDPv4 only; C# and micro rows run with one subscriber.
     #[arg(long)]
     subscribers: Option<String>,
+    /// User data by multicast: off, on or both (each a row of its own). perftest
+    /// -multicast for FerroDDS and raw UDP, Cyclone with multicast allowed. UDPv4 with the
+    /// Rust perftest and Cyclone; needs --topology netns or remote (the loopback interface has
+    /// no multicast). Default: off.
+    #[arg(long)]
+    multicast: Option<String>,
     /// perftest_micro (default: target/micro/perftest_micro from the current directory, then
     /// from the repository the lab was built in; build it with `cargo build --profile micro
     /// --manifest-path tools/perftest-micro/Cargo.toml`).
@@ -297,6 +303,9 @@ fn spec_from(a: &RunArgs) -> Result<MatrixSpec, LabError> {
     if let Some(n) = &a.subscribers {
         spec.subscribers = matrix::parse_subscribers(n)?;
     }
+    if let Some(m) = &a.multicast {
+        spec.multicast = matrix::parse_on_off("multicast", m)?;
+    }
     if let Some(t) = a.execution_time {
         if t == 0 {
             return Err(LabError::Usage("--execution-time must be at least 1 s"));
@@ -445,6 +454,11 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
         rate_mbit: a.rate,
     };
     imp.validate()?;
+    if a.topology == Topo::Loopback && spec.multicast.contains(&true) {
+        return Err(LabError::Usage(
+            "--multicast on/both: the loopback interface has no multicast: use --topology netns (or remote)",
+        ));
+    }
     if a.topology != Topo::Loopback && spec.transports.contains(&matrix::Transport::Shmem) {
         return Err(LabError::Usage(
             "--transport shmem runs both processes on one host: it needs --topology loopback",

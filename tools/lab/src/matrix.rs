@@ -378,6 +378,9 @@ pub struct Scenario {
     /// `-sidMultiSubTest`; Cyclone: as many `ddsperf sub`/`pong`).
     #[serde(default = "one_subscriber")]
     pub subscribers: u32,
+    /// User data by multicast (perftest `-multicast`; Cyclone with multicast allowed).
+    #[serde(default)]
+    pub multicast: bool,
 }
 
 fn one_subscriber() -> u32 {
@@ -428,6 +431,9 @@ impl Scenario {
         if let Some(p) = self.security.filter(|p| p.is_secure()) {
             s.push(' ');
             s.push_str(p.name());
+        }
+        if self.multicast {
+            s.push_str(" multicast");
         }
         if self.subscribers > 1 {
             s.push_str(&format!(" ×{} subscribers", self.subscribers));
@@ -519,6 +525,9 @@ pub struct MatrixSpec {
     /// Subscriber counts (fan-out; default: one).
     #[serde(default = "one_subscriber_list")]
     pub subscribers: Vec<u32>,
+    /// Multicast values (`true`: user data by multicast; default: unicast only).
+    #[serde(default = "unicast_only")]
+    pub multicast: Vec<bool>,
     /// Explicit sizes; `None` = [`STANDARD_SIZES`] plus [`LARGE_SIZES`] for reliable unkeyed.
     pub sizes: Option<Vec<u64>>,
     /// Repetitions of each scenario.
@@ -539,6 +548,10 @@ fn one_subscriber_list() -> Vec<u32> {
     vec![1]
 }
 
+fn unicast_only() -> Vec<bool> {
+    vec![false]
+}
+
 impl MatrixSpec {
     /// The full matrix users run by hand.
     pub fn full() -> Self {
@@ -553,6 +566,7 @@ impl MatrixSpec {
             languages: rust_only(),
             security: Vec::new(),
             subscribers: one_subscriber_list(),
+            multicast: unicast_only(),
             sizes: None,
             repetitions: 3,
             execution_time_s: 10,
@@ -572,19 +586,30 @@ impl MatrixSpec {
             languages: rust_only(),
             security: Vec::new(),
             subscribers: one_subscriber_list(),
+            multicast: unicast_only(),
             sizes: Some(QUICK_SIZES.to_vec()),
             repetitions: 1,
             execution_time_s: 2,
         }
     }
 
-    /// The subscriber counts to run (one when none is selected).
-    fn subscriber_counts(&self) -> Vec<u32> {
-        if self.subscribers.is_empty() {
+    /// The (subscriber count, multicast) pairs to run: one subscriber and unicast when none
+    /// is selected.
+    fn fan_out_values(&self) -> Vec<(u32, bool)> {
+        let counts = if self.subscribers.is_empty() {
             one_subscriber_list()
         } else {
             self.subscribers.clone()
-        }
+        };
+        let casts = if self.multicast.is_empty() {
+            unicast_only()
+        } else {
+            self.multicast.clone()
+        };
+        counts
+            .iter()
+            .flat_map(|&n| casts.iter().map(move |&m| (n, m)))
+            .collect()
     }
 
     fn sizes_for(&self, reliability: Reliability, keyed: bool) -> Vec<u64> {
@@ -613,8 +638,8 @@ impl MatrixSpec {
     /// - secure rows (a [`SecurityProfile`] other than `no_security_libraries`) run over UDPv4
     ///   only, with FerroDDS's Rust perftest and Cyclone DDS; C#, micro and raw rows run
     ///   without security;
-    /// - several subscribers (fan-out) run over UDPv4 only, with the Rust perftest (FerroDDS and
-    ///   raw UDP) and Cyclone DDS.
+    /// - several subscribers (fan-out) and multicast run over UDPv4 only, with the Rust perftest
+    ///   (FerroDDS and raw UDP) and Cyclone DDS.
     pub fn scenarios(&self) -> Vec<Scenario> {
         let raw_reliability = if self.reliabilities.contains(&Reliability::BestEffort) {
             Reliability::BestEffort
@@ -677,12 +702,12 @@ impl MatrixSpec {
                                     if !keep {
                                         continue;
                                     }
-                                    for subscribers in self.subscriber_counts() {
-                                        // Fan-out: the Rust perftest (FerroDDS and raw UDP)
-                                        // and Cyclone, over UDPv4.
-                                        let fan_out = transport == Transport::Udpv4
-                                            && language == Language::Rust;
-                                        if subscribers > 1 && !fan_out {
+                                    // Fan-out and multicast: the Rust perftest (FerroDDS
+                                    // and raw UDP) and Cyclone, over UDPv4.
+                                    let fan_out =
+                                        transport == Transport::Udpv4 && language == Language::Rust;
+                                    for (subscribers, multicast) in self.fan_out_values() {
+                                        if (subscribers > 1 || multicast) && !fan_out {
                                             continue;
                                         }
                                         out.push(Scenario {
@@ -697,6 +722,7 @@ impl MatrixSpec {
                                             language,
                                             security,
                                             subscribers,
+                                            multicast,
                                         });
                                     }
                                 }
@@ -886,6 +912,19 @@ mod tests {
             .all(|s| !s.config_label().contains("subscribers")));
         for bad in ["0", "17", "x", "", "2,-1"] {
             assert!(parse_subscribers(bad).is_err(), "{bad}");
+        }
+        // Multicast rows beside the unicast ones, under the same rules.
+        spec.multicast = vec![false, true];
+        let sc2 = spec.scenarios();
+        let mc: Vec<_> = sc2.iter().filter(|s| s.multicast).collect();
+        assert_eq!(mc.len(), four.len() * 2, "{mc:?}");
+        for s in &mc {
+            assert_eq!(s.transport, Transport::Udpv4, "{s:?}");
+            assert!(
+                s.config_label().contains(" multicast"),
+                "{}",
+                s.config_label()
+            );
         }
     }
 
@@ -1264,6 +1303,7 @@ mod tests {
     #[test]
     fn labels() {
         let s = Scenario {
+            multicast: false,
             subscribers: 1,
             system: System::Ferrodds,
             test: TestKind::Throughput,

@@ -21,7 +21,7 @@ use crate::matrix::{
 };
 
 /// Columns common to both CSV files, first.
-pub const META_COLUMNS: [&str; 18] = [
+pub const META_COLUMNS: [&str; 19] = [
     "run_index",
     "repetition",
     "system",
@@ -34,6 +34,7 @@ pub const META_COLUMNS: [&str; 18] = [
     "language",
     "security",
     "subscribers",
+    "multicast",
     "topology",
     "size_bytes",
     "execution_time_s",
@@ -299,6 +300,7 @@ pub fn write_csv(path: &Path, test: TestKind, records: &[RunRecord]) -> Result<(
             s.language.name().into(),
             s.security.map(|p| p.name().to_string()).unwrap_or_default(),
             s.subscribers.to_string(),
+            bool_str(s.multicast).into(),
             r.topology.clone(),
             s.size.to_string(),
             r.execution_time_s.to_string(),
@@ -390,13 +392,14 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
         .enumerate()
         .map(|(i, h)| (h.trim().to_string(), i))
         .collect();
-    // `capture`, `language`, `security`, `subscribers` and `udp_datagrams` came later: files
-    // without them are runs without capture, in Rust, without the security axis, with one
-    // subscriber, with datagrams not counted.
+    // `capture`, `language`, `security`, `subscribers`, `multicast`, `pub_cpu_s` and
+    // `udp_datagrams` came later: files without them are runs without capture, in Rust,
+    // without the security axis, with one subscriber by unicast, with the publisher's CPU and
+    // the datagrams not measured.
     for col in META_COLUMNS.iter().chain(TAIL_COLUMNS.iter()) {
         if !matches!(
             *col,
-            "capture" | "language" | "security" | "subscribers" | "pub_cpu_s"
+            "capture" | "language" | "security" | "subscribers" | "multicast" | "pub_cpu_s"
         ) && !idx.contains_key(*col)
         {
             return Err(LabError::MissingColumn {
@@ -444,6 +447,10 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
                     })?
                 }
                 _ => 1,
+            },
+            multicast: match idx.get("multicast").and_then(|&i| rec.get(i)) {
+                Some(c) if !c.trim().is_empty() => row.boolean("multicast")?,
+                _ => false,
             },
         };
         let (latency, throughput) = match test {
@@ -851,6 +858,7 @@ mod tests {
             run_index: i,
             repetition: (i % 3) as u32,
             scenario: Scenario {
+                multicast: false,
                 subscribers: 1,
                 system: System::Ferrodds,
                 test,
@@ -939,6 +947,7 @@ mod tests {
         runs[2].scenario.security = Some(SecurityProfile::NoSecurityLibraries);
         runs[1].udp_datagrams = Some(61_728);
         runs[1].scenario.subscribers = 4;
+        runs[1].scenario.multicast = true;
         runs[1].pub_cpu_s = Some(1.25);
         let summary = Summary {
             lab_version: "0.1.0".into(),
@@ -972,17 +981,17 @@ mod tests {
         assert!(header.contains("p50_us,p90_us,p99_us"));
         assert!(header.ends_with("error,pub_command,sub_command,stderr_tail"));
         assert!(
-            header.contains(",capture,language,security,subscribers,topology,"),
+            header.contains(",capture,language,security,subscribers,multicast,topology,"),
             "{header}"
         );
         // The profile where the axis was used, nothing where it was not.
-        assert!(text.contains(",rust,rtps_sign,1,loopback,"), "{text}");
+        assert!(text.contains(",rust,rtps_sign,1,false,loopback,"), "{text}");
         assert!(
-            text.contains(",cs,no_security_libraries,1,loopback,"),
+            text.contains(",cs,no_security_libraries,1,false,loopback,"),
             "{text}"
         );
         let thr = std::fs::read_to_string(dir.join(files::THROUGHPUT_CSV)).unwrap();
-        assert!(thr.contains(",rust,,4,loopback,"), "{thr}");
+        assert!(thr.contains(",rust,,4,true,loopback,"), "{thr}");
         assert!(thr.contains(",1.25,"), "{thr}");
         assert_eq!(
             runs[1].pub_cpu_us_per_sample().is_some(),

@@ -1001,6 +1001,7 @@ mod tests {
     fn capture_cost_is_a_ratio_beside_the_published_one() {
         let agg = |capture: Capture, p50: f64| Aggregate {
             scenario: Scenario {
+                multicast: false,
                 subscribers: 1,
                 system: System::Ferrodds,
                 test: TestKind::Latency,
@@ -1056,6 +1057,7 @@ mod tests {
         let agg =
             |system: System, security: Option<SecurityProfile>, size: u64, p50: f64| Aggregate {
                 scenario: Scenario {
+                    multicast: false,
                     subscribers: 1,
                     system,
                     test: TestKind::Latency,
@@ -1140,6 +1142,7 @@ mod tests {
     fn c_sharp_cost_is_a_ratio_beside_the_published_one() {
         let agg = |language: Language, p50: f64| Aggregate {
             scenario: Scenario {
+                multicast: false,
                 subscribers: 1,
                 system: System::Ferrodds,
                 test: TestKind::Latency,
@@ -1200,6 +1203,7 @@ mod tests {
     fn throughput_compares_with_what_sends_alike() {
         let agg = |system: System, batching: bool, sps: f64, per: f64| Aggregate {
             scenario: Scenario {
+                multicast: false,
                 subscribers: 1,
                 system,
                 test: TestKind::Throughput,

@@ -227,6 +227,11 @@ pub struct Placement {
     pub cyclone_tcp_pub_uri: String,
     /// `CYCLONEDDS_URI` of the subscriber side over TCP.
     pub cyclone_tcp_sub_uri: String,
+    /// `CYCLONEDDS_URI` of the publisher side with multicast allowed (multicast rows; empty
+    /// on loopback, which has no multicast).
+    pub cyclone_mc_pub_uri: String,
+    /// `CYCLONEDDS_URI` of the subscriber side with multicast allowed.
+    pub cyclone_mc_sub_uri: String,
     /// TCP server port of the publisher side (FerroDDS and Cyclone over TCP).
     pub tcp_pub_port: u16,
     /// TCP server port of the subscriber side.
@@ -330,7 +335,11 @@ fn perftest_commands(
     ];
     if s.system == System::Raw {
         common.push("-rawTransport".into());
-    } else {
+    }
+    if s.multicast {
+        common.push("-multicast".into());
+    }
+    if s.system != System::Raw {
         if s.reliability == Reliability::BestEffort {
             common.push("-bestEffort".into());
         }
@@ -389,7 +398,9 @@ fn perftest_commands(
             if tcp_dds {
                 v.extend(["-transportServerBindPort".into(), own_port.to_string()]);
             }
-            if let Some(a) = other {
+            // Raw multicast sends each topic to its group: no peers.
+            let raw_multicast = s.system == System::Raw && s.multicast;
+            if let Some(a) = other.as_ref().filter(|_| !raw_multicast) {
                 let peer = if tcp_dds {
                     format!("0@{scheme}://{a}:{other_port}")
                 } else {
@@ -478,6 +489,8 @@ fn ddsperf_commands(
         .args([format!("-D{}", exec + 4)]);
     let (sub_uri, pub_uri) = if s.transport == Transport::Tcp {
         (&p.cyclone_tcp_sub_uri, &p.cyclone_tcp_pub_uri)
+    } else if s.multicast {
+        (&p.cyclone_mc_sub_uri, &p.cyclone_mc_pub_uri)
     } else {
         (&p.cyclone_sub_uri, &p.cyclone_pub_uri)
     };
@@ -907,6 +920,7 @@ mod tests {
 
     fn scenario(system: System, test: TestKind) -> Scenario {
         Scenario {
+            multicast: false,
             subscribers: 1,
             system,
             test,
@@ -1086,12 +1100,51 @@ mod tests {
         let c = build_commands(&cy, &placement(), 7, 5);
         assert_eq!(c.more_servers, vec![c.server.clone()]);
         assert!(!c.client.args.contains(&"-numSubscribers".to_string()));
+        // Multicast rows: -multicast on every perftest side, Cyclone's multicast configuration.
+        let mut mc = scenario(System::Ferrodds, TestKind::Throughput);
+        (mc.subscribers, mc.multicast) = (2, true);
+        let c = build_commands(&mc, &placement(), 7, 5);
+        for cmd in [&c.client, &c.server, &c.more_servers[0]] {
+            assert!(
+                cmd.args.contains(&"-multicast".to_string()),
+                "{}",
+                cmd.shell_line()
+            );
+        }
+        let mut rm = scenario(System::Raw, TestKind::Throughput);
+        (rm.subscribers, rm.multicast) = (2, true);
+        let c = build_commands(&rm, &placement(), 7, 5);
+        for cmd in [&c.client, &c.server, &c.more_servers[0]] {
+            assert!(
+                cmd.args.contains(&"-multicast".to_string()),
+                "{}",
+                cmd.shell_line()
+            );
+            assert!(
+                !cmd.args.contains(&"-peer".to_string()),
+                "{}",
+                cmd.shell_line()
+            );
+        }
+        let mut p = placement();
+        p.cyclone_mc_pub_uri = "file:///mc-pub.xml".into();
+        p.cyclone_mc_sub_uri = "file:///mc-sub.xml".into();
+        cy.multicast = true;
+        let c = build_commands(&cy, &p, 7, 5);
+        assert!(c
+            .client
+            .shell_line()
+            .contains("CYCLONEDDS_URI=file:///mc-pub.xml"));
+        assert!(c.more_servers[0]
+            .shell_line()
+            .contains("CYCLONEDDS_URI=file:///mc-sub.xml"));
         let one = build_commands(
             &scenario(System::Ferrodds, TestKind::Throughput),
             &placement(),
             7,
             5,
         );
+        assert!(!one.client.args.contains(&"-multicast".to_string()));
         assert!(one.more_servers.is_empty());
         assert!(!one.client.args.contains(&"-numSubscribers".to_string()));
     }

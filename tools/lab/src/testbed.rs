@@ -406,13 +406,23 @@ impl Drop for Testbed {
 /// Cyclone DDS configuration pinning it to one interface address with a unicast peer
 /// (netns and remote topologies).
 pub fn cyclone_config_for(address: &str, peer: &str) -> String {
+    cyclone_config_with(address, peer, false)
+}
+
+/// [`cyclone_config_for`] with multicast allowed (Cyclone's default use of it: discovery and
+/// user data to its groups on that interface), for the multicast rows.
+pub fn cyclone_multicast_config_for(address: &str, peer: &str) -> String {
+    cyclone_config_with(address, peer, true)
+}
+
+fn cyclone_config_with(address: &str, peer: &str, multicast: bool) -> String {
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
 <CycloneDDS xmlns=\"https://cdds.io/config\">\n\
   <Domain Id=\"any\">\n\
     <General>\n\
       <Interfaces><NetworkInterface address=\"{address}\"/></Interfaces>\n\
-      <AllowMulticast>false</AllowMulticast>\n\
+      <AllowMulticast>{multicast}</AllowMulticast>\n\
     </General>\n\
     <Discovery>\n\
       <ParticipantIndex>auto</ParticipantIndex>\n\
@@ -491,5 +501,8 @@ mod tests {
         assert!(c.contains("NetworkInterface address=\"10.77.0.1\""));
         assert!(c.contains("Peer Address=\"10.77.0.2\""));
         assert!(c.contains("<AllowMulticast>false</AllowMulticast>"));
+        let m = cyclone_multicast_config_for("10.77.0.1", "10.77.0.2");
+        assert!(m.contains("NetworkInterface address=\"10.77.0.1\""));
+        assert!(m.contains("<AllowMulticast>true</AllowMulticast>"));
     }
 }

@@ -276,3 +276,29 @@ fn security_profiles_and_combinations_it_cannot_run_are_refused() {
         "{text}"
     );
 }
+
+/// Multicast rows need an interface with multicast: refused on loopback before anything runs;
+/// bad subscriber counts are refused too.
+#[test]
+fn multicast_on_loopback_and_bad_subscriber_counts_are_refused() {
+    let out = output_bounded(
+        lab()
+            .args(["run", "--quick", "--dry-run", "--perftest", "perftest"])
+            .args(["--multicast", "both"]),
+        Duration::from_secs(20),
+    );
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("loopback interface has no multicast"), "{err}");
+    for bad in ["0", "17", "two"] {
+        let out = output_bounded(
+            lab()
+                .args(["run", "--quick", "--dry-run", "--perftest", "perftest"])
+                .args(["--subscribers", bad]),
+            Duration::from_secs(20),
+        );
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "--subscribers {bad}: {err}");
+        assert!(err.contains("subscriber count"), "{err}");
+    }
+}
