@@ -99,6 +99,66 @@ fn netns_with_nftables_loss() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Fan-out by multicast between the namespaces: one publisher, two subscribers, FerroDDS and
+/// raw UDP, unicast and multicast rows. The publisher's datagrams tell what really happened:
+/// by unicast each sample goes out once per subscriber (about 0.5 samples per datagram), by
+/// multicast once (about 1).
+#[test]
+fn netns_fan_out_by_multicast_sends_each_sample_once() {
+    if !is_root() {
+        ferrodds_testkit::skip("netns topology test needs root");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = lab_namespaces();
+    let dir = temp_dir("netns-fan-out");
+    let out = output_bounded(
+        lab()
+            .args(["run", "--topology", "netns", "--subscribers", "2"])
+            .args(["--multicast", "both", "--systems", "raw,ferrodds"])
+            .args(["--tests", "throughput", "--sizes", "1024"])
+            .args([
+                "--reliability",
+                "reliable",
+                "--keyed",
+                "off",
+                "--batching",
+                "off",
+            ])
+            .args(["--repetitions", "1", "--execution-time", "2"])
+            .arg("--perftest")
+            .arg(perftest())
+            .arg("--out")
+            .arg(&dir),
+        Duration::from_secs(180),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(lab_namespaces(), before, "testbed namespaces left behind");
+    let s = record::read_results(&dir).unwrap();
+    assert_eq!(s.runs.len(), 4);
+    for r in &s.runs {
+        let what = format!("{} {}", r.scenario.config_label(), r.scenario.test);
+        assert_eq!(
+            r.status,
+            RunStatus::Ok,
+            "{what}: {}\n{}",
+            r.error,
+            r.stderr_tail
+        );
+        assert_eq!(r.scenario.subscribers, 2, "{what}");
+        assert!(r.throughput.unwrap().total_samples > 0, "{what}");
+        let per = r.samples_per_datagram().unwrap();
+        if r.scenario.multicast {
+            assert!(r.pub_command.contains("-multicast"), "{}", r.pub_command);
+            assert!(per > 0.8, "{what}: {per} samples per datagram");
+        } else {
+            assert!(per < 0.6, "{what}: {per} samples per datagram");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn netns_delay_without_netem_fails_clearly_and_cleans_up() {
     if !is_root() {
