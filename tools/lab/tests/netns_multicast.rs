@@ -1,7 +1,8 @@
 //! Multicast user data (issue 19): one perftest publisher in one network namespace and three
 //! perftest subscribers in another, joined by a veth pair (172.16.0.1 and 172.16.0.2, made and
 //! removed by the test). With `-multicast` the subscribers' readers announce the multicast
-//! group and the publisher sends each sample once, to the group: its own capture
+//! group (RTI Perftest's Throughput group 239.255.1.1, or `-multicastAddr`'s) and the
+//! publisher sends each sample once, to the group: its own capture
 //! (`-networkCapture -doNotDropNetworkCapture`, decoded by tshark) holds about one user-data
 //! copy of each sample, none to the subscribers' unicast ports. Without it the same run sends
 //! each sample to each subscriber. Every subscriber receives every sample (strict
@@ -219,7 +220,15 @@ fn multicast_user_data_is_sent_once_per_sample() {
     let uc = run(&tb, &root, false, None);
     let own = run(&tb, &root, true, Some("239.255.42.1"));
     let participant_group = Ipv4Addr::new(239, 255, 0, 1);
-    let (mc_group, mc_unicast) = user_samples(&mc, participant_group);
+    // -multicast alone: RTI Perftest's Throughput group (239.255.1.1), which only the
+    // subscribers' readers join (on the participant group every participant joins, the
+    // publisher would receive its own data looped back).
+    let (mc_group, mc_unicast) = user_samples(&mc, Ipv4Addr::new(239, 255, 1, 1));
+    let (mc_default, _) = user_samples(&mc, participant_group);
+    assert_eq!(
+        mc_default, 0,
+        "-multicast: samples sent to the participant group"
+    );
     let (uc_group, uc_unicast) = user_samples(&uc, participant_group);
     let (own_group, own_unicast) = user_samples(&own, Ipv4Addr::new(239, 255, 42, 1));
     let (own_default, _) = user_samples(&own, participant_group);

@@ -18,8 +18,17 @@ use crate::harness::stopping;
 use crate::message::TestMessage;
 use crate::options::{
     parse_tcp_peer, parse_tls_peer, parse_wan_peer, BatchingState, FlowControllerName, Options,
-    Role, CONTROL_INSTANCE, FINISHED_SIZE,
+    Role, CONTROL_INSTANCE, DEFAULT_MULTICAST_GROUPS, FINISHED_SIZE,
 };
+
+/// The multicast groups of the topics (Throughput, Latency, Announcement): `-multicastAddr`'s,
+/// or with `-multicast` alone RTI Perftest's defaults. (Each side then joins only the groups
+/// of its own readers: a publisher does not receive its own data looped back, as it would
+/// on a group every participant joins.)
+fn topic_groups(opts: &Options) -> Option<[Ipv4Addr; 3]> {
+    opts.multicast_groups
+        .or(opts.multicast.then_some(DEFAULT_MULTICAST_GROUPS))
+}
 use crate::qos_profiles::{self, qos_source, QosSource};
 use crate::transport::{OnMessage, Reader, TopicKind, Transport, Writer};
 
@@ -286,8 +295,8 @@ impl DdsTransport {
             // RTI's -multicast: user data goes to the readers' multicast group.
             config = config.multicast(true).multicast_user_data(true);
         }
-        if let Some([throughput, latency, announcement]) = opts.multicast_groups {
-            // -multicastAddr: each topic's readers announce their own group; this side
+        if let Some([throughput, latency, announcement]) = topic_groups(opts) {
+            // Each topic's readers announce their own group; this side
             // receives on the groups of the readers it creates.
             config = config.multicast_groups(match opts.role {
                 Role::Publisher => vec![latency, announcement],
@@ -383,7 +392,7 @@ impl DdsTransport {
             ),
             "message_size_max: 65000".to_string(),
         ]);
-        if let Some([t, l, a]) = opts.multicast_groups {
+        if let Some([t, l, a]) = topic_groups(opts) {
             lines.push(format!(
                 "Multicast groups: Throughput {t}, Latency {l}, Announcement {a}"
             ));
@@ -452,7 +461,7 @@ impl DdsTransport {
             secure_lines,
             writer_profiles,
             reader_profiles,
-            multicast_groups: opts.multicast_groups,
+            multicast_groups: topic_groups(opts),
         })
     }
 
