@@ -506,7 +506,20 @@ impl Pacer {
                     // repair holds their acknowledgements back, which
                     // can make the delivery rate look far too low).
                     self.slow_start = false;
-                    target.max(GOODPUT_SHARE * self.slow_start_delivered).min(r)
+                    // Without a delivery measurement the anchor is only what this window
+                    // sent, which says nothing when the window was mostly idle (a
+                    // publisher waiting for its subscribers while late joiners NACK what
+                    // they missed: 0.3 s with 100 KB sent cut 100 Mbit/s to 2 Mbit/s, for
+                    // good): halve at most.
+                    let floor = if delivery.is_none() {
+                        MAX_DECREASE * r
+                    } else {
+                        0.0
+                    };
+                    target
+                        .max(GOODPUT_SHARE * self.slow_start_delivered)
+                        .max(floor)
+                        .min(r)
                 }
                 Some(r) if target >= r => {
                     // Readers take more than this rate: the loss is not
@@ -753,6 +766,30 @@ mod tests {
         link.run(&mut p, &mut t, 2000, 1e9);
         let got = mbps(link.run(&mut p, &mut t, 4000, 1e9), 4000);
         assert!(got > 8.5, "{got} Mbit/s, {:?}", p.stats);
+    }
+
+    /// A slow start window that is mostly idle (a publisher waiting for its last subscribers
+    /// to match while the first ones NACK what they missed), with losses reported and no
+    /// delivery measured yet: the window's "goodput" is what it sent over its length, near
+    /// nothing. That anchor used to set the rate (100 Mbit/s to 2 Mbit/s, found with eight
+    /// subscribers, where the rate then never recovered); without a measurement a decrease
+    /// now halves at most.
+    #[test]
+    fn an_idle_window_with_losses_does_not_crash_the_rate() {
+        let mut p = Pacer::new(true);
+        let start = p.rate.expect("paced");
+        let mut t = 0u64;
+        // 100 datagrams of 1,000 B within 20 ms, then nothing for 280 ms.
+        for _ in 0..100 {
+            assert!(p.may_send(Timestamp(t), Some(200_000)));
+            p.on_sent(Timestamp(t), 1000);
+            t += 200_000;
+        }
+        t = 300 * MS;
+        assert!(p.on_lost(Timestamp(t), 19_000, Some(200_000)));
+        let r = p.rate.unwrap();
+        assert!(r >= MAX_DECREASE * start, "{r} from {start}, {:?}", p.stats);
+        assert!(r < start);
     }
 
     #[test]
