@@ -100,6 +100,25 @@ fn main() {
         assert_eq!(got, n, "samples received");
     };
     round(1_000); // warm-up: buffers and caches reach their steady size
+                  // Warm-up of the worst case too: the writer's whole KEEP_ALL queue (64 samples)
+                  // received before the application takes any (a thread descheduled under load does
+                  // that). The pools of received buffers and the lent vectors then hold what the most
+                  // samples outstanding need; without this a later stall allocated them for the first
+                  // time inside the measurement (about one CI run in ten: 170 allocations).
+    for _ in 0..3 {
+        // SAFETY: reads the counter the callback updates on this thread.
+        let start = unsafe { *(user as *const usize) };
+        for _ in 0..64 {
+            ok(ferrodds_write(w, sample.as_ptr(), sample.len()));
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        std::thread::sleep(Duration::from_millis(100));
+        // SAFETY: as above.
+        while unsafe { *(user as *const usize) } - start < 64 && Instant::now() < deadline {
+            let _ = ferrodds_take_each(r, 0, Some(count), user, std::ptr::null_mut());
+            let _ = ferrodds_reader_wait_for_data(r, 100_000_000);
+        }
+    }
     let region = Region::new(GLOBAL);
     round(SAMPLES);
     let stats = region.change();
