@@ -507,11 +507,12 @@ impl Pacer {
                     // can make the delivery rate look far too low).
                     self.slow_start = false;
                     // Without a delivery measurement the anchor is only what this window
-                    // sent, which says nothing when the window was mostly idle (a
-                    // publisher waiting for its subscribers while late joiners NACK what
-                    // they missed: 0.3 s with 100 KB sent cut 100 Mbit/s to 2 Mbit/s, for
-                    // good): halve at most.
-                    let floor = if delivery.is_none() {
+                    // sent: right when it sent at its rate (an overshoot into a shaper),
+                    // meaningless when it was mostly idle (a publisher waiting for its
+                    // subscribers while late joiners NACK what they missed: 0.3 s with
+                    // 100 KB sent cut 100 Mbit/s to 2 Mbit/s, for good). Then halve at most.
+                    let idle = (self.win_sent as f64) < PACED_SHARE * r * secs;
+                    let floor = if delivery.is_none() && idle {
                         MAX_DECREASE * r
                     } else {
                         0.0
