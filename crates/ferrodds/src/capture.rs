@@ -662,7 +662,7 @@ impl WriterThread {
         if self.shared.failed.load(Ordering::Relaxed) {
             return;
         }
-        if let Err(e) = self.writer.get_mut().write_whole_blocks() {
+        if let Err(e) = self.writer.get_mut().write_blocks() {
             self.fail(&e.to_string(), 0);
         }
     }

@@ -11,7 +11,7 @@
 //! the last partial block is also written through the page cache at each
 //! [`Write::flush`] (the file is whole after every flush), then written again, direct,
 //! with what follows it. While messages keep coming the writer thread only writes the whole
-//! blocks ([`CaptureFile::write_whole_blocks`]) and flushes once the flow pauses: a partial
+//! blocks ([`CaptureFile::write_blocks`]) and flushes once the flow pauses: a partial
 //! block written through the page cache and then direct costs the kernel a write-back
 //! and an invalidation of that page each time. A file system that refuses direct I/O (at open or at the first
 //! write) gets plain writes of everything, and so does an output that is not a regular file
@@ -59,6 +59,7 @@ pub(crate) struct CaptureFile {
     /// Scratch: a padding block.
     pad: Vec<u8>,
     /// Bytes written direct from callers' memory ([`Self::write_in_place`]).
+    #[cfg(test)]
     in_place: u64,
     /// The held partial block last written through the page cache (file offset, length):
     /// a flush with nothing new does not write it again.
@@ -105,6 +106,7 @@ impl CaptureFile {
             pos: 0,
             seekable,
             pad: Vec::with_capacity(2 * ALIGN),
+            #[cfg(test)]
             in_place: 0,
             synced: (0, 0),
         })
@@ -128,12 +130,7 @@ impl CaptureFile {
 
     /// Writes out the whole aligned blocks held (everything, without direct I/O); a last
     /// partial block stays held, not in the file until [`Write::flush`].
-    pub(crate) fn write_whole_blocks(&mut self) -> io::Result<()> {
-        self.write_blocks()
-    }
-
-    /// Writes the whole aligned blocks held (everything, without direct I/O).
-    fn write_blocks(&mut self) -> io::Result<()> {
+    pub(crate) fn write_blocks(&mut self) -> io::Result<()> {
         let Some(direct) = &self.direct else {
             return self.write_all_plain();
         };
@@ -205,7 +202,10 @@ impl CaptureFile {
             Err(e) => return Err(e),
         }
         self.pos += body as u64;
-        self.in_place += body as u64;
+        #[cfg(test)]
+        {
+            self.in_place += body as u64;
+        }
         self.write_all(&blocks[head + body..])
     }
 

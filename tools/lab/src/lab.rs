@@ -504,6 +504,12 @@ fn combine_subscribers(v: &[ThroughputStats]) -> Option<ThroughputStats> {
     })
 }
 
+/// A Cyclone DDS configuration as the other host gets it in `CYCLONEDDS_URI` (inline XML:
+/// without the declaration line, each line trimmed).
+fn inline_xml(config: &str) -> String {
+    config.lines().skip(1).map(str::trim).collect()
+}
+
 struct Setup {
     placement: Placement,
     _testbed: Option<Testbed>,
@@ -641,22 +647,15 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
             write_file(&a, &testbed::cyclone_config_for(&local, peer_host))?;
             placement.cyclone_pub_uri = format!("file://{}", a.display());
             // The other host gets its configuration inline (Cyclone accepts XML in the URI).
-            placement.cyclone_sub_uri = testbed::cyclone_config_for(peer_host, &local)
-                .lines()
-                .skip(1)
-                .map(str::trim)
-                .collect::<String>();
+            placement.cyclone_sub_uri = inline_xml(&testbed::cyclone_config_for(peer_host, &local));
             let m = out.join("cyclone-remote-multicast-local.xml");
             write_file(
                 &m,
                 &testbed::cyclone_multicast_config_for(&local, peer_host),
             )?;
             placement.cyclone_mc_pub_uri = format!("file://{}", m.display());
-            placement.cyclone_mc_sub_uri = testbed::cyclone_multicast_config_for(peer_host, &local)
-                .lines()
-                .skip(1)
-                .map(str::trim)
-                .collect::<String>();
+            placement.cyclone_mc_sub_uri =
+                inline_xml(&testbed::cyclone_multicast_config_for(peer_host, &local));
             (placement.tcp_pub_port, placement.tcp_sub_port) = (7400, 7400);
             let a = out.join("cyclone-tcp-remote-local.xml");
             write_file(
@@ -664,12 +663,9 @@ fn setup_topology(opts: &LabOptions) -> Result<Setup, LabError> {
                 &testbed::cyclone_tcp_config_for(&local, 7400, peer_host, 7400),
             )?;
             placement.cyclone_tcp_pub_uri = format!("file://{}", a.display());
-            placement.cyclone_tcp_sub_uri =
-                testbed::cyclone_tcp_config_for(peer_host, 7400, &local, 7400)
-                    .lines()
-                    .skip(1)
-                    .map(str::trim)
-                    .collect::<String>();
+            placement.cyclone_tcp_sub_uri = inline_xml(&testbed::cyclone_tcp_config_for(
+                peer_host, 7400, &local, 7400,
+            ));
             match run_remote_cmd {
                 Some(prefix) => placement.sub_shell_prefix = prefix.clone(),
                 None => {

@@ -280,43 +280,26 @@ pub fn build_commands(
         Some(cpu) => vec!["taskset".into(), "-c".into(), cpu.clone()],
         None => Vec::new(),
     };
-    let n = s.subscribers.max(1);
-    let (server, client) = if n > 1 && s.system != System::Cyclone {
-        // perftest's fan-out: the publisher waits for N subscribers, each with its id.
-        let mut client = client.args(["-numSubscribers".into(), n.to_string()]);
-        if s.system == System::Raw {
-            // Raw UDP sends to the subscriber ids its peer names: all of them.
-            if let Some(i) = client.args.iter().position(|a| a == "-peer") {
-                if let Some(peer) = client.args.get_mut(i + 1) {
-                    peer.push_str(&format!(":0-{}", n - 1));
-                }
-            }
-        }
-        (server, client)
-    } else {
-        (server, client)
+    let wrap_sub = |c: CommandSpec| {
+        c.wrapped(&pin)
+            .wrapped(&p.sub_prefix)
+            .through_shell_prefix(&p.sub_shell_prefix)
     };
-    let servers: Vec<CommandSpec> = (0..n)
+    // Fan-out: the other subscribers, each perftest one with its id (ddsperf has none).
+    let more_servers = (1..s.subscribers.max(1))
         .map(|i| {
-            let c = if i > 0 && s.system != System::Cyclone {
-                server
-                    .clone()
-                    .args(["-sidMultiSubTest".into(), i.to_string()])
+            let c = server.clone();
+            wrap_sub(if s.system == System::Cyclone {
+                c
             } else {
-                server.clone()
-            };
-            c.wrapped(&pin)
-                .wrapped(&p.sub_prefix)
-                .through_shell_prefix(&p.sub_shell_prefix)
+                c.args(["-sidMultiSubTest".into(), i.to_string()])
+            })
         })
         .collect();
-    let client = client.wrapped(&pin).wrapped(&p.pub_prefix);
-    let mut servers = servers.into_iter();
-    let server = servers.next().unwrap_or_else(|| CommandSpec::new("true"));
     RunCommands {
-        server,
-        more_servers: servers.collect(),
-        client,
+        server: wrap_sub(server),
+        more_servers,
+        client: client.wrapped(&pin).wrapped(&p.pub_prefix),
     }
 }
 
@@ -370,48 +353,53 @@ fn perftest_commands(
             common.push("-doNotDropNetworkCapture".into());
         }
     }
-    let side = |own: &Option<String>, other: &Option<String>, own_port: u16, other_port: u16| {
-        let mut v: Vec<String> = Vec::new();
-        let stream = matches!(s.transport, Transport::Tcp | Transport::Tls);
-        let tcp_dds = stream && s.system == System::Ferrodds;
-        if s.transport == Transport::Udpv4Wan {
-            // One port per side, each announcing the address and port it is reached at.
-            if let Some(a) = own {
-                v.extend(["-nic".into(), a.clone()]);
-                v.extend(["-transportPublicAddress".into(), format!("{a}:{own_port}")]);
+    // `ids`: the subscriber ids the peer stands for (raw UDP names them all in its peer).
+    let side =
+        |own: &Option<String>, other: &Option<String>, own_port: u16, other_port: u16, ids: u32| {
+            let mut v: Vec<String> = Vec::new();
+            let stream = matches!(s.transport, Transport::Tcp | Transport::Tls);
+            let tcp_dds = stream && s.system == System::Ferrodds;
+            if s.transport == Transport::Udpv4Wan {
+                // One port per side, each announcing the address and port it is reached at.
+                if let Some(a) = own {
+                    v.extend(["-nic".into(), a.clone()]);
+                    v.extend(["-transportPublicAddress".into(), format!("{a}:{own_port}")]);
+                }
+                v.extend(["-transportHostPort".into(), own_port.to_string()]);
+                if let Some(a) = other {
+                    v.extend(["-peer".into(), format!("0@udpv4_wan://{a}:{other_port}")]);
+                }
+                return v;
             }
-            v.extend(["-transportHostPort".into(), own_port.to_string()]);
-            if let Some(a) = other {
-                v.extend(["-peer".into(), format!("0@udpv4_wan://{a}:{other_port}")]);
+            let scheme = if s.transport == Transport::Tls {
+                "tlsv4_lan"
+            } else {
+                "tcpv4_lan"
+            };
+            if s.transport == Transport::Udpv4 || stream {
+                if let Some(a) = own {
+                    v.extend(["-nic".into(), a.clone()]);
+                }
+                if tcp_dds {
+                    v.extend(["-transportServerBindPort".into(), own_port.to_string()]);
+                }
+                // Raw multicast sends each topic to its group: no peers.
+                let raw_multicast = s.system == System::Raw && s.multicast;
+                if let Some(a) = other.as_ref().filter(|_| !raw_multicast) {
+                    let peer = if tcp_dds {
+                        format!("0@{scheme}://{a}:{other_port}")
+                    } else if s.system == System::Raw && ids > 1 {
+                        // Raw UDP sends only to the subscriber ids its peer names: all of them.
+                        format!("{a}:0-{}", ids - 1)
+                    } else {
+                        // Raw TCP and UDP: the address (ports follow the raw formula).
+                        a.clone()
+                    };
+                    v.extend(["-peer".into(), peer]);
+                }
             }
-            return v;
-        }
-        let scheme = if s.transport == Transport::Tls {
-            "tlsv4_lan"
-        } else {
-            "tcpv4_lan"
+            v
         };
-        if s.transport == Transport::Udpv4 || stream {
-            if let Some(a) = own {
-                v.extend(["-nic".into(), a.clone()]);
-            }
-            if tcp_dds {
-                v.extend(["-transportServerBindPort".into(), own_port.to_string()]);
-            }
-            // Raw multicast sends each topic to its group: no peers.
-            let raw_multicast = s.system == System::Raw && s.multicast;
-            if let Some(a) = other.as_ref().filter(|_| !raw_multicast) {
-                let peer = if tcp_dds {
-                    format!("0@{scheme}://{a}:{other_port}")
-                } else {
-                    // Raw TCP and UDP: the address (ports follow the raw formula).
-                    a.clone()
-                };
-                v.extend(["-peer".into(), peer]);
-            }
-        }
-        v
-    };
     let own_bin = match (s.language, &p.perftest_cs) {
         (Language::Cs, Some(cs)) if s.system == System::Ferrodds => cs.display().to_string(),
         // (Never the Rust perftest in a C# row: the run fails, visibly.)
@@ -434,6 +422,7 @@ fn perftest_commands(
             &p.pub_addr,
             p.tcp_sub_port,
             p.tcp_pub_port,
+            1,
         ));
     let mut pub_args: Vec<String> = vec!["-pub".into()];
     pub_args.extend(common);
@@ -448,12 +437,18 @@ fn perftest_commands(
             }
         }
     }
+    let n = s.subscribers.max(1);
     let mut publ = CommandSpec::new(own_bin).args(pub_args).args(side(
         &p.pub_addr,
         &p.sub_addr,
         p.tcp_pub_port,
         p.tcp_sub_port,
+        n,
     ));
+    if n > 1 {
+        // perftest's fan-out: the publisher waits for N subscribers.
+        publ = publ.args(["-numSubscribers".into(), n.to_string()]);
+    }
     if capture {
         publ.cwd.clone_from(&p.capture_dir);
         if p.sub_shell_prefix.is_empty() {

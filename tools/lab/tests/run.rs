@@ -429,7 +429,10 @@ fn security_axis_rows_beside_the_rows_without() {
     }
     let csv = std::fs::read_to_string(out_dir.join(files::LATENCY_CSV)).unwrap();
     assert!(csv.lines().next().unwrap().contains(",security,"), "{csv}");
-    assert!(csv.contains(",rust,rtps_sign,1,false,loopback,32,"), "{csv}");
+    assert!(
+        csv.contains(",rust,rtps_sign,1,false,loopback,32,"),
+        "{csv}"
+    );
     assert!(
         csv.contains(",rust,no_security_libraries,1,false,loopback,32,"),
         "{csv}"

@@ -75,8 +75,9 @@ pub(super) struct Security {
     /// The clear form of the datagram `handle_datagram` decoded last (kept), and its length.
     plain_received: Vec<u8>,
     pub(super) plain_received_len: Option<usize>,
-    /// Scratch buffer of the decrypted view's decoded payloads.
+    /// Scratch buffers of the decrypted view: the rewritten message, a decoded payload.
     view_tmp: Vec<u8>,
+    view_payload: Vec<u8>,
 }
 
 impl Security {
@@ -89,11 +90,9 @@ impl Security {
             &mut self.plain_sent,
             len,
             &mut self.view_tmp,
+            &mut self.view_payload,
             |g| local.contains(&g.entity_id),
-            |g, p, out| {
-                out.resize(p.len(), 0);
-                plugin.decode_local_payload(g, p, out).ok()
-            },
+            |g, p, out| plugin.decode_local_payload(g, p, out).ok(),
         );
         self.plain_sent_len = Some(n);
     }
@@ -107,11 +106,9 @@ impl Security {
             &mut self.plain_received,
             len,
             &mut self.view_tmp,
+            &mut self.view_payload,
             |g| remote.contains_key(&g),
-            |g, p, out| {
-                out.resize(p.len(), 0);
-                plugin.decode_payload(g, p, out).ok()
-            },
+            |g, p, out| plugin.decode_payload(g, p, out).ok(),
         );
         self.plain_received_len = Some(n);
     }
@@ -240,16 +237,18 @@ pub(super) fn unprotect_whole(
 /// Rewrites the clear message kept for a capture's decrypted view, `view[..len]`, so that
 /// each DATA of a writer whose payloads are protected carries its decoded payload; returns
 /// the new length. `protected` says which writers protect their payloads; `decode` writes
-/// a writer's clear payload into its buffer (resized by it) and returns the length, or
-/// `None` to leave that DATA as it is. A DATA_FRAG keeps its protected bytes: FerroDDS
-/// protects a sample's payload as a whole before fragmenting it, so a fragment has no
-/// clear form of its own. `tmp` is scratch (swapped with `view` when something changed).
+/// a writer's clear payload into its buffer (as long as the protected one) and returns the
+/// length, or `None` to leave that DATA as it is. A DATA_FRAG keeps its protected bytes:
+/// FerroDDS protects a sample's payload as a whole before fragmenting it, so a fragment has
+/// no clear form of its own. `tmp` (swapped with `view` when something changed) and `clear`
+/// are scratch.
 fn clear_payload_view(
     view: &mut Vec<u8>,
     len: usize,
     tmp: &mut Vec<u8>,
+    clear: &mut Vec<u8>,
     protected: impl Fn(Guid) -> bool,
-    mut decode: impl FnMut(Guid, &[u8], &mut Vec<u8>) -> Option<usize>,
+    mut decode: impl FnMut(Guid, &[u8], &mut [u8]) -> Option<usize>,
 ) -> usize {
     use ferrodds_wire::submessage::{id, Data, InfoSrc};
     let Some(msg) = view.get(..len) else {
@@ -259,7 +258,6 @@ fn clear_payload_view(
         return len;
     };
     let mut prefix = m.header().guid_prefix;
-    let mut clear = Vec::new();
     let mut changed = false;
     tmp.clear();
     tmp.extend_from_slice(&msg[..HDR]);
@@ -278,7 +276,8 @@ fn clear_payload_view(
                 let d = d.filter(|d| !d.key && protected(Guid::new(prefix, d.writer_id)));
                 let n = d.and_then(|d| {
                     let p = d.serialized_payload?;
-                    decode(Guid::new(prefix, d.writer_id), p, &mut clear).map(|n| (d, n))
+                    clear.resize(p.len(), 0);
+                    decode(Guid::new(prefix, d.writer_id), p, clear).map(|n| (d, n))
                 });
                 if let Some((d, n)) = n {
                     let d = Data {
@@ -529,6 +528,7 @@ impl Participant {
             now,
             keep_plaintext: false,
             view_tmp: Vec::new(),
+            view_payload: Vec::new(),
             plain_sent: Vec::new(),
             plain_sent_len: None,
             plain_received: Vec::new(),
