@@ -32,6 +32,10 @@ pub(crate) struct CacheChange {
     pub(crate) payload: Vec<u8>,
     /// Tombstone: removed from the history, kept until compaction.
     pub(crate) removed: bool,
+    /// Payload bytes of every change pushed into the history before this one
+    /// (set by [`HistoryCache::push`]): the bytes between two changes are a
+    /// subtraction, not a walk ([`HistoryCache::bytes_between`]).
+    pub(crate) offset: u64,
 }
 
 /// Per-instance index entry of a writer.
@@ -54,6 +58,8 @@ pub(crate) struct HistoryCache {
     /// One recycled buffer above [`POOL_BUFFER_MAX`] (the largest seen, at most
     /// [`LARGE_MAX_BYTES`]), for payloads above `POOL_BUFFER_MAX`.
     large: Option<Vec<u8>>,
+    /// Payload bytes of every change ever pushed (the next change's offset).
+    pushed_bytes: u64,
 }
 
 impl HistoryCache {
@@ -137,9 +143,37 @@ impl HistoryCache {
         v
     }
 
+    /// Index in `changes` of the first change whose SN is `sn` or above
+    /// (`changes.len()` if none): the direct index when SNs are contiguous.
+    fn index_from(&self, sn: i64) -> usize {
+        let Some(first) = self.changes.front().map(|c| c.sn) else {
+            return 0;
+        };
+        let Some(direct) = sn.checked_sub(first).and_then(|d| usize::try_from(d).ok()) else {
+            return 0;
+        };
+        match self.changes.get(direct) {
+            Some(c) if c.sn == sn => direct,
+            _ => self.changes.partition_point(|c| c.sn < sn),
+        }
+    }
+
+    /// Payload bytes of the changes with SN above `after` and below `before`,
+    /// in O(1) for contiguous SNs (O(log n) otherwise). Changes removed from
+    /// the middle of the history since they were pushed (KEEP_LAST
+    /// replacements) still count.
+    pub(crate) fn bytes_between(&self, after: i64, before: i64) -> u64 {
+        let offset = |i: usize| self.changes.get(i).map_or(self.pushed_bytes, |c| c.offset);
+        let end = offset(self.index_from(before));
+        let start = offset(self.index_from(after.saturating_add(1)));
+        end.saturating_sub(start)
+    }
+
     /// Appends a change; its SN must be above every SN present.
-    pub(crate) fn push(&mut self, c: CacheChange) {
+    pub(crate) fn push(&mut self, mut c: CacheChange) {
         debug_assert!(self.changes.back().is_none_or(|b| b.sn < c.sn));
+        c.offset = self.pushed_bytes;
+        self.pushed_bytes += c.payload.len() as u64;
         let inst = self
             .instances
             .get_or_insert_with(c.key_hash, WriterInstance::default);
@@ -278,6 +312,7 @@ mod tests {
             source_timestamp: None,
             payload: vec![sn as u8],
             removed: false,
+            offset: 0,
         }
     }
 
@@ -380,6 +415,42 @@ mod tests {
         assert!(h.get(0).is_none());
         assert!(h.get(-5).is_none());
         assert!(h.get(i64::MAX).is_none());
+    }
+
+    #[test]
+    fn bytes_between_counts_the_payloads_in_an_sn_range() {
+        let mut h = HistoryCache::default();
+        // SNs 1..=10 of 100 bytes each, then 20 and 21 (a gap) of 1,000.
+        for sn in 1..=10 {
+            h.push(CacheChange {
+                payload: vec![0; 100],
+                ..ch(sn, 1)
+            });
+        }
+        for sn in [20, 21] {
+            h.push(CacheChange {
+                payload: vec![0; 1000],
+                ..ch(sn, 1)
+            });
+        }
+        assert_eq!(h.bytes_between(0, 11), 1000);
+        assert_eq!(h.bytes_between(3, 7), 300, "SNs 4, 5 and 6");
+        assert_eq!(h.bytes_between(3, 4), 0);
+        assert_eq!(
+            h.bytes_between(9, 21),
+            100 + 1000,
+            "10 and 20 across the gap"
+        );
+        assert_eq!(h.bytes_between(12, 100), 2000, "beyond the last SN");
+        assert_eq!(h.bytes_between(-5, 1), 0);
+        // Acknowledged changes leave the front: a range starting below it starts there.
+        h.remove_up_to(5);
+        assert_eq!(h.bytes_between(2, 8), 200, "SNs 6 and 7");
+        assert_eq!(h.bytes_between(0, 30), 500 + 2000);
+        h.remove_up_to(21);
+        assert_eq!(h.bytes_between(0, 30), 0);
+        h.push(ch(22, 1));
+        assert_eq!(h.bytes_between(21, 23), 1);
     }
 
     #[test]

@@ -266,6 +266,7 @@ impl Participant {
             source_timestamp,
             payload,
             removed: false,
+            offset: 0,
         });
         w.set_last_sn(sn);
         w.all_acked_reported = false;
