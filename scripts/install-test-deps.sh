@@ -3,7 +3,8 @@
 #   - Debian packages: tshark (wire checks), cyclonedds-tools (ddsperf + libddsc, the peer DDS),
 #     chromium (report rendering check), valgrind (callgrind guard), iproute2 (network-namespace tests), nftables (loss emulation without sch_netem), python3-venv (Cyclone's Python package for interop tests; maturin and pytest for the Python package),
 #     libssl-dev + pkg-config (the `openssl` crate of ferrodds-security builds against the system OpenSSL)
-#     mono-devel (mcs and mono: the C# binding, its tests and the C# perftest)
+#     mono-devel (mcs and mono: the C# binding, its tests and the C# perftest),
+#     libfastrtps-dev + g++ (Fast DDS 2.9, the second peer DDS: interop/fastdds/peer.cpp)
 #   - cargo-fuzz (fuzz targets run on stable with `-s none`)
 # Safe to run repeatedly. Needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -27,6 +28,9 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 command -v valgrind >/dev/null 2>&1 || need_pkgs+=(valgrind)
 # mono-devel: mcs builds bindings/csharp, mono runs its tests and the C# perftest
 { command -v mcs >/dev/null 2>&1 && command -v mono >/dev/null 2>&1; } || need_pkgs+=(mono-devel)
+# libfastrtps-dev: eProsima Fast DDS, the peer of the interop_fastdds tests (built below)
+[ -e /usr/include/fastdds/dds/domain/DomainParticipant.hpp ] || need_pkgs+=(libfastrtps-dev)
+command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
 
 if ((${#need_pkgs[@]})); then
   SUDO=""
@@ -43,6 +47,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked --quiet
 fi
 
+# The Fast DDS peer program (target/peers/fastdds_peer), for the interop tests.
+bash "$(dirname "$0")/build-fastdds-peer.sh"
 # Cyclone DDS's Python package (its own libddsc) in target/peers-venv, for the interop tests.
 bash "$(dirname "$0")/setup-python-peers.sh" >&2
 # maturin (builds the Python package bindings/python), pytest (its tests) and mypy (stubtest
@@ -66,6 +72,7 @@ pkg-config --exists openssl 2>/dev/null || missing+=("libssl-dev (pkg-config ope
 "$(dirname "$0")/../target/peers-venv/bin/python" -c 'import pytest, mypy' >/dev/null 2>&1 ||
   missing+=("pytest, mypy (python, target/peers-venv)")
 [ -x "$(dirname "$0")/../target/peers-venv/bin/maturin" ] || missing+=("maturin (target/peers-venv)")
+[ -x "$(dirname "$0")/../target/peers/fastdds_peer" ] || missing+=("fastdds_peer (target/peers)")
 if ((${#missing[@]})); then
   echo "install-test-deps: still missing after installing: ${missing[*]}" >&2
   exit 1

@@ -1,4 +1,7 @@
-//! Running the Cyclone DDS Python peer (`interop/cyclone/peer.py`) from tests.
+//! Running the peer DDS programs from tests: the Cyclone DDS Python peer
+//! (`interop/cyclone/peer.py`) and the Fast DDS peer (`interop/fastdds/peer.cpp`, built into
+//! `target/peers/fastdds_peer` by `scripts/build-fastdds-peer.sh`). Both speak the same
+//! line protocol.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -37,6 +40,24 @@ pub fn cyclone_python() -> Option<PathBuf> {
     Some(py)
 }
 
+/// The Fast DDS peer program, or `None` when `FERRODDS_SKIP_INTEROP=1`. Panics with setup
+/// instructions when it was not built and skipping was not requested.
+#[allow(dead_code)] // Each test binary uses either peer.
+pub fn fastdds_peer() -> Option<PathBuf> {
+    if std::env::var("FERRODDS_SKIP_INTEROP").as_deref() == Ok("1") {
+        ferrodds_testkit::skip("FERRODDS_SKIP_INTEROP=1 set, Fast DDS interop not run");
+        return None;
+    }
+    let program = repo_root().join("target/peers/fastdds_peer");
+    assert!(
+        program.exists(),
+        "Fast DDS peer missing: run scripts/build-fastdds-peer.sh (needs Debian's \
+         libfastrtps-dev; scripts/install-test-deps.sh installs it and builds the peer), or set \
+         FERRODDS_SKIP_INTEROP=1 to skip the interop tests explicitly"
+    );
+    Some(program)
+}
+
 /// A running peer process with its stdout lines streamed into a channel.
 pub struct Peer {
     child: Child,
@@ -54,15 +75,27 @@ impl Peer {
             .join("interop/cyclone/cyclone-loopback.xml")
             .canonicalize()
             .expect("cyclone-loopback.xml");
-        let mut child = Command::new(py)
-            .arg(script)
+        let mut cmd = Command::new(py);
+        cmd.arg(script)
             .args(args)
             .env("CYCLONEDDS_URI", format!("file://{}", xml.display()))
-            .env("PYTHONUNBUFFERED", "1")
+            .env("PYTHONUNBUFFERED", "1");
+        Self::spawn(cmd, args)
+    }
+
+    /// Starts the Fast DDS peer `program` with `args` (it keeps itself on loopback).
+    pub fn start_fastdds(program: &PathBuf, args: &[&str]) -> Peer {
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        Self::spawn(cmd, args)
+    }
+
+    fn spawn(mut cmd: Command, args: &[&str]) -> Peer {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("spawn Cyclone peer");
+            .expect("spawn peer");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
