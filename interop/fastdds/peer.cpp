@@ -18,6 +18,12 @@
 // Everything stays on loopback: the builtin transports are off, one UDPv4 transport allows
 // only the interface 127.0.0.1, and discovery also goes to the unicast initial peer 127.0.0.1.
 // `--shm` adds Fast DDS's shared-memory transport (same host only).
+//
+// Latency benchmark roles (scripts/bench-shm.sh), reliable KEEP_ALL as perftest's latency test:
+//   pong  --topic T            echoes every sample of T_ping on T_pong, from the listener
+//   ping  --topic T --size N --seconds S
+//                              stop-and-wait ping-pong (N is perftest's -dataLen); prints
+//                              LATENCY <count> <p50_us> <p90_us> <p99_us> (one way: RTT / 2)
 
 #include <fastdds/dds/domain/DomainParticipant.hpp>
 #include <fastdds/dds/domain/DomainParticipantFactory.hpp>
@@ -37,12 +43,16 @@
 #include <fastrtps/utils/IPLocator.h>
 #include <fastrtps/utils/md5.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -201,6 +211,7 @@ struct Args {
     bool shm = false;
     double linger = 1.0;
     double timeout = 30.0;
+    double seconds = 5.0;
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -214,8 +225,8 @@ Args parse(int argc, char** argv) {
         usage("usage: fastdds_peer pub|sub --type unkeyed|keyed|large --topic T [options]");
     }
     a.role = argv[1];
-    if (a.role != "pub" && a.role != "sub") {
-        usage("the role is pub or sub, not '" + a.role + "'");
+    if (a.role != "pub" && a.role != "sub" && a.role != "ping" && a.role != "pong") {
+        usage("the role is pub, sub, ping or pong, not '" + a.role + "'");
     }
     for (int i = 2; i < argc; ++i) {
         std::string o = argv[i];
@@ -252,6 +263,8 @@ Args parse(int argc, char** argv) {
             a.disposals = number();
         } else if (o == "--timeout") {
             a.timeout = std::atof(value().c_str());
+        } else if (o == "--seconds") {
+            a.seconds = std::atof(value().c_str());
         } else if (o == "--linger") {
             a.linger = std::atof(value().c_str());
         } else if (o == "--reliable") {
@@ -344,6 +357,173 @@ void common_qos(Q& q, const Args& a) {
 
 using Clock = std::chrono::steady_clock;
 
+// ---- benchmark roles -------------------------------------------------------------------------
+
+// Reliable KEEP_ALL with a history of 5,000 samples and a HEARTBEAT every millisecond. Fast
+// DDS's default HEARTBEAT period is 3 s and it piggybacks HEARTBEATs by bytes sent, so one small
+// sample per round trip is acknowledged only by the periodic HEARTBEAT; with perftest's
+// 50-sample history Fast DDS 2.9.1's write then failed once the history was full.
+void bench_writer_qos(DataWriterQos& q) {
+    q.reliable_writer_qos().times.heartbeatPeriod = eprosima::fastrtps::Duration_t(0, 1000000);
+}
+
+template <typename Q>
+void bench_qos(Q& q) {
+    q.reliability().kind = RELIABLE_RELIABILITY_QOS;
+    q.reliability().max_blocking_time = eprosima::fastrtps::Duration_t(10, 0);
+    q.durability().kind = VOLATILE_DURABILITY_QOS;
+    q.history().kind = KEEP_ALL_HISTORY_QOS;
+    const int32_t window = 5000;
+    q.resource_limits().max_samples = window;
+    q.resource_limits().max_instances = 1;
+    q.resource_limits().max_samples_per_instance = window;
+    q.resource_limits().allocated_samples = std::min(window, 100);
+    q.endpoint().history_memory_policy =
+        eprosima::fastrtps::rtps::DYNAMIC_REUSABLE_MEMORY_MODE;
+}
+
+// Takes every sample in the listener; `on_sample` runs for each valid one.
+class TakeListener : public DataReaderListener {
+public:
+    explicit TakeListener(std::function<void(TestData&)> on_sample)
+        : on_sample_(std::move(on_sample)) {}
+
+    void on_data_available(DataReader* reader) override {
+        SampleInfo info;
+        while (reader->take_next_sample(&data_, &info) == ReturnCode_t::RETCODE_OK) {
+            if (info.valid_data) {
+                on_sample_(data_);
+            }
+        }
+    }
+
+private:
+    std::function<void(TestData&)> on_sample_;
+    TestData data_;
+};
+
+DataWriter* bench_writer(DomainParticipant* dp, Topic* t) {
+    DataWriterQos q = DATAWRITER_QOS_DEFAULT;
+    bench_qos(q);
+    bench_writer_qos(q);
+    return dp->create_publisher(PUBLISHER_QOS_DEFAULT)->create_datawriter(t, q);
+}
+
+DataReader* bench_reader(DomainParticipant* dp, Topic* t, DataReaderListener* l) {
+    DataReaderQos q = DATAREADER_QOS_DEFAULT;
+    bench_qos(q);
+    q.resource_limits().max_samples = 5000;
+    q.resource_limits().max_samples_per_instance = 5000;
+    return dp->create_subscriber(SUBSCRIBER_QOS_DEFAULT)
+        ->create_datareader(t, q, l, StatusMask::data_available());
+}
+
+bool wait_matched(DataWriter* w, Clock::time_point deadline) {
+    PublicationMatchedStatus st;
+    for (;;) {
+        w->get_publication_matched_status(st);
+        if (st.current_count >= 1) {
+            return true;
+        }
+        if (Clock::now() > deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
+uint64_t now_us() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                     Clock::now().time_since_epoch())
+                                     .count());
+}
+
+int run_bench(const Args& a, DomainParticipant* dp, const char* type_name) {
+    auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(a.timeout * 1000));
+    auto topic = [&](const std::string& suffix) {
+        Topic* t = dp->create_topic(a.topic + suffix, type_name, TOPIC_QOS_DEFAULT);
+        if (t == nullptr) {
+            usage("cannot create topic " + a.topic + suffix);
+        }
+        return t;
+    };
+    size_t size = a.size >= 0 ? static_cast<size_t>(a.size) : 0;
+    // perftest's dataLen counts the fixed fields and the sequence length: the payload is the rest.
+    size_t payload = size > kFixed + 4 ? size - (kFixed + 4) : 0;
+
+    if (a.role == "pong") {
+        DataWriter* w = bench_writer(dp, topic("_pong"));
+        TakeListener l([w](TestData& d) { w->write(&d); });
+        bench_reader(dp, topic("_ping"), &l);
+        out("READY");
+        std::this_thread::sleep_until(deadline);
+        dp->delete_contained_entities();
+        return 0;
+    }
+    if (a.role == "ping") {
+        std::mutex m;
+        std::condition_variable cv;
+        uint32_t last_pong = UINT32_MAX;
+        std::vector<uint32_t> lat;
+        uint64_t sent_at = 0;
+        TakeListener l([&](TestData& d) {
+            uint64_t rtt = now_us() - sent_at;
+            std::lock_guard<std::mutex> g(m);
+            if (d.seq_num != UINT32_MAX) {
+                lat.push_back(static_cast<uint32_t>(rtt / 2));
+            }
+            last_pong = d.seq_num;
+            cv.notify_one();
+        });
+        DataWriter* w = bench_writer(dp, topic("_ping"));
+        bench_reader(dp, topic("_pong"), &l);
+        out("READY");
+        if (!wait_matched(w, deadline)) {
+            out("DONE 0");
+            return 2;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        TestData d;
+        d.entity_id = 7;
+        d.bin_data.assign(payload, 0);
+        lat.reserve(1 << 20);
+        auto end = Clock::now() + std::chrono::milliseconds(static_cast<long>(a.seconds * 1000));
+        for (uint32_t seq = 0; Clock::now() < end && Clock::now() < deadline; ++seq) {
+            d.seq_num = seq;
+            {
+                std::lock_guard<std::mutex> g(m);
+                sent_at = now_us();
+            }
+            if (!w->write(&d)) {
+                out("WRITEFAIL " + std::to_string(seq));
+                break;
+            }
+            std::unique_lock<std::mutex> g(m);
+            if (!cv.wait_for(g, std::chrono::seconds(1), [&] { return last_pong == seq; })) {
+                out("NOPONG " + std::to_string(seq));
+                break;
+            }
+        }
+        std::vector<uint32_t> v;
+        {
+            std::lock_guard<std::mutex> g(m);
+            v = lat;
+        }
+        if (v.size() < 2) {
+            out("LATENCY 0 0 0 0");
+            return 2;
+        }
+        v.erase(v.begin()); // the first exchange includes the path's warm-up
+        std::sort(v.begin(), v.end());
+        auto pct = [&](double p) { return v[static_cast<size_t>(p * (v.size() - 1))]; };
+        out("LATENCY " + std::to_string(v.size()) + " " + std::to_string(pct(0.5)) + " " +
+            std::to_string(pct(0.9)) + " " + std::to_string(pct(0.99)));
+        dp->delete_contained_entities();
+        return 0;
+    }
+    usage("unknown benchmark role " + a.role);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -366,6 +546,11 @@ int main(int argc, char** argv) {
     }
     TypeSupport type(new TestDataType(type_name, keyed, max_payload));
     type.register_type(dp);
+    if (a.role != "pub" && a.role != "sub") {
+        int rc = run_bench(a, dp, type_name);
+        factory->delete_participant(dp);
+        return rc;
+    }
     Topic* topic = dp->create_topic(a.topic, type_name, TOPIC_QOS_DEFAULT);
     if (topic == nullptr) {
         usage("cannot create the topic");
