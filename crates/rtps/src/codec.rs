@@ -222,7 +222,7 @@ fn data_sub(d: Data<'_>) -> Option<Sub<'_>> {
 }
 
 /// A DATA_FRAG of submessage body `body`, with [`DataFragSub::full`] reaching the end of it.
-fn data_frag_sub<'a>(f: DataFrag<'a>, body: &'a [u8]) -> Option<Sub<'a>> {
+pub(crate) fn data_frag_sub<'a>(f: DataFrag<'a>, body: &'a [u8]) -> Option<Sub<'a>> {
     let mut sub = convert(Submessage::DataFrag(f))?;
     if let Sub::DataFrag(d) = &mut sub {
         // Where the fragment bytes start in the body (the parser took them from it).

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use ferrodds_wire::submessage::Submessage;
 use ferrodds_wire::MessageView;
 
 use crate::codec::{self, Sub};
@@ -119,7 +120,11 @@ pub fn check_datagram(datagram: &[u8]) -> Result<usize, String> {
     let mut n = 0;
     for sub in subs {
         let generic = match raws.next() {
-            Some(Ok(raw)) => raw.parse().ok().and_then(codec::convert),
+            // (A DATA_FRAG's `full` reaches the end of its body, as the codec gives it.)
+            Some(Ok(raw)) => raw.parse().ok().and_then(|s| match s {
+                Submessage::DataFrag(f) => codec::data_frag_sub(f, raw.body),
+                s => codec::convert(s),
+            }),
             _ => None,
         };
         let sub = match sub {
