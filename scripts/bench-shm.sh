@@ -44,7 +44,10 @@ trap 'rm -rf "$work"' EXIT
 
 # perftest latency: prints "p50 p99" (µs) of the publisher's summary line.
 ours_latency() { # transport size
+  # UDPv4 pinned to loopback (never the machine's real interface); SHMEM discovers over
+  # loopback by itself and refuses -nic / -peer.
   local extra=(-transport "$1")
+  [ "$1" = UDPv4 ] && extra+=(-nic 127.0.0.1 -peer 127.0.0.1)
   [ "$1" = RAW_SHMEM ] && extra=(-rawTransport -transport SHMEM)
   "${pin[@]}" timeout "$timeout_s" "$perftest" -sub -domain 189 -noPrint -dataLen "$2" \
     "${extra[@]}" >/dev/null 2>&1 &
