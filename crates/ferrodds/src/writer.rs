@@ -204,6 +204,19 @@ impl<T: TopicType> DataWriter<T> {
         } = &mut *guard;
         if kind == ChangeKind::Alive {
             typesupport::serialize(sample, payload)?;
+        } else if key_hash_is_the_key::<T>()
+            && self.inner.query(|st| {
+                st.engine
+                    .writer_readers_all_of_vendor(self.id, ferrodds_wire::VendorId::FAST_DDS.0)
+            })
+        {
+            // Only Fast DDS readers listen and the key hash carries the key itself: the
+            // disposal or unregistration goes with the key hash alone (as Connext sends them
+            // by default). Fast DDS up to 2.9 takes a key-only payload of at most 16 bytes as
+            // the instance handle, encapsulation header included, so with a serialized key it
+            // saw every instance as the same one. Every other reader gets the serialized key,
+            // which Cyclone DDS's Python binding needs.
+            payload.clear();
         } else {
             typesupport::serialize_key(sample, payload)?;
         }
@@ -381,6 +394,12 @@ impl<T> std::fmt::Debug for DataWriter<T> {
             .field("topic", &self.topic_name)
             .finish_non_exhaustive()
     }
+}
+
+/// Whether `T`'s key hash is its key serialized (at most 16 bytes in both XCDR versions),
+/// not an MD5 digest of it: then a reader recovers the key from the hash alone.
+fn key_hash_is_the_key<T: TopicType>() -> bool {
+    T::KEY_MAX_SIZE_XCDR1.is_some_and(|m| m <= 16) && T::KEY_MAX_SIZE_XCDR2.is_some_and(|m| m <= 16)
 }
 
 #[cfg(test)]

@@ -67,6 +67,12 @@ fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
     if reliable {
         args.push("--reliable");
     }
+    // Keyed and reliable: we dispose every instance too, and Cyclone must see each disposal
+    // (sent with the key hash alone: this type's hash is its key).
+    let dispose = keyed && reliable;
+    if dispose {
+        args.extend(["--disposals", &count]);
+    }
     let mut peer = Peer::start(&py, &args);
     peer.wait_line(PEER_WAIT, |l| l == "READY");
     let p = our_participant(domain, keyed, reliable);
@@ -93,6 +99,11 @@ fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
             w.write(&keyed_data(i, i)).unwrap();
             if !reliable && i % 10 == 9 {
                 std::thread::sleep(Duration::from_millis(3));
+            }
+        }
+        if dispose {
+            for i in 0..n {
+                w.dispose(&keyed_data(i, i)).unwrap();
             }
         }
         if reliable {
@@ -141,6 +152,14 @@ fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
             "best-effort sample count at Cyclone: {} of {written}",
             samples.len()
         );
+    }
+    if dispose {
+        let mut disposed: Vec<u32> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix("DISPOSED ")?.parse().ok())
+            .collect();
+        disposed.sort_unstable();
+        assert_eq!(disposed, (0..n).collect::<Vec<_>>(), "disposals at Cyclone");
     }
     let mut last = None;
     for (i, (key, seq, good)) in samples.iter().enumerate() {

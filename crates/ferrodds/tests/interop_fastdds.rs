@@ -9,7 +9,7 @@
 //!
 //! Matrix: discovery both ways; our writer → Fast DDS reader and Fast DDS writer → our reader,
 //! reliable and best effort, unkeyed (`TestData_t`) and keyed with 1,000 instances
-//! (`TestDataKeyed_t`, with disposals from Fast DDS), and 1 MiB samples (`TestDataLarge_t`,
+//! (`TestDataKeyed_t`, every instance disposed, both ways), and 1 MiB samples (`TestDataLarge_t`,
 //! fragmented both ways). In the reliable unkeyed case both sides also announce their own
 //! shared-memory locators (FerroDDS's and Fast DDS's), which the other must ignore and keep UDP.
 //! Every sample is checked by content, order and count. Domains 133–136.
@@ -51,6 +51,9 @@ struct Case {
     size: Option<usize>,
     /// Both sides add their shared-memory transport (announced, never usable by the other).
     shm: bool,
+    /// Keyed: the writer disposes every instance after its samples, and the reader waits for
+    /// as many disposals.
+    dispose: bool,
 }
 
 impl Case {
@@ -113,7 +116,11 @@ fn ours_to_fastdds<T: TopicType + Send + 'static>(
     };
     let mut sub_case = case;
     sub_case.count = expect;
-    let mut peer = start(&program, &sub_case.peer_args("sub", &topic));
+    let mut sub_args = sub_case.peer_args("sub", &topic);
+    if case.dispose {
+        sub_args.extend(["--disposals".into(), case.count.to_string()]);
+    }
+    let mut peer = start(&program, &sub_args);
     peer.wait_line(PEER_WAIT, |l| l == "READY");
     let p = case.participant();
     let t = p.create_topic::<T>(&topic, TopicQos::default()).unwrap();
@@ -141,6 +148,11 @@ fn ours_to_fastdds<T: TopicType + Send + 'static>(
             std::thread::sleep(Duration::from_millis(3));
         }
     }
+    if case.dispose {
+        for i in 0..case.count {
+            w.dispose(&make(i)).unwrap();
+        }
+    }
     if case.reliable {
         w.wait_for_acknowledgments(PEER_WAIT).unwrap();
     }
@@ -164,6 +176,20 @@ fn ours_to_fastdds<T: TopicType + Send + 'static>(
     for (i, (key, seq, good)) in samples.iter().enumerate() {
         assert!(good, "content at Fast DDS of sample {i} (seq {seq})");
         assert_eq!(*key, key_of(*seq), "key of {seq}");
+    }
+    if case.dispose {
+        // Each instance disposed once, named by its key (Fast DDS's instance handle is the key
+        // hash we sent).
+        let mut disposed: Vec<u32> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix("DISPOSED ")?.parse().ok())
+            .collect();
+        disposed.sort_unstable();
+        assert_eq!(
+            disposed,
+            (0..case.count).map(&key_of).collect::<Vec<_>>(),
+            "disposals at Fast DDS"
+        );
     }
     let mut seqs: Vec<u32> = samples.iter().map(|s| s.1).collect();
     if case.kind == "keyed" {
@@ -293,6 +319,7 @@ fn reliable_unkeyed_both_ways_beside_both_shared_memory_transports() {
             count: N,
             size: None,
             shm: true,
+            dispose: false,
         };
         ours_to_fastdds(case, test_data, |_| 0);
         let got = fastdds_to_ours::<TestData>(case, 1, 0);
@@ -312,6 +339,7 @@ fn best_effort_unkeyed_both_ways() {
             count: N,
             size: None,
             shm: false,
+            dispose: false,
         };
         ours_to_fastdds(case, test_data, |_| 0);
         let got = fastdds_to_ours::<TestData>(case, 1, 0);
@@ -322,7 +350,7 @@ fn best_effort_unkeyed_both_ways() {
 }
 
 #[test]
-fn reliable_keyed_1000_instances_both_ways_with_disposals_from_fastdds() {
+fn reliable_keyed_1000_instances_both_ways_with_disposals() {
     with_timeout(180, || {
         let case = Case {
             domain: 135,
@@ -331,6 +359,7 @@ fn reliable_keyed_1000_instances_both_ways_with_disposals_from_fastdds() {
             count: N,
             size: None,
             shm: false,
+            dispose: true,
         };
         ours_to_fastdds(case, |i| keyed_data(i, i), |seq| seq);
         let got = fastdds_to_ours::<TestDataKeyed>(case, N, N as usize);
@@ -377,6 +406,7 @@ fn one_mebibyte_samples_both_ways() {
             count: 5,
             size: Some(SIZE),
             shm: false,
+            dispose: false,
         };
         ours_to_fastdds(case, |i| large_data(i, SIZE), |_| 0);
         let got = fastdds_to_ours::<TestDataLarge>(case, 1, 0);

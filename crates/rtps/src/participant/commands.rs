@@ -312,6 +312,25 @@ impl Participant {
             .map(|i| i.state)
     }
 
+    /// Whether every reader matched with writer `w` belongs to a participant of vendor
+    /// `vendor` (false without matched readers, and for readers of this participant).
+    /// The API sends a disposal without its serialized key when only Fast DDS readers
+    /// listen: up to 2.9 Fast DDS takes a key-only payload of at most 16 bytes as the
+    /// instance handle, encapsulation header included.
+    pub fn writer_readers_all_of_vendor(&self, w: WriterId, vendor: [u8; 2]) -> bool {
+        let Some(w) = self.user_writer(w) else {
+            return false;
+        };
+        let mut any = false;
+        for p in w.proxies.iter() {
+            match self.participants.get(&p.guid.prefix) {
+                Some(rp) if rp.data.vendor == vendor => any = true,
+                _ => return false,
+            }
+        }
+        any
+    }
+
     /// Number of instances a writer knows (registered or with changes in its history).
     pub fn writer_instance_count(&self, w: WriterId) -> usize {
         self.user_writer(w)
