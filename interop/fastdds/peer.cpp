@@ -363,10 +363,6 @@ using Clock = std::chrono::steady_clock;
 // DDS's default HEARTBEAT period is 3 s and it piggybacks HEARTBEATs by bytes sent, so one small
 // sample per round trip is acknowledged only by the periodic HEARTBEAT; with perftest's
 // 50-sample history Fast DDS 2.9.1's write then failed once the history was full.
-void bench_writer_qos(DataWriterQos& q) {
-    q.reliable_writer_qos().times.heartbeatPeriod = eprosima::fastrtps::Duration_t(0, 1000000);
-}
-
 template <typename Q>
 void bench_qos(Q& q) {
     q.reliability().kind = RELIABLE_RELIABILITY_QOS;
@@ -405,15 +401,13 @@ private:
 DataWriter* bench_writer(DomainParticipant* dp, Topic* t) {
     DataWriterQos q = DATAWRITER_QOS_DEFAULT;
     bench_qos(q);
-    bench_writer_qos(q);
+    q.reliable_writer_qos().times.heartbeatPeriod = eprosima::fastrtps::Duration_t(0, 1000000);
     return dp->create_publisher(PUBLISHER_QOS_DEFAULT)->create_datawriter(t, q);
 }
 
 DataReader* bench_reader(DomainParticipant* dp, Topic* t, DataReaderListener* l) {
     DataReaderQos q = DATAREADER_QOS_DEFAULT;
     bench_qos(q);
-    q.resource_limits().max_samples = 5000;
-    q.resource_limits().max_samples_per_instance = 5000;
     return dp->create_subscriber(SUBSCRIBER_QOS_DEFAULT)
         ->create_datareader(t, q, l, StatusMask::data_available());
 }
@@ -615,18 +609,12 @@ int main(int argc, char** argv) {
         usage("cannot create the writer");
     }
     out("READY");
-    PublicationMatchedStatus st;
-    for (;;) {
-        writer->get_publication_matched_status(st);
-        if (st.current_count >= 1) {
-            break;
-        }
-        if (Clock::now() > deadline) {
-            out("DONE 0");
-            return 2;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!wait_matched(writer, deadline)) {
+        out("DONE 0");
+        return 2;
     }
+    PublicationMatchedStatus st;
+    writer->get_publication_matched_status(st);
     out("MATCHED " + std::to_string(st.current_count));
     // Give the remote reader a moment to see the match too.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -14,7 +14,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::peer::{cyclone_python, Peer};
+use common::peer::{cyclone_python, disposed_keys, parse_sample, Peer};
 use common::*;
 use ferrodds::cdr::types::{TestData, TestDataKeyed};
 use ferrodds::{
@@ -22,17 +22,6 @@ use ferrodds::{
 };
 
 const PEER_WAIT: Duration = Duration::from_secs(30);
-
-/// Parses a peer `SAMPLE <key> <seq> <entity> <len> ok|BAD` line.
-fn parse_sample(l: &str) -> Option<(u32, u32, bool)> {
-    let mut it = l.strip_prefix("SAMPLE ")?.split(' ');
-    let key = it.next()?.parse().ok()?;
-    let seq = it.next()?.parse().ok()?;
-    let entity: i32 = it.next()?.parse().ok()?;
-    let _len: usize = it.next()?.parse().ok()?;
-    let ok = it.next()? == "ok" && entity == 7;
-    Some((key, seq, ok))
-}
 
 /// Our writer → Cyclone reader.
 /// Our participant for the interop runs: the reliable unkeyed ones also run shared memory, so
@@ -154,12 +143,11 @@ fn ours_to_cyclone(domain: u32, keyed: bool, reliable: bool) {
         );
     }
     if dispose {
-        let mut disposed: Vec<u32> = lines
-            .iter()
-            .filter_map(|l| l.strip_prefix("DISPOSED ")?.parse().ok())
-            .collect();
-        disposed.sort_unstable();
-        assert_eq!(disposed, (0..n).collect::<Vec<_>>(), "disposals at Cyclone");
+        assert_eq!(
+            disposed_keys(&lines),
+            (0..n).collect::<Vec<_>>(),
+            "disposals at Cyclone"
+        );
     }
     let mut last = None;
     for (i, (key, seq, good)) in samples.iter().enumerate() {

@@ -18,7 +18,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::peer::{fastdds_peer, Peer};
+use common::peer::{disposed_keys, fastdds_peer, parse_sample, Peer};
 use common::*;
 use ferrodds::cdr::types::{TestData, TestDataKeyed, TestDataLarge};
 use ferrodds::{
@@ -28,16 +28,6 @@ use ferrodds::{
 
 const PEER_WAIT: Duration = Duration::from_secs(30);
 const N: u32 = 1000;
-
-/// Parses a peer `SAMPLE <key> <seq> <entity> <len> ok|BAD` line into (key, seq, good).
-fn parse_sample(l: &str) -> Option<(u32, u32, bool)> {
-    let mut it = l.strip_prefix("SAMPLE ")?.split(' ');
-    let key = it.next()?.parse().ok()?;
-    let seq = it.next()?.parse().ok()?;
-    let entity: i32 = it.next()?.parse().ok()?;
-    let _len: usize = it.next()?.parse().ok()?;
-    Some((key, seq, it.next()? == "ok" && entity == 7))
-}
 
 /// What one direction of a case runs.
 #[derive(Clone, Copy)]
@@ -180,13 +170,8 @@ fn ours_to_fastdds<T: TopicType + Send + 'static>(
     if case.dispose {
         // Each instance disposed once, named by its key (Fast DDS's instance handle is the key
         // hash we sent).
-        let mut disposed: Vec<u32> = lines
-            .iter()
-            .filter_map(|l| l.strip_prefix("DISPOSED ")?.parse().ok())
-            .collect();
-        disposed.sort_unstable();
         assert_eq!(
-            disposed,
+            disposed_keys(&lines),
             (0..case.count).map(&key_of).collect::<Vec<_>>(),
             "disposals at Fast DDS"
         );
@@ -309,6 +294,15 @@ fn check_unkeyed_from_fastdds(samples: &[ferrodds::Sample<TestData>], case: Case
     }
 }
 
+/// Unkeyed `TestData_t` from us to Fast DDS, then from Fast DDS to us.
+fn unkeyed_both_ways(case: Case) {
+    ours_to_fastdds(case, test_data, |_| 0);
+    let got = fastdds_to_ours::<TestData>(case, 1, 0);
+    if fastdds_peer().is_some() {
+        check_unkeyed_from_fastdds(&got, case);
+    }
+}
+
 #[test]
 fn reliable_unkeyed_both_ways_beside_both_shared_memory_transports() {
     with_timeout(180, || {
@@ -321,11 +315,7 @@ fn reliable_unkeyed_both_ways_beside_both_shared_memory_transports() {
             shm: true,
             dispose: false,
         };
-        ours_to_fastdds(case, test_data, |_| 0);
-        let got = fastdds_to_ours::<TestData>(case, 1, 0);
-        if fastdds_peer().is_some() {
-            check_unkeyed_from_fastdds(&got, case);
-        }
+        unkeyed_both_ways(case);
     });
 }
 
@@ -341,11 +331,7 @@ fn best_effort_unkeyed_both_ways() {
             shm: false,
             dispose: false,
         };
-        ours_to_fastdds(case, test_data, |_| 0);
-        let got = fastdds_to_ours::<TestData>(case, 1, 0);
-        if fastdds_peer().is_some() {
-            check_unkeyed_from_fastdds(&got, case);
-        }
+        unkeyed_both_ways(case);
     });
 }
 

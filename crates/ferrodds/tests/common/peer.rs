@@ -42,7 +42,6 @@ pub fn cyclone_python() -> Option<PathBuf> {
 
 /// The Fast DDS peer program, or `None` when `FERRODDS_SKIP_INTEROP=1`. Panics with setup
 /// instructions when it was not built and skipping was not requested.
-#[allow(dead_code)] // Each test binary uses either peer.
 pub fn fastdds_peer() -> Option<PathBuf> {
     if std::env::var("FERRODDS_SKIP_INTEROP").as_deref() == Ok("1") {
         ferrodds_testkit::skip("FERRODDS_SKIP_INTEROP=1 set, Fast DDS interop not run");
@@ -56,6 +55,27 @@ pub fn fastdds_peer() -> Option<PathBuf> {
          FERRODDS_SKIP_INTEROP=1 to skip the interop tests explicitly"
     );
     Some(program)
+}
+
+/// Parses a peer's `SAMPLE <key> <seq> <entity> <len> ok|BAD` line into (key, seq, good):
+/// good when the peer found the payload it expected from a writer of entity id 7.
+pub fn parse_sample(l: &str) -> Option<(u32, u32, bool)> {
+    let mut it = l.strip_prefix("SAMPLE ")?.split(' ');
+    let key = it.next()?.parse().ok()?;
+    let seq = it.next()?.parse().ok()?;
+    let entity: i32 = it.next()?.parse().ok()?;
+    let _len: usize = it.next()?.parse().ok()?;
+    Some((key, seq, it.next()? == "ok" && entity == 7))
+}
+
+/// The keys of a peer's `DISPOSED <key>` lines, sorted.
+pub fn disposed_keys(lines: &[String]) -> Vec<u32> {
+    let mut keys: Vec<u32> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("DISPOSED ")?.parse().ok())
+        .collect();
+    keys.sort_unstable();
+    keys
 }
 
 /// A running peer process with its stdout lines streamed into a channel.
