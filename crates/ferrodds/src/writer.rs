@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ferrodds_cdr::TopicType;
 use ferrodds_rtps::{
-    ChangeKind, InstanceState as EngineInstanceState, WriteError, WriteRequest, WriterId,
+    ChangeKind, InstanceState as EngineInstanceState, TakingWrite, WriteError, WriterId,
 };
 use ferrodds_rtps::{Guid, Time};
 
@@ -244,15 +244,18 @@ impl<T: TopicType> DataWriter<T> {
         let mut deadline = None;
         let mut gen = None;
         loop {
+            let len = payload.len();
             let res = self.inner.with_engine_tx(pending, tx, |st, now| {
-                let req = WriteRequest {
+                // The history takes the serialized buffer (no copy) and leaves a recycled
+                // one in `payload` for the next write.
+                let req = TakingWrite {
                     kind,
                     key_hash,
-                    serialized_payload: payload,
+                    payload: &mut *payload,
                     source_timestamp: Some(ts.unwrap_or_else(|| self.inner.wall_time_at(now))),
                 };
                 if flush {
-                    return (st.engine.write_flush(self.id, req, now), false);
+                    return (st.engine.write_taking_flush(self.id, req, now), false);
                 }
                 // A sample added to a batch already started (and not filling it)
                 // sends nothing and moves no timeout: nothing to drain.
@@ -262,10 +265,10 @@ impl<T: TopicType> DataWriter<T> {
                 } else {
                     0
                 };
-                let res = st.engine.write(self.id, req, now);
+                let res = st.engine.write_taking(self.id, req, now);
                 let quiet = before > 0
                     && res.is_ok()
-                    && st.engine.pending_bytes(self.id) + payload.len() < batching.max_bytes;
+                    && st.engine.pending_bytes(self.id) + len < batching.max_bytes;
                 (res, quiet)
             });
             match res {

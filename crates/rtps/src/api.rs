@@ -193,6 +193,22 @@ pub struct WriteRequest<'a> {
     pub source_timestamp: Option<Time>,
 }
 
+/// A change handed to [`crate::Participant::write_taking`]: a [`WriteRequest`] whose
+/// serialized payload is in a buffer the writer's history takes instead of copying.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TakingWrite<'a> {
+    /// Alive or one of the not-alive kinds.
+    pub kind: ChangeKind,
+    /// As [`WriteRequest::key_hash`].
+    pub key_hash: Option<[u8; 16]>,
+    /// Encapsulation header + CDR body. On success the history keeps this buffer and
+    /// leaves a recycled one in its place (cleared, capacity unspecified); on an error
+    /// it is left as it was.
+    pub payload: &'a mut Vec<u8>,
+    /// Sent as INFO_TS when `Some`.
+    pub source_timestamp: Option<Time>,
+}
+
 /// Errors of entity management.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

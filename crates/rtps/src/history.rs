@@ -133,6 +133,20 @@ impl HistoryCache {
         v
     }
 
+    /// The buffer `buf` as a payload, without copying it: `buf` gets a recycled buffer
+    /// (cleared) in exchange, of the class `buf`'s length needs, or an empty one.
+    #[inline]
+    pub(crate) fn take_payload(&mut self, buf: &mut Vec<u8>) -> Vec<u8> {
+        let spare = if buf.len() > POOL_BUFFER_MAX {
+            self.large.take()
+        } else {
+            self.pool.pop().inspect(|v| self.pool_bytes -= v.capacity())
+        };
+        let mut spare = spare.unwrap_or_default();
+        spare.clear();
+        std::mem::replace(buf, spare)
+    }
+
     /// [`make_payload`](Self::make_payload) above [`POOL_BUFFER_MAX`]: in the large
     /// buffer when one is kept (out of line: the small-sample path stays as short).
     #[inline(never)]
@@ -513,5 +527,41 @@ mod tests {
         let p = h.make_payload(&[1, 2, 3]);
         assert_eq!(p, vec![1, 2, 3]);
         assert!(p.capacity() >= 1000);
+    }
+    #[test]
+    fn a_taken_payload_is_not_copied_and_the_buffer_is_replaced_by_a_recycled_one() {
+        let mut h = HistoryCache::default();
+        // Nothing recycled yet: the caller gets an empty buffer back.
+        let mut buf = vec![5u8; 3000];
+        let addr = buf.as_ptr();
+        let taken = h.take_payload(&mut buf);
+        assert_eq!(taken.as_ptr(), addr, "the payload is the caller's buffer");
+        assert_eq!(taken, vec![5u8; 3000]);
+        assert!(buf.is_empty() && buf.capacity() == 0);
+        h.push(CacheChange {
+            payload: taken,
+            ..ch(1, 0)
+        });
+        h.remove_up_to(1);
+        // Recycled: the next small payload taken hands that buffer back, cleared.
+        buf.extend_from_slice(&[1, 2, 3]);
+        let second = h.take_payload(&mut buf);
+        assert_eq!(second, vec![1, 2, 3]);
+        assert_eq!(buf.as_ptr(), addr, "the recycled buffer is handed back");
+        assert!(buf.is_empty() && buf.capacity() >= 3000);
+        assert_eq!(h.pool_bytes, 0);
+        // A large payload trades with the single large buffer.
+        h.push(CacheChange {
+            payload: vec![0; 1 << 20],
+            ..ch(2, 0)
+        });
+        h.remove_up_to(2);
+        let large_addr = h.large.as_ref().map(|l| l.as_ptr());
+        let mut big = vec![9u8; (1 << 16) + 1];
+        let big_addr = big.as_ptr();
+        let taken = h.take_payload(&mut big);
+        assert_eq!(taken.as_ptr(), big_addr);
+        assert_eq!(Some(big.as_ptr()), large_addr);
+        assert!(big.is_empty() && h.large.is_none());
     }
 }

@@ -201,7 +201,7 @@ mod types;
 
 pub use api::{
     EngineError, Event, ParticipantConfig, PeerLimits, ReaderAttributes, ReaderId, Sample, Stats,
-    Transmit, WriteError, WriteRequest, WriterAttributes, WriterId,
+    TakingWrite, Transmit, WriteError, WriteRequest, WriterAttributes, WriterId,
 };
 pub use instance::{InstanceState, KeyExtractor, TakeOutcome, TakenSample};
 pub use participant::Participant;

@@ -50,7 +50,14 @@ impl Participant {
     pub(super) fn announce_endpoint(&mut self, sedp: usize, data: &EndpointData, now: Timestamp) {
         let payload = data.encode(self.config.guid_prefix);
         let key = data.guid.to_bytes();
-        let _ = self.add_change(sedp, ChangeKind::Alive, Some(key), &payload, None, now);
+        let _ = self.add_change(
+            sedp,
+            ChangeKind::Alive,
+            Some(key),
+            Payload::Copy(&payload),
+            None,
+            now,
+        );
     }
 
     pub(super) fn announce_dispose(&mut self, sedp: usize, guid: Guid, now: Timestamp) {
@@ -59,7 +66,7 @@ impl Participant {
             sedp,
             ChangeKind::NotAliveDisposedUnregistered,
             Some(guid.to_bytes()),
-            &payload,
+            Payload::Copy(&payload),
             None,
             now,
         );
@@ -166,13 +173,69 @@ impl Participant {
         change: WriteRequest<'_>,
         now: Timestamp,
     ) -> Result<SequenceNumber, WriteError> {
+        let WriteRequest {
+            kind,
+            key_hash,
+            serialized_payload,
+            source_timestamp,
+        } = change;
+        self.write_payload(
+            w,
+            (kind, key_hash, source_timestamp),
+            Payload::Copy(serialized_payload),
+            now,
+        )
+    }
+
+    /// [`write`](Self::write) without copying the payload: the history takes the
+    /// buffer of `change` and leaves a recycled one in its place (the copy into the
+    /// history is the largest cost of writing a large sample).
+    pub fn write_taking(
+        &mut self,
+        w: WriterId,
+        change: TakingWrite<'_>,
+        now: Timestamp,
+    ) -> Result<SequenceNumber, WriteError> {
+        let TakingWrite {
+            kind,
+            key_hash,
+            payload,
+            source_timestamp,
+        } = change;
+        self.write_payload(
+            w,
+            (kind, key_hash, source_timestamp),
+            Payload::Take(payload),
+            now,
+        )
+    }
+
+    /// [`write_taking`](Self::write_taking), then [`flush`](Self::flush).
+    pub fn write_taking_flush(
+        &mut self,
+        w: WriterId,
+        change: TakingWrite<'_>,
+        now: Timestamp,
+    ) -> Result<SequenceNumber, WriteError> {
+        let sn = self.write_taking(w, change, now)?;
+        let _ = self.flush(w, now);
+        Ok(sn)
+    }
+
+    fn write_payload(
+        &mut self,
+        w: WriterId,
+        (kind, key_hash, source_timestamp): (ChangeKind, Option<[u8; 16]>, Option<Time>),
+        payload: Payload<'_>,
+        now: Timestamp,
+    ) -> Result<SequenceNumber, WriteError> {
         if self.user_writer(w).is_none() {
             return Err(WriteError::UnknownWriter);
         }
         let max = self.max_payload_size();
-        if change.serialized_payload.len() > max {
+        if payload.bytes().len() > max {
             return Err(WriteError::PayloadTooLarge {
-                size: change.serialized_payload.len(),
+                size: payload.bytes().len(),
                 max,
             });
         }
@@ -180,31 +243,22 @@ impl Participant {
         if eid.is_some_and(|e| self.protects_payload(e)) {
             // DDS Security payload protection: the history keeps the protected form, sent
             // and repaired as it is.
-            let Some(protected) =
-                eid.and_then(|e| self.protect_payload(e, change.serialized_payload))
-            else {
+            let Some(protected) = eid.and_then(|e| self.protect_payload(e, payload.bytes())) else {
                 return Err(WriteError::ProtectionFailed);
             };
             let r = self.add_change(
                 w.0,
-                change.kind,
-                change.key_hash,
-                &protected,
-                change.source_timestamp,
+                kind,
+                key_hash,
+                Payload::Copy(&protected),
+                source_timestamp,
                 now,
             );
             self.payload_scratch_back(protected);
             return r.map(SequenceNumber);
         }
-        self.add_change(
-            w.0,
-            change.kind,
-            change.key_hash,
-            change.serialized_payload,
-            change.source_timestamp,
-            now,
-        )
-        .map(SequenceNumber)
+        self.add_change(w.0, kind, key_hash, payload, source_timestamp, now)
+            .map(SequenceNumber)
     }
 
     fn add_change(
@@ -212,7 +266,7 @@ impl Participant {
         wi: usize,
         kind: ChangeKind,
         key_hash: Option<[u8; 16]>,
-        payload: &[u8],
+        payload: Payload<'_>,
         source_timestamp: Option<Time>,
         now: Timestamp,
     ) -> Result<i64, WriteError> {
@@ -249,16 +303,20 @@ impl Participant {
             }
         }
         let sn = w.last_sn + 1;
-        if payload.len() > w.sizes.max_data {
+        let len = payload.bytes().len();
+        if len > w.sizes.max_data {
             // Large samples are never held back by batching.
             w.flush = true;
         }
         if w.pushed >= w.last_sn {
             w.batch_since = Some(now);
         }
-        w.unsent_bytes += payload.len();
+        w.unsent_bytes += len;
         w.unsent_samples += 1;
-        let payload = w.history.make_payload(payload);
+        let payload = match payload {
+            Payload::Copy(data) => w.history.make_payload(data),
+            Payload::Take(buf) => w.history.take_payload(buf),
+        };
         w.history.push(CacheChange {
             sn,
             kind,
@@ -361,5 +419,20 @@ impl Participant {
     /// Next event.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
+    }
+}
+
+/// A payload for a writer's history: copied from a slice, or taken from a buffer.
+enum Payload<'a> {
+    Copy(&'a [u8]),
+    Take(&'a mut Vec<u8>),
+}
+
+impl Payload<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Payload::Copy(b) => b,
+            Payload::Take(v) => v,
+        }
     }
 }
