@@ -414,12 +414,16 @@ fn save_latency_file(opts: &Options, values: &[u32]) -> Result<(), PerftestError
         "Saving latency information in \"{}\".",
         path.display()
     ));
-    let mut f = std::fs::OpenOptions::new()
+    let f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .map_err(PerftestError::io("opening the -latencyFile"))?;
-    write_latency_file(&mut f, values).map_err(PerftestError::io("writing the -latencyFile"))
+    // Buffered: unbuffered, each formatted piece of each line was a write(2) of its own.
+    let mut f = std::io::BufWriter::with_capacity(1 << 16, f);
+    write_latency_file(&mut f, values)
+        .and_then(|()| std::io::Write::flush(&mut f))
+        .map_err(PerftestError::io("writing the -latencyFile"))
 }
 
 /// Prints the latency summary of the size measured so far (a `-scan` size switch), saves
