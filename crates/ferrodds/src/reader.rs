@@ -26,8 +26,10 @@ use crate::status::{
 use crate::sync::lock;
 use crate::waitset::{ReadCondition, StatusCondition};
 
-/// Most decoded values a reader keeps for reuse.
-const SPARE_VALUES_MAX: usize = 256;
+/// Most decoded values a reader keeps for reuse (bounded in bytes too, below). A reader
+/// that fell behind takes thousands of batched samples at once; with a few hundred kept,
+/// the rest were decoded into new values and freed again, which slowed it further.
+const SPARE_VALUES_MAX: usize = 4096;
 /// Most serialized bytes' worth of decoded values a reader keeps for reuse (a value from a
 /// larger sample is dropped instead, unless it would be the only one kept: a reader of
 /// samples above this size still decodes each into the previous one's buffers).
@@ -35,8 +37,12 @@ const SPARE_VALUES_BYTES: usize = 1 << 20;
 /// Most sample vectors a reader keeps for its loans.
 const SPARE_VECS_MAX: usize = 4;
 /// Most payload buffers a reader holds for the engine between two takes (the rest are
-/// freed outside the engine lock).
+/// freed outside the engine lock)...
 const USED_MAX: usize = 256;
+/// ... or, for buffers of at most [`USED_SMALL_BYTES`] (batched small samples), this many.
+const USED_SMALL_MAX: usize = 4096;
+/// Capacity up to which a payload buffer counts as small for [`USED_SMALL_MAX`].
+const USED_SMALL_BYTES: usize = 2048;
 
 /// What a reader reuses from one take to the next, so that a reader in steady state
 /// takes without allocating: the engine hand-off vector, payload buffers on their way
@@ -119,7 +125,10 @@ impl<T: TopicType> Lending<T> {
                 put(s, size);
                 n += 1;
             }
-            if self.used.len() < USED_MAX {
+            let n = self.used.len();
+            if n < USED_MAX
+                || (n < USED_SMALL_MAX && t.sample.payload.capacity() <= USED_SMALL_BYTES)
+            {
                 self.used.push(t.sample.payload);
             }
         }

@@ -4,7 +4,8 @@
 //! warmed up. Then the receive path: a reliable reader whose listener takes with
 //! `take_each` (receive, decode into recycled values, deliver in place) must not either,
 //! nor one whose listener takes with plain `take` (the loan's vectors and values go back
-//! to the reader when it is dropped).
+//! to the reader when it is dropped), nor one that falls behind and takes thousands of
+//! samples at once.
 //!
 //! The same with DDS Security (perftest's RTPSEncrypt governance and identities, both
 //! processes secure): encrypting and decoding work in reused buffers.
@@ -80,6 +81,24 @@ fn main() {
         "--shared-memory",
     ]);
     let result = std::panic::catch_unwind(|| receive_opts(173, Take::Each, true));
+    let _ = publ.kill();
+    let _ = publ.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+    // A reader that falls behind: thousands of samples taken at once.
+    let mut publ = shapes(&[
+        "-P",
+        "-d",
+        "104",
+        "--sequence",
+        "--wait-matched",
+        "--rate",
+        "4000",
+        "--duration",
+        "60",
+    ]);
+    let result = std::panic::catch_unwind(|| receive_backlog(104));
     let _ = publ.kill();
     let _ = publ.wait();
     if let Err(e) = result {
@@ -469,6 +488,68 @@ fn receive_in(p: &DomainParticipant, how: Take, shm: bool) {
         count.order.lock().unwrap().1,
         0,
         "samples lost or reordered"
+    );
+    println!("alloc: ok");
+}
+
+/// A reader that takes only every half second, thousands of samples at a time (as one that
+/// falls behind a batching writer does): once warmed up, neither the reader's decoded
+/// values and payload buffers nor the engine's receive buffers are allocated per sample.
+/// (With a few hundred of each kept, each take of thousands allocated and freed the rest.)
+fn receive_backlog(domain: u32) {
+    let cfg = Config::loopback().spdp_period(Duration::from_secs(5));
+    let p = DomainParticipant::with_config(domain, cfg).expect("participant");
+    let t = p
+        .create_topic::<ShapeType>("Square", TopicQos::default())
+        .unwrap();
+    let r = p
+        .create_subscriber(SubscriberQos::default())
+        .unwrap()
+        .create_datareader(&t, DataReaderQos::default().reliable().keep_all())
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let take_round = || {
+        std::thread::sleep(Duration::from_millis(500));
+        let mut n = 0u64;
+        r.take_each(usize::MAX, |data, _| {
+            if data.is_some() {
+                n += 1;
+            }
+        })
+        .expect("take");
+        assert!(Instant::now() < deadline, "the publisher stalled");
+        n
+    };
+    // Matched and flowing, then two rounds to warm the pools up.
+    let mut first = 0;
+    while first == 0 {
+        first = take_round();
+    }
+    take_round();
+    take_round();
+    let region = Region::new(GLOBAL);
+    let mut n = 0;
+    let mut smallest = u64::MAX;
+    for _ in 0..4 {
+        let k = take_round();
+        smallest = smallest.min(k);
+        n += k;
+    }
+    let stats = region.change();
+    println!(
+        "alloc: {} allocations, {} reallocations over {n} samples taken in 4 takes of at least \
+         {smallest} ({:.4}/sample)",
+        stats.allocations,
+        stats.reallocations,
+        stats.allocations as f64 / n.max(1) as f64
+    );
+    assert!(
+        smallest >= 1000,
+        "the takes were not backlogs: at least {smallest} samples each"
+    );
+    assert!(
+        ((stats.allocations + stats.reallocations) as u64) < n / 100,
+        "taking a backlog allocates: {stats:?}"
     );
     println!("alloc: ok");
 }

@@ -157,6 +157,8 @@ pub struct Participant {
     /// Payload buffers given back by [`Participant::recycle_payload`], reused
     /// by received samples.
     rx_pool: Vec<Vec<u8>>,
+    /// Capacity of the buffers in `rx_pool`, in bytes.
+    rx_pool_bytes: usize,
     /// Reassembly's spare chunks and one payload buffer above 64 KiB given back
     /// by [`Participant::recycle_payload`], reused by the next reassembled sample.
     rx_spares: ReassemblySpares,
@@ -299,6 +301,7 @@ impl Participant {
         Self {
             reasm_budget: ReassemblyBudget::new(),
             rx_pool: Vec::new(),
+            rx_pool_bytes: 0,
             rx_spares: ReassemblySpares::default(),
             spdp_payload: spdp.encode(),
             writers: vec![

@@ -38,8 +38,12 @@ impl LocalReader {
     }
 }
 
-/// Most payload buffers [`Participant::recycle_payload`] keeps.
-const RX_POOL_MAX: usize = 1024;
+/// Most payload buffers [`Participant::recycle_payload`] keeps (a reader that fell behind
+/// takes thousands of batched samples at once: a smaller pool made each of them allocate
+/// and free a buffer, which slowed it further).
+const RX_POOL_MAX: usize = 8192;
+/// Most bytes of capacity [`Participant::recycle_payload`] keeps in the pool.
+const RX_POOL_BYTES: usize = 8 << 20;
 
 pub(super) fn builtin_reader(
     prefix: GuidPrefix,
@@ -150,8 +154,12 @@ impl Participant {
                 payload.clear();
                 self.rx_spares.payload = Some(payload);
             }
-        } else if cap > 0 && self.rx_pool.len() < RX_POOL_MAX {
+        } else if cap > 0
+            && self.rx_pool.len() < RX_POOL_MAX
+            && self.rx_pool_bytes + cap <= RX_POOL_BYTES
+        {
             payload.clear();
+            self.rx_pool_bytes += cap;
             self.rx_pool.push(payload);
         }
     }

@@ -262,7 +262,13 @@ impl Participant {
             };
             let p = &mut r.proxies[pi];
             matched = true;
-            let mut buf = self.rx_pool.pop().unwrap_or_default();
+            let mut buf = match self.rx_pool.pop() {
+                Some(b) => {
+                    self.rx_pool_bytes -= b.capacity();
+                    b
+                }
+                None => Vec::new(),
+            };
             buf.extend_from_slice(payload);
             let change = Change {
                 kind: ChangeKind::from_status_info(iq.status_info),
