@@ -120,14 +120,13 @@ impl<T: TopicType> Lending<T> {
         let mut taken = std::mem::take(&mut self.taken);
         let mut n = 0;
         for t in taken.drain(..) {
-            let size = t.sample.payload.len();
-            if let Some(s) = self.decode(&t.sample, t.instance_state, t.read, shared) {
+            if let Some((s, size)) = self.decode(&t.sample, t.instance_state, t.read, shared) {
                 put(s, size);
                 n += 1;
             }
-            let n = self.used.len();
-            if n < USED_MAX
-                || (n < USED_SMALL_MAX && t.sample.payload.capacity() <= USED_SMALL_BYTES)
+            let held = self.used.len();
+            if held < USED_MAX
+                || (held < USED_SMALL_MAX && t.sample.payload.capacity() <= USED_SMALL_BYTES)
             {
                 self.used.push(t.sample.payload);
             }
@@ -137,7 +136,8 @@ impl<T: TopicType> Lending<T> {
     }
 
     /// Decodes a sample (into a recycled value when one is kept) and returns it with its
-    /// info; the payload buffer is kept for the engine. `None`: an alive sample whose
+    /// info and the value's footprint in serialized bytes (the largest sample decoded into
+    /// it); the payload buffer is kept for the engine. `None`: an alive sample whose
     /// payload does not decode (dropped and counted).
     fn decode(
         &mut self,
@@ -145,15 +145,19 @@ impl<T: TopicType> Lending<T> {
         instance_state: ferrodds_rtps::InstanceState,
         read: bool,
         shared: &ReaderShared,
-    ) -> Option<Sample<T>> {
+    ) -> Option<(Sample<T>, usize)> {
+        // The value's footprint: the largest sample decoded into it, whose buffers it keeps
+        // (what the byte bound on kept values counts).
+        let mut size = s.payload.len();
         let data = if s.kind == ChangeKind::Alive {
             let decoded = match self.spare.pop() {
-                Some((mut v, size)) => {
-                    self.spare_bytes -= size;
+                Some((mut v, kept)) => {
+                    self.spare_bytes -= kept;
+                    size = size.max(kept);
                     match decode_sample_into(&s.payload, &mut v) {
                         Ok(()) => Some(v),
                         Err(_) => {
-                            self.recycle(v, size);
+                            self.recycle(v, kept);
                             None
                         }
                     }
@@ -171,7 +175,7 @@ impl<T: TopicType> Lending<T> {
         } else {
             None
         };
-        Some(Sample {
+        let sample = Sample {
             info: SampleInfo {
                 sample_state: if read {
                     SampleState::Read
@@ -194,7 +198,8 @@ impl<T: TopicType> Lending<T> {
                 sequence_number: s.sequence_number.0,
             },
             data,
-        })
+        };
+        Some((sample, size))
     }
 }
 

@@ -202,8 +202,10 @@ pub struct TakingWrite<'a> {
     /// As [`WriteRequest::key_hash`].
     pub key_hash: Option<[u8; 16]>,
     /// Encapsulation header + CDR body. On success the history keeps this buffer and
-    /// leaves a recycled one in its place (cleared, capacity unspecified); on an error
-    /// it is left as it was.
+    /// leaves a recycled one in its place (cleared, capacity unspecified), or keeps a copy
+    /// and leaves it as it was (a buffer more than twice as large as its contents, or a
+    /// payload DDS Security protects, whose protected form the history keeps); on an
+    /// error it is left as it was.
     pub payload: &'a mut Vec<u8>,
     /// Sent as INFO_TS when `Some`.
     pub source_timestamp: Option<Time>,

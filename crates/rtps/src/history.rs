@@ -134,10 +134,17 @@ impl HistoryCache {
     }
 
     /// The buffer `buf` as a payload, without copying it: `buf` gets a recycled buffer
-    /// (cleared) in exchange, of the class `buf`'s length needs, or an empty one.
+    /// (cleared) in exchange, of `buf`'s class (above [`POOL_BUFFER_MAX`] of capacity: the
+    /// large buffer; else one of the pool), or an empty one. A buffer much larger than its
+    /// contents (a scratch buffer that once held a larger sample) stays with the caller,
+    /// as it was, and the history keeps a copy ([`make_payload`](Self::make_payload)), so
+    /// that a deep history does not hold capacity its payloads do not use.
     #[inline]
     pub(crate) fn take_payload(&mut self, buf: &mut Vec<u8>) -> Vec<u8> {
-        let spare = if buf.len() > POOL_BUFFER_MAX {
+        if buf.capacity() > 2 * buf.len() + 64 {
+            return self.make_payload(buf);
+        }
+        let spare = if buf.capacity() > POOL_BUFFER_MAX {
             self.large.take()
         } else {
             self.pool.pop().inspect(|v| self.pool_bytes -= v.capacity())
@@ -563,5 +570,21 @@ mod tests {
         assert_eq!(taken.as_ptr(), big_addr);
         assert_eq!(Some(big.as_ptr()), large_addr);
         assert!(big.is_empty() && h.large.is_none());
+    }
+    #[test]
+    fn a_buffer_much_larger_than_its_payload_is_copied_and_left_to_the_caller() {
+        let mut h = HistoryCache::default();
+        let mut buf = Vec::with_capacity(100_000);
+        buf.extend_from_slice(&[1, 2, 3]);
+        let addr = buf.as_ptr();
+        let taken = h.take_payload(&mut buf);
+        assert_eq!(taken, vec![1, 2, 3]);
+        assert_ne!(taken.as_ptr(), addr, "a copy");
+        assert!(taken.capacity() < 1000);
+        assert_eq!(
+            (buf.as_ptr(), &buf[..]),
+            (addr, &[1, 2, 3][..]),
+            "left as it was"
+        );
     }
 }

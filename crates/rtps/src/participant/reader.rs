@@ -137,7 +137,7 @@ impl Participant {
     }
 
     /// Gives the payload buffer of a taken [`Sample`] back: received samples
-    /// reuse it (up to 1024 buffers of at most 64 KiB are kept, and one larger
+    /// reuse it (up to 8,192 buffers of at most 64 KiB, 8 MiB in all, are kept, and one larger
     /// buffer, the largest given back, of at most the largest sample reassembled,
     /// for reassembled samples), so a reader that recycles what it takes receives
     /// without allocating per sample.
