@@ -44,7 +44,9 @@
 #include <fastrtps/utils/md5.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -63,6 +65,25 @@ using eprosima::fastrtps::rtps::Locator_t;
 using eprosima::fastrtps::rtps::SerializedPayload_t;
 
 namespace {
+
+// Set by SIGTERM / SIGINT: every loop ends and the participant is deleted, so Fast DDS
+// removes its shared-memory segments and semaphores (a killed process leaves them in
+// /dev/shm).
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop_signal(int) {
+    g_stop.store(true);
+}
+
+// Sleeps until `t` or until a stop signal.
+template <class TimePoint>
+void sleep_until_stopped(TimePoint t) {
+    while (!g_stop.load() && std::chrono::steady_clock::now() < t) {
+        auto left = t - std::chrono::steady_clock::now();
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+            left, std::chrono::milliseconds(20)));
+    }
+}
 
 // The perftest sample (all three types share the layout; only the key and bound differ).
 struct TestData {
@@ -450,7 +471,7 @@ int run_bench(const Args& a, DomainParticipant* dp, const char* type_name) {
         TakeListener l([w](TestData& d) { w->write(&d); });
         bench_reader(dp, topic("_ping"), &l);
         out("READY");
-        std::this_thread::sleep_until(deadline);
+        sleep_until_stopped(deadline);
         dp->delete_contained_entities();
         return 0;
     }
@@ -482,7 +503,8 @@ int run_bench(const Args& a, DomainParticipant* dp, const char* type_name) {
         d.bin_data.assign(payload, 0);
         lat.reserve(1 << 20);
         auto end = Clock::now() + std::chrono::milliseconds(static_cast<long>(a.seconds * 1000));
-        for (uint32_t seq = 0; Clock::now() < end && Clock::now() < deadline; ++seq) {
+        for (uint32_t seq = 0; !g_stop.load() && Clock::now() < end && Clock::now() < deadline;
+             ++seq) {
             d.seq_num = seq;
             {
                 std::lock_guard<std::mutex> g(m);
@@ -521,6 +543,8 @@ int run_bench(const Args& a, DomainParticipant* dp, const char* type_name) {
 } // namespace
 
 int main(int argc, char** argv) {
+    std::signal(SIGTERM, on_stop_signal);
+    std::signal(SIGINT, on_stop_signal);
     Args a = parse(argc, argv);
     bool keyed = a.kind == "keyed";
     const char* type_name = keyed ? "TestDataKeyed_t"
@@ -565,7 +589,8 @@ int main(int argc, char** argv) {
         int32_t last_matched = 0;
         TestData d;
         SampleInfo info;
-        while (Clock::now() < deadline && (received < a.count || disposed < a.disposals)) {
+        while (!g_stop.load() && Clock::now() < deadline &&
+               (received < a.count || disposed < a.disposals)) {
             SubscriptionMatchedStatus st;
             reader->get_subscription_matched_status(st);
             if (st.current_count != last_matched) {
@@ -644,7 +669,8 @@ int main(int argc, char** argv) {
             out("ACKFAIL");
         }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long>(a.linger * 1000)));
+    sleep_until_stopped(Clock::now() +
+                        std::chrono::milliseconds(static_cast<long>(a.linger * 1000)));
     out("DONE " + std::to_string(a.count));
     dp->delete_contained_entities();
     factory->delete_participant(dp);

@@ -166,8 +166,7 @@ impl Peer {
                 break Some(s);
             }
             if Instant::now() > deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
+                stop(&mut self.child);
                 break None;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -184,8 +183,30 @@ impl Peer {
 impl Drop for Peer {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+            stop(&mut self.child);
         }
     }
+}
+
+/// Stops a peer process: SIGTERM first, so that it can shut down cleanly (the Fast DDS peer
+/// then deletes its participant, and Fast DDS removes its shared-memory files from
+/// /dev/shm, which a killed process leaves behind), then SIGKILL if it is still running
+/// after two seconds.
+fn stop(child: &mut Child) {
+    let termed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if termed {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
