@@ -440,7 +440,7 @@ bool wait_matched(DataWriter* w, Clock::time_point deadline) {
         if (st.current_count >= 1) {
             return true;
         }
-        if (Clock::now() > deadline) {
+        if (Clock::now() > deadline || g_stop.load()) {
             return false;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -35,75 +35,22 @@ static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 const WRITES: u32 = 20_000;
 
 fn main() {
-    let mut sub = subscriber(&["-b", "-d", "164"]);
-    let result = std::panic::catch_unwind(|| run(164, false));
-    let _ = sub.kill();
-    let _ = sub.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
-    let mut sub = subscriber(&["-d", "166"]);
-    let result = std::panic::catch_unwind(|| run(166, true));
-    let _ = sub.kill();
-    let _ = sub.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    beside(subscriber(&["-b", "-d", "164"]), || run(164, false));
+    beside(subscriber(&["-d", "166"]), || run(166, true));
     // The same with a network capture running: recording copies into the capture's
     // buffer, and its writer thread (counted too: the allocator is global) encodes into
     // reused buffers.
-    let mut sub = subscriber(&["-d", "169"]);
-    let result = std::panic::catch_unwind(|| run_with(169, true, true));
-    let _ = sub.kill();
-    let _ = sub.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    beside(subscriber(&["-d", "169"]), || run_with(169, true, true));
     // The same through shared memory (both sides run it: user data and acknowledgements go
     // through the segments instead of UDP).
-    let mut sub = subscriber(&["-d", "172", "--shared-memory"]);
-    let result = std::panic::catch_unwind(|| run_opts(172, true, false, true));
-    let _ = sub.kill();
-    let _ = sub.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
-    let mut publ = shapes(&[
-        "-P",
-        "-d",
-        "173",
-        "--sequence",
-        "--wait-matched",
-        "--rate",
-        "4000",
-        "--duration",
-        "60",
-        "--shared-memory",
-    ]);
-    let result = std::panic::catch_unwind(|| receive_opts(173, Take::Each, true));
-    let _ = publ.kill();
-    let _ = publ.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    beside(subscriber(&["-d", "172", "--shared-memory"]), || {
+        run_opts(172, true, false, true)
+    });
+    beside(publisher("173", &["--shared-memory"]), || {
+        receive_opts(173, Take::Each, true)
+    });
     // A reader that falls behind: thousands of samples taken at once.
-    let mut publ = shapes(&[
-        "-P",
-        "-d",
-        "104",
-        "--sequence",
-        "--wait-matched",
-        "--rate",
-        "4000",
-        "--duration",
-        "60",
-    ]);
-    let result = std::panic::catch_unwind(|| receive_backlog(104));
-    let _ = publ.kill();
-    let _ = publ.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    beside(publisher("104", &[]), || receive_backlog(104));
     // DDS Security with RTPS messages encrypted: the write path (a secure `shapes`
     // subscriber in another process) and the receive path (a secure `shapes` publisher).
     #[cfg(feature = "security")]
@@ -111,68 +58,42 @@ fn main() {
         let secure = secure_args("sub");
         let mut args = vec!["-d", "124"];
         args.extend(secure.iter().map(String::as_str));
-        let mut sub = subscriber(&args);
-        let result = std::panic::catch_unwind(|| run_secure(124));
-        let _ = sub.kill();
-        let _ = sub.wait();
-        if let Err(e) = result {
-            std::panic::resume_unwind(e);
-        }
+        beside(subscriber(&args), || run_secure(124));
         let secure = secure_args("pub");
-        let mut args = vec![
-            "-P",
-            "-d",
-            "125",
-            "--sequence",
-            "--wait-matched",
-            "--rate",
-            "4000",
-            "--duration",
-            "60",
-        ];
-        args.extend(secure.iter().map(String::as_str));
-        let mut publ = shapes(&args);
-        let result = std::panic::catch_unwind(|| receive_secure(125));
-        let _ = publ.kill();
-        let _ = publ.wait();
-        if let Err(e) = result {
-            std::panic::resume_unwind(e);
-        }
+        let extra: Vec<&str> = secure.iter().map(String::as_str).collect();
+        beside(publisher("125", &extra), || receive_secure(125));
     }
-    let mut publ = shapes(&[
+    beside(publisher("167", &[]), || receive(167, Take::Each));
+    beside(publisher("168", &[]), || receive(168, Take::Loan));
+}
+
+/// Runs `f` while `child` (a `shapes` peer) runs, then stops the child; a panic in `f` is
+/// raised again once the child is gone.
+fn beside(mut child: std::process::Child, f: impl FnOnce() + std::panic::UnwindSafe) {
+    let result = std::panic::catch_unwind(f);
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// A `shapes` publisher of sequence-numbered Squares, 4,000 a second for at most a minute
+/// once matched, on `domain`, with `extra` options.
+fn publisher(domain: &str, extra: &[&str]) -> std::process::Child {
+    let mut args = vec![
         "-P",
         "-d",
-        "167",
+        domain,
         "--sequence",
         "--wait-matched",
         "--rate",
         "4000",
         "--duration",
         "60",
-    ]);
-    let result = std::panic::catch_unwind(|| receive(167, Take::Each));
-    let _ = publ.kill();
-    let _ = publ.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
-    let mut publ = shapes(&[
-        "-P",
-        "-d",
-        "168",
-        "--sequence",
-        "--wait-matched",
-        "--rate",
-        "4000",
-        "--duration",
-        "60",
-    ]);
-    let result = std::panic::catch_unwind(|| receive(168, Take::Loan));
-    let _ = publ.kill();
-    let _ = publ.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    ];
+    args.extend_from_slice(extra);
+    shapes(&args)
 }
 
 /// How the listener takes.
@@ -432,18 +353,21 @@ fn receive_opts(domain: u32, how: Take, shm: bool) {
     receive_in(&p, how, shm);
 }
 
-/// The receive path of `p` (see [`receive`]).
-fn receive_in(p: &DomainParticipant, how: Take, shm: bool) {
-    const SAMPLES: u64 = 10_000;
+/// A reliable KEEP_ALL reader of `shapes`' Square topic on `p`.
+fn square_reader(p: &DomainParticipant) -> DataReader<ShapeType> {
     let t = p
         .create_topic::<ShapeType>("Square", TopicQos::default())
         .unwrap();
-    let r = Arc::new(
-        p.create_subscriber(SubscriberQos::default())
-            .unwrap()
-            .create_datareader(&t, DataReaderQos::default().reliable().keep_all())
-            .unwrap(),
-    );
+    p.create_subscriber(SubscriberQos::default())
+        .unwrap()
+        .create_datareader(&t, DataReaderQos::default().reliable().keep_all())
+        .unwrap()
+}
+
+/// The receive path of `p` (see [`receive`]).
+fn receive_in(p: &DomainParticipant, how: Take, shm: bool) {
+    const SAMPLES: u64 = 10_000;
+    let r = Arc::new(square_reader(p));
     let count = Arc::new(Count {
         how,
         reader: Mutex::new(Arc::downgrade(&r)),
@@ -499,14 +423,7 @@ fn receive_in(p: &DomainParticipant, how: Take, shm: bool) {
 fn receive_backlog(domain: u32) {
     let cfg = Config::loopback().spdp_period(Duration::from_secs(5));
     let p = DomainParticipant::with_config(domain, cfg).expect("participant");
-    let t = p
-        .create_topic::<ShapeType>("Square", TopicQos::default())
-        .unwrap();
-    let r = p
-        .create_subscriber(SubscriberQos::default())
-        .unwrap()
-        .create_datareader(&t, DataReaderQos::default().reliable().keep_all())
-        .unwrap();
+    let r = square_reader(&p);
     let deadline = Instant::now() + Duration::from_secs(40);
     let take_round = |ms: u64| {
         std::thread::sleep(Duration::from_millis(ms));
