@@ -9,7 +9,8 @@
 #      and the C# binding's tests (Mono; release C API library, C# <-> Rust interop)
 #   4. the Python package: clippy, wheel built with maturin, installed into target/peers-venv,
 #      its pytest suite (including interop with Cyclone DDS's `cyclonedds` package)
-#   5. every cargo-fuzz target for a bounded time on stable (`-s none`); a crash fails the run
+#   5. every cargo-fuzz target for a bounded time on stable (`-s none`), built once and run two
+#      at a time; a crash fails the run
 # Environment: FUZZ_SECONDS (default 10) per fuzz target; SKIP_FUZZ=1 skips step 5.
 # (Long fuzzing runs are scripts/fuzz-campaign.sh's: here each target gets a smoke run.)
 # A test whose external dependency (root for namespaces, tshark, ddsperf, …) is missing skips
@@ -66,22 +67,50 @@ timeout 600 target/peers-venv/bin/python -m pytest bindings/python/tests -q -p n
 
 if [ "${SKIP_FUZZ:-0}" != 1 ] && [ -d fuzz ]; then
   secs=${FUZZ_SECONDS:-10}
-  for t in $(cd fuzz && cargo fuzz list); do
-    step "fuzz $t for ${secs}s"
-    log="target/fuzz-$t.log"
-    # Committed seeds (real Cyclone traffic, our own messages) go second: libFuzzer writes new
-    # units into the first corpus directory, which stays out of git.
-    seeds=()
+  step "fuzz targets: build"
+  (cd fuzz && cargo fuzz build -s none --release) >target/fuzz-build.log 2>&1 || {
+    tail -n 60 target/fuzz-build.log >&2
+    echo "fuzz targets failed to build: see target/fuzz-build.log" >&2
+    exit 1
+  }
+  # One target: libFuzzer for $secs s; its log in target/fuzz-<target>.log. Committed seeds
+  # (real Cyclone traffic, our own messages) go second: libFuzzer writes new units into the
+  # first corpus directory, which stays out of git.
+  fuzz_one() {
+    local t=$1 log="target/fuzz-$1.log" seeds=()
     mkdir -p "fuzz/corpus/$t"
     if [ -d "fuzz/corpus-seeds/$t" ]; then seeds=("corpus-seeds/$t"); fi
-    if ! (cd fuzz && cargo fuzz run -s none --release "$t" "corpus/$t" ${seeds[@]+"${seeds[@]}"} \
-        -- -max_total_time="$secs" -print_final_stats=1) >"$log" 2>&1; then
-      tail -n 60 "$log" >&2
-      echo "fuzz target $t failed (crash, leak, timeout or build error): see $log and fuzz/artifacts/$t" >&2
-      exit 1
-    fi
-    grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$log" || true
+    (cd fuzz && cargo fuzz run -s none --release "$t" "corpus/$t" ${seeds[@]+"${seeds[@]}"} \
+      -- -max_total_time="$secs" -print_final_stats=1) >"$log" 2>&1
+  }
+  # Two targets at a time (CI has two cores; each libFuzzer run is one thread).
+  targets=($(cd fuzz && cargo fuzz list))
+  step "fuzz ${#targets[@]} targets for ${secs}s each, two at a time"
+  fuzz_failed=()
+  for ((i = 0; i < ${#targets[@]}; i += 2)); do
+    pids=()
+    for t in "${targets[@]:i:2}"; do
+      fuzz_one "$t" &
+      pids+=("$!:$t")
+    done
+    for pt in "${pids[@]}"; do
+      t=${pt#*:}
+      if wait "${pt%%:*}"; then
+        printf '%s: ' "$t"
+        grep -E 'stat::number_of_executed_units' "target/fuzz-$t.log" | tr -s ' ' | tr '\n' ' ' || true
+        echo
+      else
+        tail -n 60 "target/fuzz-$t.log" >&2
+        fuzz_failed+=("$t")
+      fi
+    done
   done
+  if [ ${#fuzz_failed[@]} -gt 0 ]; then
+    for t in "${fuzz_failed[@]}"; do
+      echo "fuzz target $t failed (crash, leak, timeout or build error): see target/fuzz-$t.log and fuzz/artifacts/$t" >&2
+    done
+    exit 1
+  fi
 fi
 
 passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')
