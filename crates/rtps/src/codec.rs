@@ -83,9 +83,12 @@ pub(crate) enum Sub<'a> {
         start: i64,
         list: SnSet,
     },
-    /// A submessage that changes the receiver state (INFO_TS, INFO_SRC,
-    /// INFO_DST, INFO_REPLY, INFO_REPLY_IP4): see
-    /// [`ferrodds_wire::ReceiverState::apply`].
+    /// INFO_TS: the source timestamp of the submessages that follow (`None`: invalidated).
+    /// Its own variant, not [`Sub::Info`], because a batch sends one before every DATA:
+    /// the small variant keeps the receive loop from moving a whole [`Submessage`].
+    InfoTs(Option<Time>),
+    /// A submessage that changes the receiver state (INFO_SRC, INFO_DST, INFO_REPLY,
+    /// INFO_REPLY_IP4): see [`ferrodds_wire::ReceiverState::apply`].
     Info(Submessage<'a>),
     DataFrag(DataFragSub<'a>),
     NackFrag {
@@ -195,7 +198,7 @@ fn decode<'a>(raw: &RawSubmessage<'a>) -> Option<Sub<'a>> {
         id::HEARTBEAT => heartbeat_sub(Heartbeat::parse(h, b, o).ok()?),
         id::ACKNACK => acknack_sub(AckNack::parse(h, b, o).ok()?),
         id::DATA_FRAG => data_frag_sub(DataFrag::parse(h, b, o).ok()?, b),
-        id::INFO_TS => Some(Sub::Info(Submessage::InfoTs(InfoTs::parse(h, b, o).ok()?))),
+        id::INFO_TS => Some(Sub::InfoTs(InfoTs::parse(h, b, o).ok()?.timestamp)),
         id::INFO_DST => Some(Sub::Info(Submessage::InfoDst(
             InfoDst::parse(h, b, o).ok()?,
         ))),
@@ -318,8 +321,8 @@ pub(crate) fn convert(sub: Submessage<'_>) -> Option<Sub<'_>> {
                 list: sn_set(&g.gap_list)?,
             }
         }
-        info @ (Submessage::InfoTs(_)
-        | Submessage::InfoSrc(_)
+        Submessage::InfoTs(i) => Sub::InfoTs(i.timestamp),
+        info @ (Submessage::InfoSrc(_)
         | Submessage::InfoDst(_)
         | Submessage::InfoReply(_)
         | Submessage::InfoReplyIp4(_)) => Sub::Info(info),
@@ -707,11 +710,9 @@ mod tests {
         );
         assert_eq!(
             subs[1],
-            Sub::Info(Submessage::InfoTs(InfoTs {
-                timestamp: Some(Time {
-                    seconds: 5,
-                    fraction: 7
-                })
+            Sub::InfoTs(Some(Time {
+                seconds: 5,
+                fraction: 7
             }))
         );
         match &subs[2] {

@@ -64,6 +64,7 @@ impl Participant {
                 }
             };
             match sub {
+                Sub::InfoTs(ts) => rx.timestamp = ts,
                 Sub::Info(info) => {
                     rx.apply(&info, ours);
                     for_us = rx.is_for(ours);
