@@ -9,7 +9,7 @@ use ferrodds_wire::{
     AckNack, Count, Data, DataFrag, Encode, Endianness, FragmentNumber, FragmentNumberSet, Gap,
     Header, Heartbeat, HeartbeatFrag, InfoDst, InfoTs, KeyHash, MessageView, MessageWriter,
     NackFrag, ParameterList, ParameterListWriter, Parameters, RawSubmessage, RawSubmessages,
-    SequenceNumberSet, StatusInfo, Submessage, VendorId, WireError,
+    SequenceNumberSet, StatusInfo, Submessage, TimedData, VendorId, WireError,
 };
 
 use crate::sn_set::SnSet;
@@ -551,6 +551,37 @@ impl<'b> Emitter<'b> {
         d.inline_qos = inline_qos;
         d.key = key_only;
         self.push(&d)
+    }
+
+    /// INFO_TS (when `ts` is set) and a DATA without inline QoS (an alive change without
+    /// key hash): what [`Emitter::info_ts`] then [`Emitter::data`] write, in one push
+    /// (the batched path writes this pair per sample). With protection's room to keep
+    /// free, the two pushes as they are.
+    #[inline]
+    pub(crate) fn timed_data(
+        &mut self,
+        ts: Option<Time>,
+        reader_id: EntityId,
+        writer_id: EntityId,
+        sn: i64,
+        payload: &[u8],
+    ) -> bool {
+        if self.reserved + self.sec != 0 {
+            if let Some(t) = ts {
+                if !self.info_ts(t) {
+                    return false;
+                }
+            }
+            return self.data(reader_id, writer_id, sn, None, 0, payload, false);
+        }
+        let t = TimedData {
+            timestamp: ts,
+            reader_id,
+            writer_id,
+            writer_sn: SequenceNumber(sn),
+            serialized_payload: payload,
+        };
+        self.w.push(&t, Endianness::Little).is_ok()
     }
 
     pub(crate) fn heartbeat(

@@ -88,7 +88,7 @@ pub use receiver::{Interpreter, ReceiverState, ReplyTo};
 pub use submessage::{
     AckNack, Data, DataFrag, Encode, Gap, GapGroupInfo, Heartbeat, HeartbeatFrag,
     HeartbeatGroupInfo, InfoDst, InfoReply, InfoReplyIp4, InfoSrc, InfoTs, LocatorUdpv4, NackFrag,
-    Opaque, Pad, Submessage, SubmessageHeader,
+    Opaque, Pad, Submessage, SubmessageHeader, TimedData,
 };
 pub use types::{
     Count, Duration, EntityId, FragmentNumber, FragmentNumberSet, Guid, GuidPrefix, Locator,

@@ -32,18 +32,22 @@ pub(super) fn emit_change(
         if need + reserve > e.room() {
             return Emitted::Nothing;
         }
-        if let Some(t) = c.source_timestamp {
-            e.info_ts(t);
+        if c.key_hash.is_none() && c.kind == ChangeKind::Alive {
+            e.timed_data(c.source_timestamp, reader_id, writer_id, c.sn, &c.payload);
+        } else {
+            if let Some(t) = c.source_timestamp {
+                e.info_ts(t);
+            }
+            e.data(
+                reader_id,
+                writer_id,
+                c.sn,
+                c.key_hash.as_ref(),
+                c.kind.status_info(),
+                &c.payload,
+                key_only,
+            );
         }
-        e.data(
-            reader_id,
-            writer_id,
-            c.sn,
-            c.key_hash.as_ref(),
-            c.kind.status_info(),
-            &c.payload,
-            key_only,
-        );
         stats.sent_data += 1;
         return Emitted::All;
     }

@@ -271,6 +271,81 @@ impl Encode for Data<'_> {
     }
 }
 
+/// An INFO_TS (when `timestamp` is set) followed by a DATA without inline QoS: the same
+/// bytes as pushing [`InfoTs`](super::InfoTs) and then [`Data::new`] (no inline QoS, the
+/// default `extraFlags` and `octetsToInlineQos`), written with one bounds check and the
+/// fixed fields of both as one block. A batch carries this pair once per sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimedData<'a> {
+    /// The source timestamp (`None`: no INFO_TS).
+    pub timestamp: Option<crate::types::Time>,
+    /// Destination reader (`EntityId::UNKNOWN` = all matching readers).
+    pub reader_id: EntityId,
+    /// Source writer.
+    pub writer_id: EntityId,
+    /// Sequence number of the change (>= 1).
+    pub writer_sn: SequenceNumber,
+    /// The serialized payload (empty: no D flag, as [`Data::new`] with `None`).
+    pub serialized_payload: &'a [u8],
+}
+
+impl TimedData<'_> {
+    const TS_LEN: usize = 12;
+
+    fn ts_len(&self) -> usize {
+        if self.timestamp.is_some() {
+            Self::TS_LEN
+        } else {
+            0
+        }
+    }
+}
+
+impl Encode for TimedData<'_> {
+    fn encoded_len(&self) -> usize {
+        self.ts_len() + SubmessageHeader::SIZE + pad4(20 + self.serialized_payload.len())
+    }
+
+    #[inline]
+    fn write(&self, endian: Endianness, out: &mut [u8]) -> Result<usize> {
+        let payload = self.serialized_payload;
+        let body_len = 20 + payload.len();
+        let octets = octets_for(body_len)?;
+        let ts_len = self.ts_len();
+        let total = ts_len + SubmessageHeader::SIZE + usize::from(octets);
+        check_room(out, total)?;
+        let (u16b, u32b, i32b): (fn(u16) -> [u8; 2], fn(u32) -> [u8; 4], fn(i32) -> [u8; 4]) =
+            match endian {
+                Endianness::Little => (u16::to_le_bytes, u32::to_le_bytes, i32::to_le_bytes),
+                Endianness::Big => (u16::to_be_bytes, u32::to_be_bytes, i32::to_be_bytes),
+            };
+        let mut head = [0u8; Self::TS_LEN + 24];
+        if let Some(t) = self.timestamp {
+            head[0] = id::INFO_TS;
+            head[1] = endian.flag();
+            head[2..4].copy_from_slice(&u16b(8));
+            head[4..8].copy_from_slice(&i32b(t.seconds));
+            head[8..12].copy_from_slice(&u32b(t.fraction));
+        }
+        let d = &mut head[ts_len..ts_len + 24];
+        d[0] = id::DATA;
+        d[1] = endian.flag() | if payload.is_empty() { 0 } else { DATA_D };
+        d[2..4].copy_from_slice(&u16b(octets));
+        // extraFlags 0 (already zero), octetsToInlineQos.
+        d[6..8].copy_from_slice(&u16b(DATA_OCTETS_TO_INLINE_QOS));
+        d[8..12].copy_from_slice(&self.reader_id.0);
+        d[12..16].copy_from_slice(&self.writer_id.0);
+        d[16..20].copy_from_slice(&i32b(self.writer_sn.high()));
+        d[20..24].copy_from_slice(&u32b(self.writer_sn.low()));
+        let (h, rest) = out.split_at_mut(ts_len + 24);
+        h.copy_from_slice(&head[..ts_len + 24]);
+        let (p, pad) = rest.split_at_mut(payload.len());
+        p.copy_from_slice(payload);
+        pad[..total - ts_len - 24 - payload.len()].fill(0);
+        Ok(total)
+    }
+}
+
 /// A DATA_FRAG submessage: one or more consecutive fragments of a sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataFrag<'a> {
@@ -488,6 +563,56 @@ mod tests {
 
     const RID: EntityId = EntityId([0, 0, 0x12, 0x07]);
     const WID: EntityId = EntityId([0, 0, 0x12, 0x02]);
+
+    /// TimedData writes what InfoTs then Data::new write, byte for byte, for every
+    /// padding, both byte orders, with and without a timestamp and a payload; a buffer
+    /// one byte short is refused with nothing written.
+    #[test]
+    fn timed_data_is_info_ts_then_data() {
+        use super::super::InfoTs;
+        use crate::types::Time;
+        use std::{vec, vec::Vec};
+        for endian in [Endianness::Little, Endianness::Big] {
+            for ts in [
+                None,
+                Some(Time {
+                    seconds: -7,
+                    fraction: 0x8000_0001,
+                }),
+            ] {
+                for len in 0..=41 {
+                    let payload: Vec<u8> = (0..len as u8).map(|b| b.wrapping_mul(37) | 1).collect();
+                    let sn = SequenceNumber(0x1_0000_0002 + len as i64);
+                    let mut want = vec![0u8; 128];
+                    let mut n = 0;
+                    if ts.is_some() {
+                        n += InfoTs { timestamp: ts }.write(endian, &mut want).unwrap();
+                    }
+                    let d = Data::new(RID, WID, sn, (!payload.is_empty()).then_some(&payload[..]));
+                    n += d.write(endian, &mut want[n..]).unwrap();
+                    want.truncate(n);
+                    let t = TimedData {
+                        timestamp: ts,
+                        reader_id: RID,
+                        writer_id: WID,
+                        writer_sn: sn,
+                        serialized_payload: &payload,
+                    };
+                    assert_eq!(t.encoded_len(), n);
+                    let mut got = vec![0xAAu8; n + 8];
+                    assert_eq!(t.write(endian, &mut got).unwrap(), n);
+                    assert_eq!(&got[..n], &want[..], "{endian:?} {ts:?} {len}");
+                    assert!(got[n..].iter().all(|&b| b == 0xAA));
+                    let mut short = vec![0xAAu8; n - 1];
+                    assert!(matches!(
+                        t.write(endian, &mut short),
+                        Err(WireError::BufferTooSmall { .. })
+                    ));
+                    assert!(short.iter().all(|&b| b == 0xAA));
+                }
+            }
+        }
+    }
 
     // DATA, big-endian, flags Q|D (0x06), octetsToNextHeader 48
     const DATA_BE: [u8; 52] = [

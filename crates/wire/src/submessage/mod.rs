@@ -5,7 +5,9 @@ mod data;
 mod entity;
 mod info;
 
-pub use data::{Data, DataFrag, DATA_FRAG_OCTETS_TO_INLINE_QOS, DATA_OCTETS_TO_INLINE_QOS};
+pub use data::{
+    Data, DataFrag, TimedData, DATA_FRAG_OCTETS_TO_INLINE_QOS, DATA_OCTETS_TO_INLINE_QOS,
+};
 pub use entity::{
     AckNack, Gap, GapGroupInfo, Heartbeat, HeartbeatFrag, HeartbeatGroupInfo, NackFrag,
 };
