@@ -314,11 +314,10 @@ impl Encode for TimedData<'_> {
         let ts_len = self.ts_len();
         let total = ts_len + SubmessageHeader::SIZE + usize::from(octets);
         check_room(out, total)?;
-        let (u16b, u32b, i32b): (fn(u16) -> [u8; 2], fn(u32) -> [u8; 4], fn(i32) -> [u8; 4]) =
-            match endian {
-                Endianness::Little => (u16::to_le_bytes, u32::to_le_bytes, i32::to_le_bytes),
-                Endianness::Big => (u16::to_be_bytes, u32::to_be_bytes, i32::to_be_bytes),
-            };
+        let le = endian == Endianness::Little;
+        let u16b = |v: u16| if le { v.to_le_bytes() } else { v.to_be_bytes() };
+        let u32b = |v: u32| if le { v.to_le_bytes() } else { v.to_be_bytes() };
+        let i32b = |v: i32| if le { v.to_le_bytes() } else { v.to_be_bytes() };
         let mut head = [0u8; Self::TS_LEN + 24];
         if let Some(t) = self.timestamp {
             head[0] = id::INFO_TS;
