@@ -294,6 +294,13 @@ impl DomainParticipant {
             congestion_control: config.congestion_control,
             incarnation: Some(incarnation()),
             shm_host,
+            // Shared memory has no MTU: a push to peers on this host only may fill a message
+            // of `max_message_size` even where the UDP interface's MTU bounds the rest.
+            shm_message_size: if shm_host.is_some() {
+                config.max_message_size
+            } else {
+                0
+            },
             multicast_user_data: config.multicast_user_data,
             ..ParticipantConfig::default()
         };

@@ -70,6 +70,14 @@ pub struct ParticipantConfig {
     /// of* its other locators of the same list (one path per remote, not two); shared-memory
     /// locators of another host, or all of them when this is `None`, are never used.
     pub shm_host: Option<[u8; 12]>,
+    /// Largest datagram a writer's push builds when every destination of it is a
+    /// shared-memory locator (default 0: [`ParticipantConfig::max_message_size`]). Shared
+    /// memory has no MTU: a runtime whose `max_message_size` is bounded by a network
+    /// interface's MTU sets this to the size its shared-memory slots take, so that a batch or
+    /// a train of fragments to a peer on the same host goes in one message, not one per
+    /// MTU. Samples are fragmented as before (fragment numbering stays the same for every
+    /// reader); repairs, acknowledgements and discovery keep `max_message_size`.
+    pub shm_message_size: usize,
     /// User data by multicast (default `false`): this participant's user readers announce
     /// [`ParticipantConfig::default_multicast_locators`] as their multicast locators, and its
     /// user writers send to a remote reader's multicast locators instead of its unicast ones
@@ -101,6 +109,7 @@ impl Default for ParticipantConfig {
             congestion_control: true,
             incarnation: None,
             shm_host: None,
+            shm_message_size: 0,
             multicast_user_data: false,
         }
     }

@@ -832,6 +832,101 @@ fn shared_memory_locators_replace_udp_on_the_same_host_only() {
     }
 }
 
+/// Shared memory has no MTU: with `max_message_size` bounded by a network interface (1472 B)
+/// and `shm_message_size` 65000, a batching writer's push to a reader reached through
+/// shared memory goes in messages larger than the interface allows (a whole 8 KiB batch),
+/// and so does a train of fragments of a large sample (fragmented as before); to a reader
+/// reached over UDP every datagram stays within 1472 B. Every sample arrives, in order.
+#[test]
+fn pushes_to_shared_memory_only_fill_a_shared_memory_message() {
+    let here = [9u8; 12];
+    let elsewhere = [8u8; 12];
+    let config = |n: u8, host: [u8; 12]| {
+        let mut c = cfg(n);
+        c.shm_host = Some(host);
+        c.default_unicast_locators
+            .insert(0, Locator::shm(host, 7411));
+        c.max_message_size = 1472;
+        c.shm_message_size = 65_000;
+        c
+    };
+    let ms = core::time::Duration::from_millis(1);
+    for (rh, shm) in [(here, true), (elsewhere, false)] {
+        let mut a = Participant::new(config(1, here), Timestamp(0));
+        let mut wa = wattrs(false);
+        wa.qos.history = History::KeepAll;
+        wa.qos.reliability = Reliability::RELIABLE;
+        wa.qos.batching.enabled = true;
+        wa.qos.batching.max_bytes = 8192;
+        let w = a.create_writer(wa, Timestamp(0)).unwrap();
+        let mut b = Participant::new(config(2, rh), Timestamp(0));
+        let mut ra = rattrs(false);
+        ra.qos.reliability = Reliability::RELIABLE;
+        ra.qos.history = History::KeepAll;
+        let r = b.create_reader(ra, Timestamp(0)).unwrap();
+        let mut t = Timestamp(0);
+        let mut largest = 0;
+        let mut step = |a: &mut Participant, b: &mut Participant, t: Timestamp| {
+            for p in [&mut *a, &mut *b] {
+                if p.poll_timeout().is_some_and(|d| d <= t) {
+                    p.handle_timeout(t);
+                }
+            }
+            let from_a = drain(a, t);
+            for (d, dst) in &from_a {
+                if dst.iter().any(|l| l.port == 7411) {
+                    largest = largest.max(d.len());
+                }
+                b.handle_datagram(t, None, d);
+            }
+            for (d, _) in drain(b, t) {
+                a.handle_datagram(t, None, &d);
+            }
+        };
+        while a.matched_reader_count(w) == 0 && t.0 < 2_000_000_000 {
+            t = t.saturating_add(ms);
+            step(&mut a, &mut b, t);
+        }
+        assert_eq!(a.matched_reader_count(w), 1);
+        // 200 samples of 36 B (a batch of 8 KiB and the rest), then one of 20,000 B.
+        let mut sent = Vec::new();
+        for i in 0..201u32 {
+            let mut payload = vec![0, 1, 0, 0];
+            payload.extend_from_slice(&i.to_le_bytes());
+            payload.resize(if i == 200 { 20_000 } else { 36 }, i as u8);
+            let req = WriteRequest {
+                kind: ChangeKind::Alive,
+                key_hash: None,
+                serialized_payload: &payload,
+                source_timestamp: None,
+            };
+            a.write(w, req, t).unwrap();
+            sent.push(payload);
+        }
+        a.flush(w, t).unwrap();
+        for _ in 0..300 {
+            t = t.saturating_add(ms);
+            step(&mut a, &mut b, t);
+        }
+        let mut got = Vec::new();
+        while let Some(s) = b.take_sample(r) {
+            got.push(s.payload.clone());
+        }
+        let lens = |v: &[Vec<u8>]| v.iter().map(|p| (p[4], p.len())).collect::<Vec<_>>();
+        assert_eq!(
+            lens(&got),
+            lens(&sent),
+            "shared memory {shm}: every sample, in order"
+        );
+        assert!(got == sent, "shared memory {shm}: payloads");
+        if shm {
+            assert!(largest > 8192, "shared memory: largest message {largest} B");
+        } else {
+            assert!(largest <= 1472, "UDP: largest datagram {largest} B");
+        }
+    }
+}
+
 /// Multicast user data: readers announce the participant's default multicast locators, and
 /// a writer with multicast user data sends each sample once, to the group, however many
 /// readers listen there (without it: once per reader, to each unicast locator). Readers

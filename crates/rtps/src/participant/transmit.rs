@@ -94,7 +94,7 @@ impl Participant {
             self.pacer.on_sent(now, len);
         }
         self.stats.sent_datagrams += 1;
-        debug_assert!(len <= limit);
+        debug_assert!(len <= limit.max(self.config.shm_message_size.min(buf.len())));
         self.protect_out(buf, len, overhead)
     }
 
@@ -349,6 +349,15 @@ impl Participant {
         }
         let prefix = self.config.guid_prefix;
         let rto = self.rto();
+        // A push to shared-memory destinations only may fill a shared-memory message (not
+        // under a flow controller's budget).
+        let shm_limit = match self.config.shm_message_size {
+            m if only.is_none() && m > limit => {
+                let overhead = self.security.as_ref().map_or(0, |s| s.overhead);
+                m.min(buf.len()).saturating_sub(overhead).max(limit)
+            }
+            _ => limit,
+        };
         let range = match only {
             Some(i) => i..i + 1,
             None => self.work.push_from..self.writers.len(),
@@ -390,6 +399,7 @@ impl Participant {
             debug_assert!(plan.is_current(&w.proxies, reliable), "stale push plan");
             out.clone_from(&plan.dests);
             let (reader_id, same_prefix, with_hb) = (plan.reader_id, plan.prefix, plan.with_hb);
+            let all_shm = plan.all_shm;
             if out.is_empty() {
                 w.pushed = w.last_sn;
                 w.push_frag = 1;
@@ -405,7 +415,12 @@ impl Participant {
             } else {
                 0
             };
-            let mut e = Emitter::new(buf, limit.min(sizes.max_message + sec), prefix)?;
+            let cap = if all_shm {
+                shm_limit
+            } else {
+                limit.min(sizes.max_message + sec)
+            };
+            let mut e = Emitter::new(buf, cap, prefix)?;
             e.protect_each(sec);
             if let Some(first_prefix) = same_prefix {
                 if !e.info_dst(first_prefix) {

@@ -92,6 +92,9 @@ pub(super) struct PushPlan {
     pub(super) prefix: Option<GuidPrefix>,
     /// A reliable writer with a reliable reader: HEARTBEATs are piggy-backed.
     pub(super) with_hb: bool,
+    /// Every destination is a shared-memory locator (then a push may fill
+    /// [`ParticipantConfig::shm_message_size`]).
+    pub(super) all_shm: bool,
 }
 
 impl PushPlan {
@@ -99,11 +102,14 @@ impl PushPlan {
         let mut dests = Vec::new();
         fill_dests(&mut dests, proxies.iter().flat_map(|p| p.locators.iter()));
         let (reader_id, prefix) = Self::addressing(proxies);
+        let all_shm =
+            !dests.is_empty() && dests.iter().all(|l| l.kind == Locator::KIND_FERRODDS_SHM);
         Self {
             dests,
             reader_id,
             prefix,
             with_hb: Self::heartbeats(proxies, reliable_writer),
+            all_shm,
         }
     }
 
