@@ -835,8 +835,9 @@ fn shared_memory_locators_replace_udp_on_the_same_host_only() {
 /// Shared memory has no MTU: with `max_message_size` bounded by a network interface (1472 B)
 /// and `shm_message_size` 65000, a batching writer's push to a reader reached through
 /// shared memory goes in messages larger than the interface allows (a whole 8 KiB batch),
-/// and so does a train of fragments of a large sample (fragmented as before); to a reader
-/// reached over UDP every datagram stays within 1472 B. Every sample arrives, in order.
+/// and a 20,000 B sample goes whole, unfragmented; to a reader reached over UDP every
+/// datagram stays within 1472 B and the sample goes in fragments. Every sample arrives, in
+/// order.
 #[test]
 fn pushes_to_shared_memory_only_fill_a_shared_memory_message() {
     let here = [9u8; 12];
@@ -866,6 +867,7 @@ fn pushes_to_shared_memory_only_fill_a_shared_memory_message() {
         let r = b.create_reader(ra, Timestamp(0)).unwrap();
         let mut t = Timestamp(0);
         let mut largest = 0;
+        let mut frags = 0;
         let mut step = |a: &mut Participant, b: &mut Participant, t: Timestamp| {
             for p in [&mut *a, &mut *b] {
                 if p.poll_timeout().is_some_and(|d| d <= t) {
@@ -876,6 +878,8 @@ fn pushes_to_shared_memory_only_fill_a_shared_memory_message() {
             for (d, dst) in &from_a {
                 if dst.iter().any(|l| l.port == 7411) {
                     largest = largest.max(d.len());
+                    let (_, subs) = codec::parse(d).unwrap();
+                    frags += subs.filter(|s| matches!(s, Ok(Sub::DataFrag(_)))).count();
                 }
                 b.handle_datagram(t, None, d);
             }
@@ -883,11 +887,14 @@ fn pushes_to_shared_memory_only_fill_a_shared_memory_message() {
                 a.handle_datagram(t, None, &d);
             }
         };
-        while a.matched_reader_count(w) == 0 && t.0 < 2_000_000_000 {
+        while (a.matched_reader_count(w) == 0 || b.matched_writer_count(r) == 0)
+            && t.0 < 2_000_000_000
+        {
             t = t.saturating_add(ms);
             step(&mut a, &mut b, t);
         }
         assert_eq!(a.matched_reader_count(w), 1);
+        assert_eq!(b.matched_writer_count(r), 1);
         // 200 samples of 36 B (a batch of 8 KiB and the rest), then one of 20,000 B.
         let mut sent = Vec::new();
         for i in 0..201u32 {
@@ -920,9 +927,15 @@ fn pushes_to_shared_memory_only_fill_a_shared_memory_message() {
         );
         assert!(got == sent, "shared memory {shm}: payloads");
         if shm {
-            assert!(largest > 8192, "shared memory: largest message {largest} B");
+            // The batch and the 20,000 B sample each in one message, the sample whole.
+            assert!(
+                largest > 20_000,
+                "shared memory: largest message {largest} B"
+            );
+            assert_eq!(frags, 0, "shared memory: DATA_FRAGs sent");
         } else {
             assert!(largest <= 1472, "UDP: largest datagram {largest} B");
+            assert!(frags >= 15, "UDP: {frags} DATA_FRAGs for 20,000 B");
         }
     }
 }

@@ -420,6 +420,17 @@ impl Participant {
             } else {
                 limit.min(sizes.max_message + sec)
             };
+            // To shared memory only (no DDS Security), a sample that fits such a message
+            // whole goes whole; one already begun in fragments is finished in them (its
+            // fragment numbering is every reader's, repairs included).
+            let whole_sizes = if all_shm && sec == 0 && self.security.is_none() {
+                Sizes {
+                    max_data: sizes.max_data.max(cap.saturating_sub(DATA_OVERHEAD)),
+                    ..sizes
+                }
+            } else {
+                sizes
+            };
             let mut e = Emitter::new(buf, cap, prefix)?;
             e.protect_each(sec);
             if let Some(first_prefix) = same_prefix {
@@ -460,6 +471,7 @@ impl Participant {
                 };
                 let ids = (reader_id, w.guid.entity_id);
                 let len = c.payload.len();
+                let sizes = if w.push_frag == 1 { whole_sizes } else { sizes };
                 if w.push_frag == 1 && len > sizes.max_data && w.frag_window_full(acked, sn, len) {
                     window_full = true;
                     break;
