@@ -296,10 +296,10 @@ impl DomainParticipant {
             shm_host,
             // Shared memory has no MTU: a push to peers on this host only may fill a message
             // of `max_message_size` even where the UDP interface's MTU bounds the rest.
-            shm_message_size: if shm_host.is_some() {
-                config.max_message_size
-            } else {
-                0
+            // (FerroDDS's slots take 65,536 bytes; a peer's are the same size.)
+            shm_message_size: match (&shm, shm_host) {
+                (Some(t), Some(_)) => config.max_message_size.min(t.max_message_size()),
+                _ => 0,
             },
             multicast_user_data: config.multicast_user_data,
             ..ParticipantConfig::default()

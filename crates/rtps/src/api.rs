@@ -75,8 +75,10 @@ pub struct ParticipantConfig {
     /// memory has no MTU: a runtime whose `max_message_size` is bounded by a network
     /// interface's MTU sets this to the size its shared-memory slots take, so that a batch or
     /// a train of fragments to a peer on the same host goes in one message, not one per
-    /// MTU. Samples are fragmented as before (fragment numbering stays the same for every
-    /// reader); repairs, acknowledgements and discovery keep `max_message_size`.
+    /// MTU, and (without DDS Security) a sample that fits such a message goes whole. A
+    /// sample begun in fragments is finished in them; repairs, acknowledgements, discovery,
+    /// flow-controlled writers and writers with their own `max_message_size` keep
+    /// `max_message_size`.
     pub shm_message_size: usize,
     /// User data by multicast (default `false`): this participant's user readers announce
     /// [`ParticipantConfig::default_multicast_locators`] as their multicast locators, and its

@@ -32,21 +32,23 @@ pub(super) fn emit_change(
         if need + reserve > e.room() {
             return Emitted::Nothing;
         }
-        if c.key_hash.is_none() && c.kind == ChangeKind::Alive {
-            e.timed_data(c.source_timestamp, reader_id, writer_id, c.sn, &c.payload);
+        let written = if c.key_hash.is_none() && c.kind == ChangeKind::Alive {
+            e.timed_data(c.source_timestamp, reader_id, writer_id, c.sn, &c.payload)
         } else {
-            if let Some(t) = c.source_timestamp {
-                e.info_ts(t);
-            }
-            e.data(
-                reader_id,
-                writer_id,
-                c.sn,
-                c.key_hash.as_ref(),
-                c.kind.status_info(),
-                &c.payload,
-                key_only,
-            );
+            c.source_timestamp.is_none_or(|t| e.info_ts(t))
+                && e.data(
+                    reader_id,
+                    writer_id,
+                    c.sn,
+                    c.key_hash.as_ref(),
+                    c.kind.status_info(),
+                    &c.payload,
+                    key_only,
+                )
+        };
+        if !written {
+            // (The room was checked: not reached unless a length overflows its field.)
+            return Emitted::Nothing;
         }
         stats.sent_data += 1;
         return Emitted::All;

@@ -75,6 +75,9 @@ const MAX_AUTH_FAILURES: usize = 16;
 /// INFO_TS, DATA header, inline QoS (key hash + status info), a HEARTBEAT and
 /// a HEARTBEAT_FRAG.
 const DATA_OVERHEAD: usize = 20 + 16 + 12 + 24 + 32 + 32 + 28;
+/// Largest payload a DATA carries whole: its 16-bit `octetsToNextHeader` (at most 0xfffc)
+/// less the DATA header and the largest inline QoS.
+const MAX_WHOLE_DATA: usize = 0xfffc - 20 - 32;
 /// Bytes of a datagram holding one DATA_FRAG not available to the fragment:
 /// header, INFO_DST, INFO_TS and the DATA_FRAG header.
 const FRAG_OVERHEAD: usize = 20 + 16 + 12 + 36;

@@ -835,9 +835,9 @@ fn shared_memory_locators_replace_udp_on_the_same_host_only() {
 /// Shared memory has no MTU: with `max_message_size` bounded by a network interface (1472 B)
 /// and `shm_message_size` 65000, a batching writer's push to a reader reached through
 /// shared memory goes in messages larger than the interface allows (a whole 8 KiB batch),
-/// and a 20,000 B sample goes whole, unfragmented; to a reader reached over UDP every
-/// datagram stays within 1472 B and the sample goes in fragments. Every sample arrives, in
-/// order.
+/// and a 20,000 B sample goes whole, unfragmented; to a reader reached over UDP, or from a
+/// writer with its own `max_message_size`, every datagram stays within that size and the
+/// sample goes in fragments. Every sample arrives, in order.
 #[test]
 fn pushes_to_shared_memory_only_fill_a_shared_memory_message() {
     let here = [9u8; 12];
@@ -852,9 +852,15 @@ fn pushes_to_shared_memory_only_fill_a_shared_memory_message() {
         c
     };
     let ms = core::time::Duration::from_millis(1);
-    for (rh, shm) in [(here, true), (elsewhere, false)] {
+    // (reader's host, writer's own max_message_size, whether messages may exceed the MTU)
+    for (rh, own_max, shm) in [
+        (here, None, true),
+        (elsewhere, None, false),
+        (here, Some(1400), false),
+    ] {
         let mut a = Participant::new(config(1, here), Timestamp(0));
         let mut wa = wattrs(false);
+        wa.qos.max_message_size = own_max;
         wa.qos.history = History::KeepAll;
         wa.qos.reliability = Reliability::RELIABLE;
         wa.qos.batching.enabled = true;
@@ -934,8 +940,9 @@ fn pushes_to_shared_memory_only_fill_a_shared_memory_message() {
             );
             assert_eq!(frags, 0, "shared memory: DATA_FRAGs sent");
         } else {
-            assert!(largest <= 1472, "UDP: largest datagram {largest} B");
-            assert!(frags >= 15, "UDP: {frags} DATA_FRAGs for 20,000 B");
+            let max = own_max.unwrap_or(1472);
+            assert!(largest <= max, "{own_max:?}: largest datagram {largest} B");
+            assert!(frags >= 15, "{own_max:?}: {frags} DATA_FRAGs for 20,000 B");
         }
     }
 }

@@ -415,17 +415,22 @@ impl Participant {
             } else {
                 0
             };
-            let cap = if all_shm {
+            // To shared memory only (not under a flow controller's budget, nor a writer's own
+            // `max_message_size`), a push may fill a shared-memory message; without DDS
+            // Security a sample that fits it goes whole (up to the largest DATA a 16-bit
+            // length allows), and one already begun in fragments is finished in them (its
+            // fragment numbering is every reader's, repairs included).
+            let to_shm = all_shm && only.is_none() && w.qos.max_message_size.is_none();
+            let cap = if to_shm {
                 shm_limit
             } else {
                 limit.min(sizes.max_message + sec)
             };
-            // To shared memory only (no DDS Security), a sample that fits such a message
-            // whole goes whole; one already begun in fragments is finished in them (its
-            // fragment numbering is every reader's, repairs included).
-            let whole_sizes = if all_shm && sec == 0 && self.security.is_none() {
+            let whole_sizes = if to_shm && sec == 0 && self.security.is_none() {
                 Sizes {
-                    max_data: sizes.max_data.max(cap.saturating_sub(DATA_OVERHEAD)),
+                    max_data: sizes
+                        .max_data
+                        .max(cap.saturating_sub(DATA_OVERHEAD).min(MAX_WHOLE_DATA)),
                     ..sizes
                 }
             } else {
