@@ -97,7 +97,8 @@ if [ "${SKIP_FUZZ:-0}" != 1 ] && [ -d fuzz ]; then
       t=${pt#*:}
       if wait "${pt%%:*}"; then
         printf '%s: ' "$t"
-        grep -E 'stat::number_of_executed_units' "target/fuzz-$t.log" | tr -s ' ' | tr '\n' ' ' || true
+        grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "target/fuzz-$t.log" |
+          tr -s ' ' | tr '\n' ' ' || true
         echo
       else
         tail -n 60 "target/fuzz-$t.log" >&2

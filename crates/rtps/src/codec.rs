@@ -553,10 +553,16 @@ impl<'b> Emitter<'b> {
         self.push(&d)
     }
 
+    /// Whether no room is kept free for DDS Security's transforms (then
+    /// [`Emitter::timed_data`] may be used).
+    pub(crate) fn unprotected(&self) -> bool {
+        self.reserved + self.sec == 0
+    }
+
     /// INFO_TS (when `ts` is set) and a DATA without inline QoS (an alive change without
     /// key hash): what [`Emitter::info_ts`] then [`Emitter::data`] write, in one push
-    /// (the batched path writes this pair per sample). With protection's room to keep
-    /// free, the two pushes as they are.
+    /// (the batched path writes this pair per sample). Only when
+    /// [`Emitter::unprotected`].
     #[inline]
     pub(crate) fn timed_data(
         &mut self,
@@ -566,14 +572,7 @@ impl<'b> Emitter<'b> {
         sn: i64,
         payload: &[u8],
     ) -> bool {
-        if self.reserved + self.sec != 0 {
-            if let Some(t) = ts {
-                if !self.info_ts(t) {
-                    return false;
-                }
-            }
-            return self.data(reader_id, writer_id, sn, None, 0, payload, false);
-        }
+        debug_assert!(self.unprotected());
         let t = TimedData {
             timestamp: ts,
             reader_id,

@@ -32,7 +32,7 @@ pub(super) fn emit_change(
         if need + reserve > e.room() {
             return Emitted::Nothing;
         }
-        let written = if c.key_hash.is_none() && c.kind == ChangeKind::Alive {
+        let written = if c.key_hash.is_none() && c.kind == ChangeKind::Alive && e.unprotected() {
             e.timed_data(c.source_timestamp, reader_id, writer_id, c.sn, &c.payload)
         } else {
             c.source_timestamp.is_none_or(|t| e.info_ts(t))

@@ -349,10 +349,9 @@ impl Participant {
         }
         let prefix = self.config.guid_prefix;
         let rto = self.rto();
-        // A push to shared-memory destinations only may fill a shared-memory message (not
-        // under a flow controller's budget).
+        // The size of a push to shared-memory destinations only (when `to_shm` below).
         let shm_limit = match self.config.shm_message_size {
-            m if only.is_none() && m > limit => {
+            m if m > limit => {
                 let overhead = self.security.as_ref().map_or(0, |s| s.overhead);
                 m.min(buf.len()).saturating_sub(overhead).max(limit)
             }
