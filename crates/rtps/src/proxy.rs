@@ -20,8 +20,11 @@ pub(crate) const MAX_OUT_OF_ORDER: usize = 32768;
 const MIN_OUT_OF_ORDER: usize = 64;
 /// Most outstanding repair requests per reader proxy.
 const MAX_REQUESTED: usize = 4096;
-/// Most samples with outstanding fragment requests per reader proxy.
+/// Most samples with outstanding fragment requests per reader proxy (and
+/// with resent fragments remembered).
 const MAX_FRAG_REQUESTS: usize = 64;
+/// Most resent fragments remembered per sample.
+const MAX_RESENT_FRAGS: usize = 1024;
 
 /// A received change waiting for delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +38,34 @@ pub(crate) struct Change {
 /// Payload bytes of a buffered entry (`None`: an SN a GAP made irrelevant).
 fn held_len(c: &Option<Change>) -> usize {
     c.as_ref().map_or(0, |c| c.payload.len())
+}
+
+/// How long a repair sent to a reader is taken to be on its way, during
+/// which the reader's requests for it again are not answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Suppress {
+    /// While nothing was pushed after the repair (no later data can show
+    /// whether it arrived): about a retransmission timeout.
+    pub(crate) short: core::time::Duration,
+    /// While more than one sample pushed after the repair has not reached
+    /// the reader either (all are probably still queued at a bottleneck,
+    /// whose delay the round trip understates; one sample of a fragmented
+    /// train on a slow link can take longer than the short window by
+    /// itself): the HEARTBEAT period.
+    pub(crate) long: core::time::Duration,
+    /// What the writer has pushed (or begun to push) now.
+    pub(crate) pushed: i64,
+}
+
+/// A repair sent to one reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Resent {
+    /// When it was (last) sent.
+    pub(crate) at: Timestamp,
+    /// The highest SN the writer had pushed (begun to push) by then: a
+    /// reader that has anything beyond it got data sent after the repair,
+    /// so on a path that keeps order the repair was lost.
+    pub(crate) mark: i64,
 }
 
 /// A remote reader as seen by a local writer.
@@ -57,8 +88,17 @@ pub(crate) struct ReaderProxy {
     /// Fragments requested by NACK_FRAG, per SN.
     pub(crate) frag_requests: BTreeMap<i64, BTreeSet<u32>>,
     pub(crate) last_nackfrag: Option<i32>,
-    /// When unacknowledged SNs were last resent (for NACK suppression).
-    pub(crate) resent: BTreeMap<i64, Timestamp>,
+    /// When unacknowledged SNs were last resent, and what the writer had
+    /// pushed by then (for NACK suppression).
+    pub(crate) resent: BTreeMap<i64, Resent>,
+    /// Fragments resent to this reader, per SN (of those in `resent`).
+    pub(crate) resent_frags: BTreeMap<i64, BTreeSet<u32>>,
+    /// The highest SN this reader has shown it has (acknowledged, or left
+    /// clear in an ACKNACK's bitmap: received whole or in part).
+    pub(crate) received_high: i64,
+    /// The highest SN this reader's last ACKNACK could have shown it has
+    /// (its bitmap spans 256 SNs from its base).
+    pub(crate) ack_reach: i64,
     /// Periodic HEARTBEATs (and tail-loss probes) since this reader last
     /// sent an ACKNACK: past [`MAX_UNANSWERED_HEARTBEATS`] it is heartbeated
     /// only every [`UNRESPONSIVE_HEARTBEAT_DIVISOR`]th time.
@@ -102,42 +142,73 @@ impl ReaderProxy {
             frag_requests: BTreeMap::new(),
             last_nackfrag: None,
             resent: BTreeMap::new(),
+            resent_frags: BTreeMap::new(),
+            received_high: start_after,
+            ack_reach: start_after + i64::from(SnSet::MAX_BITS),
             unanswered_hbs: 0,
             pushed_before_match: 0,
             queued_at: None,
         }
     }
 
+    /// A repair of `sn` is probably still on its way: this reader has shown
+    /// nothing sent after it (which, the path keeping order, would prove it
+    /// lost), and it was sent less than `suppress.short` before `now`, or
+    /// less than `suppress.long` with more than one sample pushed after it
+    /// (none of which has arrived either, so all are probably queued at a
+    /// bottleneck) and within reach of the reader's ACKNACK bitmap (else
+    /// nothing could show the repair lost: thousands of batched samples in
+    /// flight).
+    fn repair_in_flight(&self, sn: i64, now: Timestamp, suppress: Suppress) -> bool {
+        self.resent.get(&sn).is_some_and(|r| {
+            self.received_high <= r.mark
+                && (now < r.at.saturating_add(suppress.short)
+                    || (suppress.pushed > r.mark + 1
+                        && r.mark < self.ack_reach
+                        && now < r.at.saturating_add(suppress.long)))
+        })
+    }
+
     /// Applies a NACK_FRAG for `sn` (fragments `frags`); returns how many
-    /// fragments were newly requested (0 if stale, or if `sn` was resent to
-    /// this reader less than `suppress` before `now`: the repair is probably
-    /// still on its way).
+    /// fragments were newly requested (0 if stale, or if a repair of `sn` is
+    /// probably still on its way: [`Self::repair_in_flight`]).
     pub(crate) fn on_nack_frag(
         &mut self,
         sn: i64,
         frags: impl Iterator<Item = u32>,
         count: i32,
         now: Timestamp,
-        suppress: core::time::Duration,
+        suppress: Suppress,
         due: Timestamp,
     ) -> usize {
         if self.last_nackfrag.is_some_and(|c| count <= c) || sn <= self.acked {
             return 0;
         }
         self.last_nackfrag = Some(count);
-        if self
-            .resent
-            .get(&sn)
-            .is_some_and(|t| now < t.saturating_add(suppress))
-        {
+        // Within the short window nothing of `sn` is resent again; within
+        // the long one, only the fragments resent are held back (the others
+        // were lost before: new requests).
+        let short = Suppress {
+            long: suppress.short,
+            ..suppress
+        };
+        if self.repair_in_flight(sn, now, short) {
             return 0;
         }
+        let held = if self.repair_in_flight(sn, now, suppress) {
+            self.resent_frags.get(&sn)
+        } else {
+            None
+        };
         if self.frag_requests.len() >= MAX_FRAG_REQUESTS && !self.frag_requests.contains_key(&sn) {
             return 0;
         }
         let set = self.frag_requests.entry(sn).or_default();
         let mut new = 0;
         for f in frags {
+            if held.is_some_and(|h| h.contains(&f)) {
+                continue;
+            }
             if f >= 1 && set.len() < 256 && set.insert(f) {
                 new += 1;
             }
@@ -149,8 +220,8 @@ impl ReaderProxy {
     /// Applies an ACKNACK; `None` if it was stale, else the bytes newly
     /// requested (`size_of` an SN's payload size, given when it was last
     /// resent to this reader, if it was). `last_sn` is the writer's
-    /// newest SN; SNs resent to this reader less than `suppress` before `now`
-    /// are not requested again (they are probably still on their way).
+    /// newest SN; SNs whose repair is probably still on its way
+    /// ([`Self::repair_in_flight`]) are not requested again.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_acknack(
         &mut self,
@@ -159,7 +230,7 @@ impl ReaderProxy {
         final_flag: bool,
         last_sn: i64,
         now: Timestamp,
-        suppress: core::time::Duration,
+        suppress: Suppress,
         due: Timestamp,
         size_of: impl Fn(i64, Option<Timestamp>) -> u64,
     ) -> Option<u64> {
@@ -173,18 +244,21 @@ impl ReaderProxy {
             self.requested = self.requested.split_off(&(self.acked + 1));
             self.frag_requests = self.frag_requests.split_off(&(self.acked + 1));
             self.resent = self.resent.split_off(&(self.acked + 1));
+            self.resent_frags = self.resent_frags.split_off(&(self.acked + 1));
         }
+        let has = set.highest_clear(last_sn).unwrap_or(0).max(self.acked);
+        self.received_high = self.received_high.max(has);
+        self.ack_reach = set.base() + i64::from(SnSet::MAX_BITS) - 1;
         let before = self.requested.len();
         let mut lost = 0;
         for sn in set.iter() {
             if sn > last_sn || self.requested.len() >= MAX_REQUESTED {
                 break;
             }
-            let resent = self.resent.get(&sn);
-            if resent.is_some_and(|t| now < t.saturating_add(suppress)) {
+            if self.repair_in_flight(sn, now, suppress) {
                 continue;
             }
-            let resent = resent.copied();
+            let resent = self.resent.get(&sn).map(|r| r.at);
             if self.requested.insert(sn) {
                 lost += size_of(sn, resent);
             }
@@ -198,10 +272,27 @@ impl ReaderProxy {
         Some(lost)
     }
 
-    /// Notes that `sn` was resent at `now`.
-    pub(crate) fn note_resent(&mut self, sn: i64, now: Timestamp) {
+    /// Notes in `resent_frags` (a proxy's) that fragment `frag` of `sn` was
+    /// resent (after [`Self::note_resent`] of `sn`).
+    pub(crate) fn note_resent_fragment(
+        resent_frags: &mut BTreeMap<i64, BTreeSet<u32>>,
+        sn: i64,
+        frag: u32,
+    ) {
+        if resent_frags.len() >= MAX_FRAG_REQUESTS && !resent_frags.contains_key(&sn) {
+            return;
+        }
+        let set = resent_frags.entry(sn).or_default();
+        if set.len() < MAX_RESENT_FRAGS {
+            set.insert(frag);
+        }
+    }
+
+    /// Notes that `sn` was resent at `now`, when the writer had pushed up to
+    /// `mark`.
+    pub(crate) fn note_resent(&mut self, sn: i64, now: Timestamp, mark: i64) {
         if self.resent.len() < MAX_REQUESTED || self.resent.contains_key(&sn) {
-            self.resent.insert(sn, now);
+            self.resent.insert(sn, Resent { at: now, mark });
         }
     }
 
@@ -590,6 +681,10 @@ impl WriterProxy {
             }
             sn += 1;
         }
+        // The bitmap covers every SN examined, so its clear bits tell the
+        // writer what arrived (whole or in part) after what is missing, and
+        // so whether a repair it sent before that was lost.
+        set.extend_to(sn - 1);
         set
     }
 }
@@ -843,7 +938,116 @@ mod tests {
         assert!(!p.ack_pending);
     }
 
-    const SUP: core::time::Duration = core::time::Duration::from_millis(10);
+    const MS: core::time::Duration = core::time::Duration::from_millis(1);
+    /// A 10 ms window whatever was pushed.
+    const SUP: Suppress = Suppress {
+        short: MS.saturating_mul(10),
+        long: MS.saturating_mul(10),
+        pushed: 0,
+    };
+
+    /// A repair is taken to be on its way for the short window, or the long
+    /// one while more than one sample pushed after it has not arrived
+    /// either; it is requested again at once when the reader shows data sent
+    /// after it (on a path that keeps order, the repair was lost).
+    #[test]
+    fn a_repair_is_known_lost_when_later_data_arrived() {
+        let ms = |n: u64| Timestamp(n * 1_000_000);
+        let sup = |pushed: i64| Suppress {
+            short: MS.saturating_mul(2),
+            long: MS.saturating_mul(100),
+            pushed,
+        };
+        let ask = |r: &mut ReaderProxy, count: i32, has_up_to: i64, at: u64, pushed: i64| {
+            let mut set = SnSet::new(2);
+            set.insert(2);
+            set.extend_to(has_up_to);
+            r.requested.clear();
+            r.on_acknack(
+                &set,
+                count,
+                false,
+                20,
+                ms(at),
+                sup(pushed),
+                Timestamp(0),
+                |_, _| 1,
+            )
+            .unwrap()
+        };
+        let mut r = ReaderProxy::new(g(), true, vec![], 0);
+        // SN 2 was resent at 1 ms, when the writer had pushed up to 6.
+        r.note_resent(2, ms(1), 6);
+        // The reader has 3..=6, all pushed before the repair: on its way
+        // during the short window...
+        assert_eq!(ask(&mut r, 1, 6, 2, 6), 0);
+        assert_eq!(r.received_high, 6);
+        // ...and after it if nothing was pushed since (nothing can show it
+        // arrived): requested again.
+        assert_eq!(ask(&mut r, 2, 6, 4, 6), 1);
+        r.note_resent(2, ms(4), 6);
+        // With more pushed since that the reader has not got either, the
+        // long window holds.
+        assert_eq!(ask(&mut r, 3, 6, 50, 9), 0);
+        assert_eq!(ask(&mut r, 4, 6, 105, 9), 1);
+        r.note_resent(2, ms(105), 9);
+        // The reader has 10, pushed after the repair: the repair was lost.
+        assert_eq!(ask(&mut r, 5, 10, 106, 12), 1);
+        assert_eq!(r.requested.iter().copied().collect::<Vec<_>>(), vec![2]);
+        assert_eq!(r.received_high, 10);
+        // Beyond the reach of the reader's bitmap (256 SNs from 2) nothing
+        // could show a repair lost: only the short window holds.
+        r.note_resent(2, ms(106), 300);
+        assert_eq!(ask(&mut r, 6, 10, 107, 400), 0);
+        assert_eq!(ask(&mut r, 7, 10, 109, 400), 1);
+
+        // Fragments: in the long window only those resent are held back.
+        let mut r = ReaderProxy::new(g(), true, vec![], 0);
+        r.note_resent(8, ms(1), 8);
+        ReaderProxy::note_resent_fragment(&mut r.resent_frags, 8, 1);
+        let frags = |r: &mut ReaderProxy, count: i32, at: u64, pushed: i64| {
+            r.frag_requests.clear();
+            let new = r.on_nack_frag(
+                8,
+                [1, 2].into_iter(),
+                count,
+                ms(at),
+                sup(pushed),
+                Timestamp(0),
+            );
+            let asked: Vec<u32> = r
+                .frag_requests
+                .get(&8)
+                .map_or(vec![], |s| s.iter().copied().collect());
+            (new, asked)
+        };
+        assert_eq!(frags(&mut r, 1, 2, 12), (0, vec![]));
+        assert_eq!(frags(&mut r, 2, 50, 12), (1, vec![2]));
+        r.received_high = 9;
+        assert_eq!(frags(&mut r, 3, 51, 12), (2, vec![1, 2]));
+        // Once acknowledged, nothing of it is remembered.
+        let mut set = SnSet::new(9);
+        set.extend_to(9);
+        r.on_acknack(&set, 1, false, 20, ms(52), sup(12), Timestamp(0), |_, _| 1);
+        assert!(r.resent.is_empty() && r.resent_frags.is_empty());
+    }
+
+    /// A reader's ACKNACK bitmap covers every SN it examined (up to the
+    /// highest it knows of), not only up to the last missing one.
+    #[test]
+    fn ack_set_covers_what_arrived_after_the_gap() {
+        let mut p = wp(true);
+        for sn in [1, 3, 4, 5] {
+            p.max_seen = p.max_seen.max(sn);
+            p.buffer.insert(sn, None);
+        }
+        p.next = 2;
+        let set = p.ack_set(256);
+        assert_eq!(set.base(), 2);
+        assert_eq!(set.iter().collect::<Vec<_>>(), vec![2]);
+        assert_eq!(set.num_bits(), 4);
+        assert_eq!(set.highest_clear(100), Some(5));
+    }
 
     #[test]
     fn recently_resent_sns_are_not_requested_again() {
@@ -851,7 +1055,7 @@ mod tests {
         let mut set = SnSet::new(1);
         set.insert(1);
         set.insert(2);
-        r.note_resent(1, Timestamp(1_000_000));
+        r.note_resent(1, Timestamp(1_000_000), 5);
         assert!(r
             .on_acknack(
                 &set,

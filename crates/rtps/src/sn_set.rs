@@ -78,6 +78,32 @@ impl SnSet {
         true
     }
 
+    /// Extends the bitmap to cover `sn` (at most 256 bits) without setting
+    /// bits: the SNs in between are covered but not requested.
+    pub(crate) fn extend_to(&mut self, sn: i64) {
+        let Some(off) = sn.checked_sub(self.base) else {
+            return;
+        };
+        if off >= 0 {
+            let bits = (off + 1).min(i64::from(Self::MAX_BITS)) as u32;
+            self.num_bits = self.num_bits.max(bits);
+        }
+    }
+
+    /// The highest SN up to `max` that the bitmap covers with a clear bit
+    /// (from an ACKNACK: one the reader has, whole or in part), if any.
+    pub(crate) fn highest_clear(&self, max: i64) -> Option<i64> {
+        let top = max.checked_sub(self.base)?;
+        if top < 0 || self.num_bits == 0 {
+            return None;
+        }
+        let top = (top as u32).min(self.num_bits - 1);
+        (0..=top)
+            .rev()
+            .find(|off| self.bits[(off / 32) as usize] & (1 << (31 - off % 32)) == 0)
+            .map(|off| self.base + i64::from(off))
+    }
+
     #[cfg(test)]
     pub(crate) fn contains(&self, sn: i64) -> bool {
         let Some(off) = sn.checked_sub(self.base) else {
@@ -131,6 +157,29 @@ mod tests {
         let s = SnSet::from_wire(5, 3, [u32::MAX; 8]).unwrap();
         assert_eq!(s.iter().collect::<Vec<_>>(), vec![5, 6, 7]);
         assert_eq!(s.words(), &[0xe000_0000]);
+    }
+
+    #[test]
+    fn extend_and_highest_clear() {
+        let mut s = SnSet::new(10);
+        assert_eq!(s.highest_clear(100), None);
+        s.insert(10);
+        s.insert(12);
+        assert_eq!(s.num_bits(), 3);
+        assert_eq!(s.highest_clear(100), Some(11));
+        s.extend_to(15);
+        assert_eq!(s.num_bits(), 6);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![10, 12]);
+        assert_eq!(s.highest_clear(100), Some(15));
+        assert_eq!(s.highest_clear(14), Some(14));
+        assert_eq!(s.highest_clear(10), None);
+        assert_eq!(s.highest_clear(9), None);
+        s.extend_to(1000);
+        assert_eq!(s.num_bits(), 256);
+        s.extend_to(5);
+        assert_eq!(s.num_bits(), 256);
+        let full = SnSet::from_wire(1, 2, [u32::MAX; 8]).unwrap();
+        assert_eq!(full.highest_clear(100), None);
     }
 
     #[test]

@@ -33,8 +33,8 @@ use crate::instance::{
     InstanceState, KeyExtractor, KeyHasherBuilder, ReaderCache, TakeOutcome, TakenSample,
 };
 use crate::proxy::{
-    Change, Outcome, ReaderProxy, WriterProxy, MAX_OUT_OF_ORDER, MAX_UNANSWERED_HEARTBEATS,
-    UNRESPONSIVE_HEARTBEAT_DIVISOR,
+    Change, Outcome, ReaderProxy, Suppress, WriterProxy, MAX_OUT_OF_ORDER,
+    MAX_UNANSWERED_HEARTBEATS, UNRESPONSIVE_HEARTBEAT_DIVISOR,
 };
 use crate::qos::{
     check_compatible, Durability, EndpointQos, History, ReaderQos, Reliability, ReliabilityKind,
@@ -416,7 +416,22 @@ impl Participant {
     }
 
     /// How long a repaired SN (or fragments of one) is not repaired again
-    /// for the same reader: the retransmission timeout without its minimum,
+    /// for the same reader ([`Suppress`], whose `pushed` the
+    /// caller sets from the writer): [`Self::repair_suppress`], or the
+    /// HEARTBEAT period while samples pushed after the repair have not
+    /// arrived either. A reader that shows data sent after the repair gets
+    /// it again at once.
+    fn suppress_windows(&self) -> Suppress {
+        Suppress {
+            short: self.repair_suppress(),
+            long: self.config.heartbeat_period,
+            pushed: 0,
+        }
+    }
+
+    /// How long a repaired SN (or fragments of one) is not repaired again
+    /// for the same reader while no data was pushed after it (nothing can
+    /// show whether it arrived): the retransmission timeout without its minimum,
     /// or three smoothed round trips if longer (the repair is probably still
     /// on its way, behind a bottleneck's queue that the round trip, measured
     /// when it was emptier, understates), at least 100 µs, at most the

@@ -117,7 +117,7 @@ impl Participant {
         now: Timestamp,
     ) {
         let due = now.saturating_add(self.config.nack_response_delay);
-        let suppress = self.repair_suppress();
+        let windows = self.suppress_windows();
         let Some(wi) = self
             .writers
             .iter()
@@ -128,6 +128,10 @@ impl Participant {
         };
         let Some(w) = self.writers[wi].as_mut() else {
             return;
+        };
+        let suppress = Suppress {
+            pushed: w.push_mark(),
+            ..windows
         };
         let last = w.last_sn;
         let reliable_readers = w.reliable_proxies.max(1) as u64;
@@ -240,15 +244,21 @@ impl Participant {
         now: Timestamp,
     ) {
         let due = now.saturating_add(self.config.nack_response_delay);
-        let suppress = self.repair_suppress();
-        let Some(w) = self
+        let windows = self.suppress_windows();
+        let Some(wi) = self
             .writers
-            .iter_mut()
-            .flatten()
-            .find(|w| w.guid.entity_id == writer_id)
+            .iter()
+            .position(|w| w.as_ref().is_some_and(|w| w.guid.entity_id == writer_id))
         else {
             self.stats.unmatched_submessages += 1;
             return;
+        };
+        let Some(w) = self.writers[wi].as_mut() else {
+            return;
+        };
+        let suppress = Suppress {
+            pushed: w.push_mark(),
+            ..windows
         };
         if sn > w.last_sn {
             return;
@@ -264,7 +274,7 @@ impl Participant {
             self.work
                 .watch_reader_proxy(&mut w.repair_work, &mut w.proxies, pi);
             let p = &w.proxies[pi];
-            let repair_lost = p.resent.get(&sn).is_some_and(|t| *t >= w.recovery_at);
+            let repair_lost = p.resent.get(&sn).is_some_and(|r| r.at >= w.recovery_at);
             if new > 0 && (sn > w.recovery_sn || repair_lost) {
                 // This reader's share of fragments pushed to all (see on_acknack), whole
                 // for a repair sent to it.
@@ -288,7 +298,7 @@ impl Participant {
     /// After a congestion decrease: what writers pushed so far was sent before it.
     pub(super) fn set_recovery_points(&mut self, now: Timestamp) {
         for w in self.writers.iter_mut().flatten() {
-            w.recovery_sn = w.pushed + i64::from(w.push_frag > 1);
+            w.recovery_sn = w.push_mark();
             w.recovery_at = now;
         }
     }

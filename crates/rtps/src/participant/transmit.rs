@@ -625,6 +625,8 @@ impl Participant {
             let sec = Self::sub_reserve(&self.security, w.guid.entity_id);
             // Announce only what was pushed (batched samples may still wait).
             let last = w.pushed;
+            // What a repair sent now comes after: SNs pushed, or begun.
+            let mark = w.push_mark();
             let first = w.hb_first().min(last + 1);
             let writer_eid = w.guid.entity_id;
             // Many proxies: those with work due come from the work queue; a
@@ -689,7 +691,7 @@ impl Participant {
                         // (Noted at once: a NACK_FRAG arriving while this
                         // SN's fragments are still being resent must not
                         // ask again for those just sent.)
-                        p.note_resent(sn, now);
+                        p.note_resent(sn, now, mark);
                         let Some(set) = p.frag_requests.get_mut(&sn) else {
                             break;
                         };
@@ -702,6 +704,7 @@ impl Participant {
                             }
                             self.stats.resent_data += 1;
                             self.stats.resent_fragments += 1;
+                            ReaderProxy::note_resent_fragment(&mut p.resent_frags, sn, f);
                         }
                         p.frag_requests.remove(&sn);
                     }
@@ -730,7 +733,7 @@ impl Participant {
                                     Emitted::All => {
                                         self.stats.resent_data += 1;
                                         p.requested.remove(&sn);
-                                        p.note_resent(sn, now);
+                                        p.note_resent(sn, now, mark);
                                         p.repair_frag = (0, 1);
                                     }
                                     Emitted::Upto(f) => {

@@ -151,6 +151,12 @@ impl PushPlan {
 }
 
 impl LocalWriter {
+    /// The highest SN pushed, or begun (some fragments out): what anything
+    /// sent now comes after.
+    pub(super) fn push_mark(&self) -> i64 {
+        self.pushed + i64::from(self.push_frag > 1)
+    }
+
     pub(super) fn new(
         guid: Guid,
         role: Role,
