@@ -134,13 +134,13 @@ fn matched(net: &mut Network, wq: WriterQos, rq: ReaderQos) -> (usize, usize, Wr
 }
 
 /// The best goodput this link allows for `size`-byte samples: the share of
-/// payload in what the wire carries (1356-byte fragments, sized for up to
-/// 116 bytes of RTPS headers, of which each datagram carries at least 68:
-/// the RTPS header, INFO_TS and the DATA_FRAG header; 42 bytes of
-/// Ethernet/IPv4/UDP each). With 116 the bound was below what a link kept
-/// full achieves (91.9 % measured at 63000 B, where 68 gives 92.4 %).
+/// payload in what the wire carries (1376-byte fragments: an unkeyed
+/// writer's are sized for up to 96 bytes of RTPS headers, of which each
+/// datagram carries at least 68: the RTPS header, INFO_TS and the DATA_FRAG
+/// header; 42 bytes of Ethernet/IPv4/UDP each). With 96 the bound would be
+/// below what a link kept full achieves.
 fn payload_share(size: usize) -> f64 {
-    let frags = size.div_ceil(1356).max(1);
+    let frags = size.div_ceil(1376).max(1);
     size as f64 / (size + frags * (68 + ETH_IPV4_UDP_OVERHEAD)) as f64
 }
 

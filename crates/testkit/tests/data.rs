@@ -37,6 +37,17 @@ fn pair_mtu(
     rq: ReaderQos,
     mtu: usize,
 ) -> (Network, usize, usize, WriterId, ReaderId) {
+    pair_mtu_keyed(seed, wq, rq, mtu, false)
+}
+
+/// [`pair_mtu`] on a keyed topic (`keyed`) or an unkeyed one.
+fn pair_mtu_keyed(
+    seed: u64,
+    wq: WriterQos,
+    rq: ReaderQos,
+    mtu: usize,
+    keyed: bool,
+) -> (Network, usize, usize, WriterId, ReaderId) {
     let mut net = Network::new(seed);
     let mut ca = Network::config_for(0, 0);
     ca.max_message_size = mtu;
@@ -45,8 +56,12 @@ fn pair_mtu(
     let a = net.add_participant_with(ca);
     let b = net.add_participant_with(cb);
     let now = net.now;
-    let w = net.p(a).create_writer(writer("T", wq), now).unwrap();
-    let r = net.p(b).create_reader(reader("T", rq), now).unwrap();
+    let mut wa = writer("T", wq);
+    wa.keyed = keyed;
+    let mut ra = reader("T", rq);
+    ra.keyed = keyed;
+    let w = net.p(a).create_writer(wa, now).unwrap();
+    let r = net.p(b).create_reader(ra, now).unwrap();
     let ok = net.run_until(Duration::from_secs(2), |n| {
         n.nodes[a].participant.matched_reader_count(w) == 1
             && n.nodes[b].participant.matched_writer_count(r) == 1
@@ -375,7 +390,9 @@ fn big_payload(i: u32, len: usize) -> Vec<u8> {
 
 #[test]
 fn large_samples_are_fragmented_and_reassembled_reliably_under_loss() {
-    let (mut net, a, b, w, r) = pair_mtu(82, keep_all_writer(), reliable_reader(), 1400);
+    // (Keyed: the key hash goes with the first fragment.)
+    let (mut net, a, b, w, r) =
+        pair_mtu_keyed(82, keep_all_writer(), reliable_reader(), 1400, true);
     net.link = LinkConfig::lossy(0.2, 0.1, 0.2);
     let now = net.now;
     let ts = Time {
@@ -406,6 +423,41 @@ fn large_samples_are_fragmented_and_reassembled_reliably_under_loss() {
         assert_eq!(s.key_hash, Some([4; 16]));
     }
     assert!(net.nodes[a].participant.stats().resent_data > 0);
+}
+
+/// On an Ethernet MTU (1472-byte datagrams) an unkeyed writer's fragments
+/// leave no room for a key hash its single instance does not need: perftest's
+/// 8192 B sample (8196 bytes serialized) goes in 6 datagrams of 1376-byte
+/// fragments, not 7 (the last with 60 bytes). A keyed writer keeps the room,
+/// and its key hash arrives.
+#[test]
+fn unkeyed_fragments_fill_an_ethernet_mtu() {
+    for (keyed, want) in [(false, 6), (true, 7)] {
+        let (mut net, a, b, w, r) =
+            pair_mtu_keyed(84, keep_all_writer(), reliable_reader(), 1472, keyed);
+        let before = net.nodes[a].participant.stats().sent_data;
+        let data = big_payload(1, 8196);
+        let now = net.now;
+        let req = WriteRequest {
+            key_hash: keyed.then_some([5; 16]),
+            source_timestamp: Some(Time {
+                seconds: 1,
+                fraction: 0,
+            }),
+            ..alive(&data)
+        };
+        net.p(a).write(w, req, now).unwrap();
+        net.flush(a);
+        assert!(
+            net.run_until(Duration::from_secs(5), |n| n.nodes[b].samples_of(r).count()
+                == 1)
+        );
+        let sent = net.nodes[a].participant.stats().sent_data - before;
+        assert_eq!(sent, want, "keyed {keyed}: {sent} fragments");
+        let got = net.nodes[b].samples_of(r).next().unwrap();
+        assert_eq!(&got.payload[..data.len()], &data[..]);
+        assert_eq!(got.key_hash, keyed.then_some([5; 16]));
+    }
 }
 
 #[test]

@@ -34,7 +34,7 @@ impl Participant {
         // submessage transform.
         let reserve = self.security.as_ref().map_or(0, |s| s.overhead)
             + Self::sub_reserve(&self.security, eid);
-        w.sizes = Sizes::reserving(&self.config, &w.qos, reserve);
+        w.sizes = Sizes::reserving(&self.config, &w.qos, eid, reserve);
         self.writers.push(Some(w));
         let id = WriterId(self.writers.len() - 1);
         self.announce_endpoint(self.sedp_writer_for(&data.topic_name, true), &data, now);

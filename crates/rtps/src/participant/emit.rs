@@ -57,7 +57,7 @@ pub(super) fn emit_change(
     let mut f = from.max(1);
     let mut first_in_datagram = true;
     while f <= total {
-        if !emit_fragment(e, ids, c, sizes.frag, f, first_in_datagram, 0) {
+        if !emit_fragment(e, ids, c, sizes, f, first_in_datagram, 0) {
             break;
         }
         first_in_datagram = false;
@@ -80,19 +80,23 @@ pub(super) fn emit_fragment(
     e: &mut Emitter<'_>,
     ids: (EntityId, EntityId),
     c: &CacheChange,
-    frag: usize,
+    sizes: Sizes,
     f: u32,
     with_ts: bool,
     reserve: usize,
 ) -> bool {
+    let frag = sizes.frag;
     let start = (f as usize - 1).saturating_mul(frag);
     let Some(bytes) = c.payload.get(start..c.payload.len().min(start + frag)) else {
         return true; // Beyond the sample: nothing to send.
     };
     let key_only = c.kind != ChangeKind::Alive;
     let qos = f == 1;
+    // (A key hash given to a writer of an unkeyed topic is not sent with its
+    // fragments: no room is kept for it, and its single instance needs none.)
+    let key_hash = c.key_hash.as_ref().filter(|_| qos && sizes.frag_key_hash);
     let ts = with_ts && c.source_timestamp.is_some();
-    let need = Emitter::data_frag_len(qos && c.key_hash.is_some(), qos && key_only, bytes.len())
+    let need = Emitter::data_frag_len(key_hash.is_some(), qos && key_only, bytes.len())
         + if ts { 12 } else { 0 };
     if need + reserve > e.room() {
         return false;
@@ -104,7 +108,7 @@ pub(super) fn emit_fragment(
         ids.0,
         ids.1,
         c.sn,
-        if qos { c.key_hash.as_ref() } else { None },
+        key_hash,
         if qos { c.kind.status_info() } else { 0 },
         f,
         frag as u16,

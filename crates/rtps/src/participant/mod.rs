@@ -83,6 +83,8 @@ const MAX_WHOLE_DATA: usize = 0xfffc - 20 - 32;
 const FRAG_OVERHEAD: usize = 20 + 16 + 12 + 36;
 /// Inline QoS of a first fragment (key hash, status info, sentinel).
 const FRAG_KEY_QOS: usize = 4 + 20 + 8;
+/// Inline QoS of a first fragment without key hash (status info, sentinel).
+const FRAG_STATUS_QOS: usize = 4 + 8;
 /// A sample's fragment train carries a HEARTBEAT_FRAG at least every this
 /// many fragments (so that readers NACK_FRAG early fragments of a large
 /// sample before it ends).
@@ -215,7 +217,7 @@ fn builtin_writer(
             ..WriterQos::default()
         },
     );
-    w.sizes = Sizes::new(config, &w.qos);
+    w.sizes = Sizes::new(config, &w.qos, w.guid.entity_id);
     w
 }
 

@@ -572,7 +572,7 @@ impl Participant {
             let mut w = builtin_writer(&self.config, weid, role, topic);
             let reserve = self.security.as_ref().map_or(0, |s| s.overhead)
                 + Self::sub_reserve(&self.security, weid);
-            w.sizes = Sizes::reserving(&self.config, &w.qos, reserve);
+            w.sizes = Sizes::reserving(&self.config, &w.qos, weid, reserve);
             debug_assert_eq!(self.writers.len(), i);
             self.writers.push(Some(w));
             self.readers

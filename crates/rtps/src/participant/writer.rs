@@ -202,6 +202,7 @@ impl LocalWriter {
                 frag: 0,
                 max_message: 0,
                 batching: false,
+                frag_key_hash: true,
             },
         }
     }
@@ -417,6 +418,9 @@ pub(super) struct Sizes {
     pub(super) max_message: usize,
     /// The writer batches (samples share datagrams).
     pub(super) batching: bool,
+    /// A first fragment may carry a key hash (room is kept for it): all but
+    /// user writers of unkeyed topics, whose single instance needs none.
+    pub(super) frag_key_hash: bool,
 }
 
 impl Sizes {
@@ -440,13 +444,18 @@ impl Sizes {
         }
     }
 
-    pub(super) fn new(config: &ParticipantConfig, qos: &WriterQos) -> Self {
-        Self::reserving(config, qos, 0)
+    pub(super) fn new(config: &ParticipantConfig, qos: &WriterQos, eid: EntityId) -> Self {
+        Self::reserving(config, qos, eid, 0)
     }
 
     /// Like [`Sizes::new`], with `reserve` bytes of each datagram left for DDS Security's
     /// transforms (the message's and one protected submessage's).
-    pub(super) fn reserving(config: &ParticipantConfig, qos: &WriterQos, reserve: usize) -> Self {
+    pub(super) fn reserving(
+        config: &ParticipantConfig,
+        qos: &WriterQos,
+        eid: EntityId,
+        reserve: usize,
+    ) -> Self {
         let max_message = qos
             .max_message_size
             .map_or(config.max_message_size, |m| m.min(config.max_message_size))
@@ -454,12 +463,21 @@ impl Sizes {
             .max(DATA_OVERHEAD + MIN_FRAGMENT + 16);
         let max_data = max_message - DATA_OVERHEAD;
         // A fragment fills a datagram alone: header, INFO_DST, INFO_TS and
-        // the DATA_FRAG header with the first fragment's inline QoS (room for
-        // a key hash even when unkeyed: a write may still give one).
+        // the DATA_FRAG header with the first fragment's inline QoS: room for
+        // a key hash, except for user writers of unkeyed topics (their first
+        // fragments go without one; status info still fits). The 32 bytes
+        // matter on an Ethernet MTU: 1,356-byte fragments put an 8192 B
+        // sample in 7 datagrams (the last with 56 bytes), 1,376-byte ones in 6.
         // HEARTBEATs go where room is left (a short last fragment) or in a
         // datagram of their own. A fragment must also fit the 16-bit
         // fragmentSize field.
-        let overhead = FRAG_OVERHEAD + FRAG_KEY_QOS;
+        let frag_key_hash = eid.0[3] != EntityId::KIND_WRITER_NO_KEY;
+        let overhead = FRAG_OVERHEAD
+            + if frag_key_hash {
+                FRAG_KEY_QOS
+            } else {
+                FRAG_STATUS_QOS
+            };
         let auto = (max_message.saturating_sub(overhead) & !3).clamp(MIN_FRAGMENT, 0xff00);
         let frag = match qos.fragment_size.unwrap_or(config.fragment_size) {
             0 => auto,
@@ -470,6 +488,7 @@ impl Sizes {
             frag,
             max_message,
             batching: qos.batching.enabled,
+            frag_key_hash,
         }
     }
 }
