@@ -57,6 +57,34 @@ pub(crate) struct Suppress {
     pub(crate) pushed: i64,
 }
 
+/// What a reader has shown of what it received, against which a repair's
+/// [`Resent`] is judged.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Evidence {
+    received_high: i64,
+    ack_reach: i64,
+    shows_arrivals: bool,
+}
+
+impl Evidence {
+    /// A repair is probably still on its way: the reader has shown nothing
+    /// sent after it (which, the path keeping order, would prove it lost),
+    /// and it was sent less than `suppress.short` before `now`, or less than
+    /// `suppress.long` with more than one sample pushed after it (none of
+    /// which has arrived either, so all are probably queued at a bottleneck),
+    /// within reach of the reader's ACKNACK bitmap (else nothing could show
+    /// the repair lost: thousands of batched samples in flight) and from a
+    /// reader whose bitmaps show what arrived.
+    pub(crate) fn in_flight(&self, r: &Resent, now: Timestamp, suppress: Suppress) -> bool {
+        self.received_high <= r.mark
+            && (now < r.at.saturating_add(suppress.short)
+                || (self.shows_arrivals
+                    && suppress.pushed > r.mark + 1
+                    && r.mark < self.ack_reach
+                    && now < r.at.saturating_add(suppress.long)))
+    }
+}
+
 /// A repair sent to one reader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Resent {
@@ -91,8 +119,15 @@ pub(crate) struct ReaderProxy {
     /// When unacknowledged SNs were last resent, and what the writer had
     /// pushed by then (for NACK suppression).
     pub(crate) resent: BTreeMap<i64, Resent>,
-    /// Fragments resent to this reader, per SN (of those in `resent`).
-    pub(crate) resent_frags: BTreeMap<i64, BTreeSet<u32>>,
+    /// Fragments resent to this reader, per SN: when, and after what.
+    pub(crate) resent_frags: BTreeMap<i64, BTreeMap<u32, Resent>>,
+    /// This reader's ACKNACK bitmaps have shown an SN it has beyond the
+    /// last one it asked for (FerroDDS readers extend their bitmaps so):
+    /// then not showing data sent after a repair means something, and a
+    /// repair may be taken to be on its way for the long window. Readers
+    /// that cut their bitmap at the last missing SN (or at a partly received
+    /// one) only get the short window.
+    pub(crate) shows_arrivals: bool,
     /// The highest SN this reader has shown it has (acknowledged, or left
     /// clear in an ACKNACK's bitmap: received whole or in part).
     pub(crate) received_high: i64,
@@ -143,6 +178,7 @@ impl ReaderProxy {
             last_nackfrag: None,
             resent: BTreeMap::new(),
             resent_frags: BTreeMap::new(),
+            shows_arrivals: false,
             received_high: start_after,
             ack_reach: start_after + i64::from(SnSet::MAX_BITS),
             unanswered_hbs: 0,
@@ -151,27 +187,27 @@ impl ReaderProxy {
         }
     }
 
-    /// A repair of `sn` is probably still on its way: this reader has shown
-    /// nothing sent after it (which, the path keeping order, would prove it
-    /// lost), and it was sent less than `suppress.short` before `now`, or
-    /// less than `suppress.long` with more than one sample pushed after it
-    /// (none of which has arrived either, so all are probably queued at a
-    /// bottleneck) and within reach of the reader's ACKNACK bitmap (else
-    /// nothing could show the repair lost: thousands of batched samples in
-    /// flight).
+    /// A repair of `sn` (as a whole) is probably still on its way
+    /// ([`Evidence::in_flight`]).
     fn repair_in_flight(&self, sn: i64, now: Timestamp, suppress: Suppress) -> bool {
-        self.resent.get(&sn).is_some_and(|r| {
-            self.received_high <= r.mark
-                && (now < r.at.saturating_add(suppress.short)
-                    || (suppress.pushed > r.mark + 1
-                        && r.mark < self.ack_reach
-                        && now < r.at.saturating_add(suppress.long)))
-        })
+        self.resent
+            .get(&sn)
+            .is_some_and(|r| self.evidence().in_flight(r, now, suppress))
+    }
+
+    /// What this reader has shown, for [`Evidence::in_flight`].
+    fn evidence(&self) -> Evidence {
+        Evidence {
+            received_high: self.received_high,
+            ack_reach: self.ack_reach,
+            shows_arrivals: self.shows_arrivals,
+        }
     }
 
     /// Applies a NACK_FRAG for `sn` (fragments `frags`); returns how many
-    /// fragments were newly requested (0 if stale, or if a repair of `sn` is
-    /// probably still on its way: [`Self::repair_in_flight`]).
+    /// fragments were newly requested (0 if stale). A fragment whose repair
+    /// is probably still on its way ([`Evidence::in_flight`]) is not
+    /// requested again; fragments never resent always are.
     pub(crate) fn on_nack_frag(
         &mut self,
         sn: i64,
@@ -185,35 +221,33 @@ impl ReaderProxy {
             return 0;
         }
         self.last_nackfrag = Some(count);
-        // Within the short window nothing of `sn` is resent again; within
-        // the long one, only the fragments resent are held back (the others
-        // were lost before: new requests).
-        let short = Suppress {
-            long: suppress.short,
-            ..suppress
-        };
-        if self.repair_in_flight(sn, now, short) {
-            return 0;
-        }
-        let held = if self.repair_in_flight(sn, now, suppress) {
-            self.resent_frags.get(&sn)
-        } else {
-            None
-        };
         if self.frag_requests.len() >= MAX_FRAG_REQUESTS && !self.frag_requests.contains_key(&sn) {
             return 0;
         }
-        let set = self.frag_requests.entry(sn).or_default();
+        let ev = self.evidence();
+        let resent = self.resent_frags.get(&sn);
+        let mut set = self.frag_requests.remove(&sn).unwrap_or_default();
         let mut new = 0;
         for f in frags {
-            if held.is_some_and(|h| h.contains(&f)) {
+            if resent
+                .and_then(|m| m.get(&f))
+                .is_some_and(|r| ev.in_flight(r, now, suppress))
+            {
                 continue;
             }
             if f >= 1 && set.len() < 256 && set.insert(f) {
                 new += 1;
             }
         }
-        self.repair_due = due;
+        // (Only an SN with fragments to resend is kept: an empty entry would
+        // make the writer send nothing but a HEARTBEAT, whose answer asks
+        // for the same fragments again.)
+        if !set.is_empty() {
+            self.frag_requests.insert(sn, set);
+        }
+        if new > 0 {
+            self.repair_due = due;
+        }
         new
     }
 
@@ -246,7 +280,12 @@ impl ReaderProxy {
             self.resent = self.resent.split_off(&(self.acked + 1));
             self.resent_frags = self.resent_frags.split_off(&(self.acked + 1));
         }
-        let has = set.highest_clear(last_sn).unwrap_or(0).max(self.acked);
+        // (Nothing beyond what was pushed can have arrived.)
+        let clear = set.highest_clear(last_sn.min(suppress.pushed.max(self.acked)));
+        if clear.is_some_and(|c| set.iter().last().is_some_and(|l| c > l)) {
+            self.shows_arrivals = true;
+        }
+        let has = clear.unwrap_or(0).max(self.acked);
         self.received_high = self.received_high.max(has);
         self.ack_reach = set.base() + i64::from(SnSet::MAX_BITS) - 1;
         let before = self.requested.len();
@@ -273,18 +312,19 @@ impl ReaderProxy {
     }
 
     /// Notes in `resent_frags` (a proxy's) that fragment `frag` of `sn` was
-    /// resent (after [`Self::note_resent`] of `sn`).
+    /// resent as `at` says.
     pub(crate) fn note_resent_fragment(
-        resent_frags: &mut BTreeMap<i64, BTreeSet<u32>>,
+        resent_frags: &mut BTreeMap<i64, BTreeMap<u32, Resent>>,
         sn: i64,
         frag: u32,
+        at: Resent,
     ) {
         if resent_frags.len() >= MAX_FRAG_REQUESTS && !resent_frags.contains_key(&sn) {
             return;
         }
-        let set = resent_frags.entry(sn).or_default();
-        if set.len() < MAX_RESENT_FRAGS {
-            set.insert(frag);
+        let map = resent_frags.entry(sn).or_default();
+        if map.len() < MAX_RESENT_FRAGS || map.contains_key(&frag) {
+            map.insert(frag, at);
         }
     }
 
@@ -982,6 +1022,10 @@ mod tests {
         // during the short window...
         assert_eq!(ask(&mut r, 1, 6, 2, 6), 0);
         assert_eq!(r.received_high, 6);
+        assert!(
+            r.shows_arrivals,
+            "its bitmap shows 3..=6 beyond the missing 2"
+        );
         // ...and after it if nothing was pushed since (nothing can show it
         // arrived): requested again.
         assert_eq!(ask(&mut r, 2, 6, 4, 6), 1);
@@ -1001,35 +1045,76 @@ mod tests {
         assert_eq!(ask(&mut r, 6, 10, 107, 400), 0);
         assert_eq!(ask(&mut r, 7, 10, 109, 400), 1);
 
-        // Fragments: in the long window only those resent are held back.
+        // Fragments: only those resent are held back; the others were lost
+        // before (new requests), and nothing is kept when all are held.
         let mut r = ReaderProxy::new(g(), true, vec![], 0);
+        r.shows_arrivals = true;
         r.note_resent(8, ms(1), 8);
-        ReaderProxy::note_resent_fragment(&mut r.resent_frags, 8, 1);
-        let frags = |r: &mut ReaderProxy, count: i32, at: u64, pushed: i64| {
+        let at = Resent { at: ms(1), mark: 8 };
+        ReaderProxy::note_resent_fragment(&mut r.resent_frags, 8, 1, at);
+        let frags = |r: &mut ReaderProxy, count: i32, at: u64, pushed: i64, fs: &[u32]| {
             r.frag_requests.clear();
-            let new = r.on_nack_frag(
-                8,
-                [1, 2].into_iter(),
-                count,
-                ms(at),
-                sup(pushed),
-                Timestamp(0),
-            );
+            r.repair_due = Timestamp(0);
+            let new = r.on_nack_frag(8, fs.iter().copied(), count, ms(at), sup(pushed), ms(at));
             let asked: Vec<u32> = r
                 .frag_requests
                 .get(&8)
                 .map_or(vec![], |s| s.iter().copied().collect());
-            (new, asked)
+            (new, asked, r.repair_due)
         };
-        assert_eq!(frags(&mut r, 1, 2, 12), (0, vec![]));
-        assert_eq!(frags(&mut r, 2, 50, 12), (1, vec![2]));
+        assert_eq!(frags(&mut r, 1, 2, 12, &[1, 2]), (1, vec![2], ms(2)));
+        assert_eq!(frags(&mut r, 2, 50, 12, &[1, 2]), (1, vec![2], ms(50)));
+        assert_eq!(frags(&mut r, 3, 50, 12, &[1]), (0, vec![], Timestamp(0)));
+        assert!(!r.frag_requests.contains_key(&8));
+        // A reader that has not shown it extends its bitmap (a foreign one
+        // cutting it at the last missing SN) gets only the short window.
+        r.shows_arrivals = false;
+        assert_eq!(frags(&mut r, 4, 50, 12, &[1, 2]), (2, vec![1, 2], ms(50)));
+        r.shows_arrivals = true;
         r.received_high = 9;
-        assert_eq!(frags(&mut r, 3, 51, 12), (2, vec![1, 2]));
+        assert_eq!(frags(&mut r, 5, 51, 12, &[1, 2]), (2, vec![1, 2], ms(51)));
         // Once acknowledged, nothing of it is remembered.
         let mut set = SnSet::new(9);
         set.extend_to(9);
         r.on_acknack(&set, 1, false, 20, ms(52), sup(12), Timestamp(0), |_, _| 1);
         assert!(r.resent.is_empty() && r.resent_frags.is_empty());
+    }
+
+    /// A bitmap cut at the last missing SN shows nothing beyond it, and
+    /// nothing beyond what the writer pushed counts as received.
+    #[test]
+    fn what_an_acknack_shows() {
+        let mut r = ReaderProxy::new(g(), true, vec![], 0);
+        let mut set = SnSet::new(2);
+        set.insert(2);
+        set.insert(4);
+        let pushed = |p| Suppress { pushed: p, ..SUP };
+        r.on_acknack(
+            &set,
+            1,
+            false,
+            20,
+            Timestamp(0),
+            pushed(20),
+            Timestamp(0),
+            |_, _| 1,
+        );
+        assert_eq!(r.received_high, 3);
+        assert!(!r.shows_arrivals);
+        // Clear bits up to 15, but the writer pushed only up to 9.
+        set.extend_to(15);
+        r.on_acknack(
+            &set,
+            2,
+            false,
+            20,
+            Timestamp(0),
+            pushed(9),
+            Timestamp(0),
+            |_, _| 1,
+        );
+        assert_eq!(r.received_high, 9);
+        assert!(r.shows_arrivals);
     }
 
     /// A reader's ACKNACK bitmap covers every SN it examined (up to the

@@ -97,7 +97,7 @@ impl SnSet {
         if top < 0 || self.num_bits == 0 {
             return None;
         }
-        let top = (top as u32).min(self.num_bits - 1);
+        let top = top.min(i64::from(self.num_bits) - 1) as u32;
         (0..=top)
             .rev()
             .find(|off| self.bits[(off / 32) as usize] & (1 << (31 - off % 32)) == 0)

@@ -33,7 +33,7 @@ use crate::instance::{
     InstanceState, KeyExtractor, KeyHasherBuilder, ReaderCache, TakeOutcome, TakenSample,
 };
 use crate::proxy::{
-    Change, Outcome, ReaderProxy, Suppress, WriterProxy, MAX_OUT_OF_ORDER,
+    Change, Outcome, ReaderProxy, Resent, Suppress, WriterProxy, MAX_OUT_OF_ORDER,
     MAX_UNANSWERED_HEARTBEATS, UNRESPONSIVE_HEARTBEAT_DIVISOR,
 };
 use crate::qos::{

@@ -688,23 +688,31 @@ impl Participant {
                             }
                             continue;
                         };
-                        // (Noted at once: a NACK_FRAG arriving while this
-                        // SN's fragments are still being resent must not
-                        // ask again for those just sent.)
-                        p.note_resent(sn, now, mark);
                         let Some(set) = p.frag_requests.get_mut(&sn) else {
                             break;
                         };
+                        // (Each fragment is noted as it goes: a NACK_FRAG
+                        // arriving while this SN's fragments are still being
+                        // resent must not ask again for those just sent.)
+                        let at = Resent { at: now, mark };
+                        let mut sent = false;
                         while let Some(f) = set.pop_first() {
                             // (A fragment may fill the datagram: the
                             // HEARTBEAT below goes only if room is left.)
                             if !emit_fragment(&mut e, ids, c, sizes, f, true, 0) {
                                 set.insert(f);
-                                break 'frags;
+                                break;
                             }
+                            sent = true;
                             self.stats.resent_data += 1;
                             self.stats.resent_fragments += 1;
-                            ReaderProxy::note_resent_fragment(&mut p.resent_frags, sn, f);
+                            ReaderProxy::note_resent_fragment(&mut p.resent_frags, sn, f, at);
+                        }
+                        if sent {
+                            p.note_resent(sn, now, mark);
+                        }
+                        if p.frag_requests.get(&sn).is_some_and(|s| !s.is_empty()) {
+                            break 'frags;
                         }
                         p.frag_requests.remove(&sn);
                     }
@@ -721,7 +729,7 @@ impl Participant {
                                 } else {
                                     1
                                 };
-                                match emit_change(
+                                let emitted = emit_change(
                                     &mut e,
                                     ids,
                                     c,
@@ -729,7 +737,28 @@ impl Participant {
                                     from,
                                     HB_LEN + sec,
                                     &mut self.stats,
-                                ) {
+                                );
+                                // Fragments resent whole-sample are noted
+                                // too: a NACK_FRAG for them is judged as one
+                                // for fragments it asked for.
+                                let fragmented = c.payload.len() > sizes.max_data;
+                                let end = match emitted {
+                                    Emitted::All if fragmented => {
+                                        c.payload.len().div_ceil(sizes.frag) as u32 + 1
+                                    }
+                                    Emitted::Upto(f) => f,
+                                    _ => from,
+                                };
+                                let at = Resent { at: now, mark };
+                                for f in from..end {
+                                    ReaderProxy::note_resent_fragment(
+                                        &mut p.resent_frags,
+                                        sn,
+                                        f,
+                                        at,
+                                    );
+                                }
+                                match emitted {
                                     Emitted::All => {
                                         self.stats.resent_data += 1;
                                         p.requested.remove(&sn);
