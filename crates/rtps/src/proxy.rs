@@ -57,34 +57,6 @@ pub(crate) struct Suppress {
     pub(crate) pushed: i64,
 }
 
-/// What a reader has shown of what it received, against which a repair's
-/// [`Resent`] is judged.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Evidence {
-    received_high: i64,
-    ack_reach: i64,
-    shows_arrivals: bool,
-}
-
-impl Evidence {
-    /// A repair is probably still on its way: the reader has shown nothing
-    /// sent after it (which, the path keeping order, would prove it lost),
-    /// and it was sent less than `suppress.short` before `now`, or less than
-    /// `suppress.long` with more than one sample pushed after it (none of
-    /// which has arrived either, so all are probably queued at a bottleneck),
-    /// within reach of the reader's ACKNACK bitmap (else nothing could show
-    /// the repair lost: thousands of batched samples in flight) and from a
-    /// reader whose bitmaps show what arrived.
-    pub(crate) fn in_flight(&self, r: &Resent, now: Timestamp, suppress: Suppress) -> bool {
-        self.received_high <= r.mark
-            && (now < r.at.saturating_add(suppress.short)
-                || (self.shows_arrivals
-                    && suppress.pushed > r.mark + 1
-                    && r.mark < self.ack_reach
-                    && now < r.at.saturating_add(suppress.long)))
-    }
-}
-
 /// A repair sent to one reader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Resent {
@@ -187,26 +159,26 @@ impl ReaderProxy {
         }
     }
 
-    /// A repair of `sn` (as a whole) is probably still on its way
-    /// ([`Evidence::in_flight`]).
-    fn repair_in_flight(&self, sn: i64, now: Timestamp, suppress: Suppress) -> bool {
-        self.resent
-            .get(&sn)
-            .is_some_and(|r| self.evidence().in_flight(r, now, suppress))
-    }
-
-    /// What this reader has shown, for [`Evidence::in_flight`].
-    fn evidence(&self) -> Evidence {
-        Evidence {
-            received_high: self.received_high,
-            ack_reach: self.ack_reach,
-            shows_arrivals: self.shows_arrivals,
-        }
+    /// A repair is probably still on its way: this reader has shown nothing
+    /// sent after it (which, the path keeping order, would prove it lost),
+    /// and it was sent less than `suppress.short` before `now`, or less than
+    /// `suppress.long` with more than one sample pushed after it (none of
+    /// which has arrived either, so all are probably queued at a bottleneck),
+    /// within reach of the reader's ACKNACK bitmap (else nothing could show
+    /// the repair lost: thousands of batched samples in flight) and from a
+    /// reader whose bitmaps show what arrived.
+    fn in_flight(&self, r: &Resent, now: Timestamp, suppress: Suppress) -> bool {
+        self.received_high <= r.mark
+            && (now < r.at.saturating_add(suppress.short)
+                || (self.shows_arrivals
+                    && suppress.pushed > r.mark + 1
+                    && r.mark < self.ack_reach
+                    && now < r.at.saturating_add(suppress.long)))
     }
 
     /// Applies a NACK_FRAG for `sn` (fragments `frags`); returns how many
     /// fragments were newly requested (0 if stale). A fragment whose repair
-    /// is probably still on its way ([`Evidence::in_flight`]) is not
+    /// is probably still on its way ([`Self::in_flight`]) is not
     /// requested again; fragments never resent always are.
     pub(crate) fn on_nack_frag(
         &mut self,
@@ -224,14 +196,13 @@ impl ReaderProxy {
         if self.frag_requests.len() >= MAX_FRAG_REQUESTS && !self.frag_requests.contains_key(&sn) {
             return 0;
         }
-        let ev = self.evidence();
-        let resent = self.resent_frags.get(&sn);
         let mut set = self.frag_requests.remove(&sn).unwrap_or_default();
+        let resent = self.resent_frags.get(&sn);
         let mut new = 0;
         for f in frags {
             if resent
                 .and_then(|m| m.get(&f))
-                .is_some_and(|r| ev.in_flight(r, now, suppress))
+                .is_some_and(|r| self.in_flight(r, now, suppress))
             {
                 continue;
             }
@@ -255,7 +226,7 @@ impl ReaderProxy {
     /// requested (`size_of` an SN's payload size, given when it was last
     /// resent to this reader, if it was). `last_sn` is the writer's
     /// newest SN; SNs whose repair is probably still on its way
-    /// ([`Self::repair_in_flight`]) are not requested again.
+    /// ([`Self::in_flight`]) are not requested again.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_acknack(
         &mut self,
@@ -294,7 +265,11 @@ impl ReaderProxy {
             if sn > last_sn || self.requested.len() >= MAX_REQUESTED {
                 break;
             }
-            if self.repair_in_flight(sn, now, suppress) {
+            if self
+                .resent
+                .get(&sn)
+                .is_some_and(|r| self.in_flight(r, now, suppress))
+            {
                 continue;
             }
             let resent = self.resent.get(&sn).map(|r| r.at);

@@ -708,10 +708,11 @@ impl Participant {
                             self.stats.resent_fragments += 1;
                             ReaderProxy::note_resent_fragment(&mut p.resent_frags, sn, f, at);
                         }
+                        let unfinished = !set.is_empty();
                         if sent {
                             p.note_resent(sn, now, mark);
                         }
-                        if p.frag_requests.get(&sn).is_some_and(|s| !s.is_empty()) {
+                        if unfinished {
                             break 'frags;
                         }
                         p.frag_requests.remove(&sn);
