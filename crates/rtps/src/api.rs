@@ -196,7 +196,8 @@ pub struct WriteRequest<'a> {
     /// Alive or one of the not-alive kinds.
     pub kind: ChangeKind,
     /// Sent as PID_KEY_HASH inline QoS when `Some`; also identifies the
-    /// instance for KEEP_LAST (unkeyed writers: one instance).
+    /// instance for KEEP_LAST. A writer of an unkeyed topic (entity kind
+    /// 0x03) has one instance and ignores it.
     pub key_hash: Option<[u8; 16]>,
     /// Encapsulation header + CDR body (key only for dispose/unregister; may be empty).
     pub serialized_payload: &'a [u8],

@@ -319,7 +319,9 @@ fn volatile_late_joiner_does_not_receive_history() {
 
 #[test]
 fn inline_qos_timestamp_and_dispose_reach_the_reader() {
-    let (mut net, a, b, w, r) = pair(71, keep_all_writer(), reliable_reader());
+    // A keyed topic: the key hash is an instance's (an unkeyed writer drops it).
+    let (mut net, a, b, w, r) =
+        pair_mtu_keyed(71, keep_all_writer(), reliable_reader(), 65000, true);
     let now = net.now;
     let ts = Time {
         seconds: 1234,
@@ -463,6 +465,37 @@ fn unkeyed_fragments_fill_an_ethernet_mtu() {
         assert_eq!(&got.payload[..data.len()], &data[..]);
         assert_eq!(got.key_hash, keyed.then_some([5; 16]));
     }
+}
+
+/// A writer of an unkeyed topic has one instance: a key hash handed to it
+/// (the engine API allows one) goes neither with whole samples nor with
+/// fragments, and KEEP_LAST counts all its samples as one instance.
+#[test]
+fn an_unkeyed_writer_ignores_key_hashes() {
+    let wq = WriterQos {
+        history: History::KeepLast(1),
+        ..WriterQos::default()
+    };
+    let (mut net, a, b, w, r) = pair_mtu_keyed(85, wq, reliable_reader(), 1472, false);
+    for (i, len) in [(1u32, 64usize), (2, 8196)] {
+        let data = big_payload(i, len);
+        let now = net.now;
+        let req = WriteRequest {
+            key_hash: Some([i as u8; 16]),
+            ..alive(&data)
+        };
+        net.p(a).write(w, req, now).unwrap();
+        net.flush(a);
+        assert!(
+            net.run_until(Duration::from_secs(5), |n| n.nodes[b].samples_of(r).count()
+                == i as usize)
+        );
+        let got = net.nodes[b].samples_of(r).last().unwrap();
+        assert_eq!(&got.payload[..len], &data[..]);
+        assert_eq!(got.key_hash, None, "{len} B");
+    }
+    // Two samples under two key hashes, yet one instance.
+    assert_eq!(net.nodes[a].participant.writer_instance_count(w), 1);
 }
 
 #[test]

@@ -240,6 +240,11 @@ impl Participant {
             });
         }
         let eid = self.writers[w.0].as_ref().map(|x| x.guid.entity_id);
+        // An unkeyed topic has one instance: a key hash given to its writer is dropped, so
+        // that whole samples and fragments go alike (without PID_KEY_HASH) and KEEP_LAST
+        // counts one instance.
+        let key_hash =
+            key_hash.filter(|_| eid.is_some_and(|e| e.0[3] != EntityId::KIND_WRITER_NO_KEY));
         if eid.is_some_and(|e| self.protects_payload(e)) {
             // DDS Security payload protection: the history keeps the protected form, sent
             // and repaired as it is.
