@@ -346,6 +346,7 @@ mod tests {
         RunRecord {
             pub_cpu_s: None,
             udp_datagrams: None,
+            capture_frames: None,
             run_index: 0,
             repetition: 0,
             scenario: Scenario {

@@ -14,8 +14,8 @@ use crate::matrix::{
     Capture, MatrixSpec, PlannedRun, Reliability, Scenario, SecurityProfile, System, TestKind,
 };
 use crate::parse;
-use crate::record::ThroughputStats;
 use crate::record::{self, HostInfo, LatencyStats, RunRecord, RunSettings, RunStatus, Summary};
+use crate::record::{CaptureFrames, ThroughputStats};
 use crate::runner::{self, CommandSpec, Ending, PairOutcome, PairTiming, Placement, ProcOutput};
 use crate::testbed::{self, Impairments, Testbed};
 
@@ -173,6 +173,16 @@ impl Progress for ConsoleProgress {
                 t.samples_per_s, t.mbps, t.lost_pct
             ),
             (st, _, _) => format!("{}: {}", st.name(), r.error),
+        };
+        let what = match r
+            .capture_frames
+            .and_then(|c| c.written_pct().map(|p| (c, p)))
+        {
+            Some((c, pct)) => format!(
+                "{what}, capture wrote {pct:.0} % of {} frames",
+                c.written.saturating_add(c.dropped)
+            ),
+            None => what,
         };
         let text = format!(
             "lab: [{}/{}] {} {} {} B: {what} ({:.1} s)",
@@ -485,7 +495,25 @@ pub fn make_record(
         stderr_tail,
         udp_datagrams: None,
         pub_cpu_s: outcome.client.cpu_s,
+        capture_frames: capture_frames(s, &outcome.client, &servers),
     }
+}
+
+/// What the network captures of a perftest run recorded, summed over its participants (the
+/// count perftest prints on its error output as it ends); `None` without capture or when one
+/// of them did not print it.
+fn capture_frames(
+    s: &Scenario,
+    client: &ProcOutput,
+    servers: &[&ProcOutput],
+) -> Option<CaptureFrames> {
+    if s.capture == Capture::Off || s.system == System::Cyclone {
+        return None;
+    }
+    std::iter::once(client)
+        .chain(servers.iter().copied())
+        .map(|o| parse::perftest_capture(&o.stderr).or_else(|| parse::perftest_capture(&o.stdout)))
+        .try_fold(CaptureFrames::default(), |sum, c| Some(sum.plus(c?)))
 }
 
 /// The throughput row of a run's subscribers (see [`make_record`]); `None` without any.
@@ -895,6 +923,7 @@ pub fn run_lab(
                 stderr_tail: String::new(),
                 udp_datagrams: None,
                 pub_cpu_s: None,
+                capture_frames: None,
             },
         };
         progress.run_finished(&record, estimate(run, exec));

@@ -1,7 +1,8 @@
-//! Parsers for the output of the measured programs: perftest's CSV summaries and Cyclone
-//! `ddsperf`'s once-a-second lines. Both take untrusted text and never panic.
+//! Parsers for the output of the measured programs: perftest's CSV summaries and its network
+//! capture count, and Cyclone `ddsperf`'s once-a-second lines. All take untrusted text and
+//! never panic.
 
-use crate::record::{LatencyStats, ThroughputStats};
+use crate::record::{CaptureFrames, LatencyStats, ThroughputStats};
 
 fn norm_header(h: &str) -> String {
     h.trim().to_ascii_lowercase()
@@ -83,6 +84,20 @@ pub fn perftest_throughput(text: &str) -> Option<ThroughputStats> {
         mbps: col(&h, &v, "avg mbps")?,
         lost_samples: as_u64(col(&h, &v, "lost samples")?),
         lost_pct: col(&h, &v, "lost samples (%)")?,
+    })
+}
+
+/// Parses the count perftest prints when its network capture ends:
+/// `Network capture: N frames written, M dropped, file ...` (the last such line).
+pub fn perftest_capture(text: &str) -> Option<CaptureFrames> {
+    text.lines().rev().find_map(|line| {
+        let rest = line.trim().strip_prefix("Network capture:")?;
+        let (written, rest) = rest.trim_start().split_once(" frames written, ")?;
+        let (dropped, _) = rest.split_once(" dropped")?;
+        Some(CaptureFrames {
+            written: written.trim().parse().ok()?,
+            dropped: dropped.trim().parse().ok()?,
+        })
     })
 }
 
@@ -283,6 +298,36 @@ Sample Size (Bytes), Total Samples, Avg Samples/s,    Avg Mbps, Lost Samples, Lo
         let t = perftest_throughput(text).unwrap();
         assert_eq!(t.total_samples, 0);
         assert_eq!(t.samples_per_s, 0.0);
+    }
+
+    #[test]
+    fn perftest_capture_count() {
+        // The configuration block also says "Network capture: Yes": only the end's count
+        // is taken.
+        let text = "\tNetwork capture: Yes\n\
+Sample Size (Bytes), Total Samples, Avg Samples/s,    Avg Mbps, Lost Samples, Lost Samples (%)\n\
+              63000,         37481,          7471,      3765.6,            0,             0.00\n\
+Network capture: 74739 frames written, 87199 dropped, file rtiperftest_network_capture_sub_0_01.pcapng deleted (-doNotDropNetworkCapture keeps it)\n\
+Test ended.\n";
+        assert_eq!(
+            perftest_capture(text),
+            Some(CaptureFrames {
+                written: 74_739,
+                dropped: 87_199
+            })
+        );
+        let c = perftest_capture(text).unwrap();
+        assert!((c.written_pct().unwrap() - 46.15).abs() < 0.01);
+        for bad in [
+            "",
+            "Network capture: Yes",
+            "Network capture: x frames written, 1 dropped",
+            "Network capture: 1 frames written, 99999999999999999999 dropped",
+            "Network capture: 1 frames written",
+        ] {
+            assert_eq!(perftest_capture(bad), None, "{bad}");
+        }
+        assert_eq!(CaptureFrames::default().written_pct(), None);
     }
 
     #[test]

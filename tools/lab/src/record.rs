@@ -21,7 +21,7 @@ use crate::matrix::{
 };
 
 /// Columns common to both CSV files, first.
-pub const META_COLUMNS: [&str; 19] = [
+pub const META_COLUMNS: [&str; 21] = [
     "run_index",
     "repetition",
     "system",
@@ -41,6 +41,8 @@ pub const META_COLUMNS: [&str; 19] = [
     "status",
     "duration_s",
     "pub_cpu_s",
+    "capture_frames_written",
+    "capture_frames_dropped",
 ];
 
 /// perftest's one-way latency summary, in µs.
@@ -192,6 +194,33 @@ pub struct ThroughputStats {
     pub lost_pct: f64,
 }
 
+/// What the network captures of a run recorded: frames written to the files and frames
+/// dropped (the writer thread fell behind), summed over the run's participants as perftest
+/// prints them when it ends (`Network capture: N frames written, M dropped, ...`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CaptureFrames {
+    /// Frames written.
+    pub written: u64,
+    /// Frames dropped.
+    pub dropped: u64,
+}
+
+impl CaptureFrames {
+    /// The share of the frames that were written, in % (`None` without any frame).
+    pub fn written_pct(&self) -> Option<f64> {
+        let all = self.written.saturating_add(self.dropped);
+        (all > 0).then(|| self.written as f64 * 100.0 / all as f64)
+    }
+
+    /// Both counts added.
+    pub fn plus(self, o: CaptureFrames) -> CaptureFrames {
+        CaptureFrames {
+            written: self.written.saturating_add(o.written),
+            dropped: self.dropped.saturating_add(o.dropped),
+        }
+    }
+}
+
 /// The record of one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -231,6 +260,11 @@ pub struct RunRecord {
     /// discovery and teardown; `None` where not measured (files from before this column).
     #[serde(default)]
     pub pub_cpu_s: Option<f64>,
+    /// Runs with network capture: what the captures recorded ([`CaptureFrames`]); `None`
+    /// without capture, when a participant did not print its count, or in files from before
+    /// this column.
+    #[serde(default)]
+    pub capture_frames: Option<CaptureFrames>,
 }
 
 impl RunRecord {
@@ -307,6 +341,12 @@ pub fn write_csv(path: &Path, test: TestKind, records: &[RunRecord]) -> Result<(
             r.status.name().into(),
             format!("{:.3}", r.duration_s),
             r.pub_cpu_s.map(|c| format!("{c:.2}")).unwrap_or_default(),
+            r.capture_frames
+                .map(|c| c.written.to_string())
+                .unwrap_or_default(),
+            r.capture_frames
+                .map(|c| c.dropped.to_string())
+                .unwrap_or_default(),
         ];
         match test {
             TestKind::Latency => match &r.latency {
@@ -392,14 +432,21 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
         .enumerate()
         .map(|(i, h)| (h.trim().to_string(), i))
         .collect();
-    // `capture`, `language`, `security`, `subscribers`, `multicast`, `pub_cpu_s` and
-    // `udp_datagrams` came later: files without them are runs without capture, in Rust,
-    // without the security axis, with one subscriber by unicast, with the publisher's CPU and
-    // the datagrams not measured.
+    // `capture`, `language`, `security`, `subscribers`, `multicast`, `pub_cpu_s`,
+    // `udp_datagrams` and the capture frame counts came later: files without them are runs
+    // without capture, in Rust, without the security axis, with one subscriber by unicast,
+    // with the publisher's CPU, the datagrams and the captured frames not counted.
     for col in META_COLUMNS.iter().chain(TAIL_COLUMNS.iter()) {
         if !matches!(
             *col,
-            "capture" | "language" | "security" | "subscribers" | "multicast" | "pub_cpu_s"
+            "capture"
+                | "language"
+                | "security"
+                | "subscribers"
+                | "multicast"
+                | "pub_cpu_s"
+                | "capture_frames_written"
+                | "capture_frames_dropped"
         ) && !idx.contains_key(*col)
         {
             return Err(LabError::MissingColumn {
@@ -488,9 +535,23 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>, LabError> {
             Some(v) if !v.trim().is_empty() => Some(row.parse("udp_datagrams")?),
             _ => None,
         };
+        let count = |col: &'static str| -> Result<Option<u64>, LabError> {
+            match idx.get(col).and_then(|&i| rec.get(i)) {
+                Some(v) if !v.trim().is_empty() => Ok(Some(row.parse(col)?)),
+                _ => Ok(None),
+            }
+        };
+        let capture_frames = match (
+            count("capture_frames_written")?,
+            count("capture_frames_dropped")?,
+        ) {
+            (Some(written), Some(dropped)) => Some(CaptureFrames { written, dropped }),
+            _ => None,
+        };
         out.push(RunRecord {
             udp_datagrams,
             pub_cpu_s,
+            capture_frames,
             run_index: row.parse("run_index")?,
             repetition: row.parse("repetition")?,
             scenario,
@@ -577,6 +638,9 @@ pub struct Aggregate {
     /// Samples per UDP datagram ([`RunRecord::samples_per_datagram`]), where counted.
     #[serde(default)]
     pub samples_per_datagram: Option<Spread>,
+    /// Frames the network captures recorded, summed over the `ok` runs that counted them.
+    #[serde(default)]
+    pub capture_frames: Option<CaptureFrames>,
 }
 
 /// Groups records by scenario (all repetitions) and summarises each group.
@@ -619,7 +683,12 @@ pub fn aggregate(records: &[RunRecord]) -> Vec<Aggregate> {
             };
             let per_datagram: Vec<f64> =
                 ok.iter().filter_map(|r| r.samples_per_datagram()).collect();
+            let capture_frames = ok
+                .iter()
+                .filter_map(|r| r.capture_frames)
+                .reduce(CaptureFrames::plus);
             Aggregate {
+                capture_frames,
                 samples_per_datagram: Spread::of(&per_datagram),
                 scenario,
                 runs_ok: ok.len() as u32,
@@ -855,6 +924,7 @@ mod tests {
         RunRecord {
             pub_cpu_s: None,
             udp_datagrams: None,
+            capture_frames: None,
             run_index: i,
             repetition: (i % 3) as u32,
             scenario: Scenario {
@@ -932,6 +1002,25 @@ mod tests {
     }
 
     #[test]
+    fn captured_frames_add_up_over_ok_runs() {
+        let mut rs = vec![
+            rec(0, TestKind::Latency, RunStatus::Ok, 10.0),
+            rec(1, TestKind::Latency, RunStatus::Ok, 30.0),
+            rec(2, TestKind::Latency, RunStatus::Failed, 0.0),
+        ];
+        for (r, (written, dropped)) in rs.iter_mut().zip([(30, 10), (50, 10), (1000, 0)]) {
+            r.scenario.capture = Capture::On;
+            r.capture_frames = Some(CaptureFrames { written, dropped });
+        }
+        let a = aggregate(&rs);
+        let c = a[0].capture_frames.unwrap();
+        assert_eq!((c.written, c.dropped), (80, 20));
+        assert_eq!(c.written_pct(), Some(80.0));
+        rs.iter_mut().for_each(|r| r.capture_frames = None);
+        assert_eq!(aggregate(&rs)[0].capture_frames, None);
+    }
+
+    #[test]
     fn csv_and_json_round_trip() {
         let dir = std::env::temp_dir().join(format!("lab-record-{}", std::process::id()));
         let mut runs = vec![
@@ -949,6 +1038,14 @@ mod tests {
         runs[1].scenario.subscribers = 4;
         runs[1].scenario.multicast = true;
         runs[1].pub_cpu_s = Some(1.25);
+        runs[0].capture_frames = Some(CaptureFrames {
+            written: 74_739,
+            dropped: 87_199,
+        });
+        runs[1].capture_frames = Some(CaptureFrames {
+            written: 12,
+            dropped: 0,
+        });
         let summary = Summary {
             lab_version: "0.1.0".into(),
             started_unix_s: 1,

@@ -780,6 +780,8 @@ struct CostTable {
     base: fn(Scenario) -> Scenario,
     /// The published latency ratio of a row (its size, and its profile where it has one).
     published: fn(&Scenario) -> Option<f64>,
+    /// Add a column with the share of frames the row's network captures wrote.
+    frames: bool,
 }
 
 fn cost_table(h: &mut String, summary: &Summary, t: &CostTable) {
@@ -793,8 +795,15 @@ fn cost_table(h: &mut String, summary: &Summary, t: &CostTable) {
     }
     let _ = write!(
         h,
-        "<h2>{}</h2><table><tr><th>configuration</th><th>size (B)</th><th>latency p50 (µs) ÷ compared row's</th><th>latency p50 ratio</th><th>{}</th><th>throughput (samples/s) ÷ compared row's</th><th>throughput ratio (samples/s)</th><th>{}</th></tr>",
-        t.title, t.published_header, t.lost_header
+        "<h2>{}</h2><table><tr><th>configuration</th><th>size (B)</th><th>latency p50 (µs) ÷ compared row's</th><th>latency p50 ratio</th><th>{}</th><th>throughput (samples/s) ÷ compared row's</th><th>throughput ratio (samples/s)</th><th>{}</th>{}</tr>",
+        t.title,
+        t.published_header,
+        t.lost_header,
+        if t.frames {
+            "<th>frames the captures wrote (the rest dropped)</th>"
+        } else {
+            ""
+        }
     );
     for a in rows {
         let base = (t.base)(a.scenario);
@@ -815,9 +824,27 @@ fn cost_table(h: &mut String, summary: &Summary, t: &CostTable) {
             }
             TestKind::Throughput => "–".to_string(),
         };
+        let frames = if !t.frames {
+            String::new()
+        } else {
+            let cell = a
+                .capture_frames
+                .and_then(|c| c.written_pct().map(|p| (c, p)))
+                .map_or_else(
+                    || "–".to_string(),
+                    |(c, p)| {
+                        format!(
+                            "{p:.0} % ({} of {})",
+                            c.written,
+                            c.written.saturating_add(c.dropped)
+                        )
+                    },
+                );
+            format!("<td class=\"num\">{cell}</td>")
+        };
         let _ = write!(
             h,
-            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>{frames}</tr>",
             html_escape(&a.scenario.config_label()),
             a.scenario.size,
             values(&a.p50_us, &b.p50_us, 1),
@@ -843,13 +870,14 @@ fn capture_cost_table(h: &mut String, summary: &Summary) {
             title: "Network capture cost (with capture ÷ without, medians)",
             published_header: "Connext published p50 ratio",
             lost_header: "lost % with capture",
-            note: "Connext's ratio: its published capture latency (both participants capturing, best effort) over its published latency without capture on the same hardware (strict reliable: the closest row RTI publishes). Connext publishes no throughput without capture for that hardware.",
+            note: "Connext's ratio: its published capture latency (both participants capturing, best effort) over its published latency without capture on the same hardware (strict reliable: the closest row RTI publishes). Connext publishes no throughput without capture for that hardware. The last column: of the frames the participants sent and received, the share their captures wrote, summed over the repetitions (perftest's count at the end; a capture drops frames when its file cannot keep up, so a cost measured with many dropped is the cost of a partial capture).",
             of: |s| s.capture != Capture::Off,
             base: |s| Scenario {
                 capture: Capture::Off,
                 ..s
             },
             published: |s| reference::capture_latency_ratio(s.size),
+            frames: true,
         },
     );
 }
@@ -930,6 +958,7 @@ fn language_cost_table(h: &mut String, summary: &Summary) {
                 ..s
             },
             published: |s| reference::cs_latency_ratio(s.size),
+            frames: false,
         },
     );
 }
@@ -952,6 +981,7 @@ fn micro_cost_table(h: &mut String, summary: &Summary) {
                 ..s
             },
             published: |_| None,
+            frames: false,
         },
     );
 }
@@ -982,6 +1012,7 @@ fn security_cost_table(h: &mut String, summary: &Summary) {
                     .then(|| reference::security_latency_ratio(p.name(), s.size))
                     .flatten()
             },
+            frames: false,
         },
     );
 }
@@ -1024,6 +1055,7 @@ mod tests {
             lost_pct: None,
             lost_samples_total: 0,
             samples_per_datagram: None,
+            capture_frames: None,
         };
         let mut summary = Summary {
             lab_version: "0".into(),
@@ -1050,6 +1082,18 @@ mod tests {
         assert!(h.contains(">1.05×<"), "{h}");
         // Connext: 23 µs with capture, 17 µs without, at 32 B
         assert!(h.contains(">1.35×<"), "{h}");
+        // No count: a dash in the frames column.
+        assert!(h.contains("frames the captures wrote"), "{h}");
+        assert!(h.contains("<td class=\"num\">–</td></tr>"), "{h}");
+        let mut with_count = agg(Capture::On, 10.5);
+        with_count.capture_frames = Some(crate::record::CaptureFrames {
+            written: 460,
+            dropped: 540,
+        });
+        summary.aggregates[1] = with_count;
+        let mut h = String::new();
+        capture_cost_table(&mut h, &summary);
+        assert!(h.contains(">46 % (460 of 1000)<"), "{h}");
     }
 
     #[test]
@@ -1080,6 +1124,7 @@ mod tests {
                 lost_pct: None,
                 lost_samples_total: 0,
                 samples_per_datagram: None,
+                capture_frames: None,
             };
         let none = Some(SecurityProfile::NoSecurityLibraries);
         let mut summary = Summary {
@@ -1165,6 +1210,7 @@ mod tests {
             lost_pct: None,
             lost_samples_total: 0,
             samples_per_datagram: None,
+            capture_frames: None,
         };
         let mut summary = Summary {
             lab_version: "0".into(),
@@ -1226,6 +1272,7 @@ mod tests {
             lost_pct: None,
             lost_samples_total: 0,
             samples_per_datagram: Spread::of(&[per]),
+            capture_frames: None,
         };
         let mut summary = Summary {
             lab_version: "0".into(),

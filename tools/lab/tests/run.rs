@@ -353,6 +353,78 @@ fn micro_rows_run_beside_the_full_build() {
     std::fs::remove_dir_all(&out_dir).unwrap();
 }
 
+/// The network capture axis: rows with and without capture, latency and throughput. Each
+/// capture row records how many frames its captures wrote and dropped (both participants,
+/// from perftest's end line) in the CSV, and the report's capture cost table shows the
+/// share written; rows without capture have no count. Domains 176-179.
+#[test]
+fn capture_rows_record_the_frames_their_captures_wrote() {
+    let out_dir = temp_dir("capture");
+    let out = output_bounded(
+        lab()
+            .args(["run", "--systems", "ferrodds", "--capture", "off,on"])
+            .args(["--tests", "latency,throughput", "--sizes", "32"])
+            .args(["--reliability", "best-effort", "--keyed", "off"])
+            .args(["--batching", "off", "--transport", "udpv4"])
+            .args(["--execution-time", "1", "--repetitions", "1"])
+            .args(["--domain-base", "176"])
+            .arg("--perftest")
+            .arg(perftest())
+            .arg("--out")
+            .arg(&out_dir),
+        Duration::from_secs(240),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_lab_succeeded(&out, &out_dir);
+    let s = record::read_results(&out_dir).unwrap();
+    assert_eq!(s.runs.len(), 4, "{stderr}");
+    for r in &s.runs {
+        assert_eq!(r.status, RunStatus::Ok, "{}: {}", r.error, r.stderr_tail);
+        let on = r.scenario.capture != ferrodds_lab::matrix::Capture::Off;
+        assert_eq!(on, r.pub_command.contains("-networkCapture"));
+        match r.capture_frames {
+            Some(c) => {
+                assert!(on, "a count without capture: {r:?}");
+                // Both participants captured at least what the test exchanged.
+                let samples = match r.scenario.test {
+                    TestKind::Latency => 1,
+                    TestKind::Throughput => r.throughput.unwrap().total_samples,
+                };
+                assert!(
+                    c.written >= samples.min(1000),
+                    "{c:?} for {samples} samples"
+                );
+            }
+            None => assert!(!on, "no count from a capture run: {r:?}\n{stderr}"),
+        }
+    }
+    assert!(stderr.contains("capture wrote"), "{stderr}");
+    // The CSV keeps the counts, and reads back the same.
+    for file in [files::LATENCY_CSV, files::THROUGHPUT_CSV] {
+        let text = std::fs::read_to_string(out_dir.join(file)).unwrap();
+        let header = text.lines().next().unwrap();
+        assert!(
+            header.contains("capture_frames_written,capture_frames_dropped"),
+            "{header}"
+        );
+        for back in record::read_csv(&out_dir.join(file)).unwrap() {
+            let same = s
+                .runs
+                .iter()
+                .find(|r| r.run_index == back.run_index)
+                .unwrap();
+            assert_eq!(back.capture_frames, same.capture_frames);
+        }
+    }
+    let html = std::fs::read_to_string(out_dir.join(files::REPORT_HTML)).unwrap();
+    assert!(html.contains("frames the captures wrote"), "the column");
+    assert!(
+        html.contains(" % ("),
+        "a share written in the capture table"
+    );
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}
+
 /// The DDS Security axis: FerroDDS (and Cyclone's ddsperf when installed) without security
 /// and with rtps_sign, interleaved at one size; each secure run names its governance, the
 /// CSV says which profile each row used and the report has the DDS Security table.
