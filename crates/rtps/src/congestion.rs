@@ -19,8 +19,15 @@
 //! - The rate starts at [`INITIAL_RATE`] (a full bucket goes at once) and,
 //!   in slow start, doubles every window in which the sender used it, the
 //!   readers' acknowledgements kept up ([`SLOW_START_DELIVERED`]) and a
-//!   round-trip sample showed no queue. Slow start ends at the first queue
-//!   or window with losses ([`MIN_LOSS_BYTES`]).
+//!   round-trip sample showed no queue. Slow start ends at the first queue,
+//!   at congestion (below), or at a window with losses ([`MIN_LOSS_BYTES`])
+//!   that the rate did not carry through (the sender sent less than
+//!   [`PACED_SHARE`] of it, or the readers acknowledged less than
+//!   [`SLOW_START_DELIVERED`] of what it sent). A paced window that the
+//!   readers took, with losses below the tolerance, shows the link's own
+//!   loss (a radio, a 1 % lossy link), not a bottleneck: doubling goes on.
+//!   (Ending there left a 1 Gbit/s link with 1 % loss creeping up from
+//!   100 Mbit/s at the growth rate below for over a second.)
 //! - The pacer counts bytes sent (new data and repairs), bytes lost (what
 //!   readers newly ask to be repaired: SNs by ACKNACK, fragments by
 //!   NACK_FRAG) and bytes delivered (what their ACKNACKs newly acknowledge,
@@ -541,10 +548,17 @@ impl Pacer {
             self.reset_window(now);
             return true;
         } else if let Some(r) = self.rate {
-            if self.slow_start && (queueing || self.win_lost >= MIN_LOSS_BYTES) {
-                // A queue, or losses (below the tolerance: a lossy link, or
-                // the first tail drops of a full queue): the rate is near
-                // what the path takes; growth is slow from here.
+            // The rate set what went out (not the writers' windows), and the
+            // readers took nearly all of it.
+            let paced_through = self.win_sent as f64 >= PACED_SHARE * r * secs
+                && self.win_delivered as f64 >= SLOW_START_DELIVERED * self.win_sent as f64;
+            if self.slow_start && (queueing || (self.win_lost >= MIN_LOSS_BYTES && !paced_through))
+            {
+                // A queue, or losses (below the tolerance) of a flow the rate
+                // did not carry through: the rate is near what the path takes;
+                // growth is slow from here. Losses of a paced flow the readers
+                // took are the link's (a radio's, a 1 % lossy link's), not a
+                // bottleneck's: doubling goes on.
                 self.slow_start = false;
             } else if self.slow_start
                 && self.win_limited
@@ -756,6 +770,33 @@ mod tests {
         link.run(&mut p, &mut t, 1000, 1e9);
         let got = mbps(link.run(&mut p, &mut t, 3000, 1e9), 3000);
         assert!(got > 85.0, "{got} Mbit/s, {:?}", p.stats);
+    }
+
+    #[test]
+    fn slow_start_goes_on_through_random_loss() {
+        // 1 Gbit/s with a 6.25 MB queue (tbf latency 50 ms) losing 1 % at random,
+        // offered 2 Gbit/s: the loss is the link's, so the rate doubles to the
+        // link within a few windows instead of growing 1.5 % per 10 ms from
+        // 100 Mbit/s (about 1.5 s).
+        let mut p = Pacer::new(true);
+        let mut link = Link::new(1e9, 6.25e6, 0.01);
+        let mut t = 0;
+        link.run(&mut p, &mut t, 150, 2e9);
+        let got = mbps(link.run(&mut p, &mut t, 300, 2e9), 300);
+        assert!(got > 900.0, "{got} Mbit/s, {:?}", p.stats);
+    }
+
+    #[test]
+    fn losses_of_a_flow_below_its_rate_end_slow_start() {
+        // The same lossy link, and a sender offering less than the rate (its
+        // writers' windows hold it back): its losses say nothing about whether
+        // the link takes the rate, and slow start ends as before.
+        let mut p = Pacer::new(true);
+        let mut link = Link::new(1e9, 6.25e6, 0.01);
+        let mut t = 0;
+        let offered = 300e6;
+        link.run(&mut p, &mut t, 500, offered);
+        assert!(!p.slow_start, "{:?} {:?}", p.rate, p.stats);
     }
 
     #[test]
