@@ -21,13 +21,15 @@
 //!   readers' acknowledgements kept up ([`SLOW_START_DELIVERED`]) and a
 //!   round-trip sample showed no queue. Slow start ends at the first queue,
 //!   at congestion (below), or at a window with losses ([`MIN_LOSS_BYTES`])
-//!   that the rate did not carry through (the sender sent less than
+//!   that does not double the rate: the sender sent less than
 //!   [`PACED_SHARE`] of it, or the readers acknowledged less than
-//!   [`SLOW_START_DELIVERED`] of what it sent). A paced window that the
-//!   readers took, with losses below the tolerance, shows the link's own
-//!   loss (a radio, a 1 % lossy link), not a bottleneck: doubling goes on.
-//!   (Ending there left a 1 Gbit/s link with 1 % loss creeping up from
-//!   100 Mbit/s at the growth rate below for over a second.)
+//!   [`SLOW_START_DELIVERED`] of what it sent, or no round-trip sample
+//!   showed an empty queue. A paced window that doubles with losses below
+//!   the tolerance shows the link's own loss (a radio, a 1 % lossy link),
+//!   not a bottleneck's. (Ending there left a 1 Gbit/s link with 1 % loss
+//!   creeping up from 100 Mbit/s at the growth rate below for over a
+//!   second.) A bottleneck's first tail drops below the tolerance thus
+//!   allow one more doubling, whose drops exceed it: congestion.
 //! - The pacer counts bytes sent (new data and repairs), bytes lost (what
 //!   readers newly ask to be repaired: SNs by ACKNACK, fragments by
 //!   NACK_FRAG) and bytes delivered (what their ACKNACKs newly acknowledge,
@@ -548,27 +550,25 @@ impl Pacer {
             self.reset_window(now);
             return true;
         } else if let Some(r) = self.rate {
-            // The rate set what went out (not the writers' windows), and the
-            // readers took nearly all of it.
-            let paced_through = self.win_sent as f64 >= PACED_SHARE * r * secs
-                && self.win_delivered as f64 >= SLOW_START_DELIVERED * self.win_sent as f64;
-            if self.slow_start && (queueing || (self.win_lost >= MIN_LOSS_BYTES && !paced_through))
-            {
-                // A queue, or losses (below the tolerance) of a flow the rate
-                // did not carry through: the rate is near what the path takes;
-                // growth is slow from here. Losses of a paced flow the readers
-                // took are the link's (a radio's, a 1 % lossy link's), not a
-                // bottleneck's: doubling goes on.
-                self.slow_start = false;
-            } else if self.slow_start
-                && self.win_limited
+            // A doubling window: the sender used its rate, the readers'
+            // acknowledgements kept up (they lag a round trip behind, and a
+            // queue widens the lag), and a round-trip sample of this window
+            // shows no queue.
+            let doubles = self.win_limited
                 && self.win_min_rtt > 0
-                && self.win_delivered as f64 >= SLOW_START_DELIVERED * self.win_sent as f64
-            {
-                // (Only while the readers' acknowledgements keep up: they
-                // lag a round trip behind, and a queue widens the lag; and
-                // only with a round-trip sample of this window, which shows
-                // no queue.)
+                && self.win_delivered as f64 >= SLOW_START_DELIVERED * self.win_sent as f64;
+            // ... whose rate also set what went out (not the writers' windows).
+            let paced = self.win_sent as f64 >= PACED_SHARE * r * secs;
+            let lossy = self.win_lost >= MIN_LOSS_BYTES;
+            if self.slow_start && (queueing || (lossy && !(doubles && paced))) {
+                // A queue, or losses (below the tolerance) in a window that
+                // does not double at its rate: the rate is near what the path
+                // takes; growth is slow from here. Losses in a paced window
+                // that doubles are the link's (a radio's, a 1 % lossy link's),
+                // not a bottleneck's: doubling goes on. (Slow start never
+                // lingers in lossy windows without doubling.)
+                self.slow_start = false;
+            } else if self.slow_start && doubles {
                 self.rate = Some(2.0 * r);
                 self.slow_start_delivered = self.win_delivered as f64 / secs;
                 self.stats.increases += 1;
@@ -788,9 +788,10 @@ mod tests {
 
     #[test]
     fn losses_of_a_flow_below_its_rate_end_slow_start() {
-        // The same lossy link, and a sender offering less than the rate (its
-        // writers' windows hold it back): its losses say nothing about whether
-        // the link takes the rate, and slow start ends as before.
+        // The same lossy link, and a sender offering less than the rate (an
+        // application or its writers' windows hold it back): its losses say
+        // nothing about whether the link takes the rate, and slow start ends
+        // as before.
         let mut p = Pacer::new(true);
         let mut link = Link::new(1e9, 6.25e6, 0.01);
         let mut t = 0;

@@ -494,8 +494,15 @@ fn an_unkeyed_writer_ignores_key_hashes() {
         assert_eq!(&got.payload[..len], &data[..]);
         assert_eq!(got.key_hash, None, "{len} B");
     }
-    // Two samples under two key hashes, yet one instance.
+    // Two samples under two key hashes, yet one instance; registering a third hash
+    // finds it registered, and any hash reads its state.
     assert_eq!(net.nodes[a].participant.writer_instance_count(w), 1);
+    assert_eq!(net.p(a).register_instance(w, [9; 16]), Ok(false));
+    assert_eq!(net.nodes[a].participant.writer_instance_count(w), 1);
+    assert!(net.nodes[a]
+        .participant
+        .writer_instance_state(w, &[7; 16])
+        .is_some());
 }
 
 #[test]

@@ -176,10 +176,10 @@ impl Progress for ConsoleProgress {
         };
         let what = match r
             .capture_frames
-            .and_then(|c| c.written_pct().map(|p| (c, p)))
+            .and_then(|c| c.written_pct_floor().map(|p| (c, p)))
         {
             Some((c, pct)) => format!(
-                "{what}, capture wrote {pct:.0} % of {} frames",
+                "{what}, capture wrote {pct} % of {} frames",
                 c.written.saturating_add(c.dropped)
             ),
             None => what,

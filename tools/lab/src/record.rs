@@ -212,6 +212,12 @@ impl CaptureFrames {
         (all > 0).then(|| self.written as f64 * 100.0 / all as f64)
     }
 
+    /// [`Self::written_pct`] in whole percent, rounded down: "100 %" only when nothing
+    /// was dropped.
+    pub fn written_pct_floor(&self) -> Option<u64> {
+        self.written_pct().map(|p| p.floor() as u64)
+    }
+
     /// Both counts added.
     pub fn plus(self, o: CaptureFrames) -> CaptureFrames {
         CaptureFrames {
@@ -1016,6 +1022,15 @@ mod tests {
         let c = a[0].capture_frames.unwrap();
         assert_eq!((c.written, c.dropped), (80, 20));
         assert_eq!(c.written_pct(), Some(80.0));
+        let nearly = CaptureFrames {
+            written: 996,
+            dropped: 4,
+        };
+        assert_eq!(
+            nearly.written_pct_floor(),
+            Some(99),
+            "never 100 % with a drop"
+        );
         rs.iter_mut().for_each(|r| r.capture_frames = None);
         assert_eq!(aggregate(&rs)[0].capture_frames, None);
     }

@@ -838,12 +838,12 @@ fn cost_table(h: &mut String, summary: &Summary, t: &CostTable) {
         } else {
             let cell = a
                 .capture_frames
-                .and_then(|c| c.written_pct().map(|p| (c, p)))
+                .and_then(|c| c.written_pct_floor().map(|p| (c, p)))
                 .map_or_else(
                     || "–".to_string(),
                     |(c, p)| {
                         format!(
-                            "{p:.0} % ({} of {})",
+                            "{p} % ({} of {})",
                             c.written,
                             c.written.saturating_add(c.dropped)
                         )
@@ -879,7 +879,7 @@ fn capture_cost_table(h: &mut String, summary: &Summary) {
             title: "Network capture cost (with capture ÷ without, medians)",
             published_header: "Connext published p50 ratio",
             lost_header: "lost % with capture",
-            note: "Connext's ratio: its published capture latency (both participants capturing, best effort) over its published latency without capture on the same hardware (strict reliable: the closest row RTI publishes). Connext publishes no throughput without capture for that hardware. At 63000 B its capture run (110 µs) is faster than every run it publishes without capture on that hardware (186–193 µs, reliable or best effort): that ratio says nothing about the cost of capture. The last column: of the frames the participants sent and received, the share their captures wrote, summed over the repetitions (perftest's count at the end; a capture drops frames when its file cannot keep up, so a cost measured with many dropped is the cost of a partial capture).",
+            note: "Connext's ratio: its published capture latency (both participants capturing, best effort) over its published latency without capture on the same hardware (strict reliable: the closest row RTI publishes). Connext publishes no throughput without capture for that hardware. At 63000 B its capture run (110 µs) is faster than every UDPv4 run it publishes without capture on that hardware (159–267 µs): that ratio says nothing about the cost of capture. The last column: of the frames all participants sent and received, the share their captures wrote (rounded down), summed over the repetitions (perftest's count at the end; a capture drops what its file cannot keep up with, messages larger than its buffer and, after a write error, everything, so a cost measured with many dropped is the cost of a partial capture).",
             of: |s| s.capture != Capture::Off,
             base: |s| Scenario {
                 capture: Capture::Off,
@@ -1091,9 +1091,15 @@ mod tests {
         assert!(h.contains(">1.05×<"), "{h}");
         // Connext: 23 µs with capture, 17 µs without, at 32 B
         assert!(h.contains(">1.35×<"), "{h}");
-        // No count: a dash in the frames column.
+        // No count: a dash in the frames column, a ninth cell.
         assert!(h.contains("frames the captures wrote"), "{h}");
-        assert!(h.contains("<td class=\"num\">–</td></tr>"), "{h}");
+        let row = h
+            .split("<tr>")
+            .find(|r| r.contains("capture</td>"))
+            .and_then(|r| r.split("</tr>").next())
+            .unwrap();
+        assert_eq!(row.matches("<td").count(), 9, "{row}");
+        assert!(row.ends_with("<td class=\"num\">–</td>"), "{row}");
         let mut with_count = agg(Capture::On, 10.5);
         with_count.capture_frames = Some(crate::record::CaptureFrames {
             written: 460,

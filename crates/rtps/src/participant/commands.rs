@@ -243,8 +243,7 @@ impl Participant {
         // An unkeyed topic has one instance: a key hash given to its writer is dropped, so
         // that whole samples and fragments go alike (without PID_KEY_HASH) and KEEP_LAST
         // counts one instance.
-        let key_hash =
-            key_hash.filter(|_| eid.is_some_and(|e| e.0[3] != EntityId::KIND_WRITER_NO_KEY));
+        let key_hash = key_hash.and_then(|k| eid.and_then(|e| instance_key(e, k)));
         if eid.is_some_and(|e| self.protects_payload(e)) {
             // DDS Security payload protection: the history keeps the protected form, sent
             // and repaired as it is.
@@ -351,28 +350,30 @@ impl Participant {
     /// Registers an instance (by key hash) with a writer without writing a
     /// sample; `Ok(true)` if it was not registered (unknown, or unregistered:
     /// it is `Alive` again). Instances are forgotten once unregistered and
-    /// their changes left the history.
+    /// their changes left the history. A writer of an unkeyed topic has one
+    /// instance, whatever the key hash.
     pub fn register_instance(
         &mut self,
         w: WriterId,
         key_hash: [u8; 16],
     ) -> Result<bool, EngineError> {
-        if self.user_writer(w).is_none() {
+        let Some(writer) = self.user_writer(w) else {
             return Err(EngineError::UnknownWriter);
-        }
+        };
+        let key = instance_key(writer.guid.entity_id, key_hash);
         Ok(self
             .writers
             .get_mut(w.0)
             .and_then(Option::as_mut)
-            .is_some_and(|w| w.history.register(Some(key_hash))))
+            .is_some_and(|w| w.history.register(key)))
     }
 
-    /// State of a writer's instance (`None`: unknown to the writer).
+    /// State of a writer's instance (`None`: unknown to the writer). An unkeyed
+    /// writer has one instance, whatever the key hash.
     pub fn writer_instance_state(&self, w: WriterId, key_hash: &[u8; 16]) -> Option<InstanceState> {
-        self.user_writer(w)?
-            .history
-            .instance(Some(key_hash))
-            .map(|i| i.state)
+        let writer = self.user_writer(w)?;
+        let key = instance_key(writer.guid.entity_id, *key_hash);
+        writer.history.instance(key.as_ref()).map(|i| i.state)
     }
 
     /// Whether every reader matched with writer `w` belongs to a participant of vendor
@@ -440,4 +441,10 @@ impl Payload<'_> {
             Payload::Take(v) => v,
         }
     }
+}
+
+/// The key a writer's history files a key hash under: none for a writer of an unkeyed
+/// topic (entity kind 0x03), which has one instance.
+fn instance_key(writer: EntityId, key_hash: [u8; 16]) -> Option<[u8; 16]> {
+    (writer.0[3] != EntityId::KIND_WRITER_NO_KEY).then_some(key_hash)
 }
