@@ -178,10 +178,7 @@ impl Progress for ConsoleProgress {
             .capture_frames
             .and_then(|c| c.written_pct_floor().map(|p| (c, p)))
         {
-            Some((c, pct)) => format!(
-                "{what}, capture wrote {pct} % of {} frames",
-                c.written.saturating_add(c.dropped)
-            ),
+            Some((c, pct)) => format!("{what}, capture wrote {pct} % of {} frames", c.total()),
             None => what,
         };
         let text = format!(

@@ -195,7 +195,8 @@ pub struct ThroughputStats {
 }
 
 /// What the network captures of a run recorded: frames written to the files and frames
-/// dropped (the writer thread fell behind), summed over the run's participants as perftest
+/// dropped (what the file could not keep up with, messages larger than the capture's buffer,
+/// and everything after a write error), summed over the run's participants as perftest
 /// prints them when it ends (`Network capture: N frames written, M dropped, ...`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CaptureFrames {
@@ -206,9 +207,14 @@ pub struct CaptureFrames {
 }
 
 impl CaptureFrames {
+    /// Frames written and dropped.
+    pub fn total(&self) -> u64 {
+        self.written.saturating_add(self.dropped)
+    }
+
     /// The share of the frames that were written, in % (`None` without any frame).
     pub fn written_pct(&self) -> Option<f64> {
-        let all = self.written.saturating_add(self.dropped);
+        let all = self.total();
         (all > 0).then(|| self.written as f64 * 100.0 / all as f64)
     }
 

@@ -841,13 +841,7 @@ fn cost_table(h: &mut String, summary: &Summary, t: &CostTable) {
                 .and_then(|c| c.written_pct_floor().map(|p| (c, p)))
                 .map_or_else(
                     || "–".to_string(),
-                    |(c, p)| {
-                        format!(
-                            "{p} % ({} of {})",
-                            c.written,
-                            c.written.saturating_add(c.dropped)
-                        )
-                    },
+                    |(c, p)| format!("{p} % ({} of {})", c.written, c.total()),
                 );
             format!("<td class=\"num\">{cell}</td>")
         };
