@@ -653,6 +653,8 @@ fn writer_qos(q: &FerroddsQos) -> CResult<(DataWriterQos, Vec<String>)> {
         max_samples: size(q.batch_max_samples, "qos.batch_max_samples")?,
         max_flush_delay: duration(q.batch_max_flush_delay_ns, "qos.batch_max_flush_delay_ns")?
             .unwrap_or(Duration::MAX),
+        // One source timestamp per batch, as Connext's default (not in the C struct).
+        ..Batching::default()
     };
     let publish_mode = match q.async_bytes_per_second {
         0 => PublishMode::Synchronous,

@@ -177,8 +177,8 @@ impl DataWriterQos {
 }
 
 /// Writer-side batching (a FerroDDS writer QoS, not announced in discovery):
-/// several DATA submessages (with INFO_TS and a trailing HEARTBEAT) share
-/// one datagram, which any RTPS reader accepts.
+/// several DATA submessages (with an INFO_TS per distinct source timestamp and a
+/// trailing HEARTBEAT) share one datagram, which any RTPS reader accepts.
 ///
 /// With `enabled`, written samples are held until `max_bytes` of payload or
 /// `max_samples` samples are pending, or until [`crate::DataWriter::flush`]
@@ -197,6 +197,13 @@ pub struct Batching {
     /// Longest a sample is held; `Duration::MAX` (the default) means no
     /// timer: only a full batch or a flush sends.
     pub max_flush_delay: Duration,
+    /// How finely the samples of a batch keep their own source timestamps (Connext's
+    /// `source_timestamp_resolution`): a batch takes its first sample's timestamp, and a
+    /// later sample takes the batch's current one unless it was written more than this
+    /// after it. `Duration::MAX` (the default, as Connext's): one timestamp per batch,
+    /// which readers see as every sample's `source_timestamp`; `Duration::ZERO`: each
+    /// sample its own. A datagram carries one INFO_TS per distinct timestamp (12 bytes).
+    pub source_timestamp_resolution: Duration,
 }
 
 impl Default for Batching {
@@ -208,6 +215,7 @@ impl Default for Batching {
             max_bytes: e.max_bytes,
             max_samples: e.max_samples,
             max_flush_delay: e.max_flush_delay,
+            source_timestamp_resolution: e.source_timestamp_resolution,
         }
     }
 }
@@ -516,6 +524,7 @@ fn engine_batching(b: Batching) -> ferrodds_rtps::Batching {
         max_bytes: b.max_bytes,
         max_samples: b.max_samples,
         max_flush_delay: b.max_flush_delay,
+        source_timestamp_resolution: b.source_timestamp_resolution,
     }
 }
 
@@ -648,6 +657,7 @@ mod tests {
         let b = Batching {
             max_samples: 7,
             max_flush_delay: Duration::from_millis(5),
+            source_timestamp_resolution: Duration::from_micros(3),
             ..Batching::bytes(1 << 20)
         };
         assert_eq!(
@@ -657,6 +667,7 @@ mod tests {
                 max_bytes: 1 << 20,
                 max_samples: 7,
                 max_flush_delay: Duration::from_millis(5),
+                source_timestamp_resolution: Duration::from_micros(3),
             }
         );
     }

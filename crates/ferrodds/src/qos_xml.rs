@@ -32,7 +32,7 @@
 //!   `depth`), `resource_limits` (`max_samples`, `max_instances`, `max_samples_per_instance`;
 //!   `LENGTH_UNLIMITED` or -1), `liveliness` (`kind`, `lease_duration`), `ownership` (`kind`),
 //!   `deadline` (`period`), and on writers Connext's `batch` (`enable`, `max_data_bytes`,
-//!   `max_samples`, `max_flush_delay`); `partition` (`name/element`) in `<publisher_qos>` and
+//!   `max_samples`, `max_flush_delay`, `source_timestamp_resolution`); `partition` (`name/element`) in `<publisher_qos>` and
 //!   `<subscriber_qos>`. Durations are `<sec>`/`<nanosec>` (`DURATION_INFINITY`,
 //!   `DURATION_INFINITE_SEC`, `DURATION_INFINITE_NSEC` accepted). Enumerators may carry Connext's
 //!   `DDS_` prefix; booleans are `true`/`false`/`1`/`0` in any case.
@@ -83,6 +83,7 @@ enum Policy {
     BatchMaxBytes(usize),
     BatchMaxSamples(usize),
     BatchMaxFlushDelay(Duration),
+    BatchTimestampResolution(Duration),
 }
 
 /// One `<datawriter_qos>`/`<datareader_qos>`/`<topic_qos>` element.
@@ -462,12 +463,21 @@ fn parse_policy(
                     "max_flush_delay" => out.push(Policy::BatchMaxFlushDelay(
                         duration(ctx, c)?.unwrap_or(Duration::MAX),
                     )),
+                    "source_timestamp_resolution" => out.push(Policy::BatchTimestampResolution(
+                        duration(ctx, c)?.unwrap_or(Duration::MAX),
+                    )),
                     _ => {
                         return Err(unknown(
                             ctx,
                             name,
                             c,
-                            &["enable", "max_data_bytes", "max_samples", "max_flush_delay"],
+                            &[
+                                "enable",
+                                "max_data_bytes",
+                                "max_samples",
+                                "max_flush_delay",
+                                "source_timestamp_resolution",
+                            ],
                         ))
                     }
                 }
@@ -713,6 +723,7 @@ impl EndpointQos for DataWriterQos {
             Policy::BatchMaxBytes(b) => self.batching.max_bytes = b,
             Policy::BatchMaxSamples(s) => self.batching.max_samples = s,
             Policy::BatchMaxFlushDelay(d) => self.batching.max_flush_delay = d,
+            Policy::BatchTimestampResolution(d) => self.batching.source_timestamp_resolution = d,
             other => return Some(other),
         }
         None
@@ -968,7 +979,8 @@ mod tests {
     <qos_profile name="Derived" base_name="Base">
       <datawriter_qos topic_filter="Fast*">
         <reliability><kind>BEST_EFFORT_RELIABILITY_QOS</kind></reliability>
-        <batch><enable>true</enable><max_data_bytes>4096</max_data_bytes></batch>
+        <batch><enable>true</enable><max_data_bytes>4096</max_data_bytes>
+          <source_timestamp_resolution><sec>0</sec><nanosec>250000</nanosec></source_timestamp_resolution></batch>
       </datawriter_qos>
       <datawriter_qos>
         <durability><kind>TRANSIENT_LOCAL_DURABILITY_QOS</kind></durability>
@@ -1011,6 +1023,7 @@ mod tests {
             Batching {
                 enabled: true,
                 max_bytes: 4096,
+                source_timestamp_resolution: Duration::from_micros(250),
                 ..Batching::default()
             }
         );

@@ -388,6 +388,11 @@ pub(crate) struct Emitter<'b> {
     sec: usize,
     /// Bytes kept free so far for the submessages pushed.
     reserved: usize,
+    /// The source timestamp a receiver holds at this point of the message (RTPS 8.3.4:
+    /// an INFO_TS applies to every submessage after it in the message; `None`, as at the
+    /// start of a message, means none). A change with the same timestamp as the one
+    /// before it in the message gets no INFO_TS of its own.
+    ts: Option<Time>,
 }
 
 impl<'b> Emitter<'b> {
@@ -402,6 +407,7 @@ impl<'b> Emitter<'b> {
                 w,
                 sec: 0,
                 reserved: 0,
+                ts: None,
             })
     }
 
@@ -469,8 +475,27 @@ impl<'b> Emitter<'b> {
         })
     }
 
-    pub(crate) fn info_ts(&mut self, t: Time) -> bool {
-        self.push_info(&InfoTs { timestamp: Some(t) })
+    /// Bytes [`Emitter::info_ts`] would write for `ts` now.
+    pub(crate) fn info_ts_len(&self, ts: Option<Time>) -> usize {
+        match ts {
+            _ if ts == self.ts => 0,
+            Some(_) => 12,
+            None => 4,
+        }
+    }
+
+    /// Makes `ts` the source timestamp of the submessages pushed next: an INFO_TS when the
+    /// receiver's one differs (an invalidating one for `None` after a timestamp), nothing
+    /// when it is already `ts`.
+    pub(crate) fn info_ts(&mut self, ts: Option<Time>) -> bool {
+        if ts == self.ts {
+            return true;
+        }
+        if !self.push_info(&InfoTs { timestamp: ts }) {
+            return false;
+        }
+        self.ts = ts;
+        true
     }
 
     /// Size of a DATA submessage with these parts.
@@ -573,14 +598,31 @@ impl<'b> Emitter<'b> {
         payload: &[u8],
     ) -> bool {
         debug_assert!(self.unprotected());
+        let timestamp = if ts == self.ts {
+            None
+        } else if ts.is_none() {
+            // Back to no timestamp after one: INFO_TS with its invalidate flag first.
+            if !self.info_ts(None) {
+                return false;
+            }
+            None
+        } else {
+            ts
+        };
         let t = TimedData {
-            timestamp: ts,
+            timestamp,
             reader_id,
             writer_id,
             writer_sn: SequenceNumber(sn),
             serialized_payload: payload,
         };
-        self.w.push(&t, Endianness::Little).is_ok()
+        if self.w.push(&t, Endianness::Little).is_err() {
+            return false;
+        }
+        if timestamp.is_some() {
+            self.ts = timestamp;
+        }
+        true
     }
 
     pub(crate) fn heartbeat(
@@ -709,10 +751,10 @@ mod tests {
         let mut buf = [0u8; 512];
         let mut e = Emitter::new(&mut buf, 512, P).unwrap();
         assert!(e.info_dst(P));
-        assert!(e.info_ts(Time {
+        assert!(e.info_ts(Some(Time {
             seconds: 5,
             fraction: 7
-        }));
+        })));
         assert!(e.data(
             R,
             W,
@@ -777,6 +819,70 @@ mod tests {
         assert!(matches!(subs[5], Sub::Gap { start: 3, .. }));
     }
 
+    /// Reads `msg` as a receiver does (an INFO_TS holds until the next one) and returns
+    /// each DATA's sequence number with its source timestamp, and the INFO_TS count.
+    fn stamped(msg: &[u8]) -> (Vec<(i64, Option<Time>)>, usize) {
+        let (_, subs) = parse(msg).unwrap();
+        let (mut ts, mut out, mut infos) = (None, Vec::new(), 0);
+        for s in subs {
+            match s.unwrap() {
+                Sub::InfoTs(t) => {
+                    ts = t;
+                    infos += 1;
+                }
+                Sub::Data(d) => out.push((d.sn, ts)),
+                _ => {}
+            }
+        }
+        (out, infos)
+    }
+
+    /// Changes with the timestamp of the change before them in the message get no INFO_TS
+    /// of their own; a change without a timestamp after one with a timestamp gets an
+    /// invalidating INFO_TS. A receiver reads every change's own timestamp either way, on
+    /// both DATA paths (`timed_data` for batches, `info_ts` + `data` otherwise).
+    #[test]
+    fn repeated_timestamps_share_one_info_ts() {
+        let t1 = Some(Time {
+            seconds: 5,
+            fraction: 7,
+        });
+        let t2 = Some(Time {
+            seconds: 5,
+            fraction: 8,
+        });
+        let plan = [
+            (1, t1),
+            (2, t1),
+            (3, t1),
+            (4, None),
+            (5, None),
+            (6, t2),
+            (7, t1),
+        ];
+        for timed in [true, false] {
+            let mut buf = [0u8; 1024];
+            let mut e = Emitter::new(&mut buf, 1024, P).unwrap();
+            for (sn, ts) in plan {
+                let need = e.info_ts_len(ts);
+                let before = e.len();
+                if timed {
+                    assert!(e.timed_data(ts, R, W, sn, &[0, 1, 0, 0, 1, 2, 3, 4]));
+                } else {
+                    assert!(e.info_ts(ts));
+                    assert!(e.data(R, W, sn, None, 0, &[0, 1, 0, 0, 1, 2, 3, 4], false));
+                }
+                // INFO_TS bytes as announced, then the DATA (24 + 8 bytes).
+                assert_eq!(e.len() - before, need + 32, "sn {sn}");
+            }
+            let n = e.len();
+            let (got, infos) = stamped(&buf[..n]);
+            assert_eq!(got, plan.to_vec());
+            // t1, invalidate, t2, t1: four INFO_TS for seven changes.
+            assert_eq!(infos, 4, "timed {timed}");
+        }
+    }
+
     #[test]
     fn truncation_and_corruption_never_panic() {
         let mut buf = [0u8; 256];
@@ -811,10 +917,10 @@ mod tests {
         let mut buf = [0u8; 256];
         let mut e = Emitter::new(&mut buf, 256, P).unwrap();
         assert!(e.info_dst(P));
-        assert!(e.info_ts(Time {
+        assert!(e.info_ts(Some(Time {
             seconds: 1,
             fraction: 2
-        }));
+        })));
         assert!(e.data(R, W, 7, Some(&[3; 16]), 1, &[0, 1, 0, 0, 5, 6], false));
         assert!(e.heartbeat(EntityId::UNKNOWN, W, 1, 7, 3, false));
         let mut set = SnSet::new(4);
@@ -1003,10 +1109,10 @@ mod probe {
     fn emit_data(buf: &mut [u8], payload: &[u8], sn: i64) -> usize {
         let mut e = Emitter::new(buf, 1400, P).unwrap();
         e.info_dst(P);
-        e.info_ts(Time {
+        e.info_ts(Some(Time {
             seconds: 5,
             fraction: 7,
-        });
+        }));
         e.data(R, W, sn, None, 0, payload, false);
         e.heartbeat(EntityId::UNKNOWN, W, 1, sn, 4, false);
         e.len()

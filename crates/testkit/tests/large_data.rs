@@ -349,6 +349,7 @@ fn batches_flush_when_full_on_flush_on_timer_and_on_write_flush() {
         max_bytes: 320,
         max_samples: 0,
         max_flush_delay: Duration::from_millis(5),
+        ..Batching::default()
     };
     let (mut net, a, b, w, r) = pair(6, batching_writer(bq), reliable_reader(), 65000);
     let count = |net: &Network| net.nodes[b].samples_of(r).count();
@@ -450,4 +451,73 @@ fn flow_controlled_writer_sends_only_within_its_budget() {
     assert!((10..=12).contains(&periods), "{periods} periods");
     assert!(net.nodes[b].samples_of(r).next().unwrap().payload == data);
     assert_eq!(net.p(a).pending_bytes(w), 0);
+}
+
+/// Source timestamps in a batch (Connext's `source_timestamp_resolution`): 30 samples of 32 B
+/// written 400 µs apart (by their source timestamps) into one batch. Infinite (the default):
+/// every sample carries the first one's timestamp and the datagram one INFO_TS; zero: each
+/// its own (30 INFO_TS); 1 ms: a new timestamp whenever a sample is more than 1 ms after the
+/// batch's current one (every third sample). Readers get exactly those timestamps.
+#[test]
+fn batched_samples_share_source_timestamps_within_the_resolution() {
+    use ferrodds_wire::Time;
+    const STEP: u64 = 400_000; // ns
+    let at = |i: u64| {
+        let ns = 1_000_000_000 + i * STEP;
+        Time {
+            seconds: (ns / 1_000_000_000) as i32,
+            fraction: (((ns % 1_000_000_000) << 32) / 1_000_000_000) as u32,
+        }
+    };
+    for (resolution, first_of) in [
+        (Duration::MAX, (|_| 0) as fn(u64) -> u64),
+        (Duration::ZERO, |i| i),
+        (Duration::from_millis(1), |i| i - i % 3),
+    ] {
+        let bq = Batching {
+            source_timestamp_resolution: resolution,
+            ..Batching::bytes(8192)
+        };
+        let (mut net, a, b, w, r) = pair(7, batching_writer(bq), reliable_reader(), 65000);
+        net.record = true;
+        let n = 30u64;
+        for i in 0..n {
+            let mut p = [0u8; 32];
+            p[..8].copy_from_slice(&payload(i as u32));
+            let req = ferrodds_rtps::WriteRequest {
+                source_timestamp: Some(at(i)),
+                ..alive(&p)
+            };
+            let now = net.now;
+            net.p(a).write(w, req, now).unwrap();
+        }
+        let now = net.now;
+        net.p(a).flush(w, now).unwrap();
+        net.flush(a);
+        assert!(net.run_until(Duration::from_secs(2), |n2| n2.nodes[b]
+            .samples_of(r)
+            .count()
+            == n as usize));
+        let got: Vec<Option<Time>> = net.nodes[b]
+            .samples_of(r)
+            .map(|s| s.source_timestamp)
+            .collect();
+        let want: Vec<Option<Time>> = (0..n).map(|i| Some(at(first_of(i)))).collect();
+        assert_eq!(got, want, "resolution {resolution:?}");
+        // One datagram of DATA; its INFO_TS count is the number of distinct timestamps.
+        let mut infos = 0;
+        let mut datas = 0;
+        for d in net.recorded().iter().filter(|d| d.from == a) {
+            for s in MessageView::parse(&d.data).unwrap().submessages() {
+                match s.unwrap() {
+                    Submessage::InfoTs(_) => infos += 1,
+                    Submessage::Data(_) => datas += 1,
+                    _ => {}
+                }
+            }
+        }
+        let distinct = (0..n).filter(|&i| first_of(i) == i).count();
+        assert_eq!(datas, n as usize, "resolution {resolution:?}");
+        assert_eq!(infos, distinct, "resolution {resolution:?}");
+    }
 }

@@ -312,9 +312,11 @@ impl Participant {
             // Large samples are never held back by batching.
             w.flush = true;
         }
-        if w.pushed >= w.last_sn {
+        let started = w.pushed >= w.last_sn;
+        if started {
             w.batch_since = Some(now);
         }
+        let source_timestamp = w.batch_timestamp(source_timestamp, len, started);
         w.unsent_bytes += len;
         w.unsent_samples += 1;
         let payload = match payload {

@@ -28,14 +28,14 @@ pub(super) fn emit_change(
     let key_only = c.kind != ChangeKind::Alive;
     if c.payload.len() <= sizes.max_data {
         let need = Emitter::data_len(c.key_hash.is_some(), key_only, c.payload.len())
-            + if c.source_timestamp.is_some() { 12 } else { 0 };
+            + e.info_ts_len(c.source_timestamp);
         if need + reserve > e.room() {
             return Emitted::Nothing;
         }
         let written = if c.key_hash.is_none() && c.kind == ChangeKind::Alive && e.unprotected() {
             e.timed_data(c.source_timestamp, reader_id, writer_id, c.sn, &c.payload)
         } else {
-            c.source_timestamp.is_none_or(|t| e.info_ts(t))
+            e.info_ts(c.source_timestamp)
                 && e.data(
                     reader_id,
                     writer_id,
@@ -95,14 +95,17 @@ pub(super) fn emit_fragment(
     // (A key hash given to a writer of an unkeyed topic is not sent with its
     // fragments: no room is kept for it, and its single instance needs none.)
     let key_hash = c.key_hash.as_ref().filter(|_| qos && sizes.frag_key_hash);
-    let ts = with_ts && c.source_timestamp.is_some();
     let need = Emitter::data_frag_len(key_hash.is_some(), qos && key_only, bytes.len())
-        + if ts { 12 } else { 0 };
+        + if with_ts {
+            e.info_ts_len(c.source_timestamp)
+        } else {
+            0
+        };
     if need + reserve > e.room() {
         return false;
     }
-    if let (true, Some(t)) = (ts, c.source_timestamp) {
-        e.info_ts(t);
+    if with_ts && !e.info_ts(c.source_timestamp) {
+        return false;
     }
     e.data_frag(
         ids.0,

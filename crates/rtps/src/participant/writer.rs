@@ -40,6 +40,10 @@ pub(super) struct LocalWriter {
     pub(super) unsent_samples: usize,
     /// When the oldest unpushed sample was written (batching).
     pub(super) batch_since: Option<Timestamp>,
+    /// The source timestamp the samples of the pending batch take (batching with a
+    /// `source_timestamp_resolution`): the first sample's, or the last one's that was
+    /// more than the resolution later.
+    pub(super) batch_ts: Option<Time>,
     /// Push everything pending now (explicit flush, large sample).
     pub(super) flush: bool,
     pub(super) hbf_count: i32,
@@ -184,6 +188,7 @@ impl LocalWriter {
             unsent_bytes: 0,
             unsent_samples: 0,
             batch_since: None,
+            batch_ts: None,
             flush: false,
             hbf_count: 0,
             hb_owed: false,
@@ -229,6 +234,32 @@ impl LocalWriter {
             || self.unsent_bytes >= b.max_bytes
             || (b.max_samples > 0 && self.unsent_samples >= b.max_samples)
             || self.batch_deadline().is_some_and(|d| now >= d)
+    }
+
+    /// The source timestamp of a sample of `len` payload bytes written at `ts`: inside a
+    /// batch already started, the batch's timestamp unless `ts` is more than
+    /// `source_timestamp_resolution` later (then `ts` becomes the batch's). `started`: the
+    /// sample starts a batch.
+    pub(super) fn batch_timestamp(
+        &mut self,
+        ts: Option<Time>,
+        len: usize,
+        started: bool,
+    ) -> Option<Time> {
+        let b = &self.qos.batching;
+        if !b.enabled || len > self.sizes.max_data {
+            return ts;
+        }
+        let t = ts?;
+        match self.batch_ts {
+            Some(first) if !started && !later_than(t, first, b.source_timestamp_resolution) => {
+                Some(first)
+            }
+            _ => {
+                self.batch_ts = Some(t);
+                Some(t)
+            }
+        }
     }
 
     /// Bookkeeping once SN `pushed` went out whole.
@@ -491,4 +522,16 @@ impl Sizes {
             frag_key_hash,
         }
     }
+}
+
+/// Whether `t` is more than `resolution` after `first` (2^-32 s units; never for an
+/// infinite resolution).
+fn later_than(t: Time, first: Time, resolution: core::time::Duration) -> bool {
+    if resolution == crate::qos::DURATION_INFINITE {
+        return false;
+    }
+    let units = |x: Time| (i64::from(x.seconds) << 32) | i64::from(x.fraction);
+    let res = (u128::from(resolution.subsec_nanos()) << 32) / 1_000_000_000;
+    let res = (i128::from(resolution.as_secs()) << 32) + res as i128;
+    i128::from(units(t) - units(first)) > res
 }
