@@ -205,6 +205,31 @@ pub(crate) struct EngineState {
     tx_destinations: Vec<Locator>,
     /// Endpoint events routed so far (see [`Pending`]).
     event_seq: u64,
+    /// The latest time read for the engine ([`Clock::last`]).
+    last_now: Timestamp,
+}
+
+/// The engine's clock for one [`Inner::with_engine_tx`] operation: read at most once, and
+/// only if the operation needs it.
+pub(crate) struct Clock<'a> {
+    inner: &'a Inner,
+    read: Option<Timestamp>,
+    last: Timestamp,
+}
+
+impl Clock<'_> {
+    /// The time now (read once per operation).
+    pub(crate) fn now(&mut self) -> Timestamp {
+        let inner = self.inner;
+        *self.read.get_or_insert_with(|| inner.now())
+    }
+
+    /// The latest time read for the engine, without reading the clock: for an operation
+    /// the engine says uses no time (a sample joining a batch, see
+    /// `Participant::batch_join_timestamp`).
+    pub(crate) fn last(&self) -> Timestamp {
+        self.read.unwrap_or(self.last)
+    }
 }
 
 /// A caller-owned transmit buffer for [`Inner::with_engine_tx`] (sized on first use).
@@ -242,8 +267,8 @@ impl MessageHandler for RxHandler {
             *meta.src.ip(),
             u32::from(meta.src.port()),
         );
-        inner.with_engine_tx(&mut self.pending, &mut self.tx, |st, now| {
-            st.engine.handle_datagram(now, Some(src), data);
+        inner.with_engine_tx(&mut self.pending, &mut self.tx, |st, clock| {
+            st.engine.handle_datagram(clock.now(), Some(src), data);
             if inner.capture.decrypted_view() {
                 if let Some(plain) = st.engine.received_plaintext() {
                     inner.capture.record_decrypted(
@@ -348,6 +373,7 @@ impl Inner {
                 tx_buf: vec![0; max_message_size.max(1024)],
                 tx_destinations: Vec::with_capacity(8),
                 event_seq: 0,
+                last_now: Timestamp(0),
             }),
             transports,
             udp,
@@ -499,6 +525,7 @@ impl Inner {
         let (r, next, now) = {
             let mut st = lock(&self.engine);
             let now = self.now();
+            st.last_now = now;
             let r = f(&mut st, now);
             self.drain_locked(&mut st, now, pending);
             (r, st.engine.poll_timeout(), now)
@@ -515,20 +542,30 @@ impl Inner {
     /// receiving side needs. Further datagrams of the same operation (fragments) are
     /// sent in order under the lock. `f` returns its result and whether the operation
     /// provably produced nothing to send and left the timeout unchanged (a sample queued
-    /// into a batch already started); then draining is skipped.
+    /// into a batch already started); then draining is skipped. `f` reads the clock
+    /// through its [`Clock`] (once, when it needs the time).
     pub(crate) fn with_engine_tx<R>(
         &self,
         pending: &mut Vec<Pending>,
         tx: &mut TxScratch,
-        f: impl FnOnce(&mut EngineState, Timestamp) -> (R, bool),
+        f: impl FnOnce(&mut EngineState, &mut Clock<'_>) -> (R, bool),
     ) -> R {
         let (r, next, first, now) = {
             let mut st = lock(&self.engine);
-            let now = self.now();
-            let (r, quiet) = f(&mut st, now);
+            let mut clock = Clock {
+                inner: self,
+                read: None,
+                last: st.last_now,
+            };
+            let (r, quiet) = f(&mut st, &mut clock);
             if quiet {
+                if let Some(t) = clock.read {
+                    st.last_now = t;
+                }
                 return r;
             }
+            let now = clock.now();
+            st.last_now = now;
             if tx.buf.len() < st.tx_buf.len() {
                 tx.buf.resize(st.tx_buf.len(), 0);
             }

@@ -2,7 +2,7 @@
 //! asynchronous publishing under a token-bucket flow controller, batching of
 //! small samples (with a samples/s comparison), 100,000 instances, and 1 MB
 //! samples both ways with Cyclone DDS. Each test uses its own domain id
-//! (200-209) and is bounded in time.
+//! (197, 200-209) and is bounded in time.
 
 mod common;
 
@@ -439,5 +439,48 @@ fn configured_fragment_size_and_sample_limit_apply() {
         assert!(d.bin_data == sized_payload(0, 500_000));
         // Above max_sample_size: refused at the writer.
         assert!(w.write(&large_data(1, 2 << 20)).is_err());
+    });
+}
+
+/// Samples written into one batch share the batch's source timestamp by default (Connext's
+/// `source_timestamp_resolution` infinite), even when written milliseconds apart; with a
+/// zero resolution each keeps its own (the write path then reads the clock for every sample).
+#[test]
+fn batched_samples_share_their_batchs_source_timestamp() {
+    with_timeout(60, || {
+        for resolution in [Duration::MAX, Duration::ZERO] {
+            let b = Batching {
+                source_timestamp_resolution: resolution,
+                ..Batching::bytes(1 << 20)
+            };
+            let (_a, _b, w, r) = pair::<TestData>(
+                197,
+                "stamps",
+                reliable_keep_all_writer().batching(b),
+                DataReaderQos::default().reliable().keep_all(),
+            );
+            for i in 0..5 {
+                w.write(&test_data(i)).unwrap();
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            assert!(w.pending_bytes() > 0, "held by batching");
+            w.flush().unwrap();
+            let got = take_n(&r, 5, Duration::from_secs(5));
+            // In 2^-32 s.
+            let stamps: Vec<i64> = got
+                .iter()
+                .map(|s| s.info.source_timestamp.expect("stamped"))
+                .map(|t| (i64::from(t.seconds) << 32) | i64::from(t.fraction))
+                .collect();
+            assert_eq!(stamps.len(), 5);
+            if resolution == Duration::MAX {
+                assert!(stamps.iter().all(|t| *t == stamps[0]), "{stamps:?}");
+            } else {
+                let two_ms = (1i64 << 32) / 500;
+                for p in stamps.windows(2) {
+                    assert!(p[1] - p[0] >= two_ms, "{stamps:?}");
+                }
+            }
+        }
     });
 }

@@ -521,3 +521,40 @@ fn batched_samples_share_source_timestamps_within_the_resolution() {
         assert_eq!(infos, distinct, "resolution {resolution:?}");
     }
 }
+
+/// `batch_join_timestamp` says when a write may skip the clock: only for a sample that joins
+/// an open batch sharing one timestamp, fits the batch without filling it, and needs no
+/// fragments.
+#[test]
+fn a_write_joins_a_batch_only_when_it_sends_nothing() {
+    use ferrodds_wire::Time;
+    let t0 = Time {
+        seconds: 3,
+        fraction: 0,
+    };
+    let bq = Batching::bytes(100);
+    let (mut net, a, _b, w, _r) = pair(8, batching_writer(bq), reliable_reader(), 65000);
+    let (_, max_data) = net.p(a).writer_fragment_size(w).unwrap();
+    // No batch open yet.
+    assert_eq!(net.p(a).batch_join_timestamp(w, 32), None);
+    let p = [0u8; 32];
+    let req = ferrodds_rtps::WriteRequest {
+        source_timestamp: Some(t0),
+        ..alive(&p)
+    };
+    let now = net.now;
+    net.p(a).write(w, req, now).unwrap();
+    // 32 held: another 32 joins (64 < 100); 68 would fill it; a fragmented one flushes.
+    assert_eq!(net.p(a).batch_join_timestamp(w, 32), Some(t0));
+    assert_eq!(net.p(a).batch_join_timestamp(w, 68), None);
+    assert_eq!(net.p(a).batch_join_timestamp(w, max_data + 1), None);
+    // A finite resolution needs each sample's own time.
+    let bq = Batching {
+        source_timestamp_resolution: Duration::from_millis(1),
+        ..Batching::bytes(100)
+    };
+    let (mut net, a, _b, w, _r) = pair(9, batching_writer(bq), reliable_reader(), 65000);
+    let now = net.now;
+    net.p(a).write(w, req, now).unwrap();
+    assert_eq!(net.p(a).batch_join_timestamp(w, 32), None);
+}

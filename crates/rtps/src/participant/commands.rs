@@ -126,6 +126,30 @@ impl Participant {
         })
     }
 
+    /// If a write of `len` payload bytes to `w` now would join the batch it holds without
+    /// sending anything or arming a new timeout, the source timestamp that sample gets
+    /// (the batch's: `source_timestamp_resolution` infinite); `None` otherwise. Such a
+    /// write uses neither the clock nor its own timestamp, so a runtime may skip reading
+    /// them (the engine then takes the last time it was given).
+    pub fn batch_join_timestamp(&self, w: WriterId, len: usize) -> Option<Time> {
+        let wr = self.user_writer(w)?;
+        let b = &wr.qos.batching;
+        let joins = b.enabled
+            && b.source_timestamp_resolution == crate::qos::DURATION_INFINITE
+            && wr.pushed < wr.last_sn
+            && !wr.flush
+            && wr.push_frag <= 1
+            && len <= wr.sizes.max_data
+            && wr.unsent_bytes.saturating_add(len) < b.max_bytes
+            && (b.max_samples == 0 || wr.unsent_samples + 1 < b.max_samples)
+            && !self.protects_payload(wr.guid.entity_id);
+        if joins {
+            wr.batch_ts
+        } else {
+            None
+        }
+    }
+
     /// When congestion control next lets a datagram of new data or repair
     /// go, if it is holding them back now (`None`: not waiting). A caller
     /// of [`Participant::poll_transmit_writer`] that got `None` with budget

@@ -250,11 +250,13 @@ impl LocalWriter {
         if !b.enabled || len > self.sizes.max_data {
             return ts;
         }
+        if started {
+            self.batch_ts = ts;
+            return ts;
+        }
         let t = ts?;
         match self.batch_ts {
-            Some(first) if !started && !later_than(t, first, b.source_timestamp_resolution) => {
-                Some(first)
-            }
+            Some(first) if !later_than(t, first, b.source_timestamp_resolution) => Some(first),
             _ => {
                 self.batch_ts = Some(t);
                 Some(t)
