@@ -462,7 +462,11 @@ fn engine_to_cyclone_with(
                         kind: ChangeKind::Alive,
                         key_hash: Some([0; 16]),
                         serialized_payload: &payload,
-                        source_timestamp: None,
+                        // Stamped: a batch's samples share its first one's timestamp, so
+                        // Cyclone reads one INFO_TS for many DATA.
+                        source_timestamp: Some(ferrodds_testkit::helpers::time_from_nanos(
+                            i64::try_from(now.0).unwrap_or(i64::MAX),
+                        )),
                     };
                     if p.write(w, req, now).is_ok() {
                         seq += 1;
