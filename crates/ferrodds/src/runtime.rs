@@ -219,6 +219,7 @@ pub(crate) struct Clock<'a> {
 
 impl Clock<'_> {
     /// The time now (read once per operation).
+    #[inline]
     pub(crate) fn now(&mut self) -> Timestamp {
         let inner = self.inner;
         *self.read.get_or_insert_with(|| inner.now())
@@ -227,6 +228,7 @@ impl Clock<'_> {
     /// The latest time read for the engine, without reading the clock: for an operation
     /// the engine says uses no time (a sample joining a batch, see
     /// `Participant::batch_join_timestamp`).
+    #[inline]
     pub(crate) fn last(&self) -> Timestamp {
         self.read.unwrap_or(self.last)
     }
@@ -267,7 +269,7 @@ impl MessageHandler for RxHandler {
             *meta.src.ip(),
             u32::from(meta.src.port()),
         );
-        inner.with_engine_tx(&mut self.pending, &mut self.tx, |st, clock| {
+        inner.with_engine_tx(&mut self.pending, &mut self.tx, false, |st, clock| {
             st.engine.handle_datagram(clock.now(), Some(src), data);
             if inner.capture.decrypted_view() {
                 if let Some(plain) = st.engine.received_plaintext() {
@@ -543,18 +545,20 @@ impl Inner {
     /// sent in order under the lock. `f` returns its result and whether the operation
     /// provably produced nothing to send and left the timeout unchanged (a sample queued
     /// into a batch already started); then draining is skipped. `f` reads the clock
-    /// through its [`Clock`] (once, when it needs the time).
+    /// through its [`Clock`]: read before `f` runs, or with `lazy` only if `f` or the
+    /// draining needs it.
     pub(crate) fn with_engine_tx<R>(
         &self,
         pending: &mut Vec<Pending>,
         tx: &mut TxScratch,
+        lazy: bool,
         f: impl FnOnce(&mut EngineState, &mut Clock<'_>) -> (R, bool),
     ) -> R {
         let (r, next, first, now) = {
             let mut st = lock(&self.engine);
             let mut clock = Clock {
                 inner: self,
-                read: None,
+                read: (!lazy).then(|| self.now()),
                 last: st.last_now,
             };
             let (r, quiet) = f(&mut st, &mut clock);

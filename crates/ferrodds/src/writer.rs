@@ -245,14 +245,16 @@ impl<T: TopicType> DataWriter<T> {
         let mut gen = None;
         loop {
             let len = payload.len();
-            let res = self.inner.with_engine_tx(pending, tx, |st, clock| {
-                // A sample joining a batch that shares one source timestamp needs neither
-                // the clock nor a timestamp of its own (the clock read is a tenth of a
-                // batched write's cost).
-                let joins = if flush {
-                    None
-                } else {
+            // A sample joining a batch that shares one source timestamp needs neither the
+            // clock nor a timestamp of its own (the clock read is a tenth of a batched
+            // write's cost).
+            let b = &self.qos.batching;
+            let lazy = !flush && b.enabled && b.source_timestamp_resolution == Duration::MAX;
+            let res = self.inner.with_engine_tx(pending, tx, lazy, |st, clock| {
+                let joins = if lazy {
                     st.engine.batch_join_timestamp(self.id, len)
+                } else {
+                    None
                 };
                 let (now, stamp) = match joins {
                     Some(batch) => (clock.last(), batch),

@@ -392,8 +392,20 @@ pub(crate) struct Emitter<'b> {
     /// an INFO_TS applies to every submessage after it in the message; `None`, as at the
     /// start of a message, means none). A change with the same timestamp as the one
     /// before it in the message gets no INFO_TS of its own.
-    ts: Option<Time>,
+    ts: u64,
 }
+
+/// [`Emitter`]'s record of a source timestamp: seconds and fraction in one word, or
+/// [`NO_TS`] for none.
+#[inline(always)]
+fn ts_word(ts: Option<Time>) -> u64 {
+    ts.map_or(NO_TS, |t| {
+        (u64::from(t.seconds as u32) << 32) | u64::from(t.fraction)
+    })
+}
+
+/// No timestamp (the word of `TIME_INVALID`, which means the same).
+const NO_TS: u64 = u64::MAX;
 
 impl<'b> Emitter<'b> {
     /// Starts a message with the RTPS header, using at most `limit` bytes of
@@ -407,7 +419,7 @@ impl<'b> Emitter<'b> {
                 w,
                 sec: 0,
                 reserved: 0,
-                ts: None,
+                ts: NO_TS,
             })
     }
 
@@ -478,7 +490,7 @@ impl<'b> Emitter<'b> {
     /// Bytes [`Emitter::info_ts`] would write for `ts` now.
     pub(crate) fn info_ts_len(&self, ts: Option<Time>) -> usize {
         match ts {
-            _ if ts == self.ts => 0,
+            _ if ts_word(ts) == self.ts => 0,
             Some(_) => 12,
             None => 4,
         }
@@ -488,13 +500,14 @@ impl<'b> Emitter<'b> {
     /// receiver's one differs (an invalidating one for `None` after a timestamp), nothing
     /// when it is already `ts`.
     pub(crate) fn info_ts(&mut self, ts: Option<Time>) -> bool {
-        if ts == self.ts {
+        let word = ts_word(ts);
+        if word == self.ts {
             return true;
         }
         if !self.push_info(&InfoTs { timestamp: ts }) {
             return false;
         }
-        self.ts = ts;
+        self.ts = word;
         true
     }
 
@@ -584,8 +597,9 @@ impl<'b> Emitter<'b> {
         self.reserved + self.sec == 0
     }
 
-    /// INFO_TS (when `ts` is set) and a DATA without inline QoS (an alive change without
-    /// key hash): what [`Emitter::info_ts`] then [`Emitter::data`] write, in one push
+    /// INFO_TS (when `ts` differs from the timestamp the receiver holds at this point of
+    /// the message) and a DATA without inline QoS (an alive change without key hash):
+    /// what [`Emitter::info_ts`] then [`Emitter::data`] write, in one push
     /// (the batched path writes this pair per sample). Only when
     /// [`Emitter::unprotected`].
     #[inline]
@@ -598,16 +612,17 @@ impl<'b> Emitter<'b> {
         payload: &[u8],
     ) -> bool {
         debug_assert!(self.unprotected());
-        let timestamp = if ts == self.ts {
-            None
-        } else if ts.is_none() {
+        let word = ts_word(ts);
+        let timestamp = match ts {
+            _ if word == self.ts => None,
+            Some(_) => ts,
             // Back to no timestamp after one: INFO_TS with its invalidate flag first.
-            if !self.info_ts(None) {
-                return false;
+            None => {
+                if !self.invalidate_ts() {
+                    return false;
+                }
+                None
             }
-            None
-        } else {
-            ts
         };
         let t = TimedData {
             timestamp,
@@ -619,10 +634,16 @@ impl<'b> Emitter<'b> {
         if self.w.push(&t, Endianness::Little).is_err() {
             return false;
         }
-        if timestamp.is_some() {
-            self.ts = timestamp;
-        }
+        self.ts = word;
         true
+    }
+
+    /// An INFO_TS with the invalidate flag (out of line: rare, and it keeps
+    /// [`Emitter::timed_data`] small enough to inline its push).
+    #[cold]
+    #[inline(never)]
+    fn invalidate_ts(&mut self) -> bool {
+        self.info_ts(None)
     }
 
     pub(crate) fn heartbeat(

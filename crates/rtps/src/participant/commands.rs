@@ -340,7 +340,11 @@ impl Participant {
         if started {
             w.batch_since = Some(now);
         }
-        let source_timestamp = w.batch_timestamp(source_timestamp, len, started);
+        let source_timestamp = if w.qos.batching.enabled {
+            w.batch_timestamp(source_timestamp, len, started)
+        } else {
+            source_timestamp
+        };
         w.unsent_bytes += len;
         w.unsent_samples += 1;
         let payload = match payload {
