@@ -207,6 +207,7 @@ impl LocalWriter {
                 frag: 0,
                 max_message: 0,
                 batching: false,
+                shared_ts: false,
                 frag_key_hash: true,
             },
         }
@@ -451,6 +452,8 @@ pub(super) struct Sizes {
     pub(super) max_message: usize,
     /// The writer batches (samples share datagrams).
     pub(super) batching: bool,
+    /// A batch's samples share one source timestamp (one INFO_TS per batch).
+    pub(super) shared_ts: bool,
     /// A first fragment may carry a key hash (room is kept for it): all but
     /// user writers of unkeyed topics, whose single instance needs none.
     pub(super) frag_key_hash: bool,
@@ -464,8 +467,9 @@ impl Sizes {
         if len > self.max_data {
             len + len.div_ceil(self.frag) * FRAG_OVERHEAD
         } else if self.batching {
-            // DATA header, INFO_TS, and a share of the datagram's header and HEARTBEAT.
-            len + 24 + 12 + 8
+            // DATA header, INFO_TS unless the batch shares one, and a share of the
+            // datagram's header and HEARTBEAT.
+            len + 24 + if self.shared_ts { 0 } else { 12 } + 8
         } else {
             // One sample per datagram: its header, INFO_TS, the DATA header and the
             // HEARTBEAT a reliable writer adds to each (what the pacer counts as sent; an
@@ -521,6 +525,7 @@ impl Sizes {
             frag,
             max_message,
             batching: qos.batching.enabled,
+            shared_ts: qos.batching.source_timestamp_resolution == crate::qos::DURATION_INFINITE,
             frag_key_hash,
         }
     }
