@@ -203,7 +203,7 @@ impl PlWriter {
 
 /// `Duration_t` of `d`: whole seconds and the fraction rounded down; from
 /// 0x7fffffff s on, DURATION_INFINITE.
-fn wire_duration(d: Duration) -> WireDuration {
+pub(crate) fn wire_duration(d: Duration) -> WireDuration {
     if d >= Duration::from_secs(0x7fff_ffff) {
         WireDuration::INFINITE
     } else {

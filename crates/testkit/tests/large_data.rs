@@ -558,3 +558,51 @@ fn a_write_joins_a_batch_only_when_it_sends_nothing() {
     net.p(a).write(w, req, now).unwrap();
     assert_eq!(net.p(a).batch_join_timestamp(w, 32), None);
 }
+
+/// Source timestamps a writer is given may be anything: a batch with a finite resolution
+/// compares the farthest apart without overflowing (and each keeps its own timestamp).
+#[test]
+fn batch_resolution_takes_any_timestamps() {
+    use ferrodds_wire::Time;
+    let bq = Batching {
+        source_timestamp_resolution: Duration::from_millis(1),
+        ..Batching::bytes(8192)
+    };
+    let (mut net, a, b, w, r) = pair(10, batching_writer(bq), reliable_reader(), 65000);
+    let stamps = [
+        Time {
+            seconds: i32::MIN,
+            fraction: 0,
+        },
+        Time {
+            seconds: i32::MAX,
+            fraction: u32::MAX - 1,
+        },
+        Time {
+            seconds: i32::MIN,
+            fraction: 1,
+        },
+    ];
+    for (i, t) in stamps.iter().enumerate() {
+        let p = payload(i as u32);
+        let req = ferrodds_rtps::WriteRequest {
+            source_timestamp: Some(*t),
+            ..alive(&p)
+        };
+        let now = net.now;
+        net.p(a).write(w, req, now).unwrap();
+    }
+    let now = net.now;
+    net.p(a).flush(w, now).unwrap();
+    net.flush(a);
+    assert!(net.run_until(Duration::from_secs(2), |n| n.nodes[b]
+        .samples_of(r)
+        .count()
+        == 3));
+    let got: Vec<_> = net.nodes[b]
+        .samples_of(r)
+        .map(|s| s.source_timestamp)
+        .collect();
+    // The third is before the second: within the resolution, it takes the second's.
+    assert_eq!(got, vec![Some(stamps[0]), Some(stamps[1]), Some(stamps[1])]);
+}

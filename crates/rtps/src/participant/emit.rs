@@ -55,12 +55,10 @@ pub(super) fn emit_change(
     }
     let total = c.payload.len().div_ceil(sizes.frag) as u32;
     let mut f = from.max(1);
-    let mut first_in_datagram = true;
     while f <= total {
-        if !emit_fragment(e, ids, c, sizes, f, first_in_datagram, 0) {
+        if !emit_fragment(e, ids, c, sizes, f, 0) {
             break;
         }
-        first_in_datagram = false;
         stats.sent_data += 1;
         f += 1;
     }
@@ -73,16 +71,15 @@ pub(super) fn emit_change(
     }
 }
 
-/// Emits fragment `f` (1-based) of `c` as one DATA_FRAG (preceded by INFO_TS
-/// when `with_ts` and the change has a source timestamp); false if it does not
-/// fit with `reserve` bytes left over.
+/// Emits fragment `f` (1-based) of `c` as one DATA_FRAG (preceded by an INFO_TS
+/// when the message does not hold the change's source timestamp yet); false if
+/// it does not fit with `reserve` bytes left over.
 pub(super) fn emit_fragment(
     e: &mut Emitter<'_>,
     ids: (EntityId, EntityId),
     c: &CacheChange,
     sizes: Sizes,
     f: u32,
-    with_ts: bool,
     reserve: usize,
 ) -> bool {
     let frag = sizes.frag;
@@ -96,15 +93,11 @@ pub(super) fn emit_fragment(
     // fragments: no room is kept for it, and its single instance needs none.)
     let key_hash = c.key_hash.as_ref().filter(|_| qos && sizes.frag_key_hash);
     let need = Emitter::data_frag_len(key_hash.is_some(), qos && key_only, bytes.len())
-        + if with_ts {
-            e.info_ts_len(c.source_timestamp)
-        } else {
-            0
-        };
+        + e.info_ts_len(c.source_timestamp);
     if need + reserve > e.room() {
         return false;
     }
-    if with_ts && !e.info_ts(c.source_timestamp) {
+    if !e.info_ts(c.source_timestamp) {
         return false;
     }
     e.data_frag(

@@ -699,7 +699,7 @@ impl Participant {
                         while let Some(f) = set.pop_first() {
                             // (A fragment may fill the datagram: the
                             // HEARTBEAT below goes only if room is left.)
-                            if !emit_fragment(&mut e, ids, c, sizes, f, true, 0) {
+                            if !emit_fragment(&mut e, ids, c, sizes, f, 0) {
                                 set.insert(f);
                                 break;
                             }

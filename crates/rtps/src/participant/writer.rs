@@ -531,14 +531,15 @@ impl Sizes {
     }
 }
 
-/// Whether `t` is more than `resolution` after `first` (2^-32 s units; never for an
-/// infinite resolution).
+/// Whether `t` is more than `resolution` after `first` (never for an infinite
+/// resolution; any timestamps, without overflow).
 fn later_than(t: Time, first: Time, resolution: core::time::Duration) -> bool {
-    if resolution == crate::qos::DURATION_INFINITE {
+    let r = discovery::wire_duration(resolution);
+    if r == ferrodds_wire::Duration::INFINITE {
         return false;
     }
-    let units = |x: Time| (i64::from(x.seconds) << 32) | i64::from(x.fraction);
-    let res = (u128::from(resolution.subsec_nanos()) << 32) / 1_000_000_000;
-    let res = (i128::from(resolution.as_secs()) << 32) + res as i128;
-    i128::from(units(t) - units(first)) > res
+    // In 2^-32 s.
+    let units = |seconds: i32, fraction: u32| (i64::from(seconds) << 32) | i64::from(fraction);
+    units(t.seconds, t.fraction).saturating_sub(units(first.seconds, first.fraction))
+        > units(r.seconds, r.fraction)
 }
