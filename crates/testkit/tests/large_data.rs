@@ -595,10 +595,10 @@ fn batch_resolution_takes_any_timestamps() {
     let now = net.now;
     net.p(a).flush(w, now).unwrap();
     net.flush(a);
-    assert!(net.run_until(Duration::from_secs(2), |n| n.nodes[b]
-        .samples_of(r)
-        .count()
-        == 3));
+    assert!(
+        net.run_until(Duration::from_secs(2), |n| n.nodes[b].samples_of(r).count()
+            == 3)
+    );
     let got: Vec<_> = net.nodes[b]
         .samples_of(r)
         .map(|s| s.source_timestamp)
