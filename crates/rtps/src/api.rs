@@ -223,6 +223,48 @@ pub struct TakingWrite<'a> {
     pub source_timestamp: Option<Time>,
 }
 
+/// A serialized payload in memory that other processes on this host read: a writer
+/// runtime's shared-memory chunk ([`crate::Participant::write_shared`]). The history keeps it
+/// (its bytes are sent to UDP readers and resent as any payload); a push whose destinations
+/// are all shared-memory locators sends [`SharedPayload::reference`] instead of the bytes, in
+/// a FerroDDS DATA_REF submessage, and the receiving participant's [`ChunkReader`] copies
+/// the bytes out. Dropping it gives the memory back to its owner; the bytes never change
+/// while it lives.
+pub trait SharedPayload: Send + Sync + core::fmt::Debug {
+    /// The encapsulation header and CDR body.
+    fn bytes(&self) -> &[u8];
+    /// What a receiving participant's [`ChunkReader`] needs to find the bytes: at most
+    /// [`MAX_CHUNK_REFERENCE`] bytes, opaque to the engine.
+    fn reference(&self) -> &[u8];
+}
+
+/// Longest [`SharedPayload::reference`] the engine sends.
+pub const MAX_CHUNK_REFERENCE: usize = 32;
+
+/// Copies the payload a DATA_REF names into a buffer: the runtime's reader of other
+/// participants' shared-memory chunks ([`crate::Participant::set_chunk_reader`]).
+pub trait ChunkReader: Send + core::fmt::Debug {
+    /// Replaces `out`'s contents with the bytes `reference` names; false (and `out`
+    /// unspecified) when it cannot: the chunk's owner is gone, the chunk was reused since
+    /// the reference was sent, or the reference is invalid. The engine then handles the
+    /// DATA_REF as a lost DATA (a reliable reader asks for it again and gets it as DATA).
+    fn read(&mut self, reference: &[u8], out: &mut Vec<u8>) -> bool;
+}
+
+/// A change handed to [`crate::Participant::write_shared`]: a [`WriteRequest`] whose
+/// serialized payload is a [`SharedPayload`] the history keeps.
+#[derive(Debug)]
+pub struct SharedWrite {
+    /// Alive or one of the not-alive kinds.
+    pub kind: ChangeKind,
+    /// As [`WriteRequest::key_hash`].
+    pub key_hash: Option<[u8; 16]>,
+    /// Encapsulation header + CDR body, in shared memory.
+    pub payload: Box<dyn SharedPayload>,
+    /// Sent as INFO_TS when `Some`.
+    pub source_timestamp: Option<Time>,
+}
+
 /// Errors of entity management.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -451,6 +493,14 @@ pub struct Stats {
     pub unknown_submessages: u64,
     /// Submessages ignored because they name no matched endpoint.
     pub unmatched_submessages: u64,
+    /// DATA_REF submessages sent: samples a shared-memory reader copies out of this
+    /// participant's chunks instead of receiving their bytes (counted in `sent_data` too).
+    pub sent_data_refs: u64,
+    /// DATA_REF submessages received and copied out of the sender's chunk.
+    pub received_data_refs: u64,
+    /// DATA_REF submessages that could not be read (chunk reused, owner gone, bad
+    /// reference, or not from shared memory): handled as lost DATA.
+    pub unreadable_data_refs: u64,
     /// SPDP disposals ignored because they named a participant other than
     /// the one that sent them (only a participant may announce its own end).
     pub foreign_disposes: u64,

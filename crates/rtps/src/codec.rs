@@ -21,6 +21,15 @@ pub(crate) const PID_STATUS_INFO: u16 = 0x0071;
 /// Our vendor id (the wire crate's unassigned FerroDDS value).
 pub(crate) const VENDOR_ID: [u8; 2] = VendorId::FERRODDS.0;
 
+/// FerroDDS's vendor-specific DATA_REF submessage (RTPS 9.4.5.1.1: ids 0x80–0xff are
+/// the vendor's, interpreted only in a message whose header names that vendor): a DATA
+/// whose serialized payload is a [`crate::SharedPayload::reference`] to a chunk of the
+/// writer participant's shared memory, not the sample. Its layout is DATA's (flags E, Q and
+/// D; extraFlags, octetsToInlineQos, readerId, writerId, writerSN, inline QoS), so tools
+/// that skip vendor submessages by their length read past it. Sent only to FerroDDS readers
+/// reached through shared memory.
+pub(crate) const DATA_REF: u8 = 0x81;
+
 /// Why a datagram or submessage was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Malformed {
@@ -62,6 +71,9 @@ pub(crate) fn parse(buf: &[u8]) -> Result<(MsgHeader, SubIter<'_>), Malformed> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Sub<'a> {
     Data(DataSub<'a>),
+    /// A DATA_REF ([`DATA_REF`]): `payload` is the reference. Acted on only when the
+    /// message is FerroDDS's and came through shared memory.
+    DataRef(DataSub<'a>),
     Heartbeat {
         reader_id: EntityId,
         writer_id: EntityId,
@@ -195,6 +207,7 @@ fn decode<'a>(raw: &RawSubmessage<'a>) -> Option<Sub<'a>> {
     let (h, b, o) = (raw.header, raw.body, raw.offset);
     match h.id {
         id::DATA => data_sub(Data::parse(h, b, o).ok()?),
+        DATA_REF => data_ref_sub(h, b, o),
         id::HEARTBEAT => heartbeat_sub(Heartbeat::parse(h, b, o).ok()?),
         id::ACKNACK => acknack_sub(AckNack::parse(h, b, o).ok()?),
         id::DATA_FRAG => data_frag_sub(DataFrag::parse(h, b, o).ok()?, b),
@@ -222,6 +235,28 @@ fn data_sub(d: Data<'_>) -> Option<Sub<'_>> {
         payload: d.serialized_payload,
         key_only: d.key,
     }))
+}
+
+/// A DATA_REF: parsed as the DATA it is laid out as; a reference of the right size, or
+/// nothing (an unknown submessage of another vendor that reuses the id is skipped as one).
+#[cold]
+fn data_ref_sub<'a>(
+    h: ferrodds_wire::submessage::SubmessageHeader,
+    b: &'a [u8],
+    o: usize,
+) -> Option<Sub<'a>> {
+    let h = ferrodds_wire::submessage::SubmessageHeader { id: id::DATA, ..h };
+    let parsed = Data::parse(h, b, o).ok().and_then(data_sub);
+    match parsed {
+        Some(Sub::Data(d))
+            if d.payload
+                .is_some_and(|r| !r.is_empty() && r.len() <= crate::MAX_CHUNK_REFERENCE)
+                && !d.key_only =>
+        {
+            Some(Sub::DataRef(d))
+        }
+        _ => Some(Sub::Other(DATA_REF)),
+    }
 }
 
 /// A DATA_FRAG of submessage body `body`, with [`DataFragSub::full`] reaching the end of it.
@@ -591,6 +626,48 @@ impl<'b> Emitter<'b> {
         self.push(&d)
     }
 
+    /// Size of a DATA_REF submessage with these parts.
+    pub(crate) fn data_ref_len(key_hash: bool, status_info: bool, reference: usize) -> usize {
+        Self::data_len(key_hash, status_info, reference)
+    }
+
+    /// DATA_REF ([`DATA_REF`]) naming a shared-memory payload by `reference`: a DATA
+    /// carrying the reference, with its submessage id changed.
+    pub(crate) fn data_ref(
+        &mut self,
+        reader_id: EntityId,
+        writer_id: EntityId,
+        sn: i64,
+        key_hash: Option<&[u8; 16]>,
+        status_info: u32,
+        reference: &[u8],
+    ) -> bool {
+        let before = self.w.len();
+        if !self.data(
+            reader_id,
+            writer_id,
+            sn,
+            key_hash,
+            status_info,
+            reference,
+            false,
+        ) {
+            return false;
+        }
+        // Re-push the DATA just written with the DATA_REF id (it is at most
+        // 4 + 20 + 36 + MAX_CHUNK_REFERENCE bytes).
+        let mut sub = [0u8; 4 + 20 + 36 + crate::MAX_CHUNK_REFERENCE];
+        let written = self.w.as_bytes().get(before..).unwrap_or(&[]);
+        let Some(copy) = sub.get_mut(..written.len()) else {
+            self.w.truncate(before);
+            return false;
+        };
+        copy.copy_from_slice(written);
+        copy[0] = DATA_REF;
+        self.w.truncate(before);
+        self.w.push_bytes(copy).is_ok()
+    }
+
     /// Whether no room is kept free for DDS Security's transforms (then
     /// [`Emitter::timed_data`] may be used).
     pub(crate) fn unprotected(&self) -> bool {
@@ -856,6 +933,60 @@ mod tests {
             }
         }
         (out, infos)
+    }
+
+    /// DATA_REF: a DATA laid out as usual under the vendor id 0x81, read back as a
+    /// `Sub::DataRef` with its reference and inline QoS; one whose "reference" is empty or
+    /// longer than `MAX_CHUNK_REFERENCE` is another vendor's submessage (skipped as unknown),
+    /// and the submessages after it are still read.
+    #[test]
+    fn data_ref_round_trips_and_odd_ones_are_skipped() {
+        let reference = [7u8; 20];
+        let key = [3u8; 16];
+        let mut buf = [0u8; 512];
+        let mut e = Emitter::new(&mut buf, 512, GuidPrefix([1; 12])).unwrap();
+        let (r, w) = (EntityId([0, 0, 1, 4]), EntityId([0, 0, 1, 2]));
+        assert!(e.data_ref(r, w, 9, Some(&key), 0, &reference));
+        let one = e.len() - 20;
+        assert_eq!(one, Emitter::data_ref_len(true, false, 20));
+        assert!(e.data(r, w, 10, None, 0, &[0, 1, 0, 0, 5, 5, 5, 5], false));
+        let n = e.len();
+        let (_, subs) = parse(&buf[..n]).unwrap();
+        let subs: Vec<_> = subs.map(Result::unwrap).collect();
+        assert_eq!(buf[20], DATA_REF);
+        match &subs[..] {
+            [Sub::DataRef(d), Sub::Data(next)] => {
+                assert_eq!(
+                    (d.sn, d.payload, d.key_only),
+                    (9, Some(&reference[..]), false)
+                );
+                let iq = parse_inline_qos(d.inline_qos.unwrap(), true).unwrap();
+                assert_eq!(iq.key_hash, Some(key));
+                assert_eq!(next.sn, 10);
+            }
+            other => panic!("{other:?}"),
+        }
+        // A "reference" longer than the engine sends.
+        let mut buf = [0u8; 512];
+        let mut e = Emitter::new(&mut buf, 512, GuidPrefix([1; 12])).unwrap();
+        assert!(e.data(
+            r,
+            w,
+            9,
+            None,
+            0,
+            &[1u8; crate::MAX_CHUNK_REFERENCE + 4],
+            false
+        ));
+        assert!(e.data(r, w, 10, None, 0, &[0, 1, 0, 0], false));
+        let n = e.len();
+        buf[20] = DATA_REF;
+        let (_, subs) = parse(&buf[..n]).unwrap();
+        let subs: Vec<_> = subs.map(Result::unwrap).collect();
+        assert!(
+            matches!(&subs[..], [Sub::Other(DATA_REF), Sub::Data(d)] if d.sn == 10),
+            "{subs:?}"
+        );
     }
 
     /// Changes with the timestamp of the change before them in the message get no INFO_TS

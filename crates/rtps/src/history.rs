@@ -6,7 +6,9 @@
 //! above 64 KiB does not allocate, and fault in, a fresh buffer per write).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
+use crate::api::SharedPayload;
 use crate::instance::{InstanceMap, InstanceState};
 use crate::types::ChangeKind;
 use crate::Time;
@@ -22,6 +24,56 @@ const POOL_BUFFER_MAX: usize = 1 << 16;
 /// reassembled).
 const LARGE_MAX_BYTES: usize = 16 << 20;
 
+/// The serialized payload of a change in a writer's history: its own buffer, or a chunk
+/// of shared memory ([`SharedPayload`]) that shared-memory readers copy from themselves.
+#[derive(Debug, Clone)]
+pub(crate) enum ChangePayload {
+    Owned(Vec<u8>),
+    Shared(Arc<dyn SharedPayload>),
+}
+
+impl Default for ChangePayload {
+    fn default() -> Self {
+        Self::Owned(Vec::new())
+    }
+}
+
+impl core::ops::Deref for ChangePayload {
+    type Target = [u8];
+    #[inline(always)]
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Owned(v) => v,
+            Self::Shared(s) => s.bytes(),
+        }
+    }
+}
+
+impl PartialEq for ChangePayload {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for ChangePayload {}
+
+impl PartialEq<Vec<u8>> for ChangePayload {
+    fn eq(&self, other: &Vec<u8>) -> bool {
+        **self == **other
+    }
+}
+
+impl ChangePayload {
+    /// The reference a shared-memory reader resolves, for a shared payload.
+    #[inline]
+    pub(crate) fn reference(&self) -> Option<&[u8]> {
+        match self {
+            Self::Owned(_) => None,
+            Self::Shared(s) => Some(s.reference()),
+        }
+    }
+}
+
 /// One change in a writer's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CacheChange {
@@ -29,7 +81,7 @@ pub(crate) struct CacheChange {
     pub(crate) kind: ChangeKind,
     pub(crate) key_hash: Option<[u8; 16]>,
     pub(crate) source_timestamp: Option<Time>,
-    pub(crate) payload: Vec<u8>,
+    pub(crate) payload: ChangePayload,
     /// Tombstone: removed from the history, kept until compaction.
     pub(crate) removed: bool,
     /// Payload bytes of every change pushed into the history before this one
@@ -208,8 +260,12 @@ impl HistoryCache {
         pool: &mut Vec<Vec<u8>>,
         pool_bytes: &mut usize,
         large: &mut Option<Vec<u8>>,
-        payload: Vec<u8>,
+        payload: ChangePayload,
     ) {
+        // (A shared chunk goes back to its owner's pool when dropped.)
+        let ChangePayload::Owned(payload) = payload else {
+            return;
+        };
         let cap = payload.capacity();
         if cap > POOL_BUFFER_MAX {
             Self::keep_large(large, payload);
@@ -331,7 +387,7 @@ mod tests {
             kind: ChangeKind::Alive,
             key_hash: Some([key; 16]),
             source_timestamp: None,
-            payload: vec![sn as u8],
+            payload: ChangePayload::Owned(vec![sn as u8]),
             removed: false,
             offset: 0,
         }
@@ -444,13 +500,13 @@ mod tests {
         // SNs 1..=10 of 100 bytes each, then 20 and 21 (a gap) of 1,000.
         for sn in 1..=10 {
             h.push(CacheChange {
-                payload: vec![0; 100],
+                payload: ChangePayload::Owned(vec![0; 100]),
                 ..ch(sn, 1)
             });
         }
         for sn in [20, 21] {
             h.push(CacheChange {
-                payload: vec![0; 1000],
+                payload: ChangePayload::Owned(vec![0; 1000]),
                 ..ch(sn, 1)
             });
         }
@@ -480,7 +536,7 @@ mod tests {
         for sn in 1..=200 {
             let payload = h.make_payload(&[0u8; 60_000]);
             h.push(CacheChange {
-                payload,
+                payload: ChangePayload::Owned(payload),
                 ..ch(sn, 1)
             });
         }
@@ -502,7 +558,7 @@ mod tests {
         let payload = h.make_payload(&big);
         let addr = payload.as_ptr();
         h.push(CacheChange {
-            payload,
+            payload: ChangePayload::Owned(payload),
             ..ch(1, 1)
         });
         h.remove_up_to(1);
@@ -516,7 +572,7 @@ mod tests {
         assert_eq!(again, big[..(1 << 20) - 5]);
         // Beyond the bound nothing is kept.
         h.push(CacheChange {
-            payload: Vec::with_capacity(LARGE_MAX_BYTES + 1),
+            payload: ChangePayload::Owned(Vec::with_capacity(LARGE_MAX_BYTES + 1)),
             ..ch(2, 1)
         });
         h.remove_up_to(2);
@@ -527,8 +583,10 @@ mod tests {
     fn payload_buffers_are_recycled() {
         let mut h = HistoryCache::default();
         let mut c = ch(1, 0);
-        c.payload = Vec::with_capacity(1000);
-        c.payload.push(1);
+        c.payload = ChangePayload::Owned(vec![1]);
+        if let ChangePayload::Owned(v) = &mut c.payload {
+            v.reserve_exact(999);
+        }
         h.push(c);
         h.remove_up_to(1);
         let p = h.make_payload(&[1, 2, 3]);
@@ -546,7 +604,7 @@ mod tests {
         assert_eq!(taken, vec![5u8; 3000]);
         assert!(buf.is_empty() && buf.capacity() == 0);
         h.push(CacheChange {
-            payload: taken,
+            payload: ChangePayload::Owned(taken),
             ..ch(1, 0)
         });
         h.remove_up_to(1);
@@ -559,7 +617,7 @@ mod tests {
         assert_eq!(h.pool_bytes, 0);
         // A large payload trades with the single large buffer.
         h.push(CacheChange {
-            payload: vec![0; 1 << 20],
+            payload: ChangePayload::Owned(vec![0; 1 << 20]),
             ..ch(2, 0)
         });
         h.remove_up_to(2);

@@ -200,8 +200,9 @@ mod sn_set;
 mod types;
 
 pub use api::{
-    EngineError, Event, ParticipantConfig, PeerLimits, ReaderAttributes, ReaderId, Sample, Stats,
-    TakingWrite, Transmit, WriteError, WriteRequest, WriterAttributes, WriterId,
+    ChunkReader, EngineError, Event, ParticipantConfig, PeerLimits, ReaderAttributes, ReaderId,
+    Sample, SharedPayload, SharedWrite, Stats, TakingWrite, Transmit, WriteError, WriteRequest,
+    WriterAttributes, WriterId, MAX_CHUNK_REFERENCE,
 };
 pub use instance::{InstanceState, KeyExtractor, TakeOutcome, TakenSample};
 pub use participant::Participant;

@@ -234,6 +234,44 @@ impl Participant {
         )
     }
 
+    /// [`write`](Self::write) of a payload in shared memory: the history keeps it as it is
+    /// (no copy), UDP readers get its bytes, and a push to shared-memory readers only sends
+    /// a DATA_REF naming it, which their participant's [`ChunkReader`] copies out. Under
+    /// DDS Security payload protection the history keeps the protected form instead (a
+    /// copy; the chunk is dropped).
+    pub fn write_shared(
+        &mut self,
+        w: WriterId,
+        change: SharedWrite,
+        now: Timestamp,
+    ) -> Result<SequenceNumber, WriteError> {
+        let SharedWrite {
+            kind,
+            key_hash,
+            payload,
+            source_timestamp,
+        } = change;
+        if payload.reference().len() > MAX_CHUNK_REFERENCE {
+            return Err(WriteError::PayloadTooLarge {
+                size: payload.reference().len(),
+                max: MAX_CHUNK_REFERENCE,
+            });
+        }
+        self.write_payload(
+            w,
+            (kind, key_hash, source_timestamp),
+            Payload::Shared(payload),
+            now,
+        )
+    }
+
+    /// Sets what copies the payloads of DATA_REF submessages out of other participants'
+    /// shared memory (`None`: DATA_REFs are counted in [`Stats::unreadable_data_refs`] and
+    /// handled as lost DATA). A runtime with shared memory sets it.
+    pub fn set_chunk_reader(&mut self, reader: Option<Box<dyn ChunkReader>>) {
+        self.chunk_reader = reader;
+    }
+
     /// [`write_taking`](Self::write_taking), then [`flush`](Self::flush).
     pub fn write_taking_flush(
         &mut self,
@@ -348,8 +386,9 @@ impl Participant {
         w.unsent_bytes += len;
         w.unsent_samples += 1;
         let payload = match payload {
-            Payload::Copy(data) => w.history.make_payload(data),
-            Payload::Take(buf) => w.history.take_payload(buf),
+            Payload::Copy(data) => ChangePayload::Owned(w.history.make_payload(data)),
+            Payload::Take(buf) => ChangePayload::Owned(w.history.take_payload(buf)),
+            Payload::Shared(s) => ChangePayload::Shared(s.into()),
         };
         w.history.push(CacheChange {
             sn,
@@ -458,10 +497,12 @@ impl Participant {
     }
 }
 
-/// A payload for a writer's history: copied from a slice, or taken from a buffer.
+/// A payload for a writer's history: copied from a slice, taken from a buffer, or a
+/// shared-memory chunk kept as it is.
 enum Payload<'a> {
     Copy(&'a [u8]),
     Take(&'a mut Vec<u8>),
+    Shared(Box<dyn SharedPayload>),
 }
 
 impl Payload<'_> {
@@ -469,6 +510,7 @@ impl Payload<'_> {
         match self {
             Payload::Copy(b) => b,
             Payload::Take(v) => v,
+            Payload::Shared(s) => s.bytes(),
         }
     }
 }

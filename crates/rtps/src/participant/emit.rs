@@ -26,6 +26,11 @@ pub(super) fn emit_change(
 ) -> Emitted {
     let (reader_id, writer_id) = ids;
     let key_only = c.kind != ChangeKind::Alive;
+    if sizes.refs && from <= 1 {
+        if let Some(reference) = c.payload.reference() {
+            return emit_ref(e, ids, c, reference, reserve, stats);
+        }
+    }
     if c.payload.len() <= sizes.max_data {
         let need = Emitter::data_len(c.key_hash.is_some(), key_only, c.payload.len())
             + e.info_ts_len(c.source_timestamp);
@@ -69,6 +74,40 @@ pub(super) fn emit_change(
     } else {
         Emitted::Nothing
     }
+}
+
+/// Emits `c`, whose payload is in shared memory, as a DATA_REF naming it.
+#[cold]
+#[inline(never)]
+fn emit_ref(
+    e: &mut Emitter<'_>,
+    (reader_id, writer_id): (EntityId, EntityId),
+    c: &CacheChange,
+    reference: &[u8],
+    reserve: usize,
+    stats: &mut Stats,
+) -> Emitted {
+    let status_info = c.kind.status_info();
+    let need = Emitter::data_ref_len(c.key_hash.is_some(), status_info != 0, reference.len())
+        + e.info_ts_len(c.source_timestamp);
+    if need + reserve > e.room() {
+        return Emitted::Nothing;
+    }
+    if !(e.info_ts(c.source_timestamp)
+        && e.data_ref(
+            reader_id,
+            writer_id,
+            c.sn,
+            c.key_hash.as_ref(),
+            status_info,
+            reference,
+        ))
+    {
+        return Emitted::Nothing;
+    }
+    stats.sent_data += 1;
+    stats.sent_data_refs += 1;
+    Emitted::All
 }
 
 /// Emits fragment `f` (1-based) of `c` as one DATA_FRAG (preceded by an INFO_TS

@@ -28,7 +28,7 @@ use crate::discovery::{
     self, bes, EndpointData, SpdpData, SEDP_PUB_READER, SEDP_PUB_WRITER, SEDP_SUB_READER,
     SEDP_SUB_WRITER, SPDP_READER, SPDP_WRITER,
 };
-use crate::history::{CacheChange, HistoryCache};
+use crate::history::{CacheChange, ChangePayload, HistoryCache};
 use crate::instance::{
     InstanceState, KeyExtractor, KeyHasherBuilder, ReaderCache, TakeOutcome, TakenSample,
 };
@@ -159,6 +159,12 @@ pub struct Participant {
     auth_failures: VecDeque<(GuidPrefix, String)>,
     /// Bytes under reassembly in all readers.
     reasm_budget: ReassemblyBudget,
+    /// Copies the payloads DATA_REF submessages name (set by a runtime with shared
+    /// memory: [`Participant::set_chunk_reader`]).
+    chunk_reader: Option<Box<dyn ChunkReader>>,
+    /// The datagram being handled came through shared memory (its source locator is of
+    /// kind [`Locator::KIND_FERRODDS_SHM`]): only then is a DATA_REF acted on.
+    rx_shm: bool,
     /// Payload buffers given back by [`Participant::recycle_payload`], reused
     /// by received samples.
     rx_pool: Vec<Vec<u8>>,
@@ -305,6 +311,8 @@ impl Participant {
         let spdp = spdp_data(&config);
         Self {
             reasm_budget: ReassemblyBudget::new(),
+            chunk_reader: None,
+            rx_shm: false,
             rx_pool: Vec::new(),
             rx_pool_bytes: 0,
             rx_spares: ReassemblySpares::default(),

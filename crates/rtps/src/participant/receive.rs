@@ -10,7 +10,7 @@ impl Participant {
     /// With DDS Security protecting RTPS messages, a protected datagram is decoded first
     /// (see [`crate::security`]).
     pub fn handle_datagram(&mut self, now: Timestamp, src: Option<Locator>, datagram: &[u8]) {
-        let _ = src;
+        self.rx_shm = src.is_some_and(|l| l.kind == Locator::KIND_FERRODDS_SHM);
         self.stats.received_datagrams += 1;
         if let Some(s) = self.security.as_mut() {
             s.plain_received_len = None;
@@ -29,6 +29,9 @@ impl Participant {
         };
         let src_prefix = hdr.prefix;
         let ours = self.config.guid_prefix;
+        // DATA_REF is ours, and names memory of this host: only from FerroDDS over shared
+        // memory, without DDS Security (whose protections it would bypass).
+        let refs_ok = hdr.vendor == codec::VENDOR_ID && self.rx_shm && self.security.is_none();
         if let Some(s) = self.security.as_mut() {
             s.now = now;
         }
@@ -104,6 +107,10 @@ impl Participant {
                     self.on_volatile_gap(rx.source_guid_prefix, start, list.base())
                 }
                 Sub::Data(d) => self.on_data(rx.source_guid_prefix, &d, rx.timestamp, now),
+                Sub::DataRef(d) if refs_ok => {
+                    self.on_data_ref(rx.source_guid_prefix, &d, rx.timestamp)
+                }
+                Sub::DataRef(_) => self.stats.unreadable_data_refs += 1,
                 Sub::DataFrag(f) => self.on_data_frag(rx.source_guid_prefix, &f, rx.timestamp, now),
                 Sub::HeartbeatFrag {
                     reader_id,
@@ -214,7 +221,46 @@ impl Participant {
             self.on_protected_data(writer_guid, d, iq, ts, now);
             return;
         }
-        self.on_data_payload(writer_guid, d, iq, ts, d.payload.unwrap_or(&[]));
+        self.on_data_payload(
+            writer_guid,
+            d,
+            iq,
+            ts,
+            PayloadSrc::Bytes(d.payload.unwrap_or(&[])),
+        );
+    }
+
+    /// A DATA_REF: a user writer's DATA whose payload each matched reader copies out of the
+    /// writer's shared memory.
+    #[cold]
+    #[inline(never)]
+    fn on_data_ref(&mut self, src: GuidPrefix, d: &codec::DataSub<'_>, ts: Option<Time>) {
+        let iq = match d
+            .inline_qos
+            .map(|q| codec::parse_inline_qos(q, d.little_endian))
+        {
+            Some(Some(iq)) => iq,
+            Some(None) => {
+                self.stats.malformed_datagrams += 1;
+                return;
+            }
+            None => codec::InlineQos::default(),
+        };
+        let (Some(reference), false) = (d.payload, d.writer_id.is_builtin()) else {
+            self.stats.unreadable_data_refs += 1;
+            return;
+        };
+        let before = self.stats.unreadable_data_refs;
+        self.on_data_payload(
+            Guid::new(src, d.writer_id),
+            d,
+            iq,
+            ts,
+            PayloadSrc::Chunk(reference),
+        );
+        if self.stats.unreadable_data_refs == before {
+            self.stats.received_data_refs += 1;
+        }
     }
 
     /// A DATA of a remote writer whose payloads are protected (DDS Security): decoded once
@@ -233,7 +279,7 @@ impl Participant {
         let Some((buf, n)) = self.unprotect_payload(writer_guid, d.payload.unwrap_or(&[])) else {
             return;
         };
-        self.on_data_payload(writer_guid, d, iq, ts, &buf[..n]);
+        self.on_data_payload(writer_guid, d, iq, ts, PayloadSrc::Bytes(&buf[..n]));
         self.payload_rx_back(buf);
     }
 
@@ -245,7 +291,7 @@ impl Participant {
         d: &codec::DataSub<'_>,
         iq: codec::InlineQos,
         ts: Option<Time>,
-        payload: &[u8],
+        payload: PayloadSrc<'_>,
     ) {
         let mut matched = false;
         let mut builtin: Vec<(Role, Change)> = Vec::new();
@@ -263,14 +309,34 @@ impl Participant {
             };
             let p = &mut r.proxies[pi];
             matched = true;
-            let mut buf = match self.rx_pool.pop() {
-                Some(b) => {
-                    self.rx_pool_bytes -= b.capacity();
-                    b
+            let buf = match payload {
+                PayloadSrc::Bytes(payload) => {
+                    let mut buf = match self.rx_pool.pop() {
+                        Some(b) => {
+                            self.rx_pool_bytes -= b.capacity();
+                            b
+                        }
+                        None => Vec::new(),
+                    };
+                    buf.extend_from_slice(payload);
+                    buf
                 }
-                None => Vec::new(),
+                PayloadSrc::Chunk(reference) => {
+                    // Straight from the writer's memory into the sample's buffer (the
+                    // large spare first: these are large samples).
+                    let mut buf = self.rx_spares.payload.take().unwrap_or_default();
+                    let read = self
+                        .chunk_reader
+                        .as_mut()
+                        .is_some_and(|cr| cr.read(reference, &mut buf));
+                    if !read {
+                        self.stats.unreadable_data_refs += 1;
+                        self.recycle_payload(buf);
+                        return;
+                    }
+                    buf
+                }
             };
-            buf.extend_from_slice(payload);
             let change = Change {
                 kind: ChangeKind::from_status_info(iq.status_info),
                 key_hash: iq.key_hash,
@@ -445,4 +511,12 @@ impl Participant {
             self.process_builtin(builtin);
         }
     }
+}
+
+/// Where a received DATA's payload is: in the datagram, or in another participant's shared
+/// memory (a DATA_REF's reference).
+#[derive(Clone, Copy)]
+pub(super) enum PayloadSrc<'p> {
+    Bytes(&'p [u8]),
+    Chunk(&'p [u8]),
 }

@@ -947,6 +947,194 @@ fn pushes_to_shared_memory_only_fill_a_shared_memory_message() {
     }
 }
 
+/// A payload in "shared memory" for the DATA_REF tests: its bytes live in a map both
+/// participants see (the pool), under the reference; dropping it frees the entry, as a
+/// runtime's chunk goes back to its pool.
+#[derive(Debug)]
+struct TestChunk {
+    pool: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<u32, Vec<u8>>>>,
+    id: u32,
+    bytes: Vec<u8>,
+    reference: [u8; 4],
+}
+
+impl SharedPayload for TestChunk {
+    fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+    fn reference(&self) -> &[u8] {
+        &self.reference
+    }
+}
+
+impl Drop for TestChunk {
+    fn drop(&mut self) {
+        self.pool.lock().unwrap().remove(&self.id);
+    }
+}
+
+/// Reads [`TestChunk`]s out of the pool; refuses the ids in `refuse` once each.
+#[derive(Debug)]
+struct TestChunkReader {
+    pool: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<u32, Vec<u8>>>>,
+    refuse: Vec<u32>,
+}
+
+impl ChunkReader for TestChunkReader {
+    fn read(&mut self, reference: &[u8], out: &mut Vec<u8>) -> bool {
+        let Ok(id) = <[u8; 4]>::try_from(reference).map(u32::from_le_bytes) else {
+            return false;
+        };
+        if let Some(i) = self.refuse.iter().position(|r| *r == id) {
+            self.refuse.remove(i);
+            return false;
+        }
+        match self.pool.lock().unwrap().get(&id) {
+            Some(b) => {
+                out.clear();
+                out.extend_from_slice(b);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A payload in shared memory (`write_shared`) goes to a shared-memory reader as a
+/// DATA_REF whatever its size (no fragments), and the reader's participant copies it out
+/// with its chunk reader; a reader on another host gets the bytes (in fragments), and the
+/// history frees each chunk once acknowledged. A DATA_REF the reader cannot read is a lost
+/// DATA: the reliable reader asks again and gets the bytes. A DATA_REF that did not come
+/// through shared memory is not read.
+#[test]
+fn shared_payloads_go_by_reference_to_shared_memory_readers() {
+    let here = [9u8; 12];
+    let elsewhere = [8u8; 12];
+    let config = |n: u8, host: [u8; 12]| {
+        let mut c = cfg(n);
+        c.shm_host = Some(host);
+        c.default_unicast_locators
+            .insert(0, Locator::shm(host, 7411));
+        c.max_message_size = 1472;
+        c.shm_message_size = 65_000;
+        c
+    };
+    let ms = core::time::Duration::from_millis(1);
+    // (reader's host, chunk ids the reader fails to read once, datagrams marked as shared memory)
+    for (rh, refuse, marked) in [
+        (here, vec![], true),
+        (elsewhere, vec![], true),
+        (here, vec![3, 5], true),
+        (here, vec![], false),
+    ] {
+        let pool = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
+        let mut a = Participant::new(config(1, here), Timestamp(0));
+        let mut wa = wattrs(false);
+        wa.qos.history = History::KeepAll;
+        wa.qos.reliability = Reliability::RELIABLE;
+        let w = a.create_writer(wa, Timestamp(0)).unwrap();
+        let mut b = Participant::new(config(2, rh), Timestamp(0));
+        b.set_chunk_reader(Some(Box::new(TestChunkReader {
+            pool: pool.clone(),
+            refuse: refuse.clone(),
+        })));
+        let mut ra = rattrs(false);
+        ra.qos.reliability = Reliability::RELIABLE;
+        ra.qos.history = History::KeepAll;
+        let r = b.create_reader(ra, Timestamp(0)).unwrap();
+        let mut t = Timestamp(0);
+        let (mut refs, mut frags) = (0, 0);
+        let shm_src = Locator::shm(here, 7410);
+        let mut step = |a: &mut Participant, b: &mut Participant, t: Timestamp| {
+            for p in [&mut *a, &mut *b] {
+                if p.poll_timeout().is_some_and(|d| d <= t) {
+                    p.handle_timeout(t);
+                }
+            }
+            for (d, dst) in &drain(a, t) {
+                let to_shm = dst.iter().any(|l| l.kind == Locator::KIND_FERRODDS_SHM);
+                let (_, subs) = codec::parse(d).unwrap();
+                for s in subs {
+                    match s {
+                        Ok(Sub::DataRef(_)) => refs += 1,
+                        Ok(Sub::DataFrag(_)) => frags += 1,
+                        _ => {}
+                    }
+                }
+                let src = (to_shm && marked).then_some(shm_src);
+                b.handle_datagram(t, src, d);
+            }
+            for (d, _) in drain(b, t) {
+                a.handle_datagram(t, None, &d);
+            }
+        };
+        while (a.matched_reader_count(w) == 0 || b.matched_writer_count(r) == 0)
+            && t.0 < 2_000_000_000
+        {
+            t = t.saturating_add(ms);
+            step(&mut a, &mut b, t);
+        }
+        assert_eq!(b.matched_writer_count(r), 1);
+        // Ten samples of 100 B ... 1 MiB, each in a chunk.
+        let mut sent = Vec::new();
+        for i in 0..10u32 {
+            let mut bytes = vec![0, 1, 0, 0];
+            bytes.extend_from_slice(&i.to_le_bytes());
+            bytes.resize(100 << (i.min(9) * 4 / 3), i as u8);
+            bytes.truncate(1 << 20);
+            pool.lock().unwrap().insert(i, bytes.clone());
+            let chunk = TestChunk {
+                pool: pool.clone(),
+                id: i,
+                bytes: bytes.clone(),
+                reference: i.to_le_bytes(),
+            };
+            let change = SharedWrite {
+                kind: ChangeKind::Alive,
+                key_hash: None,
+                payload: Box::new(chunk),
+                source_timestamp: None,
+            };
+            a.write_shared(w, change, t).unwrap();
+            sent.push(bytes);
+        }
+        for _ in 0..2000 {
+            t = t.saturating_add(ms);
+            step(&mut a, &mut b, t);
+            if a.is_acknowledged_by_all(w) {
+                break;
+            }
+        }
+        let mut got = Vec::new();
+        while let Some(s) = b.take_sample(r) {
+            got.push(s.payload.clone());
+        }
+        let case = format!("reader's host {rh:?}, refused {refuse:?}, marked {marked}");
+        assert_eq!(got.len(), sent.len(), "{case}: samples");
+        assert!(got == sent, "{case}: payloads");
+        let stats = b.stats();
+        if rh == here && marked {
+            assert_eq!(refs, 10, "{case}: DATA_REFs (repairs go as bytes)");
+            assert_eq!(a.stats().sent_data_refs, 10, "{case}");
+            assert_eq!(stats.received_data_refs, 10 - refuse.len() as u64, "{case}");
+            assert_eq!(stats.unreadable_data_refs, refuse.len() as u64, "{case}");
+            if refuse.is_empty() {
+                assert_eq!(frags, 0, "{case}: DATA_FRAGs");
+            }
+        } else if rh == here {
+            // Refs sent, none read: every sample came again as bytes.
+            assert_eq!(stats.received_data_refs, 0, "{case}");
+            assert_eq!(stats.unreadable_data_refs, 10, "{case}");
+        } else {
+            assert_eq!(refs, 0, "{case}: DATA_REFs to another host");
+            assert!(frags > 100, "{case}: {frags} DATA_FRAGs");
+        }
+        // Acknowledged: the history gave every chunk back.
+        assert!(a.is_acknowledged_by_all(w), "{case}: acknowledged");
+        assert!(pool.lock().unwrap().is_empty(), "{case}: chunks kept");
+    }
+}
+
 /// Multicast user data: readers announce the participant's default multicast locators, and
 /// a writer with multicast user data sends each sample once, to the group, however many
 /// readers listen there (without it: once per reader, to each unicast locator). Readers

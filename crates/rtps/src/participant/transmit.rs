@@ -430,6 +430,7 @@ impl Participant {
                     max_data: sizes
                         .max_data
                         .max(cap.saturating_sub(DATA_OVERHEAD).min(MAX_WHOLE_DATA)),
+                    refs: true,
                     ..sizes
                 }
             } else {
@@ -476,7 +477,12 @@ impl Participant {
                 let ids = (reader_id, w.guid.entity_id);
                 let len = c.payload.len();
                 let sizes = if w.push_frag == 1 { whole_sizes } else { sizes };
-                if w.push_frag == 1 && len > sizes.max_data && w.frag_window_full(acked, sn, len) {
+                let by_ref = sizes.refs && w.push_frag == 1 && c.payload.reference().is_some();
+                if !by_ref
+                    && w.push_frag == 1
+                    && len > sizes.max_data
+                    && w.frag_window_full(acked, sn, len)
+                {
                     window_full = true;
                     break;
                 }

@@ -209,6 +209,7 @@ impl LocalWriter {
                 batching: false,
                 shared_ts: false,
                 frag_key_hash: true,
+                refs: false,
             },
         }
     }
@@ -457,6 +458,9 @@ pub(super) struct Sizes {
     /// A first fragment may carry a key hash (room is kept for it): all but
     /// user writers of unkeyed topics, whose single instance needs none.
     pub(super) frag_key_hash: bool,
+    /// The push goes to shared-memory readers only, without DDS Security: a change whose
+    /// payload is in shared memory goes as a DATA_REF (never fragmented).
+    pub(super) refs: bool,
 }
 
 impl Sizes {
@@ -527,6 +531,7 @@ impl Sizes {
             batching: qos.batching.enabled,
             shared_ts: qos.batching.source_timestamp_resolution == crate::qos::DURATION_INFINITE,
             frag_key_hash,
+            refs: false,
         }
     }
 }
