@@ -75,6 +75,8 @@
 
 mod capture;
 mod capture_file;
+#[cfg(feature = "shared-memory")]
+mod chunks;
 mod config;
 mod entity;
 mod error;

@@ -158,6 +158,8 @@ impl DomainParticipant {
         };
         // Shared memory beside UDPv4: its segment is named by the UDP user-data port, which
         // is ours alone on this host while the socket lives.
+        #[cfg(feature = "shared-memory")]
+        let (mut pool, mut chunk_dir) = (None, None);
         let shm: Option<Arc<dyn Transport>> = match (&udp, config.shared_memory) {
             #[cfg(not(feature = "shared-memory"))]
             (_, true) => {
@@ -186,7 +188,23 @@ impl DomainParticipant {
                         tracing::debug!(error = %e, "stale shared-memory segments not checked")
                     }
                 }
-                Some(Arc::new(ShmTransport::new(shm_config)?))
+                let transport = ShmTransport::new(shm_config.clone())?;
+                // The loan pool beside the segment, named from the same id. Without it
+                // (tmpfs full, say) large samples go through the ring as bytes.
+                let pool_config = ferrodds_transport_shm::PoolConfig {
+                    dir: shm_config.dir.clone(),
+                    mode: shm_config.mode,
+                    ..ferrodds_transport_shm::PoolConfig::new(id)
+                };
+                pool = match ferrodds_transport_shm::LoanPool::create(&pool_config) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no shared-memory loan pool: large samples go through the ring");
+                        None
+                    }
+                };
+                chunk_dir = Some(shm_config.dir);
+                Some(Arc::new(transport))
             }
             _ => None,
         };
@@ -309,6 +327,19 @@ impl DomainParticipant {
                 .map_err(|f| DdsError::Security(f.reason))?,
             None => Participant::new(engine_cfg, Timestamp(0)),
         };
+        #[cfg(feature = "shared-memory")]
+        let engine = {
+            let mut engine = engine;
+            if let Some(dir) = chunk_dir {
+                engine.set_chunk_reader(Some(Box::new(crate::chunks::EngineChunkReader::new(
+                    ferrodds_transport_shm::PoolReader::new(
+                        dir,
+                        ferrodds_transport_shm::real_uid(),
+                    ),
+                ))));
+            }
+            engine
+        };
         tracing::debug!(
             domain_id,
             participant_id,
@@ -355,6 +386,10 @@ impl DomainParticipant {
             timerfd,
         );
         inner.reader_groups = reader_groups;
+        #[cfg(feature = "shared-memory")]
+        {
+            inner.pool = pool;
+        }
         let inner = Arc::new(inner);
         if let Some(c) = &config.capture {
             let tap = CaptureTap::start(

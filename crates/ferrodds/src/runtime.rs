@@ -207,6 +207,10 @@ pub(crate) struct EngineState {
     event_seq: u64,
     /// The latest time read for the engine ([`Clock::last`]).
     last_now: Timestamp,
+    /// Shared-memory payloads the engine released, reused for the next ones (a large
+    /// sample into shared memory then allocates nothing).
+    #[cfg(feature = "shared-memory")]
+    pub(crate) spare_chunks: Vec<Box<dyn ferrodds_rtps::SharedPayload>>,
 }
 
 /// The engine's clock for one [`Inner::with_engine_tx`] operation: read at most once, and
@@ -329,6 +333,10 @@ pub(crate) struct Inner {
     /// user-data multicast port), which the UDP transport receives on: the groups a
     /// reader may announce as its own (`DataReaderQos::multicast_group`).
     pub(crate) reader_groups: Vec<Locator>,
+    /// The loan pool of shared-memory payloads (with shared memory on): large samples for
+    /// readers on this host go there, and only a reference through the ring.
+    #[cfg(feature = "shared-memory")]
+    pub(crate) pool: Option<ferrodds_transport_shm::LoanPool>,
     local_addr: Ipv4Addr,
     local_port: u16,
     pub(crate) capture: CaptureSlot,
@@ -376,6 +384,8 @@ impl Inner {
                 tx_destinations: Vec::with_capacity(8),
                 event_seq: 0,
                 last_now: Timestamp(0),
+                #[cfg(feature = "shared-memory")]
+                spare_chunks: Vec::new(),
             }),
             transports,
             udp,
@@ -392,6 +402,8 @@ impl Inner {
             shutdown: AtomicBool::new(false),
             multicast,
             reader_groups: Vec::new(),
+            #[cfg(feature = "shared-memory")]
+            pool: None,
             local_addr,
             local_port,
             capture: CaptureSlot::default(),

@@ -5,6 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferrodds_cdr::TopicType;
+#[cfg(feature = "shared-memory")]
+use ferrodds_rtps::SharedWrite;
 use ferrodds_rtps::{
     ChangeKind, InstanceState as EngineInstanceState, TakingWrite, WriteError, WriterId,
 };
@@ -263,6 +265,41 @@ impl<T: TopicType> DataWriter<T> {
                         (now, self.inner.wall_time_at(now))
                     }
                 };
+                // A large sample for readers on this host only goes into shared memory,
+                // and they copy it out of there themselves.
+                #[cfg(feature = "shared-memory")]
+                if kind == ChangeKind::Alive && len >= crate::chunks::SHARED_PAYLOAD_MIN {
+                    let shared = self
+                        .inner
+                        .pool
+                        .as_ref()
+                        .filter(|_| {
+                            st.engine.writer_sends_by_reference(self.id)
+                                && !st.engine.writer_history_full(self.id)
+                        })
+                        .and_then(|pool| {
+                            crate::chunks::shared_payload(
+                                pool,
+                                &mut st.engine,
+                                self.id,
+                                &mut st.spare_chunks,
+                                payload,
+                            )
+                        });
+                    if let Some(shared) = shared {
+                        let change = SharedWrite {
+                            kind,
+                            key_hash,
+                            payload: shared,
+                            source_timestamp: Some(ts.unwrap_or(stamp)),
+                        };
+                        let res = st.engine.write_shared(self.id, change, now);
+                        if flush && res.is_ok() {
+                            let _ = st.engine.flush(self.id, now);
+                        }
+                        return (res, false);
+                    }
+                }
                 // The history takes the serialized buffer (no copy) and leaves a recycled
                 // one in `payload` for the next write.
                 let req = TakingWrite {

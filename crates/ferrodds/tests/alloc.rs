@@ -7,6 +7,11 @@
 //! to the reader when it is dropped), nor one that falls behind and takes thousands of
 //! samples at once.
 //!
+//! Large samples (63,000 B) between two participants of this process over shared memory:
+//! the writer copies each into a chunk of its loan pool (whose payload values the engine
+//! hands back for reuse) and the reader copies it out into a recycled buffer; writer and
+//! reader together must not allocate either.
+//!
 //! The same with DDS Security (perftest's RTPSEncrypt governance and identities, both
 //! processes secure): encrypting and decoding work in reused buffers.
 //!
@@ -22,10 +27,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use ferrodds::cdr::types::ShapeType;
+use ferrodds::cdr::types::{ShapeType, TestData};
 use ferrodds::{
     CaptureConfig, Config, DataReader, DataReaderListener, DataReaderQos, DataWriterQos,
-    DomainParticipant, PublisherQos, SubscriberQos, TopicQos,
+    DomainParticipant, PublisherQos, ResourceLimits, SubscriberQos, TopicQos,
 };
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
@@ -49,6 +54,8 @@ fn main() {
     beside(publisher("173", &["--shared-memory"]), || {
         receive_opts(173, Take::Each, true)
     });
+    // Large samples through shared memory by reference, both ends in this process.
+    large_by_reference(174);
     // A reader that falls behind: thousands of samples taken at once.
     beside(publisher("104", &[]), || receive_backlog(104));
     // DDS Security with RTPS messages encrypted: the write path (a secure `shapes`
@@ -505,4 +512,103 @@ fn assert_shared_memory_used(p: &DomainParticipant, n: u64) {
             && shm.messages_received > 0,
         "the flow did not go through shared memory: {shm:?}"
     );
+}
+
+/// Writes 63,000 B samples from one participant to another of this process, both with
+/// shared memory: every sample goes by reference (a DATA_REF naming a chunk of the writer's
+/// loan pool), and writing, sending, receiving, copying out and taking allocate less than
+/// once per 100 samples (everything in this process is counted: both participants).
+fn large_by_reference(domain: u32) {
+    const N: u32 = 5_000;
+    let cfg = || {
+        Config::loopback()
+            .spdp_period(Duration::from_secs(5))
+            .shared_memory(true)
+    };
+    let a = DomainParticipant::with_config(domain, cfg()).expect("participant");
+    let b = DomainParticipant::with_config(domain, cfg()).expect("participant");
+    let ta = a
+        .create_topic::<TestData>("Large", TopicQos::default())
+        .unwrap();
+    let tb = b
+        .create_topic::<TestData>("Large", TopicQos::default())
+        .unwrap();
+    let w = a
+        .create_publisher(PublisherQos::default())
+        .unwrap()
+        .create_datawriter(
+            &ta,
+            // A send queue of 50 samples, as perftest's (the pool has 256 chunks of 64 KiB).
+            DataWriterQos::default()
+                .reliable()
+                .keep_all()
+                .resource_limits(ResourceLimits {
+                    max_samples: Some(50),
+                    ..ResourceLimits::default()
+                }),
+        )
+        .unwrap();
+    let r = b
+        .create_subscriber(SubscriberQos::default())
+        .unwrap()
+        .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+        .unwrap();
+    assert!(
+        w.wait_for_matched(1, Duration::from_secs(20)),
+        "not matched"
+    );
+    let mut sample = TestData {
+        key: [0; 4],
+        entity_id: 1,
+        seq_num: 0,
+        timestamp_sec: 0,
+        timestamp_usec: 0,
+        latency_ping: -1,
+        bin_data: vec![7; 63_000 - 28],
+    };
+    // Writes `n` samples from this thread while another takes them; returns what it took.
+    let transfer = |sample: &mut TestData, n: u32| {
+        let taken = std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let mut got = 0u32;
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while got < n && Instant::now() < deadline {
+                    let _ = r.wait_for_data(Duration::from_millis(10));
+                    r.take_each(usize::MAX, |d, _| {
+                        if let Some(d) = d {
+                            assert_eq!(d.bin_data.len(), 63_000 - 28);
+                            got += 1;
+                        }
+                    })
+                    .unwrap();
+                }
+                got
+            });
+            for _ in 0..n {
+                sample.seq_num = sample.seq_num.wrapping_add(1);
+                w.write(sample).unwrap();
+            }
+            reader.join().unwrap()
+        });
+        assert_eq!(taken, n, "samples taken");
+    };
+    // Warm-up: buffers, pool chunks and payload values reach their steady number.
+    transfer(&mut sample, 3_000);
+    let refs_before = b.engine_stats().received_data_refs;
+    let region = Region::new(GLOBAL);
+    transfer(&mut sample, N);
+    let stats = region.change();
+    let refs = b.engine_stats().received_data_refs - refs_before;
+    let per_sample = stats.allocations as f64 / f64::from(N);
+    println!(
+        "alloc: {} allocations, {} reallocations over {N} 63,000 B samples by reference \
+         (writer and reader; {refs} DATA_REFs read) ({per_sample:.4}/sample)",
+        stats.allocations, stats.reallocations
+    );
+    assert_eq!(refs, u64::from(N), "every sample by reference");
+    assert!(
+        stats.allocations + stats.reallocations < (N / 100) as usize,
+        "large samples by reference allocate: {stats:?}"
+    );
+    println!("alloc: ok");
 }

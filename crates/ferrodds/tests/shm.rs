@@ -46,6 +46,7 @@ fn shared_memory_carries_user_data_both_ways_and_10_mb_samples() {
         for (size, n) in [(32usize, 2_000u32), (60_000, 200), (10 * 1024 * 1024, 3)] {
             for (from, to, dir) in [(&a, &b, "ab"), (&b, &a, "ba")] {
                 let before = (shm_stats(from).unwrap(), shm_stats(to).unwrap());
+                let refs_before = to.engine_stats().received_data_refs;
                 let (w, r) = endpoints(from, to, &format!("Shm{dir}{size}"), true);
                 for seq in 0..n {
                     w.write(&large_data(seq, size)).unwrap();
@@ -57,8 +58,17 @@ fn shared_memory_carries_user_data_both_ways_and_10_mb_samples() {
                 // Every sample went through the reader's segment, and the acknowledgements
                 // came back through the writer's.
                 // (Several small samples may share a message when the writer is paced.)
+                // Samples of 16 KiB and more went by reference: the reader copied each out
+                // of the writer's loan pool (the bytes were checked by `receive`).
                 let carried = after.1.messages_received - before.1.messages_received;
-                let least = (u64::from(n) * size as u64).div_ceil(65_536);
+                let refs = to.engine_stats().received_data_refs - refs_before;
+                let least = if size >= 16 * 1024 {
+                    assert_eq!(refs, u64::from(n), "{size} B {dir}: samples by reference");
+                    u64::from(n).div_ceil(100)
+                } else {
+                    assert_eq!(refs, 0, "{size} B {dir}: small samples by reference");
+                    (u64::from(n) * size as u64).div_ceil(65_536)
+                };
                 assert!(
                     carried >= least,
                     "{size} B {dir}: {carried} messages through shared memory for {n} samples"
@@ -119,12 +129,20 @@ fn segments() -> Vec<std::path::PathBuf> {
             d.filter_map(Result::ok)
                 .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
                 .filter(|e| !e.file_name().to_string_lossy().ends_with(".tmp"))
+                .filter(|e| !e.file_name().to_string_lossy().ends_with(".pool"))
                 .map(|e| e.path())
                 .collect()
         })
         .unwrap_or_default();
     v.sort();
     v
+}
+
+/// The loan pool beside segment `segment` (large samples for readers on the host).
+fn pool_of(segment: &std::path::Path) -> std::path::PathBuf {
+    let mut name = segment.as_os_str().to_owned();
+    name.push(".pool");
+    name.into()
 }
 
 /// Segments that appeared since `before` was listed.
@@ -229,21 +247,27 @@ fn a_killed_subscriber_process_leaves_no_stuck_writer_nor_segment() {
         assert_eq!(w.matched_count(), 0, "the dead reader is still matched");
         eprintln!("unmatched {:?} after the kill", killed.elapsed());
         assert!(
-            theirs[0].exists(),
-            "a killed process cannot remove its segment"
+            theirs[0].exists() && pool_of(&theirs[0]).exists(),
+            "a killed process cannot remove its segment and pool"
         );
         use std::os::unix::fs::MetadataExt;
         let dead = std::fs::metadata(&theirs[0]).unwrap().ino();
+        let dead_pool = std::fs::metadata(pool_of(&theirs[0])).unwrap().ino();
         // The next participant that starts removes it (its owner is dead). It may take the
         // dead process's port, and so the same segment name: then the file is a new one.
         let q = shm_participant(122, true);
         let now = std::fs::metadata(&theirs[0]).map(|m| m.ino()).ok();
         assert_ne!(now, Some(dead), "stale segment not removed: {theirs:?}");
+        let now = std::fs::metadata(pool_of(&theirs[0])).map(|m| m.ino()).ok();
+        assert_ne!(now, Some(dead_pool), "stale pool not removed: {theirs:?}");
         drop(q);
         drop(w);
         drop(p);
         let after = new_segments(&before);
         assert!(after.is_empty(), "segments left behind: {after:?}");
+        for s in ours.iter().chain(&theirs) {
+            assert!(!pool_of(s).exists(), "pool left behind: {s:?}");
+        }
     });
 }
 

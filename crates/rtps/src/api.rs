@@ -236,6 +236,16 @@ pub trait SharedPayload: Send + Sync + core::fmt::Debug {
     /// What a receiving participant's [`ChunkReader`] needs to find the bytes: at most
     /// [`MAX_CHUNK_REFERENCE`] bytes, opaque to the engine.
     fn reference(&self) -> &[u8];
+    /// The history lets the payload go (every reader acknowledged it, or it was replaced):
+    /// give the memory back now. The engine keeps the released value for
+    /// [`crate::Participant::reclaim_shared_payloads`] (so that a runtime reuses it instead
+    /// of allocating one per sample) and never reads it again. Default: nothing (the memory
+    /// goes back when the value is dropped).
+    fn release(&mut self) {}
+    /// The value itself, for a runtime reusing reclaimed payloads (`None`: not reusable).
+    fn as_any_mut(&mut self) -> Option<&mut dyn core::any::Any> {
+        None
+    }
 }
 
 /// Longest [`SharedPayload::reference`] the engine sends.

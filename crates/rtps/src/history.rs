@@ -6,7 +6,6 @@
 //! above 64 KiB does not allocate, and fault in, a fresh buffer per write).
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use crate::api::SharedPayload;
 use crate::instance::{InstanceMap, InstanceState};
@@ -20,16 +19,18 @@ const POOL_MAX: usize = 16_384;
 const POOL_MAX_BYTES: usize = 4 << 20;
 /// Largest buffer kept in the pool; a larger one may be kept as the single large buffer.
 const POOL_BUFFER_MAX: usize = 1 << 16;
+/// Most released shared payloads kept for the runtime to reclaim.
+const RELEASED_MAX: usize = 256;
 /// Largest capacity of the single large buffer kept (the default largest sample
 /// reassembled).
 const LARGE_MAX_BYTES: usize = 16 << 20;
 
 /// The serialized payload of a change in a writer's history: its own buffer, or a chunk
 /// of shared memory ([`SharedPayload`]) that shared-memory readers copy from themselves.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) enum ChangePayload {
     Owned(Vec<u8>),
-    Shared(Arc<dyn SharedPayload>),
+    Shared(Box<dyn SharedPayload>),
 }
 
 impl Default for ChangePayload {
@@ -75,7 +76,7 @@ impl ChangePayload {
 }
 
 /// One change in a writer's history.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) struct CacheChange {
     pub(crate) sn: i64,
     pub(crate) kind: ChangeKind,
@@ -110,6 +111,9 @@ pub(crate) struct HistoryCache {
     /// One recycled buffer above [`POOL_BUFFER_MAX`] (the largest seen, at most
     /// [`LARGE_MAX_BYTES`]), for payloads above `POOL_BUFFER_MAX`.
     large: Option<Vec<u8>>,
+    /// Shared payloads released by removed changes, for
+    /// [`HistoryCache::take_released`].
+    released: Vec<Box<dyn SharedPayload>>,
     /// Payload bytes of every change ever pushed (the next change's offset).
     pushed_bytes: u64,
 }
@@ -242,6 +246,11 @@ impl HistoryCache {
         end.saturating_sub(start)
     }
 
+    /// Moves the shared payloads released since the last call into `out`.
+    pub(crate) fn take_released(&mut self, out: &mut Vec<Box<dyn SharedPayload>>) {
+        out.append(&mut self.released);
+    }
+
     /// Appends a change; its SN must be above every SN present.
     pub(crate) fn push(&mut self, mut c: CacheChange) {
         debug_assert!(self.changes.back().is_none_or(|b| b.sn < c.sn));
@@ -260,11 +269,19 @@ impl HistoryCache {
         pool: &mut Vec<Vec<u8>>,
         pool_bytes: &mut usize,
         large: &mut Option<Vec<u8>>,
+        released: &mut Vec<Box<dyn SharedPayload>>,
         payload: ChangePayload,
     ) {
-        // (A shared chunk goes back to its owner's pool when dropped.)
-        let ChangePayload::Owned(payload) = payload else {
-            return;
+        let payload = match payload {
+            ChangePayload::Owned(p) => p,
+            ChangePayload::Shared(mut s) => {
+                // The memory goes back to its owner now; the value waits to be reused.
+                s.release();
+                if released.len() < RELEASED_MAX {
+                    released.push(s);
+                }
+                return;
+            }
         };
         let cap = payload.capacity();
         if cap > POOL_BUFFER_MAX {
@@ -322,6 +339,7 @@ impl HistoryCache {
                         &mut self.pool,
                         &mut self.pool_bytes,
                         &mut self.large,
+                        &mut self.released,
                         c.payload,
                     );
                     n += 1;
@@ -343,6 +361,7 @@ impl HistoryCache {
             &mut self.pool,
             &mut self.pool_bytes,
             &mut self.large,
+            &mut self.released,
             c.payload,
         );
         self.tidy();
@@ -368,6 +387,7 @@ impl HistoryCache {
             &mut self.pool,
             &mut self.pool_bytes,
             &mut self.large,
+            &mut self.released,
             payload,
         );
         self.live -= 1;

@@ -125,3 +125,24 @@ impl From<SendError> for io::Error {
         io::Error::new(e.kind(), e)
     }
 }
+
+/// Why [`PoolReader::copy`](crate::PoolReader::copy) did not copy a chunk.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PoolReadError {
+    /// There is no pool file of that id, or its owner is not running.
+    #[error("no such loan pool (or its owner is not running)")]
+    NotFound,
+    /// The pool file cannot be used: it cannot be opened or mapped, or its header fails
+    /// validation (wrong magic, version, id or sizes, regions outside the file or
+    /// overlapping).
+    #[error("unusable loan pool: {0}")]
+    BadPool(String),
+    /// The reference does not fit the pool's layout (class, index, or a length larger than
+    /// the chunk) or is malformed (an odd generation).
+    #[error("chunk reference outside the pool's layout")]
+    OutOfRange,
+    /// The chunk was reused (or is being rewritten) since the reference was made, or the pool
+    /// file now belongs to another owner: the copy is discarded.
+    #[error("stale chunk reference")]
+    Stale,
+}

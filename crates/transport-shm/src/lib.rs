@@ -99,6 +99,30 @@
 //!   thread, `ferrodds-shm-rx`, which copies each message into one reusable buffer (no
 //!   allocation per message) and calls the handler with `src = 127.0.0.1:<sender id>`,
 //!   `dst = 127.0.0.1:<own id>`, user-data traffic.
+//! * **Loan pools.** A participant may also own a loan pool ([`LoanPool`]), the file
+//!   `<dir>/ferrodds-<uid>-<netns>-<id>.pool` ([`pool_path`]), created like a segment (exact
+//!   mode, temporary name, rename; removed when the pool and its last chunk are dropped, by
+//!   [`cleanup_stale`] once its owner is dead). It holds power-of-two size classes of chunks
+//!   (a [`POOL_HEADER_SIZE`]-byte header, a `u32` generation per chunk, page-aligned chunk
+//!   regions; sparse). The owner fills a chunk with a large sample ([`PoolChunk`]) and
+//!   sends only a 20-byte [`ChunkRef`] (pool id, owner pid, class, index, generation, length)
+//!   through the ring; readers map the pool read-only ([`PoolReader`]) and copy the chunk out.
+//!   Safety for readers is a seqlock, not reference counts (a reader killed with `SIGKILL`
+//!   leaks nothing): `alloc` makes the chunk's generation odd (relaxed store, release fence)
+//!   before writing it, `publish` stores the next even value (release); a reader loads the
+//!   generation (relaxed, then an acquire fence), requires it to equal the reference's, copies
+//!   the bytes as plain bytes into private memory, issues an acquire fence, and re-loads it:
+//!   any change discards the copy ([`PoolReadError::Stale`]). Freed chunks are reused
+//!   last-in first-out (warm memory, and the sparse file takes memory only for the peak of
+//!   chunks in use at once): a reference stays valid until its chunk is freed (a reliable
+//!   writer frees it once every reader acknowledged the sample, a best-effort one when its
+//!   history replaces the sample) and allocated again; a reader too slow for that loses the
+//!   sample, never reads a torn one. Readers validate the header once (magic, version, id,
+//!   sizes within limits, regions inside the file, aligned, not overlapping) and use only that
+//!   private copy; a reference outside it is [`PoolReadError::OutOfRange`]; a cached mapping is
+//!   re-checked (same file) every 100 ms and on a stale reference. Same-user trust applies as
+//!   for segments (the owner can truncate the file under a reader's mapping: `SIGBUS`); a
+//!   generation that wraps around (2^31 reuses of a chunk during one copy) goes unnoticed.
 //! * **Limits.** Linux only (futex, `/proc`). A message must fit in one slot
 //!   ([`ShmConfig::slot_payload`], default 65,536 bytes). The owner of a segment (the same
 //!   user) can truncate its file under a sender's mapping, which faults the sender (`SIGBUS`):
@@ -135,6 +159,8 @@
 mod error;
 // The only modules with unsafe code (see the crate's `[lints]`).
 #[allow(unsafe_code)]
+mod pool;
+#[allow(unsafe_code)]
 mod ring;
 #[allow(unsafe_code)]
 mod segment;
@@ -142,7 +168,14 @@ mod transport;
 
 use std::path::{Path, PathBuf};
 
-pub use error::{SendError, ShmError};
+pub use error::{PoolReadError, SendError, ShmError};
+pub use pool::{
+    pool_path, ChunkRef, LoanPool, PoolChunk, PoolConfig, PoolReader, PoolStats, SharedChunk,
+    DEFAULT_POOL_CLASS_BUDGET, DEFAULT_POOL_MAX_CHUNK, DEFAULT_POOL_MAX_CHUNKS,
+    DEFAULT_POOL_MIN_CHUNK, DEFAULT_POOL_MIN_CHUNKS, POOL_HEADER_SIZE, POOL_LAYOUT_VERSION,
+    POOL_MAGIC, POOL_MAX_CHUNK, POOL_MAX_CLASSES, POOL_MAX_CLASS_CHUNKS, POOL_MAX_SIZE,
+    POOL_MIN_CHUNK,
+};
 pub use ring::{Received, ShmReceiver, ShmSender, ShmWaker, POLL_INTERVAL, STALL_TIMEOUT};
 pub use segment::{
     HEADER_SIZE, LAYOUT_VERSION, MAGIC, MAX_SEGMENT_SIZE, MAX_SLOTS, MAX_SLOT_PAYLOAD,
@@ -241,9 +274,9 @@ fn parse_boot_id(s: &str) -> Option<[u8; 12]> {
     Some(out)
 }
 
-/// Removes the segments of user `uid` in `dir` whose owner (the pid in their header) is no
-/// longer alive, and temporary files left by a creation that died; returns how many files
-/// were removed. Files that are not valid segments are left alone.
+/// Removes the segments and loan pools of user `uid` in `dir` whose owner (the pid in their
+/// header) is no longer alive, and temporary files left by a creation that died; returns how
+/// many files were removed. Files that are not valid segments or pools are left alone.
 pub fn cleanup_stale(dir: &Path, uid: u32) -> std::io::Result<usize> {
     let prefix = format!("ferrodds-{uid}-");
     let mut removed = 0;
@@ -254,8 +287,8 @@ pub fn cleanup_stale(dir: &Path, uid: u32) -> std::io::Result<usize> {
             continue;
         };
         let path = entry.path();
-        // `<netns>-<id>` or `<netns>-<id>.<pid>.tmp`, of any network namespace (a dead
-        // process's segment is stale wherever it ran).
+        // `<netns>-<id>`, `<netns>-<id>.pool` or their `.<pid>.tmp`, of any network
+        // namespace (a dead process's segment is stale wherever it ran).
         let Some(rest) = rest
             .split_once('-')
             .filter(|(ns, _)| ns.parse::<u64>().is_ok())
@@ -265,11 +298,16 @@ pub fn cleanup_stale(dir: &Path, uid: u32) -> std::io::Result<usize> {
         };
         let owner = if rest.parse::<u16>().is_ok() {
             segment::read_owner_pid(&path)
+        } else if rest
+            .strip_suffix(".pool")
+            .is_some_and(|id| id.parse::<u16>().is_ok())
+        {
+            pool::read_owner_pid(&path)
         } else if let Some(tmp) = rest.strip_suffix(".tmp") {
-            // `<id>.<pid>.tmp`
+            // `<id>.<pid>.tmp` or `<id>.pool.<pid>.tmp`
             tmp.split_once('.')
                 .filter(|(id, _)| id.parse::<u16>().is_ok())
-                .and_then(|(_, pid)| pid.parse::<u32>().ok())
+                .and_then(|(_, pid)| pid.strip_prefix("pool.").unwrap_or(pid).parse::<u32>().ok())
         } else {
             None
         };

@@ -265,6 +265,47 @@ impl Participant {
         )
     }
 
+    /// Whether a payload of writer `w` given to [`write_shared`](Self::write_shared) now
+    /// would go by reference: every matched reader is reached through shared memory only,
+    /// the writer is neither flow-controlled nor bounded by a `max_message_size` of its own,
+    /// and DDS Security is off. A runtime asks before it copies a payload into shared memory
+    /// (otherwise the copy buys nothing).
+    pub fn writer_sends_by_reference(&self, w: WriterId) -> bool {
+        let Some(w) = self.user_writer(w) else {
+            return false;
+        };
+        self.security.is_none()
+            && !w.qos.flow_controlled
+            && w.qos.max_message_size.is_none()
+            && !w.proxies.is_empty()
+            && w.proxies.iter().all(|p| {
+                !p.locators.is_empty()
+                    && p.locators
+                        .iter()
+                        .all(|l| l.kind == Locator::KIND_FERRODDS_SHM)
+            })
+    }
+
+    /// Whether a write to writer `w` now would fail with [`WriteError::HistoryFull`] (a
+    /// KEEP_ALL history at its sample limit whose oldest sample is not acknowledged). A
+    /// runtime asks before it copies a payload into shared memory for the write.
+    pub fn writer_history_full(&self, w: WriterId) -> bool {
+        let Some(w) = self.user_writer(w) else {
+            return false;
+        };
+        matches!(w.qos.history, History::KeepAll)
+            && w.max_samples().is_some_and(|max| w.history.len() >= max)
+            && w.history.first_sn().is_none_or(|f| f > w.ack_bound())
+    }
+
+    /// Moves the shared payloads writer `w`'s history released (see
+    /// [`SharedPayload::release`]) into `out`, for the runtime to reuse.
+    pub fn reclaim_shared_payloads(&mut self, w: WriterId, out: &mut Vec<Box<dyn SharedPayload>>) {
+        if let Some(w) = self.writers.get_mut(w.0).and_then(Option::as_mut) {
+            w.history.take_released(out);
+        }
+    }
+
     /// Sets what copies the payloads of DATA_REF submessages out of other participants'
     /// shared memory (`None`: DATA_REFs are counted in [`Stats::unreadable_data_refs`] and
     /// handled as lost DATA). A runtime with shared memory sets it.
@@ -388,7 +429,7 @@ impl Participant {
         let payload = match payload {
             Payload::Copy(data) => ChangePayload::Owned(w.history.make_payload(data)),
             Payload::Take(buf) => ChangePayload::Owned(w.history.take_payload(buf)),
-            Payload::Shared(s) => ChangePayload::Shared(s.into()),
+            Payload::Shared(s) => ChangePayload::Shared(s),
         };
         w.history.push(CacheChange {
             sn,

@@ -173,6 +173,9 @@ pub struct Participant {
     /// Reassembly's spare chunks and one payload buffer above 64 KiB given back
     /// by [`Participant::recycle_payload`], reused by the next reassembled sample.
     rx_spares: ReassemblySpares,
+    /// More buffers above 64 KiB given back (beside `rx_spares.payload`), and their capacity.
+    rx_large: Vec<Vec<u8>>,
+    rx_large_bytes: usize,
     /// Pending work hints (transmit and timeout).
     work: Work,
     /// Some reader has `notify` set (a `DataAvailable` is due).
@@ -316,6 +319,8 @@ impl Participant {
             rx_pool: Vec::new(),
             rx_pool_bytes: 0,
             rx_spares: ReassemblySpares::default(),
+            rx_large: Vec::new(),
+            rx_large_bytes: 0,
             spdp_payload: spdp.encode(),
             writers: vec![
                 Some(builtin_writer(

@@ -42,8 +42,16 @@ impl LocalReader {
 /// takes thousands of batched samples at once: a smaller pool made each of them allocate
 /// and free a buffer, which slowed it further).
 const RX_POOL_MAX: usize = 8192;
-/// Most bytes of capacity [`Participant::recycle_payload`] keeps in the pool.
-const RX_POOL_BYTES: usize = 8 << 20;
+/// Most bytes of capacity [`Participant::recycle_payload`] keeps in the pool (16 MiB: the
+/// buffers of a reader's cache, of its last take and of what arrived meanwhile, for
+/// samples up to 64 KiB arriving 50 at a time).
+const RX_POOL_BYTES: usize = 16 << 20;
+/// Most buffers above 64 KiB kept beside the reassembly spare (`rx_large`): a reader
+/// handed a run of large samples before it took any (shared-memory references arrive
+/// faster than fragments) reuses them instead of faulting in fresh memory per sample.
+const RX_LARGE_MAX: usize = 8;
+/// Most bytes of capacity kept in `rx_large`.
+const RX_LARGE_BYTES: usize = 64 << 20;
 
 pub(super) fn builtin_reader(
     prefix: GuidPrefix,
@@ -137,22 +145,31 @@ impl Participant {
     }
 
     /// Gives the payload buffer of a taken [`Sample`] back: received samples
-    /// reuse it (up to 8,192 buffers of at most 64 KiB, 8 MiB in all, are kept, and one larger
-    /// buffer, the largest given back, of at most the largest sample reassembled,
-    /// for reassembled samples), so a reader that recycles what it takes receives
+    /// reuse it (up to 8,192 buffers of at most 64 KiB, 16 MiB in all, are kept, and up to
+    /// 8 larger ones, 64 MiB in all, of at most the largest sample reassembled, for
+    /// reassembled samples and those read from shared memory), so a reader that recycles what it takes receives
     /// without allocating per sample.
     pub fn recycle_payload(&mut self, mut payload: Vec<u8>) {
         let cap = payload.capacity();
         if cap > 1 << 16 {
-            if cap <= self.config.reassembly.max_sample_size as usize
-                && self
-                    .rx_spares
-                    .payload
-                    .as_ref()
-                    .is_none_or(|b| b.capacity() < cap)
-            {
-                payload.clear();
-                self.rx_spares.payload = Some(payload);
+            if cap > self.config.reassembly.max_sample_size as usize {
+                return;
+            }
+            payload.clear();
+            // The largest as the reassembly spare; the one it replaces, or this one, is kept
+            // among the large spares if there is room.
+            let spare = &mut self.rx_spares.payload;
+            let other = match spare {
+                Some(b) if b.capacity() >= cap => payload,
+                _ => match spare.replace(payload) {
+                    Some(b) => b,
+                    None => return,
+                },
+            };
+            let cap = other.capacity();
+            if self.rx_large.len() < RX_LARGE_MAX && self.rx_large_bytes + cap <= RX_LARGE_BYTES {
+                self.rx_large_bytes += cap;
+                self.rx_large.push(other);
             }
         } else if cap > 0
             && self.rx_pool.len() < RX_POOL_MAX

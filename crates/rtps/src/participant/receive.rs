@@ -322,9 +322,23 @@ impl Participant {
                     buf
                 }
                 PayloadSrc::Chunk(reference) => {
-                    // Straight from the writer's memory into the sample's buffer (the
-                    // large spare first: these are large samples).
-                    let mut buf = self.rx_spares.payload.take().unwrap_or_default();
+                    // Straight from the writer's memory into the sample's buffer (a large
+                    // spare first: these are large samples; then a pooled one).
+                    let large = large_spare(
+                        &mut self.rx_spares.payload,
+                        &mut self.rx_large,
+                        &mut self.rx_large_bytes,
+                    );
+                    let mut buf = match large {
+                        Some(b) => b,
+                        None => match self.rx_pool.pop() {
+                            Some(b) => {
+                                self.rx_pool_bytes -= b.capacity();
+                                b
+                            }
+                            None => Vec::new(),
+                        },
+                    };
                     let read = self
                         .chunk_reader
                         .as_mut()
@@ -511,6 +525,24 @@ impl Participant {
             self.process_builtin(builtin);
         }
     }
+}
+
+/// A buffer above 64 KiB given back earlier (the reassembly spare `spare`, or one of
+/// `large`, whose capacity `bytes` counts), if any; the spare is refilled from `large`.
+fn large_spare(
+    spare: &mut Option<Vec<u8>>,
+    large: &mut Vec<Vec<u8>>,
+    bytes: &mut usize,
+) -> Option<Vec<u8>> {
+    let b = spare.take();
+    if let Some(next) = large.pop() {
+        *bytes -= next.capacity();
+        match b {
+            Some(_) => *spare = Some(next),
+            None => return Some(next),
+        }
+    }
+    b
 }
 
 /// Where a received DATA's payload is: in the datagram, or in another participant's shared

@@ -965,10 +965,7 @@ impl SharedPayload for TestChunk {
     fn reference(&self) -> &[u8] {
         &self.reference
     }
-}
-
-impl Drop for TestChunk {
-    fn drop(&mut self) {
+    fn release(&mut self) {
         self.pool.lock().unwrap().remove(&self.id);
     }
 }
@@ -1075,6 +1072,7 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
             step(&mut a, &mut b, t);
         }
         assert_eq!(b.matched_writer_count(r), 1);
+        assert_eq!(a.writer_sends_by_reference(w), rh == here);
         // Ten samples of 100 B ... 1 MiB, each in a chunk.
         let mut sent = Vec::new();
         for i in 0..10u32 {
@@ -1129,9 +1127,14 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
             assert_eq!(refs, 0, "{case}: DATA_REFs to another host");
             assert!(frags > 100, "{case}: {frags} DATA_FRAGs");
         }
-        // Acknowledged: the history gave every chunk back.
+        // Acknowledged: the history released every chunk, and hands them over for reuse.
         assert!(a.is_acknowledged_by_all(w), "{case}: acknowledged");
         assert!(pool.lock().unwrap().is_empty(), "{case}: chunks kept");
+        let mut back = Vec::new();
+        a.reclaim_shared_payloads(w, &mut back);
+        assert_eq!(back.len(), 10, "{case}: released payloads");
+        a.reclaim_shared_payloads(w, &mut back);
+        assert_eq!(back.len(), 10, "{case}: released payloads, once");
     }
 }
 

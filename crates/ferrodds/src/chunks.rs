@@ -1,0 +1,117 @@
+//! Shared-memory payloads (feature `shared-memory`): the participant's loan pool
+//! (`ferrodds_transport_shm::LoanPool`, beside its segment and named from the same id) holds
+//! large samples that readers on this host copy out themselves, and the engine's
+//! [`ChunkReader`] copies the chunks other participants' DATA_REF submessages name.
+//!
+//! A writer whose matched readers are all reached through shared memory puts a serialized
+//! sample of at least [`SHARED_PAYLOAD_MIN`] bytes into a chunk (its one copy after
+//! serializing) and hands the chunk to the engine, which sends a 20-byte reference instead
+//! of the bytes; each reader copies the bytes straight into its sample buffer. A full pool
+//! (or a sample above its largest chunk) falls back to the ordinary path. The boxed
+//! payload values the engine releases are reused, so a large sample allocates nothing.
+
+use ferrodds_rtps::{ChunkReader, SharedPayload};
+use ferrodds_transport_shm::{ChunkRef, LoanPool, PoolReadError, PoolReader, SharedChunk};
+
+/// Smallest serialized sample put into shared memory: below it the message carries the
+/// bytes (a copy of a few KiB costs less than the pool's bookkeeping).
+pub(crate) const SHARED_PAYLOAD_MIN: usize = 16 * 1024;
+
+/// A published chunk as the engine's [`SharedPayload`] (`None` once released: the value
+/// waits in [`EngineState::spare_chunks`](crate::runtime::EngineState) for the next chunk).
+#[derive(Debug)]
+pub(crate) struct EngineChunk {
+    chunk: Option<SharedChunk>,
+    reference: [u8; ChunkRef::ENCODED_LEN],
+}
+
+impl SharedPayload for EngineChunk {
+    fn bytes(&self) -> &[u8] {
+        self.chunk.as_ref().map_or(&[], SharedChunk::bytes)
+    }
+    fn reference(&self) -> &[u8] {
+        &self.reference
+    }
+    fn release(&mut self) {
+        self.chunk = None;
+    }
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+/// Most released payload values kept for reuse.
+const SPARES_MAX: usize = 256;
+
+/// Copies `bytes` into a chunk of `pool` as an engine payload, reusing a value of `spares`
+/// (released payloads of writer `w`, reclaimed from `engine` first); `None` when no chunk is
+/// free or large enough.
+pub(crate) fn shared_payload(
+    pool: &LoanPool,
+    engine: &mut ferrodds_rtps::Participant,
+    w: ferrodds_rtps::WriterId,
+    spares: &mut Vec<Box<dyn SharedPayload>>,
+    bytes: &[u8],
+) -> Option<Box<dyn SharedPayload>> {
+    let mut chunk = pool.alloc(bytes.len())?;
+    chunk.as_mut_slice().copy_from_slice(bytes);
+    let chunk = chunk.publish();
+    let reference = chunk.reference().encode();
+    engine.reclaim_shared_payloads(w, spares);
+    spares.truncate(SPARES_MAX);
+    while let Some(mut spare) = spares.pop() {
+        if let Some(e) = spare
+            .as_any_mut()
+            .and_then(|a| a.downcast_mut::<EngineChunk>())
+        {
+            e.chunk = Some(chunk);
+            e.reference = reference;
+            return Some(spare);
+        }
+    }
+    Some(Box::new(EngineChunk {
+        chunk: Some(chunk),
+        reference,
+    }))
+}
+
+/// The engine's reader of other participants' chunks.
+#[derive(Debug)]
+pub(crate) struct EngineChunkReader {
+    reader: PoolReader,
+    /// When a failure was last logged (at most one warning a second).
+    logged: Option<std::time::Instant>,
+}
+
+impl EngineChunkReader {
+    pub(crate) fn new(reader: PoolReader) -> Self {
+        Self {
+            reader,
+            logged: None,
+        }
+    }
+}
+
+impl ChunkReader for EngineChunkReader {
+    fn read(&mut self, reference: &[u8], out: &mut Vec<u8>) -> bool {
+        let Some(r) = ChunkRef::decode(reference) else {
+            return false;
+        };
+        match self.reader.copy(&r, out) {
+            Ok(()) => true,
+            Err(e) => {
+                // A reused chunk is a late reader's loss; a missing or bad pool is worth a word.
+                if !matches!(e, PoolReadError::Stale)
+                    && self.logged.is_none_or(|t| t.elapsed().as_secs() >= 1)
+                {
+                    self.logged = Some(std::time::Instant::now());
+                    tracing::warn!(pool = r.pool, error = %e, "shared-memory sample not readable");
+                }
+                if matches!(e, PoolReadError::NotFound) {
+                    self.reader.forget(r.pool);
+                }
+                false
+            }
+        }
+    }
+}
