@@ -22,13 +22,15 @@ pub(crate) const PID_STATUS_INFO: u16 = 0x0071;
 pub(crate) const VENDOR_ID: [u8; 2] = VendorId::FERRODDS.0;
 
 /// FerroDDS's vendor-specific DATA_REF submessage (RTPS 9.4.5.1.1: ids 0x80–0xff are
-/// the vendor's, interpreted only in a message whose header names that vendor): a DATA
+/// the vendor's, interpreted only in a message whose header names that vendor; 0xfd, the
+/// second byte of our vendor id, because Wireshark decodes 0x81 as RTI's DATA_FRAG_SESSION
+/// whatever the vendor and warns about its length, and RTI uses the ids after it): a DATA
 /// whose serialized payload is a [`crate::SharedPayload::reference`] to a chunk of the
 /// writer participant's shared memory, not the sample. Its layout is DATA's (flags E, Q and
 /// D; extraFlags, octetsToInlineQos, readerId, writerId, writerSN, inline QoS), so tools
 /// that skip vendor submessages by their length read past it. Sent only to FerroDDS readers
 /// reached through shared memory.
-pub(crate) const DATA_REF: u8 = 0x81;
+pub(crate) const DATA_REF: u8 = 0xfd;
 
 /// Why a datagram or submessage was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -935,7 +937,7 @@ mod tests {
         (out, infos)
     }
 
-    /// DATA_REF: a DATA laid out as usual under the vendor id 0x81, read back as a
+    /// DATA_REF: a DATA laid out as usual under the vendor submessage id 0xfd, read back as a
     /// `Sub::DataRef` with its reference and inline QoS; one whose "reference" is empty or
     /// longer than `MAX_CHUNK_REFERENCE` is another vendor's submessage (skipped as unknown),
     /// and the submessages after it are still read.
