@@ -55,6 +55,17 @@ pub(crate) fn shared_payload(
 ) -> Option<Box<dyn SharedPayload>> {
     let mut chunk = pool.alloc(bytes.len())?;
     chunk.as_mut_slice().copy_from_slice(bytes);
+    Some(published(chunk, engine, w, spares))
+}
+
+/// Publishes a filled chunk as an engine payload, reusing a value of `spares` as
+/// [`shared_payload`] does.
+pub(crate) fn published(
+    chunk: ferrodds_transport_shm::PoolChunk,
+    engine: &mut ferrodds_rtps::Participant,
+    w: ferrodds_rtps::WriterId,
+    spares: &mut Vec<Box<dyn SharedPayload>>,
+) -> Box<dyn SharedPayload> {
     let chunk = chunk.publish();
     let reference = chunk.reference().encode();
     engine.reclaim_shared_payloads(w, spares);
@@ -66,13 +77,13 @@ pub(crate) fn shared_payload(
         {
             e.chunk = Some(chunk);
             e.reference = reference;
-            return Some(spare);
+            return spare;
         }
     }
-    Some(Box::new(EngineChunk {
+    Box::new(EngineChunk {
         chunk: Some(chunk),
         reference,
-    }))
+    })
 }
 
 /// The engine's reader of other participants' chunks.

@@ -80,6 +80,7 @@ mod chunks;
 mod config;
 mod entity;
 mod error;
+mod loan;
 mod participant;
 mod qos;
 mod qos_xml;
@@ -107,6 +108,7 @@ pub use ferrodds_transport::{
 };
 #[cfg(feature = "tls")]
 pub use ferrodds_transport_tls::{TlsConfig, TlsError};
+pub use loan::{FlatType, SampleLoan};
 pub use participant::{
     DomainParticipant, DynamicTypeSupport, Publisher, Subscriber, Topic, VENDOR_ID,
 };

@@ -14,6 +14,7 @@ use ferrodds_rtps::{Guid, Time};
 
 use crate::entity::WriterShared;
 use crate::error::{DdsError, DdsResult};
+use crate::loan::{LoanBuf, SampleLoan};
 use crate::qos::{DataWriterQos, PublishMode};
 use crate::runtime::{Inner, Pending, TxScratch};
 use crate::sample::InstanceHandle;
@@ -430,6 +431,165 @@ impl<T: TopicType> DataWriter<T> {
     /// The topic name.
     pub fn topic_name(&self) -> &str {
         &self.topic_name
+    }
+}
+
+impl<T: crate::loan::FlatType> DataWriter<T> {
+    /// Lends a sample to write in place, in its serialized form: a buffer for a body of
+    /// `body_len` bytes (XCDR1 little-endian, the encoding of the value without its
+    /// encapsulation header, which the loan writes). Fill [`SampleLoan::body_mut`] and hand
+    /// it to [`write_loan`](Self::write_loan).
+    ///
+    /// With shared memory on, every matched reader on this host reached through it, and
+    /// samples of at least 16 KiB, the buffer is a chunk of the participant's shared-memory
+    /// loan pool and the write copies nothing (readers copy the bytes out); otherwise it is
+    /// a buffer of the writer's that the history takes (no copy either). Unkeyed types only
+    /// ([`DdsError::Unsupported`] for a keyed one).
+    pub fn loan_sample(&self, body_len: usize) -> DdsResult<SampleLoan<T>> {
+        if self.inner.is_shut_down() {
+            return Err(DdsError::AlreadyDeleted);
+        }
+        if T::IS_KEYED {
+            return Err(DdsError::Unsupported {
+                what: "sample loans of a keyed type (the loan carries no key hash)",
+            });
+        }
+        let total = crate::loan::padded(body_len);
+        #[cfg(feature = "shared-memory")]
+        if total >= crate::chunks::SHARED_PAYLOAD_MIN {
+            if let Some(pool) = self.inner.pool.as_ref() {
+                let by_ref = self.inner.query(|st| {
+                    st.engine.writer_sends_by_reference(self.id)
+                        && !st.engine.writer_history_full(self.id)
+                });
+                if let Some(mut chunk) = by_ref.then(|| pool.alloc(total)).flatten() {
+                    crate::loan::frame::<T>(chunk.as_mut_slice(), body_len);
+                    return Ok(self.loan(LoanBuf::Shared(chunk), body_len));
+                }
+            }
+        }
+        let mut buf = std::mem::take(&mut lock(&self.scratch).payload);
+        buf.clear();
+        buf.resize(total, 0);
+        crate::loan::frame::<T>(&mut buf, body_len);
+        Ok(self.loan(LoanBuf::Heap(buf), body_len))
+    }
+
+    fn loan(&self, buf: LoanBuf, body_len: usize) -> SampleLoan<T> {
+        SampleLoan {
+            buf,
+            body_len,
+            writer: self.guid,
+            _t: PhantomData,
+        }
+    }
+
+    /// Writes a sample lent by [`loan_sample`](Self::loan_sample) of this writer, stamped
+    /// with the current time. The body must hold exactly one value
+    /// ([`FlatType::validate_body`](crate::FlatType::validate_body); otherwise
+    /// [`DdsError::BadParameter`] and nothing is sent). Blocks on a full KEEP_ALL history as
+    /// [`write`](Self::write) does.
+    pub fn write_loan(&self, loan: SampleLoan<T>) -> DdsResult<()> {
+        if loan.writer != self.guid {
+            return Err(DdsError::BadParameter {
+                what: "the loan belongs to another writer",
+            });
+        }
+        let body = &loan.payload()[4..4 + loan.body_len];
+        match T::validate_body(body) {
+            Ok(n) if n == loan.body_len => {}
+            Ok(_) => {
+                return Err(DdsError::BadParameter {
+                    what: "the loan's body holds bytes after the value",
+                })
+            }
+            Err(_) => {
+                return Err(DdsError::BadParameter {
+                    what: "the loan's body is not a serialized value of the topic type",
+                })
+            }
+        }
+        if self.inner.is_shut_down() {
+            return Err(DdsError::AlreadyDeleted);
+        }
+        let mut guard = lock(&self.scratch);
+        let Scratch {
+            payload,
+            pending,
+            tx,
+            ..
+        } = &mut *guard;
+        let mut buf = Some(loan.buf);
+        let mut deadline = None;
+        let mut gen = None;
+        loop {
+            let res = self.inner.with_engine_tx(pending, tx, false, |st, clock| {
+                let now = clock.now();
+                let stamp = Some(self.inner.wall_time_at(now));
+                // A full history: try again later with the loan kept.
+                if st.engine.writer_history_full(self.id) {
+                    return (Err(WriteError::HistoryFull), false);
+                }
+                match buf.take() {
+                    #[cfg(feature = "shared-memory")]
+                    Some(LoanBuf::Shared(chunk)) => {
+                        let shared = crate::chunks::published(
+                            chunk,
+                            &mut st.engine,
+                            self.id,
+                            &mut st.spare_chunks,
+                        );
+                        let change = SharedWrite {
+                            kind: ChangeKind::Alive,
+                            key_hash: None,
+                            payload: shared,
+                            source_timestamp: stamp,
+                        };
+                        (st.engine.write_shared(self.id, change, now), false)
+                    }
+                    Some(LoanBuf::Heap(mut v)) => {
+                        let req = TakingWrite {
+                            kind: ChangeKind::Alive,
+                            key_hash: None,
+                            payload: &mut v,
+                            source_timestamp: stamp,
+                        };
+                        let res = st.engine.write_taking(self.id, req, now);
+                        // The recycled buffer the history left (or the loan's, on an
+                        // error) serves the next write.
+                        *payload = v;
+                        (res, false)
+                    }
+                    None => (Err(WriteError::UnknownWriter), false),
+                }
+            });
+            match res {
+                Ok(_) => {
+                    if matches!(self.qos.publish_mode, PublishMode::Asynchronous(_)) {
+                        self.inner.kick_publisher();
+                    }
+                    return Ok(());
+                }
+                Err(WriteError::HistoryFull) if buf.is_some() => {
+                    if self.inner.is_shut_down() {
+                        return Err(DdsError::AlreadyDeleted);
+                    }
+                    let deadline = *deadline.get_or_insert_with(|| {
+                        Deadline::after(self.qos.reliability.max_blocking_time)
+                    });
+                    let Some(left) = deadline.remaining() else {
+                        return Err(DdsError::Timeout);
+                    };
+                    if let Some(g) = gen {
+                        self.shared
+                            .wait_resources(g, left.min(Duration::from_millis(10)));
+                    }
+                    gen = Some(self.shared.resources_gen());
+                }
+                Err(WriteError::UnknownWriter) => return Err(DdsError::AlreadyDeleted),
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 }
 

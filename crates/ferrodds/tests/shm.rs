@@ -417,3 +417,95 @@ fn a_capture_of_samples_by_reference_decodes_in_tshark() {
         let _ = std::fs::remove_file(&path);
     });
 }
+
+/// Fills a loan's body with `large_data(seq, size)` serialized by hand (XCDR1
+/// little-endian: the key, five 32-bit members, the length and the bytes).
+fn fill_loan(body: &mut [u8], seq: u32, size: usize) {
+    body[..4].copy_from_slice(&[0; 4]);
+    let mut at = 4;
+    for v in [7u32, seq, 0, 0, (-1i32) as u32, size as u32] {
+        body[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        at += 4;
+    }
+    body[at..at + size].copy_from_slice(&sized_payload(seq, size));
+}
+
+/// Writer loans (`loan_sample` / `write_loan`): to a reader on this host through shared
+/// memory the loan is a chunk of the loan pool and the sample goes by reference; to a
+/// reader reached by UDP it is a buffer of the writer's. Either way the reader gets the
+/// sample the caller wrote in place. A body that is not a value of the type, or longer
+/// than it, is refused with nothing sent; a keyed type cannot be lent; a loan dropped
+/// unwritten sends nothing.
+#[test]
+fn loaned_samples_are_written_in_place() {
+    with_timeout(90, || {
+        let _serial = serial();
+        let size = 60_000;
+        let body_len = 28 + size;
+        for shm in [true, false] {
+            let a = shm_participant(127, true);
+            let b = shm_participant(127, shm);
+            let (w, r) = endpoints(&a, &b, &format!("ShmLoans{shm}"), true);
+            let refs_before = a.engine_stats().sent_data_refs;
+            for seq in 0..20 {
+                let mut loan = w.loan_sample(body_len).unwrap();
+                assert_eq!(loan.body_len(), body_len);
+                assert_eq!(loan.in_shared_memory(), shm, "shared memory {shm}");
+                fill_loan(loan.body_mut(), seq, size);
+                w.write_loan(loan).unwrap();
+            }
+            // Dropped unwritten: nothing is sent.
+            let mut unsent = w.loan_sample(body_len).unwrap();
+            fill_loan(unsent.body_mut(), 99, size);
+            drop(unsent);
+            let got = receive(&r, 20, size, Duration::from_secs(20));
+            assert_eq!(got, (0..20).collect::<Vec<_>>(), "shared memory {shm}");
+            w.wait_for_acknowledgments(WAIT).expect("acknowledged");
+            let refs = a.engine_stats().sent_data_refs - refs_before;
+            assert_eq!(refs, if shm { 20 } else { 0 }, "shared memory {shm}");
+            // A body that is not a value: a length beyond the body, or bytes after the value.
+            let mut bad = w.loan_sample(body_len).unwrap();
+            fill_loan(bad.body_mut(), 0, size);
+            bad.body_mut()[24..28].copy_from_slice(&(size as u32 + 1).to_le_bytes());
+            assert!(matches!(
+                w.write_loan(bad),
+                Err(ferrodds::DdsError::BadParameter { .. })
+            ));
+            let mut long = w.loan_sample(body_len + 8).unwrap();
+            fill_loan(long.body_mut(), 0, size);
+            assert!(matches!(
+                w.write_loan(long),
+                Err(ferrodds::DdsError::BadParameter { .. })
+            ));
+            std::thread::sleep(Duration::from_millis(200));
+            assert!(
+                r.take().unwrap().is_empty(),
+                "a refused or dropped loan was sent"
+            );
+            // A loan of another writer is refused.
+            let (w2, _r2) = endpoints(&a, &b, &format!("ShmLoansOther{shm}"), true);
+            let mut other = w2.loan_sample(body_len).unwrap();
+            fill_loan(other.body_mut(), 0, size);
+            assert!(matches!(
+                w.write_loan(other),
+                Err(ferrodds::DdsError::BadParameter { .. })
+            ));
+        }
+        let p = shm_participant(127, true);
+        let t = p
+            .create_topic::<ferrodds::cdr::types::TestDataKeyed>(
+                "ShmLoansKeyed",
+                TopicQos::default(),
+            )
+            .unwrap();
+        let w = p
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(&t, DataWriterQos::default())
+            .unwrap();
+        assert!(matches!(
+            w.loan_sample(100),
+            Err(ferrodds::DdsError::Unsupported { .. })
+        ));
+    });
+}

@@ -741,6 +741,15 @@ impl PoolChunk {
         unsafe { std::slice::from_raw_parts_mut(p, self.len) }
     }
 
+    /// The contents, exactly [`PoolChunk::len`] bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        let inner = self.inner();
+        let p = inner.mapped.chunk(usize::from(self.class), self.index);
+        // SAFETY: as for `as_mut_slice` (the chunk is this value's alone in this process);
+        // the shared borrow of `self` excludes a mutable one for its lifetime.
+        unsafe { std::slice::from_raw_parts(p, self.len) }
+    }
+
     /// Shortens the contents to `new_len` bytes; no effect if `new_len` is not smaller.
     pub fn truncate(&mut self, new_len: usize) {
         self.len = self.len.min(new_len);

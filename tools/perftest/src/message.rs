@@ -71,6 +71,28 @@ impl Encoder {
     }
 }
 
+/// Bytes of a serialized `TestData_t` body before `bin_data`'s bytes: the key, five 32-bit
+/// members and the sequence length (XCDR1, all 4-byte aligned from the body's start).
+pub const BODY_HEADER_LEN: usize = 28;
+
+/// Writes `m`'s header fields and `bin_data` length (`m.size`) at the start of a serialized
+/// body (XCDR1 little-endian), as `encode_sample` would; the `bin_data` bytes after them are
+/// left as they are. `body` is at least [`BODY_HEADER_LEN`] bytes.
+pub fn write_body_header(body: &mut [u8], m: &TestMessage) {
+    body[..4].copy_from_slice(&m.key);
+    let words = [
+        m.entity_id as u32,
+        m.seq_num,
+        m.timestamp_sec as u32,
+        m.timestamp_usec,
+        m.latency_ping as u32,
+        m.size as u32,
+    ];
+    for (i, w) in words.iter().enumerate() {
+        body[4 + 4 * i..8 + 4 * i].copy_from_slice(&w.to_le_bytes());
+    }
+}
+
 /// The encoded size of a sample with `payload` bytes of `bin_data`.
 pub fn encoded_len(payload: usize) -> usize {
     (4 + 28 + payload).div_ceil(4) * 4
@@ -139,6 +161,23 @@ mod tests {
             latency_ping: -1,
             size,
         }
+    }
+
+    /// The header a loan's body gets is what `encode_sample` writes before the payload.
+    #[test]
+    fn body_header_matches_the_encoder() {
+        let m = msg(6, 41);
+        let mut e = Encoder::new(10);
+        let mut buf = Vec::new();
+        e.encode(&m, &mut buf).unwrap();
+        let mut body = vec![0xaa; BODY_HEADER_LEN + 6];
+        write_body_header(&mut body, &m);
+        assert_eq!(body[..BODY_HEADER_LEN], buf[4..4 + BODY_HEADER_LEN]);
+        assert_eq!(
+            body[BODY_HEADER_LEN..],
+            [0xaa; 6],
+            "bin_data left as it was"
+        );
     }
 
     #[test]

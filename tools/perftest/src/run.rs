@@ -144,7 +144,11 @@ pub fn startup_summary_with(
     line("\tCRC Enabled: No");
     line("\tMessage Length Header Extension Enabled: No");
     line("\tFlatData: No");
-    line("\tZero Copy: No");
+    line(if opts.zero_copy {
+        "\tZero Copy: Yes (writer loans, in shared memory for subscribers on this host; each subscriber copies a sample out once)"
+    } else {
+        "\tZero Copy: No"
+    });
     if is_pub {
         if opts.asynchronous {
             line("\tAsynchronous Publishing: Yes");

@@ -809,6 +809,55 @@ fn shared_memory_latency_and_throughput() {
     );
 }
 
+/// `-zeroCopy` (default transports, UDPv4 + SHMEM): the throughput samples are written
+/// through writer loans in the shared-memory loan pool, batching is off as RTI's, every
+/// sample arrives; the summary says what the run did.
+#[test]
+fn zero_copy_throughput_over_shared_memory() {
+    let sub = spawn(&[
+        "-sub",
+        "-zeroCopy",
+        "-domain",
+        "94",
+        "-dataLen",
+        "63000",
+        "-noPrint",
+    ]);
+    let publ = spawn(&[
+        "-pub",
+        "-zeroCopy",
+        "-domain",
+        "94",
+        "-dataLen",
+        "63000",
+        "-numIter",
+        "5000",
+        "-latencyCount",
+        "100",
+        "-noPrint",
+    ]);
+    let (p, s) = (wait(publ, T, "publisher"), wait(sub, T, "subscriber"));
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    for r in [&p, &s] {
+        assert!(
+            r.stderr.contains("\tZero Copy: Yes (writer loans"),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("\tFlatData: No"), "{}", r.stderr);
+    }
+    assert!(
+        p.stderr.contains(
+            "\tBatching: Disabled by RTI Perftest.\n\t\t  BatchSize cannot be used with FlatData and/or Zero-Copy."
+        ),
+        "{}",
+        p.stderr
+    );
+    let t = throughput_summary(&s.stdout);
+    assert_eq!((t[1], t[4]), (5000.0, 0.0), "{t:?}");
+}
+
 /// `-nomulticast` (RTI 2.x): multicast off as `-multicast` turns it on, discovery through the
 /// unicast peers; a latency test still runs. With `-multicast` as well it is refused.
 #[test]

@@ -160,6 +160,10 @@ pub struct Options {
     /// `-enableSharedMemory`: shared memory beside UDPv4 (FerroDDS peers on this host use it
     /// for user data).
     pub enable_shared_memory: bool,
+    /// `-zeroCopy`: throughput samples are written through writer loans
+    /// (`DataWriter::loan_sample`), in the shared-memory loan pool when the readers are on
+    /// this host (unkeyed types, no batching; readers copy each sample out once).
+    pub zero_copy: bool,
     /// `-showResourceLimits`: print the participant's resource limits at start and how often
     /// each was exceeded at the end.
     pub show_resource_limits: bool,
@@ -304,6 +308,7 @@ impl Default for Options {
             transport: None,
             enable_tcp: false,
             enable_shared_memory: false,
+            zero_copy: false,
             show_resource_limits: false,
             network_capture: false,
             keep_network_capture: false,

@@ -349,6 +349,11 @@ impl Options {
                 self.multicast = true;
             }
             "-multicastAddr" => return Err(refuse(name, caps.multicast_address)),
+            "-zeroCopy" if caps.dds_entities != Support::Yes => {
+                return Err(refuse(name, caps.dds_entities))
+            }
+            "-zeroCopy" if caps.transports.contains(&"SHMEM") => self.zero_copy = true,
+            "-zeroCopy" => return Err(refuse_transport(name, "SHMEM", caps)),
             "-enableSharedMemory" if caps.dds_entities != Support::Yes => {
                 return Err(OptionError::Conflict(
                     "'-enableSharedMemory' is not used with -rawTransport.",

@@ -67,6 +67,14 @@ impl Options {
         (self.data_len - OVERHEAD_BYTES) as usize
     }
 
+    /// Whether shared memory is among the transports (the default UDPv4 + SHMEM,
+    /// `-transport SHMEM`, or `-enableSharedMemory`).
+    pub fn uses_shared_memory(&self) -> bool {
+        !self.raw
+            && (matches!(self.transport.as_deref(), None | Some("SHMEM"))
+                || self.enable_shared_memory)
+    }
+
     /// Whether the unbounded ("Large") type is used.
     pub fn large_data(&self) -> bool {
         self.unbounded || self.data_len > OVERHEAD_BYTES + MAX_BOUNDED_SEQ_SIZE
@@ -83,6 +91,15 @@ impl Options {
                 BatchingState::Disabled("BatchSize disabled for a Latency Test")
             } else {
                 BatchingState::Off
+            };
+        }
+        if self.zero_copy {
+            // As RTI's (-zeroCopy implies FlatData there): no batching; an explicit size
+            // was refused by the option checks.
+            return if explicit == Some(0) {
+                BatchingState::Off
+            } else {
+                BatchingState::Disabled("BatchSize cannot be used with FlatData and/or Zero-Copy.")
             };
         }
         let size = match (explicit, self.raw) {

@@ -348,6 +348,27 @@ fn batching_rules() {
         parse("-pub").unwrap().batching(false),
         BatchingState::Unavailable
     );
+    // -zeroCopy: no batching, as RTI's (FlatData); "-batchSize 0" is plain "off".
+    assert_eq!(
+        b("-pub -zeroCopy"),
+        BatchingState::Disabled("BatchSize cannot be used with FlatData and/or Zero-Copy.")
+    );
+    assert_eq!(
+        b("-pub -zeroCopy -dataLen 100000"),
+        BatchingState::Disabled("BatchSize cannot be used with FlatData and/or Zero-Copy.")
+    );
+    assert_eq!(b("-pub -zeroCopy -batchSize 0"), BatchingState::Off);
+    assert!(matches!(
+        b("-pub -zeroCopy -latencyTest"),
+        BatchingState::Disabled("BatchSize disabled for a Latency Test")
+    ));
+    for ok in [
+        "-pub -zeroCopy",
+        "-pub -zeroCopy -transport SHMEM",
+        "-pub -zeroCopy -transport UDPv4 -enableSharedMemory",
+    ] {
+        assert!(parse(ok).unwrap().zero_copy, "{ok}");
+    }
     let o = parse("-pub").unwrap();
     assert_eq!(o.initial_burst(BatchingState::On(8192)), 50 * 81);
     let o = parse("-pub -raw").unwrap();
@@ -402,7 +423,13 @@ fn capability_refusals_name_the_reason() {
         ("-cft 1", "'-cft' is not supported by FerroDDS perftest: FerroDDS has no content filters yet."),
         ("-transport TCP -multicastAddr 239.1.1.1", "'-transport TCP' and 'TLS' have no multicast ('-multicast' and '-multicastAddr' cannot be used with them)."),
         ("-transport TLS -multicast", "'-transport TCP' and 'TLS' have no multicast ('-multicast' and '-multicastAddr' cannot be used with them)."),
-        ("-zeroCopy", "'-zeroCopy' is not supported by FerroDDS perftest: this QoS feature is not available in FerroDDS yet."),
+        ("-flatData", "'-flatData' is not supported by FerroDDS perftest: this QoS feature is not available in FerroDDS yet."),
+        ("-raw -zeroCopy", "'-zeroCopy' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
+        ("-zeroCopy -transport UDPv4", "Zero Copy must be run with SHMEM as transport"),
+        ("-zeroCopy -transport TCP", "Zero Copy must be run with SHMEM as transport"),
+        ("-zeroCopy -keyed", "'-zeroCopy' cannot be used with '-keyed': FerroDDS's writer loans are for unkeyed types (a loan carries no key hash)."),
+        ("-pub -zeroCopy -batchSize 8192", "Batching cannot be used with FlatData and/or Zero-Copy ('-zeroCopy' disables batching: give '-batchSize 0' or no '-batchSize')."),
+        ("-zeroCopy -secureGovernanceFile g.xml", "'-zeroCopy' cannot be used with DDS Security: FerroDDS sends protected samples through the shared-memory ring, never by reference."),
         ("-writerStats -pub", "'-writerStats' is not supported by FerroDDS perftest: not implemented in FerroDDS perftest."),
         ("-raw -keyed", "'-keyed' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
         ("-raw -dataLen 65501", "'-dataLen' 65501 is out of range: 28..=65500 for the raw UDP transport (one sample per datagram)."),

@@ -178,6 +178,29 @@ impl Options {
                 ));
             }
         }
+        if self.zero_copy {
+            if !self.uses_shared_memory() {
+                // RTI's message.
+                return Err(OptionError::Conflict(
+                    "Zero Copy must be run with SHMEM as transport",
+                ));
+            }
+            if self.keyed {
+                return Err(OptionError::Conflict(
+                    "'-zeroCopy' cannot be used with '-keyed': FerroDDS's writer loans are for unkeyed types (a loan carries no key hash).",
+                ));
+            }
+            if self.batch_size.is_some_and(|b| b > 0) {
+                return Err(OptionError::Conflict(
+                    "Batching cannot be used with FlatData and/or Zero-Copy ('-zeroCopy' disables batching: give '-batchSize 0' or no '-batchSize').",
+                ));
+            }
+            if self.secure.is_some() {
+                return Err(OptionError::Conflict(
+                    "'-zeroCopy' cannot be used with DDS Security: FerroDDS sends protected samples through the shared-memory ring, never by reference.",
+                ));
+            }
+        }
         if let Some(sec) = &self.secure {
             if sec.governance.is_none() && !sec.has_legacy_flags() {
                 return Err(OptionError::Conflict(

@@ -8,9 +8,9 @@ use std::time::Duration;
 use ferrodds::cdr::types::{TestData, TestDataKeyed, TestDataKeyedLarge, TestDataLarge};
 use ferrodds::{
     Batching, CaptureConfig, CaptureOverflow, Config, DataReader, DataReaderListener,
-    DataReaderQos, DataWriter, DataWriterQos, DdsError, DomainParticipant, FlowController,
-    Interface, Publisher, PublisherQos, QosProvider, ResourceLimits, Subscriber, SubscriberQos,
-    TopicQos, TopicType, Transports, WanConfig,
+    DataReaderQos, DataWriter, DataWriterQos, DdsError, DomainParticipant, FlatType,
+    FlowController, Interface, Publisher, PublisherQos, QosProvider, ResourceLimits, Subscriber,
+    SubscriberQos, TopicQos, Transports, WanConfig,
 };
 
 use crate::error::PerftestError;
@@ -48,7 +48,7 @@ pub fn flow_controller(name: FlowControllerName) -> FlowController {
 }
 
 /// A perftest topic type: conversion from/to the harness's [`TestMessage`].
-pub trait PerfType: TopicType + Default + Send + Sync + 'static {
+pub trait PerfType: FlatType + Default + Send + Sync + 'static {
     /// Copies `m` into `self`, resizing the reused payload buffer.
     fn fill(&mut self, m: &TestMessage);
     /// The header fields and payload length.
@@ -114,6 +114,8 @@ pub struct DdsTransport {
     transient_local: bool,
     send_queue: u32,
     max_payload: usize,
+    /// `-zeroCopy`: the throughput writer writes through writer loans.
+    zero_copy: bool,
     /// Batch size in bytes and samples per batch (throughput writer).
     batch: Option<(u64, u64)>,
     asynchronous: Option<FlowController>,
@@ -445,6 +447,7 @@ impl DdsTransport {
             transient_local: opts.durability == Some(1),
             send_queue: opts.effective_send_queue_size().min(u64::from(u32::MAX)) as u32,
             max_payload: opts.payload_len().max(FINISHED_SIZE + 1),
+            zero_copy: opts.zero_copy,
             batch: match batching {
                 // The history must hold a whole batch of the smallest size (-scan sizes
                 // differ): a batch is only sent when full or flushed.
@@ -547,7 +550,13 @@ impl DdsTransport {
             .map_err(dds("creating a writer"))?;
         let mut sample = T::default();
         sample.reserve(self.max_payload);
-        Ok(Box::new(DdsWriter { writer, sample }))
+        Ok(Box::new(DdsWriter {
+            writer,
+            sample,
+            // Throughput samples through loans; the latency and announcement topics'
+            // occasional samples as values.
+            zero_copy: self.zero_copy && topic == TopicKind::Throughput,
+        }))
     }
 
     fn make_reader<T: PerfType>(&self, topic: TopicKind) -> Result<Box<dyn Reader>, PerftestError> {
@@ -697,10 +706,43 @@ fn limits_line(config: &Config) -> String {
 struct DdsWriter<T: PerfType> {
     writer: DataWriter<T>,
     sample: T,
+    /// Write through loans (`-zeroCopy`).
+    zero_copy: bool,
+}
+
+impl<T: PerfType> DdsWriter<T> {
+    /// `-zeroCopy`: the sample written in place through a loan, its serialized header
+    /// fields filled in and `bin_data` left as the loan holds it (the tool never reads the
+    /// payload; a new buffer is zeros).
+    fn write_loaned(&mut self, m: &TestMessage) -> Result<(), PerftestError> {
+        let body_len = crate::message::BODY_HEADER_LEN + m.size;
+        loop {
+            let mut loan = self
+                .writer
+                .loan_sample(body_len)
+                .map_err(dds("lending a sample"))?;
+            crate::message::write_body_header(loan.body_mut(), m);
+            match self.writer.write_loan(loan) {
+                Ok(()) => return Ok(()),
+                // As `write`: a full KEEP_ALL queue keeps blocking, Ctrl-C gets through.
+                Err(DdsError::Timeout) if !stopping() => continue,
+                Err(DdsError::Timeout) => return Ok(()),
+                Err(e) => {
+                    return Err(PerftestError::Dds {
+                        context: "writing a loaned sample",
+                        source: e,
+                    })
+                }
+            }
+        }
+    }
 }
 
 impl<T: PerfType> Writer for DdsWriter<T> {
     fn write(&mut self, m: &TestMessage) -> Result<(), PerftestError> {
+        if self.zero_copy {
+            return self.write_loaned(m);
+        }
         self.sample.fill(m);
         loop {
             match self.writer.write(&self.sample) {
