@@ -57,10 +57,20 @@
 //!   authenticate remote participants (PKI-DH handshake) and validate their permissions
 //!   before any endpoint discovery with them; participants without security are ignored
 //!   unless the governance allows unauthenticated ones. Bad files or documents fail
-//!   creation with [`DdsError::Security`] naming them. Traffic is not protected yet (no
-//!   signing or encryption: governance protection kinds are announced, not applied).
+//!   creation with [`DdsError::Security`] naming them. Traffic is protected as the
+//!   governance asks (RTPS message, submessage and payload protection, SIGN or ENCRYPT,
+//!   with origin authentication; see the README for what is not yet).
 //!   [`DomainParticipant::authenticated_participants`],
 //!   [`DomainParticipant::authentication_failures`].
+//! * **Shared memory** (cargo feature `shared-memory`, default on; [`Config::shared_memory`]).
+//!   FerroDDS peers on this host exchange user data through each receiver's segment in
+//!   `/dev/shm` instead of UDP. A sample of 16 KiB or more for readers all on this host goes
+//!   by reference: the writer puts it in a chunk of its participant's loan pool (a second
+//!   file beside its segment) and sends a 20-byte reference; each reader copies it out once,
+//!   checked by the chunk's generation (a reused chunk is a lost sample, repaired as bytes).
+//!   [`DataWriter::loan_sample`] / [`DataWriter::write_loan`] let the application write
+//!   such a sample in place, in its serialized form ([`FlatType`]), so the write copies
+//!   nothing.
 //! * **Not yet.** Content filters, deadline/liveliness enforcement in the API, per-endpoint
 //!   engine locks, an async facade, a serde `Config`.
 //! * **Network capture.** [`Config::capture`] or [`DomainParticipant::start_capture`]

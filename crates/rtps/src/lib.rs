@@ -116,6 +116,13 @@
 //! pushed completely. NACK_FRAG requests are answered with exactly the
 //! fragments asked for.
 //!
+//! A payload in shared memory ([`Participant::write_shared`], a [`SharedPayload`]) is kept
+//! by the history as it is; a push whose destinations are all FerroDDS shared-memory
+//! locators sends it as a DATA_REF (FerroDDS's vendor submessage 0xfd: a DATA whose payload
+//! is the chunk's reference, never fragmented), and the receiving participant's
+//! [`ChunkReader`] copies the bytes out. Everyone else, and every repair, gets the bytes.
+//! A DATA_REF is acted on only from FerroDDS, through shared memory, without DDS Security.
+//!
 //! Received DATA_FRAGs are reassembled per (local reader, remote writer) by
 //! a [`reassembly::Reassembler`]: memory is allocated lazily in 64 KiB
 //! chunks as fragment bytes arrive, and every allocation is charged to a
