@@ -104,6 +104,13 @@ impl EngineChunkReader {
 }
 
 impl ChunkReader for EngineChunkReader {
+    fn peer_gone(&mut self, shm_locator: &ferrodds_rtps::Locator) {
+        // A FerroDDS shared-memory locator's port is the peer's segment and pool id.
+        if let Ok(id) = u16::try_from(shm_locator.port) {
+            self.reader.forget(id);
+        }
+    }
+
     fn read(&mut self, reference: &[u8], out: &mut Vec<u8>) -> bool {
         let Some(r) = ChunkRef::decode(reference) else {
             return false;

@@ -259,6 +259,12 @@ pub trait ChunkReader: Send + core::fmt::Debug {
     /// the reference was sent, or the reference is invalid. The engine then handles the
     /// DATA_REF as a lost DATA (a reliable reader asks for it again and gets it as DATA).
     fn read(&mut self, reference: &[u8], out: &mut Vec<u8>) -> bool;
+    /// A remote participant that announced this shared-memory locator is gone (its lease
+    /// ended or it said goodbye): forget what was kept for it (a mapping of its memory).
+    /// Default: nothing.
+    fn peer_gone(&mut self, shm_locator: &Locator) {
+        let _ = shm_locator;
+    }
 }
 
 /// A change handed to [`crate::Participant::write_shared`]: a [`WriteRequest`] whose

@@ -138,6 +138,19 @@ impl Participant {
         let mut removed: Vec<(GuidPrefix, AuthState)> = Vec::new();
         for p in prefixes {
             if let Some(r) = self.participants.remove(p) {
+                if let Some(cr) = self.chunk_reader.as_mut() {
+                    // Its shared memory is not read again: the reader unmaps it.
+                    for l in r
+                        .data
+                        .default_unicast
+                        .iter()
+                        .chain(&r.data.metatraffic_unicast)
+                    {
+                        if l.kind == Locator::KIND_FERRODDS_SHM {
+                            cr.peer_gone(l);
+                        }
+                    }
+                }
                 removed.push((*p, r.auth));
             }
         }

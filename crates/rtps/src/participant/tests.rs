@@ -970,14 +970,20 @@ impl SharedPayload for TestChunk {
     }
 }
 
-/// Reads [`TestChunk`]s out of the pool; refuses the ids in `refuse` once each.
+/// Reads [`TestChunk`]s out of the pool; refuses the ids in `refuse` once each; records the
+/// ports of the shared-memory locators of peers gone.
 #[derive(Debug)]
 struct TestChunkReader {
     pool: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<u32, Vec<u8>>>>,
     refuse: Vec<u32>,
+    gone: std::sync::Arc<std::sync::Mutex<Vec<u32>>>,
 }
 
 impl ChunkReader for TestChunkReader {
+    fn peer_gone(&mut self, shm_locator: &Locator) {
+        self.gone.lock().unwrap().push(shm_locator.port);
+    }
+
     fn read(&mut self, reference: &[u8], out: &mut Vec<u8>) -> bool {
         let Ok(id) = <[u8; 4]>::try_from(reference).map(u32::from_le_bytes) else {
             return false;
@@ -1031,9 +1037,11 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
         wa.qos.reliability = Reliability::RELIABLE;
         let w = a.create_writer(wa, Timestamp(0)).unwrap();
         let mut b = Participant::new(config(2, rh), Timestamp(0));
+        let gone = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         b.set_chunk_reader(Some(Box::new(TestChunkReader {
             pool: pool.clone(),
             refuse: refuse.clone(),
+            gone: gone.clone(),
         })));
         let mut ra = rattrs(false);
         ra.qos.reliability = Reliability::RELIABLE;
@@ -1135,6 +1143,17 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
         assert_eq!(back.len(), 10, "{case}: released payloads");
         a.reclaim_shared_payloads(w, &mut back);
         assert_eq!(back.len(), 10, "{case}: released payloads, once");
+        // The writer's participant falls silent: when its lease ends the reader's
+        // participant tells its chunk reader to forget its shared memory.
+        assert!(gone.lock().unwrap().is_empty());
+        for _ in 0..30 {
+            t = t.saturating_add(core::time::Duration::from_secs(1));
+            if b.poll_timeout().is_some_and(|d| d <= t) {
+                b.handle_timeout(t);
+            }
+            let _ = drain(&mut b, t);
+        }
+        assert_eq!(*gone.lock().unwrap(), [7411], "{case}: peer gone");
     }
 }
 
