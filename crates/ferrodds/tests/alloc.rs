@@ -514,12 +514,14 @@ fn assert_shared_memory_used(p: &DomainParticipant, n: u64) {
     );
 }
 
-/// Writes 63,000 B samples from one participant to another of this process, both with
+/// Writes 20,000 samples of 63,000 B from one participant to another of this process, both with
 /// shared memory: every sample goes by reference (a DATA_REF naming a chunk of the writer's
-/// loan pool), and writing, sending, receiving, copying out and taking allocate less than
-/// once per 100 samples (everything in this process is counted: both participants).
+/// loan pool), and writing, sending, receiving, copying out and taking (in the listener)
+/// allocate less than once per 100 samples (everything in this process is counted: both
+/// participants). Under CI load the reader's first version, a thread taking apart from the
+/// receive thread, fell behind, and its cache grew with what it left untaken.
 fn large_by_reference(domain: u32) {
-    const N: u32 = 5_000;
+    const N: u32 = 20_000;
     let cfg = || {
         Config::loopback()
             .spdp_period(Duration::from_secs(5))
@@ -548,11 +550,19 @@ fn large_by_reference(domain: u32) {
                 }),
         )
         .unwrap();
-    let r = b
-        .create_subscriber(SubscriberQos::default())
-        .unwrap()
-        .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
-        .unwrap();
+    let r = Arc::new(
+        b.create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().reliable().keep_all())
+            .unwrap(),
+    );
+    // Taken in the receive thread as the samples arrive (the listener), as the other
+    // receive-path checks do: the reader's cache never holds more than one delivery.
+    let taker = Arc::new(LargeTaker {
+        reader: Mutex::new(Arc::downgrade(&r)),
+        samples: AtomicU64::new(0),
+    });
+    r.set_listener(Some(Arc::clone(&taker) as Arc<dyn DataReaderListener>));
     assert!(
         w.wait_for_matched(1, Duration::from_secs(20)),
         "not matched"
@@ -566,37 +576,28 @@ fn large_by_reference(domain: u32) {
         latency_ping: -1,
         bin_data: vec![7; 63_000 - 28],
     };
-    // Writes `n` samples from this thread while another takes them; returns what it took.
-    let transfer = |sample: &mut TestData, n: u32| {
-        let taken = std::thread::scope(|s| {
-            let reader = s.spawn(|| {
-                let mut got = 0u32;
-                let deadline = Instant::now() + Duration::from_secs(60);
-                while got < n && Instant::now() < deadline {
-                    let _ = r.wait_for_data(Duration::from_millis(10));
-                    r.take_each(usize::MAX, |d, _| {
-                        if let Some(d) = d {
-                            assert_eq!(d.bin_data.len(), 63_000 - 28);
-                            got += 1;
-                        }
-                    })
-                    .unwrap();
-                }
-                got
-            });
-            for _ in 0..n {
-                sample.seq_num = sample.seq_num.wrapping_add(1);
-                w.write(sample).unwrap();
-            }
-            reader.join().unwrap()
-        });
-        assert_eq!(taken, n, "samples taken");
+    // Writes `n` samples and waits until the listener took them all.
+    let transfer = |sample: &mut TestData, n: u64| {
+        let until = taker.samples.load(Ordering::Acquire) + n;
+        for _ in 0..n {
+            sample.seq_num = sample.seq_num.wrapping_add(1);
+            w.write(sample).unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while taker.samples.load(Ordering::Acquire) < until && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(
+            taker.samples.load(Ordering::Acquire),
+            until,
+            "samples taken"
+        );
     };
     // Warm-up: buffers, pool chunks and payload values reach their steady number.
-    transfer(&mut sample, 3_000);
+    transfer(&mut sample, 5_000);
     let refs_before = b.engine_stats().received_data_refs;
     let region = Region::new(GLOBAL);
-    transfer(&mut sample, N);
+    transfer(&mut sample, u64::from(N));
     let stats = region.change();
     let refs = b.engine_stats().received_data_refs - refs_before;
     let per_sample = stats.allocations as f64 / f64::from(N);
@@ -611,4 +612,26 @@ fn large_by_reference(domain: u32) {
         "large samples by reference allocate: {stats:?}"
     );
     println!("alloc: ok");
+}
+
+/// Takes `TestData` samples in the listener and counts them.
+struct LargeTaker {
+    reader: Mutex<Weak<DataReader<TestData>>>,
+    samples: AtomicU64,
+}
+
+impl DataReaderListener for LargeTaker {
+    fn on_data_available(&self) {
+        let Some(r) = self.reader.lock().unwrap().upgrade() else {
+            return;
+        };
+        let mut n = 0;
+        let _ = r.take_each(usize::MAX, |d, _| {
+            if let Some(d) = d {
+                assert_eq!(d.bin_data.len(), 63_000 - 28);
+                n += 1;
+            }
+        });
+        self.samples.fetch_add(n, Ordering::AcqRel);
+    }
 }
