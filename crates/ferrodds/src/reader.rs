@@ -178,31 +178,47 @@ impl<T: TopicType> Lending<T> {
             None
         };
         let sample = Sample {
-            info: SampleInfo {
-                sample_state: if read {
-                    SampleState::Read
-                } else {
-                    SampleState::NotRead
-                },
-                instance_state: match instance_state {
-                    ferrodds_rtps::InstanceState::Alive => InstanceState::Alive,
-                    ferrodds_rtps::InstanceState::NotAliveDisposed => {
-                        InstanceState::NotAliveDisposed
-                    }
-                    ferrodds_rtps::InstanceState::NotAliveNoWriters => {
-                        InstanceState::NotAliveNoWriters
-                    }
-                },
-                valid_data: data.is_some(),
-                source_timestamp: s.source_timestamp,
-                instance_handle: InstanceHandle(s.key_hash.unwrap_or([0; 16])),
-                publication_handle: s.writer_guid,
-                sequence_number: s.sequence_number.0,
-            },
+            info: sample_info(s, instance_state, read, data.is_some()),
             data,
         };
         Some((sample, size))
     }
+}
+
+/// The [`SampleInfo`] of a taken or read sample.
+fn sample_info(
+    s: &ferrodds_rtps::Sample,
+    instance_state: ferrodds_rtps::InstanceState,
+    read: bool,
+    valid_data: bool,
+) -> SampleInfo {
+    SampleInfo {
+        sample_state: if read {
+            SampleState::Read
+        } else {
+            SampleState::NotRead
+        },
+        instance_state: match instance_state {
+            ferrodds_rtps::InstanceState::Alive => InstanceState::Alive,
+            ferrodds_rtps::InstanceState::NotAliveDisposed => InstanceState::NotAliveDisposed,
+            ferrodds_rtps::InstanceState::NotAliveNoWriters => InstanceState::NotAliveNoWriters,
+        },
+        valid_data,
+        source_timestamp: s.source_timestamp,
+        instance_handle: InstanceHandle(s.key_hash.unwrap_or([0; 16])),
+        publication_handle: s.writer_guid,
+        sequence_number: s.sequence_number.0,
+    }
+}
+
+/// The XCDR1 little-endian body of a serialized payload (without its encapsulation header
+/// and padding), if it is one.
+fn xcdr1_le_body(payload: &[u8]) -> Option<&[u8]> {
+    let (header, body) = ferrodds_cdr::EncapsulationHeader::parse(payload).ok()?;
+    if header.representation.encoding() != ferrodds_cdr::Encoding::XCDR1_LE {
+        return None;
+    }
+    body.get(..body.len().checked_sub(header.padding())?)
 }
 
 /// Samples lent by [`DataReader::take`] or [`DataReader::read`]: a slice of
@@ -523,6 +539,80 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
     /// The topic name.
     pub fn topic_name(&self) -> &str {
         &self.topic_name
+    }
+}
+
+impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
+    /// Removes at most `max` samples, oldest first, and hands each to `f` in its serialized
+    /// form, without decoding it: the XCDR1 little-endian body (without the encapsulation
+    /// header; `None` when [`SampleInfo::valid_data`] is `false`) and its info; returns how
+    /// many. The reader side of [`DataWriter::loan_sample`](crate::DataWriter::loan_sample):
+    /// the body is the received buffer itself (for a sample from shared memory, the one copy
+    /// out of the writer's chunk), checked with [`FlatType::validate_body`](crate::FlatType)
+    /// only. A sample that is not such a body (another encoding, or malformed) is dropped
+    /// and counted as undecodable, as `take` does.
+    ///
+    /// `f` runs with no lock of the reader or the engine held.
+    pub fn take_serialized_each(
+        &self,
+        max: usize,
+        mut f: impl FnMut(Option<&[u8]>, &SampleInfo),
+    ) -> DdsResult<usize> {
+        self.check_alive()?;
+        let mut n = 0;
+        let mut want = max;
+        let mut transmit_due = false;
+        let mut l = lock(&self.lending);
+        while want > 0 {
+            let Lending { taken, used, .. } = &mut *l;
+            let o = self
+                .inner
+                .take_samples(self.id, want, taken, used, &self.shared);
+            transmit_due |= o.transmit_due;
+            let mut batch = std::mem::take(&mut l.taken);
+            let got = batch.len();
+            drop(l);
+            for t in &batch {
+                let s = &t.sample;
+                let body = if s.kind == ChangeKind::Alive {
+                    match xcdr1_le_body(&s.payload).filter(|b| T::validate_body(b).is_ok()) {
+                        Some(b) => Some(b),
+                        None => {
+                            if !t.read {
+                                self.shared.count_undecodable();
+                            }
+                            continue;
+                        }
+                    }
+                } else {
+                    None
+                };
+                f(
+                    body,
+                    &sample_info(s, t.instance_state, t.read, body.is_some()),
+                );
+                n += 1;
+                want -= 1;
+            }
+            l = lock(&self.lending);
+            for t in batch.drain(..) {
+                let held = l.used.len();
+                if held < USED_MAX
+                    || (held < USED_SMALL_MAX && t.sample.payload.capacity() <= USED_SMALL_BYTES)
+                {
+                    l.used.push(t.sample.payload);
+                }
+            }
+            l.taken = batch;
+            if o.left == 0 || got == 0 {
+                break;
+            }
+        }
+        drop(l);
+        if transmit_due {
+            self.inner.flush();
+        }
+        Ok(n)
     }
 }
 

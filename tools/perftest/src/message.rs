@@ -93,6 +93,22 @@ pub fn write_body_header(body: &mut [u8], m: &TestMessage) {
     }
 }
 
+/// The header fields and `bin_data` length of a serialized body (XCDR1 little-endian, as
+/// [`write_body_header`] writes them); `None` if it is shorter than [`BODY_HEADER_LEN`].
+pub fn body_message(body: &[u8]) -> Option<TestMessage> {
+    let h = body.get(..BODY_HEADER_LEN)?;
+    let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+    Some(TestMessage {
+        key: [h[0], h[1], h[2], h[3]],
+        entity_id: word(4) as i32,
+        seq_num: word(8),
+        timestamp_sec: word(12) as i32,
+        timestamp_usec: word(16),
+        latency_ping: word(20) as i32,
+        size: word(24) as usize,
+    })
+}
+
 /// The encoded size of a sample with `payload` bytes of `bin_data`.
 pub fn encoded_len(payload: usize) -> usize {
     (4 + 28 + payload).div_ceil(4) * 4
@@ -178,6 +194,8 @@ mod tests {
             [0xaa; 6],
             "bin_data left as it was"
         );
+        assert_eq!(body_message(&body), Some(m));
+        assert_eq!(body_message(&body[..BODY_HEADER_LEN - 1]), None);
     }
 
     #[test]

@@ -571,6 +571,9 @@ impl DdsTransport {
         Ok(Box::new(DdsReader {
             reader: Arc::new(reader),
             listener: None,
+            // -zeroCopy: throughput samples are read in their serialized form, as RTI's
+            // FlatData readers read them in place (only the header fields).
+            serialized: self.zero_copy && topic == TopicKind::Throughput,
         }))
     }
 }
@@ -812,11 +815,42 @@ impl<T: PerfType> Writer for DdsWriter<T> {
 struct DdsReader<T: PerfType> {
     reader: Arc<DataReader<T>>,
     listener: Option<Arc<Forward<T>>>,
+    /// Take serialized bodies (`take_serialized_each`) instead of decoded values.
+    serialized: bool,
+}
+
+/// Takes every sample of `reader` and hands each to `f`: decoded (`take_each`, into reused
+/// values), or, with `serialized`, as its serialized body of which only the header fields
+/// are read (`take_serialized_each`: `bin_data` is neither decoded nor copied).
+fn take_all<T: PerfType>(
+    reader: &DataReader<T>,
+    serialized: bool,
+    f: &mut dyn FnMut(&TestMessage),
+) -> Result<usize, DdsError> {
+    let mut n = 0;
+    if serialized {
+        reader.take_serialized_each(usize::MAX, |body, _| {
+            if let Some(m) = body.and_then(crate::message::body_message) {
+                f(&m);
+                n += 1;
+            }
+        })?;
+    } else {
+        reader.take_each(usize::MAX, |data, _| {
+            if let Some(d) = data {
+                f(&d.to_message());
+                n += 1;
+            }
+        })?;
+    }
+    Ok(n)
 }
 
 /// The listener: takes every sample on the receive thread and hands it to the callback.
 struct Forward<T: PerfType> {
     reader: Weak<DataReader<T>>,
+    /// As [`DdsReader::serialized`].
+    serialized: bool,
     callback: Mutex<Option<OnMessage>>,
     /// Samples may be waiting (set by every call; cleared by the caller holding the
     /// callback before it takes).
@@ -826,12 +860,8 @@ struct Forward<T: PerfType> {
 impl<T: PerfType> Forward<T> {
     /// Hands every sample to the callback in place (`take_each`: no per-call vector, and
     /// the reader decodes the next samples into these values' buffers).
-    fn deliver(reader: &DataReader<T>, f: &mut OnMessage) {
-        let _ = reader.take_each(usize::MAX, |data, _| {
-            if let Some(d) = data {
-                f(&d.to_message());
-            }
-        });
+    fn deliver(reader: &DataReader<T>, serialized: bool, f: &mut OnMessage) {
+        let _ = take_all(reader, serialized, &mut |m| f(m));
     }
 }
 
@@ -851,7 +881,7 @@ impl<T: PerfType> DataReaderListener for Forward<T> {
             };
             while self.again.swap(false, Ordering::AcqRel) {
                 if let Some(f) = guard.as_mut() {
-                    Self::deliver(&reader, f);
+                    Self::deliver(&reader, self.serialized, f);
                 }
             }
         }
@@ -862,6 +892,7 @@ impl<T: PerfType> Reader for DdsReader<T> {
     fn listen(&mut self, f: OnMessage) -> Result<Option<OnMessage>, PerftestError> {
         let fwd = Arc::new(Forward {
             reader: Arc::downgrade(&self.reader),
+            serialized: self.serialized,
             callback: Mutex::new(Some(f)),
             again: AtomicBool::new(false),
         });
@@ -895,16 +926,7 @@ impl<T: PerfType> Reader for DdsReader<T> {
         {
             return Ok(0);
         }
-        let mut n = 0;
-        self.reader
-            .take_each(usize::MAX, |data, _| {
-                if let Some(d) = data {
-                    f(&d.to_message());
-                    n += 1;
-                }
-            })
-            .map_err(dds("taking samples"))?;
-        Ok(n)
+        take_all(&self.reader, self.serialized, f).map_err(dds("taking samples"))
     }
 
     fn matched(&self) -> u32 {
