@@ -458,10 +458,11 @@ impl<T: crate::loan::FlatType> DataWriter<T> {
         #[cfg(feature = "shared-memory")]
         if total >= crate::chunks::SHARED_PAYLOAD_MIN {
             if let Some(pool) = self.inner.pool.as_ref() {
-                let by_ref = self.inner.query(|st| {
-                    st.engine.writer_sends_by_reference(self.id)
-                        && !st.engine.writer_history_full(self.id)
-                });
+                // (A full history does not matter here: `write_loan` waits for room with
+                // the chunk kept.)
+                let by_ref = self
+                    .inner
+                    .query(|st| st.engine.writer_sends_by_reference(self.id));
                 if let Some(mut chunk) = by_ref.then(|| pool.alloc(total)).flatten() {
                     crate::loan::frame::<T>(chunk.as_mut_slice(), body_len);
                     return Ok(self.loan(LoanBuf::Shared(chunk), body_len));
