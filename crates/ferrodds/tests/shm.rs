@@ -80,7 +80,10 @@ fn shared_memory_carries_user_data_both_ways_and_10_mb_samples() {
         let (w, r) = endpoints(&a, &b, "ShmBestEffort", false);
         for seq in 0..500 {
             w.write(&large_data(seq, 1024)).unwrap();
-            if seq % 50 == 49 {
+            // Paced (best effort loses what a starved receive thread cannot take: CI
+            // lost 17 of 500 with a pause every 50 samples while another process kept
+            // the CPU busy).
+            if seq % 10 == 9 {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
