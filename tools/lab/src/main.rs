@@ -91,7 +91,9 @@ struct RunArgs {
     /// Batching (8192 B): on, off or both.
     #[arg(long)]
     batching: Option<String>,
-    /// Transports: udpv4,tcp,tls,udpv4-wan,shmem (comma-separated).
+    /// Transports: udpv4,tcp,tls,udpv4-wan,shmem,shmem-zc (comma-separated).
+    /// shmem-zc: shared memory with writer loans (perftest -transport SHMEM -zeroCopy on both
+    /// sides), FerroDDS only, unkeyed, unbatched, no security; the shmem raw rows are its baseline.
     #[arg(long)]
     transport: Option<String>,
     /// Network capture of the FerroDDS runs (perftest -networkCapture on both sides):
@@ -462,6 +464,11 @@ fn options_from(a: &RunArgs) -> Result<LabOptions, LabError> {
     if a.topology != Topo::Loopback && spec.transports.contains(&matrix::Transport::Shmem) {
         return Err(LabError::Usage(
             "--transport shmem runs both processes on one host: it needs --topology loopback",
+        ));
+    }
+    if a.topology != Topo::Loopback && spec.transports.contains(&matrix::Transport::ShmemZc) {
+        return Err(LabError::Usage(
+            "--transport shmem-zc runs both processes on one host: it needs --topology loopback",
         ));
     }
     if a.topology == Topo::Remote && spec.languages.contains(&matrix::Language::Cs) {

@@ -76,6 +76,11 @@ pub enum Transport {
     /// raw: plain shared-memory rings; no Cyclone DDS baseline: its shared memory needs
     /// iceoryx, not installed here). Loopback topology only.
     Shmem,
+    /// Shared memory with writer loans (perftest `-transport SHMEM -zeroCopy` on both sides):
+    /// FerroDDS only, unkeyed, unbatched, without DDS Security (perftest refuses the rest);
+    /// no raw baseline of its own: the [`Transport::Shmem`] raw rows are its baseline (see
+    /// [`Transport::raw_pair`]). Loopback topology only.
+    ShmemZc,
     /// RTPS over TCPv4 (perftest `-transport TCP`, raw: plain TCP sockets, Cyclone DDS:
     /// `General/Transport=tcp`).
     Tcp,
@@ -261,14 +266,24 @@ named_enum!(TestKind, "test", TestKind::Latency => "latency", TestKind::Throughp
 named_enum!(Reliability, "reliability", Reliability::Reliable => "reliable", Reliability::BestEffort => "best-effort");
 named_enum!(Capture, "capture", Capture::Off => "off", Capture::On => "on", Capture::NoUserData => "no-user-data");
 named_enum!(Language, "language", Language::Rust => "rust", Language::Cs => "cs", Language::Micro => "micro");
-named_enum!(Transport, "transport", Transport::Udpv4 => "udpv4", Transport::Shmem => "shmem", Transport::Tcp => "tcp", Transport::Tls => "tls", Transport::Udpv4Wan => "udpv4-wan");
+named_enum!(Transport, "transport", Transport::Udpv4 => "udpv4", Transport::Shmem => "shmem", Transport::ShmemZc => "shmem-zc", Transport::Tcp => "tcp", Transport::Tls => "tls", Transport::Udpv4Wan => "udpv4-wan");
 
 impl Transport {
+    /// Every transport, in the order of the enum (SHMEM zero-copy beside SHMEM).
+    pub const ALL: [Transport; 6] = [
+        Transport::Udpv4,
+        Transport::Shmem,
+        Transport::ShmemZc,
+        Transport::Tcp,
+        Transport::Tls,
+        Transport::Udpv4Wan,
+    ];
+
     /// The value of perftest's `-transport` option.
     pub fn perftest_name(self) -> &'static str {
         match self {
             Transport::Udpv4 => "UDPv4",
-            Transport::Shmem => "SHMEM",
+            Transport::Shmem | Transport::ShmemZc => "SHMEM",
             Transport::Tcp => "TCP",
             Transport::Tls => "TLS",
             Transport::Udpv4Wan => "UDPv4_WAN",
@@ -286,6 +301,31 @@ impl Transport {
     /// Whether the Cyclone DDS baseline runs over this transport.
     pub fn has_cyclone_baseline(self) -> bool {
         matches!(self, Transport::Udpv4 | Transport::Tcp)
+    }
+
+    /// Whether perftest writes through writer loans over this transport (`-zeroCopy`).
+    pub fn zero_copy(self) -> bool {
+        self == Transport::ShmemZc
+    }
+
+    /// The transport whose raw rows the report compares FerroDDS rows of this transport
+    /// with: the same one where it has a raw baseline, the SHMEM rings for SHMEM
+    /// zero-copy, none for UDPv4_WAN.
+    pub fn raw_pair(self) -> Option<Transport> {
+        match self {
+            Transport::ShmemZc => Some(Transport::Shmem),
+            t if t.has_raw_baseline() => Some(t),
+            _ => None,
+        }
+    }
+
+    /// How a plot line's label names this transport (its [`name`](Transport::name) but for
+    /// SHMEM zero-copy, named beside SHMEM).
+    pub fn label(self) -> &'static str {
+        match self {
+            Transport::ShmemZc => "shmem zero-copy",
+            t => t.name(),
+        }
     }
 }
 
@@ -482,7 +522,7 @@ pub fn config_label(
     }
     if transport != Transport::Udpv4 {
         s.push(' ');
-        s.push_str(transport.name());
+        s.push_str(transport.label());
     }
     s
 }
@@ -635,6 +675,9 @@ impl MatrixSpec {
     /// - Cyclone `ddsperf` has no batching switch and no SHMEM here: batching-off UDPv4 and TCP
     ///   groups only;
     /// - the C# perftest runs over UDPv4 and SHMEM, without network capture;
+    /// - SHMEM zero-copy (perftest `-zeroCopy`) runs FerroDDS's Rust perftest only, unkeyed,
+    ///   unbatched and without DDS Security (perftest refuses writer loans with keys,
+    ///   batching or security); no raw or Cyclone rows of its own;
     /// - secure rows (a [`SecurityProfile`] other than `no_security_libraries`) run over UDPv4
     ///   only, with FerroDDS's Rust perftest and Cyclone DDS; C#, micro and raw rows run
     ///   without security;
@@ -671,9 +714,14 @@ impl MatrixSpec {
                                     if secure && transport != Transport::Udpv4 {
                                         continue;
                                     }
+                                    // Writer loans: unkeyed, unbatched, no security.
+                                    if transport.zero_copy() && (keyed || batching || secure) {
+                                        continue;
+                                    }
                                     let keep = match system {
                                         System::Ferrodds => match language {
                                             Language::Rust => true,
+                                            // (No -zeroCopy in the C# perftest.)
                                             Language::Cs => matches!(
                                                 transport,
                                                 Transport::Udpv4 | Transport::Shmem
@@ -1251,6 +1299,90 @@ mod tests {
             "raw TCP"
         );
         assert_eq!("tcp".parse::<Transport>().unwrap().perftest_name(), "TCP");
+    }
+
+    /// `shmem-zc`: FerroDDS's Rust perftest only (no raw or Cyclone rows of its own, no C# or
+    /// micro), unkeyed, unbatched, without security; labelled beside SHMEM.
+    #[test]
+    fn shmem_zero_copy_axis_runs_ferrodds_unkeyed_unbatched_only() {
+        assert_eq!("shmem-zc".parse::<Transport>().unwrap(), Transport::ShmemZc);
+        assert_eq!("SHMEM_ZC".parse::<Transport>().unwrap(), Transport::ShmemZc);
+        assert_eq!(Transport::ShmemZc.name(), "shmem-zc");
+        assert_eq!(Transport::ShmemZc.perftest_name(), "SHMEM");
+        assert!(Transport::ShmemZc.zero_copy());
+        assert!(Transport::ALL
+            .iter()
+            .all(|t| t.zero_copy() == (*t == Transport::ShmemZc)));
+        assert_eq!(
+            parse_list::<Transport>("shmem,shmem-zc").unwrap(),
+            vec![Transport::Shmem, Transport::ShmemZc]
+        );
+        assert!(!Transport::ShmemZc.has_raw_baseline());
+        assert!(!Transport::ShmemZc.has_cyclone_baseline());
+        assert_eq!(Transport::ShmemZc.raw_pair(), Some(Transport::Shmem));
+        assert_eq!(Transport::Shmem.raw_pair(), Some(Transport::Shmem));
+        assert_eq!(Transport::Udpv4Wan.raw_pair(), None);
+
+        let mut m = MatrixSpec::full();
+        m.transports = vec![Transport::ShmemZc];
+        m.sizes = Some(parse_sizes("32,1k,63000,1MiB").unwrap());
+        m.languages = vec![Language::Rust, Language::Cs, Language::Micro];
+        m.captures = vec![Capture::Off, Capture::On];
+        m.security = vec![
+            SecurityProfile::NoSecurityLibraries,
+            SecurityProfile::RtpsSign,
+        ];
+        let sc = m.scenarios();
+        assert!(!sc.is_empty());
+        for s in &sc {
+            assert_eq!(s.system, System::Ferrodds, "{s:?}");
+            assert_eq!(s.language, Language::Rust, "{s:?}");
+            assert!(!s.keyed && !s.batching && !s.is_secure(), "{s:?}");
+        }
+        // Latency and throughput, both reliabilities, large sizes, capture as with SHMEM.
+        for test in [TestKind::Latency, TestKind::Throughput] {
+            assert!(sc.iter().any(|s| s.test == test), "{test}");
+        }
+        assert!(sc.iter().any(|s| s.reliability == Reliability::BestEffort));
+        assert!(sc.iter().any(|s| s.size == 1_048_576));
+        assert!(sc.iter().any(|s| s.capture == Capture::On));
+        // FerroDDS reliable unkeyed: 4 sizes × 2 tests × 2 captures; best effort without 1 MiB.
+        assert_eq!(sc.len(), (4 + 3) * 2 * 2);
+        let label = sc[0].config_label();
+        assert!(label.ends_with(" shmem zero-copy"), "{label}");
+        // Beside SHMEM: the SHMEM rows and their raw rings are kept, keyed and batched included.
+        m.transports = vec![Transport::Shmem, Transport::ShmemZc];
+        m.security.clear();
+        m.languages = vec![Language::Rust];
+        m.captures = vec![Capture::Off];
+        let sc = m.scenarios();
+        let shmem = |p: &dyn Fn(&Scenario) -> bool| {
+            sc.iter().any(|s| s.transport == Transport::Shmem && p(s))
+        };
+        assert!(shmem(&|s| s.system == System::Raw));
+        assert!(shmem(&|s| s.keyed));
+        assert!(shmem(&|s| s.batching));
+        assert!(sc
+            .iter()
+            .filter(|s| s.transport == Transport::ShmemZc)
+            .all(|s| s.system == System::Ferrodds && !s.keyed && !s.batching));
+        // Keyed or batched alone: no zero-copy cell at all.
+        m.transports = vec![Transport::ShmemZc];
+        m.keyed = vec![true];
+        assert!(m.scenarios().is_empty());
+        m.keyed = vec![false];
+        m.batching = vec![true];
+        assert!(m.scenarios().is_empty());
+        assert_eq!(
+            config_label(
+                System::Ferrodds,
+                Reliability::Reliable,
+                false,
+                false,
+                Transport::ShmemZc
+            ),
+            "ferrodds reliable unkeyed shmem zero-copy"
+        );
     }
 
     #[test]

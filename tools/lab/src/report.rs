@@ -888,13 +888,15 @@ fn capture_cost_table(h: &mut String, summary: &Summary) {
 /// Throughput compared with what sends alike: FerroDDS unbatched with the raw baseline (one
 /// sample per datagram both), FerroDDS batched with Cyclone's `ddsperf` (which packs samples
 /// into datagrams), each with its measured samples per datagram. Nothing without such pairs.
+/// The raw SHMEM rings are the baseline of both SHMEM and SHMEM zero-copy rows
+/// ([`Transport::raw_pair`]); other rows pair with the raw rows of their own transport.
 fn fair_comparison_table(h: &mut String, summary: &Summary) {
     let thr: Vec<_> = summary
         .aggregates
         .iter()
         .filter(|a| a.scenario.test == TestKind::Throughput)
         .collect();
-    let find = |peer: &Scenario, batching: bool, any_reliability: bool| {
+    let find = |peer: &Scenario, transport: Transport, batching: bool, any_reliability: bool| {
         thr.iter().copied().find(|a| {
             let s = &a.scenario;
             s.system == System::Ferrodds
@@ -902,46 +904,62 @@ fn fair_comparison_table(h: &mut String, summary: &Summary) {
                 && s.capture == Capture::Off
                 && s.batching == batching
                 && s.keyed == peer.keyed
-                && s.transport == peer.transport
+                && s.transport == transport
                 && s.size == peer.size
                 && (any_reliability || s.reliability == peer.reliability)
         })
     };
     let mut rows = String::new();
     for peer in thr.iter().filter(|a| a.scenario.system != System::Ferrodds) {
-        let (ours, what) = match peer.scenario.system {
+        let pairs: Vec<(Option<&Aggregate>, &str)> = match peer.scenario.system {
             // The raw baseline has no reliability: it runs in one reliability's groups.
-            System::Raw => (find(&peer.scenario, false, false), "unbatched"),
-            _ => (find(&peer.scenario, true, false), "batched"),
+            System::Raw => Transport::ALL
+                .into_iter()
+                .filter(|t| t.raw_pair() == Some(peer.scenario.transport))
+                .map(|t| (find(&peer.scenario, t, false, false), "unbatched"))
+                .collect(),
+            _ => vec![(
+                find(&peer.scenario, peer.scenario.transport, true, false),
+                "batched",
+            )],
         };
-        let Some(ours) = ours else {
-            continue;
-        };
-        let ratio = match (&ours.samples_per_s, &peer.samples_per_s) {
-            (Some(x), Some(y)) if y.median > 0.0 => format!("{:.2}×", x.median / y.median),
-            _ => "–".to_string(),
-        };
-        let per = |a: &Aggregate| {
-            a.samples_per_datagram
-                .map_or_else(|| "–".to_string(), |s| format!("{:.1}", s.median))
-        };
-        let _ = write!(
-            rows,
-            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            html_escape(&format!("{} ({what})", ours.scenario.config_label())),
-            html_escape(&peer.scenario.config_label()),
-            peer.scenario.size,
-            ratio,
-            per(ours),
-            per(peer),
-        );
+        for (ours, what) in pairs {
+            let Some(ours) = ours else {
+                continue;
+            };
+            let ratio = match (&ours.samples_per_s, &peer.samples_per_s) {
+                (Some(x), Some(y)) if y.median > 0.0 => format!("{:.2}×", x.median / y.median),
+                _ => "–".to_string(),
+            };
+            let per = |a: &Aggregate| {
+                a.samples_per_datagram
+                    .map_or_else(|| "–".to_string(), |s| format!("{:.1}", s.median))
+            };
+            let _ = write!(
+                rows,
+                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                html_escape(&format!("{} ({what})", ours.scenario.config_label())),
+                html_escape(&peer.scenario.config_label()),
+                peer.scenario.size,
+                ratio,
+                per(ours),
+                per(peer),
+            );
+        }
     }
     if rows.is_empty() {
         return;
     }
     h.push_str("<h2>Throughput against what sends alike (samples/s, medians)</h2><table><tr><th>FerroDDS</th><th>compared with</th><th>size (B)</th><th>FerroDDS ÷ it</th><th>FerroDDS samples per datagram</th><th>its samples per datagram</th></tr>");
     h.push_str(&rows);
-    h.push_str("</table><p class=\"note\">Raw UDP sends one sample per datagram, as FerroDDS without batching; Cyclone's <code>ddsperf</code> has no batching switch and packs samples, as FerroDDS with batching.</p>\n");
+    h.push_str("</table><p class=\"note\">Raw UDP sends one sample per datagram, as FerroDDS without batching; Cyclone's <code>ddsperf</code> has no batching switch and packs samples, as FerroDDS with batching.");
+    if thr
+        .iter()
+        .any(|a| a.scenario.transport == Transport::ShmemZc)
+    {
+        h.push_str(" The raw SHMEM rings (one sample per slot) are the baseline of both the SHMEM rows and the SHMEM zero-copy ones (writer loans, unbatched): run shmem beside shmem-zc to have them.");
+    }
+    h.push_str("</p>\n");
 }
 
 /// The cost of the C# API: each FerroDDS row of the C# perftest over the same row of the Rust
@@ -1322,6 +1340,81 @@ mod tests {
         // Unbatched beside raw UDP, batched beside ddsperf, each with its samples per datagram.
         assert!(h.contains("ferrodds reliable unkeyed (unbatched)</td><td>raw UDP</td><td class=\"num\">32</td><td class=\"num\">0.50×</td><td class=\"num\">0.9</td><td class=\"num\">1.0</td>"), "{h}");
         assert!(h.contains("ferrodds reliable unkeyed batching (batched)</td><td>cyclone reliable unkeyed</td><td class=\"num\">32</td><td class=\"num\">4.00×</td><td class=\"num\">120.0</td><td class=\"num\">126.0</td>"), "{h}");
+    }
+
+    /// SHMEM zero-copy rows: labelled beside the SHMEM ones, compared with the raw SHMEM rings
+    /// (the baseline of both), never with raw UDP.
+    #[test]
+    fn shmem_zero_copy_rows_pair_with_the_raw_shmem_rings() {
+        let agg = |system: System, transport: Transport, sps: f64| Aggregate {
+            scenario: Scenario {
+                multicast: false,
+                subscribers: 1,
+                system,
+                test: TestKind::Throughput,
+                reliability: crate::matrix::Reliability::Reliable,
+                keyed: false,
+                batching: false,
+                transport,
+                size: 1024,
+                capture: Capture::Off,
+                language: Language::Rust,
+                security: None,
+            },
+            runs_ok: 1,
+            runs_failed: 0,
+            avg_us: None,
+            p50_us: None,
+            p99_us: None,
+            samples_per_s: Spread::of(&[sps]),
+            mbps: None,
+            lost_pct: None,
+            lost_samples_total: 0,
+            samples_per_datagram: None,
+            capture_frames: None,
+        };
+        let mut summary = Summary {
+            lab_version: "0".into(),
+            started_unix_s: 0,
+            finished_unix_s: 0,
+            host: Default::default(),
+            settings: Default::default(),
+            planned_runs: 3,
+            runs_ok: 3,
+            runs_failed: 0,
+            runs_not_started: 0,
+            interrupted: false,
+            notes: Vec::new(),
+            aggregates: vec![
+                agg(System::Ferrodds, Transport::ShmemZc, 400_000.0),
+                agg(System::Raw, Transport::Udpv4, 100_000.0),
+            ],
+            runs: Vec::new(),
+        };
+        // Raw UDP is no baseline of SHMEM zero-copy, and it has no raw rows of its own.
+        let mut h = String::new();
+        fair_comparison_table(&mut h, &summary);
+        assert!(h.is_empty(), "{h}");
+        summary.aggregates.extend([
+            agg(System::Ferrodds, Transport::Shmem, 320_000.0),
+            agg(System::Raw, Transport::Shmem, 800_000.0),
+        ]);
+        fair_comparison_table(&mut h, &summary);
+        assert!(h.contains("ferrodds reliable unkeyed shmem (unbatched)</td><td>raw SHMEM</td><td class=\"num\">1024</td><td class=\"num\">0.40×</td>"), "{h}");
+        assert!(h.contains("ferrodds reliable unkeyed shmem zero-copy (unbatched)</td><td>raw SHMEM</td><td class=\"num\">1024</td><td class=\"num\">0.50×</td>"), "{h}");
+        assert!(!h.contains("raw UDP"), "{h}");
+        assert!(h.contains("run shmem beside shmem-zc"), "{h}");
+        // The two SHMEM lines sit side by side in the legend.
+        let labels: Vec<String> = colours(&summary).into_keys().collect();
+        let at = |l: &str| labels.iter().position(|x| x == l).unwrap();
+        assert_eq!(
+            at("ferrodds reliable unkeyed shmem zero-copy"),
+            at("ferrodds reliable unkeyed shmem") + 1,
+            "{labels:?}"
+        );
+        // The whole report names the transport in its tables.
+        let page = render_html(&summary, false).unwrap();
+        assert!(page.contains("ferrodds reliable unkeyed shmem zero-copy"));
     }
 
     #[test]

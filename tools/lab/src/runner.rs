@@ -337,6 +337,10 @@ fn perftest_commands(
     if s.transport != Transport::Udpv4 || s.system == System::Ferrodds {
         common.extend(["-transport".into(), s.transport.perftest_name().into()]);
     }
+    // SHMEM zero-copy: writer loans on both sides (FerroDDS only; raw has no DDS).
+    if s.transport.zero_copy() && s.system == System::Ferrodds {
+        common.push("-zeroCopy".into());
+    }
     if s.system == System::Ferrodds {
         // Relative to perftest's own folder, where perftest finds it from any directory.
         if let Some(g) = s.security.and_then(SecurityProfile::perftest_governance) {
@@ -430,7 +434,8 @@ fn perftest_commands(
     match s.test {
         TestKind::Latency => pub_args.push("-latencyTest".into()),
         TestKind::Throughput => {
-            if s.batching {
+            // (perftest refuses a positive -batchSize with -zeroCopy; 0 is plain "off".)
+            if s.batching && !s.transport.zero_copy() {
                 pub_args.extend(["-batchSize".into(), BATCH_BYTES.to_string()]);
             } else if s.system == System::Ferrodds && s.size <= LARGE_THRESHOLD {
                 pub_args.extend(["-batchSize".into(), "0".into()]);
@@ -1052,6 +1057,57 @@ mod tests {
         assert!(raw.client.args.contains(&"-latencyTest".to_string()));
         assert!(!raw.client.args.contains(&"-bestEffort".to_string()));
         assert!(!raw.client.args.contains(&"-batchSize".to_string()));
+    }
+
+    /// SHMEM zero-copy: `-transport SHMEM -zeroCopy` on both sides, never a positive
+    /// `-batchSize`; plain SHMEM and the raw rows have no `-zeroCopy`.
+    #[test]
+    fn shmem_zero_copy_command_lines() {
+        let mut s = scenario(System::Ferrodds, TestKind::Throughput);
+        (s.transport, s.keyed, s.size) = (Transport::ShmemZc, false, 63000);
+        let c = build_commands(&s, &placement(), 7, 5);
+        for side in [&c.client, &c.server] {
+            assert!(
+                side.shell_line().contains(" -transport SHMEM -zeroCopy"),
+                "{}",
+                side.shell_line()
+            );
+            assert!(
+                !side.args.contains(&"-peer".to_string()),
+                "{}",
+                side.shell_line()
+            );
+        }
+        assert_eq!(
+            c.client.shell_line(),
+            "taskset -c 0 /x/perftest -pub -domain 7 -noPrint -dataLen 63000 -bestEffort \
+             -transport SHMEM -zeroCopy -executionTime 5 -batchSize 0"
+        );
+        // Even a batched scenario (the matrix makes none) gets no positive -batchSize.
+        s.batching = true;
+        let c = build_commands(&s, &placement(), 7, 5);
+        assert!(!c.client.args.contains(&BATCH_BYTES.to_string()));
+        // Large data: no -batchSize at all; latency: -latencyTest, still zero copy.
+        (s.batching, s.size) = (false, 1_048_576);
+        let c = build_commands(&s, &placement(), 7, 5);
+        assert!(!c.client.args.contains(&"-batchSize".to_string()));
+        assert!(c.client.args.contains(&"-zeroCopy".to_string()));
+        s.test = TestKind::Latency;
+        let c = build_commands(&s, &placement(), 7, 5);
+        for side in [&c.client, &c.server] {
+            assert!(side.args.contains(&"-zeroCopy".to_string()));
+        }
+        assert!(c.client.args.contains(&"-latencyTest".to_string()));
+        // Plain SHMEM and raw SHMEM rings: no writer loans.
+        for sys in [System::Ferrodds, System::Raw] {
+            let mut p = scenario(sys, TestKind::Throughput);
+            (p.transport, p.keyed) = (Transport::Shmem, false);
+            let c = build_commands(&p, &placement(), 7, 5);
+            for side in [&c.client, &c.server] {
+                assert!(side.shell_line().contains("-transport SHMEM"));
+                assert!(!side.args.contains(&"-zeroCopy".to_string()));
+            }
+        }
     }
 
     /// Fan-out: the publisher waits for N subscribers, N subscriber processes, each (but the

@@ -302,3 +302,56 @@ fn multicast_on_loopback_and_bad_subscriber_counts_are_refused() {
         assert!(err.contains("subscriber count"), "{err}");
     }
 }
+
+#[test]
+fn shmem_zero_copy_needs_loopback_and_asks_both_sides_for_writer_loans() {
+    for topology in ["netns", "remote"] {
+        let out = output_bounded(
+            lab()
+                .args(["run", "--quick", "--dry-run", "--perftest", "perftest"])
+                .args(["--transport", "shmem-zc", "--topology", topology]),
+            Duration::from_secs(20),
+        );
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{topology}: {err}");
+        assert!(
+            err.contains("--transport shmem-zc") && err.contains("--topology loopback"),
+            "{topology}: {err}"
+        );
+    }
+    // On loopback: FerroDDS rows only, -transport SHMEM -zeroCopy on both sides.
+    let out = output_bounded(
+        lab().args([
+            "run",
+            "--quick",
+            "--dry-run",
+            "--perftest",
+            "perftest",
+            "--transport",
+            "shmem-zc",
+            "--keyed",
+            "both",
+            "--batching",
+            "both",
+        ]),
+        Duration::from_secs(20),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let subs: Vec<&str> = text.lines().filter(|l| l.contains("sub: ")).collect();
+    let pubs: Vec<&str> = text.lines().filter(|l| l.contains("pub: ")).collect();
+    // --quick: 3 sizes × 2 tests, unkeyed and unbatched only.
+    assert_eq!((subs.len(), pubs.len()), (6, 6), "{text}");
+    for l in subs.iter().chain(&pubs) {
+        assert!(l.contains(" -transport SHMEM -zeroCopy"), "{l}");
+        assert!(!l.contains("-rawTransport") && !l.contains("-keyed"), "{l}");
+        assert!(
+            !l.contains("ddsperf") && !l.contains("-batchSize 8192"),
+            "{l}"
+        );
+    }
+    // The help names the value.
+    let out = output_bounded(lab().args(["run", "--help"]), Duration::from_secs(20));
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("shmem-zc"), "{help}");
+}
