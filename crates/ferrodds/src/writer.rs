@@ -528,7 +528,7 @@ impl<T: crate::loan::FlatType> DataWriter<T> {
                 let now = clock.now();
                 let stamp = Some(self.inner.wall_time_at(now));
                 // A full history: try again later with the loan kept.
-                if st.engine.writer_history_full(self.id) {
+                if st.engine.writer_history_full_wait(self.id) {
                     return (Err(WriteError::HistoryFull), false);
                 }
                 match buf.take() {

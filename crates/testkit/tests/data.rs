@@ -725,3 +725,35 @@ fn an_acknowledgement_leaves_no_stale_probe_timeout() {
         net.run_for(Duration::from_millis(3));
     }
 }
+
+/// `writer_history_full_wait`: a full KEEP_ALL history found by asking (not by a refused
+/// write) marks the writer blocked too, so the acknowledgement that makes room reports
+/// `WriterResourcesAvailable` (a runtime waiting with a shared-memory loan in hand is
+/// woken by it; without the mark it only tried again at its 10 ms poll).
+#[test]
+fn asking_whether_the_history_is_full_waits_for_the_same_event() {
+    let wq = WriterQos {
+        history: History::KeepAll,
+        resource_limits: ResourceLimits {
+            max_samples: 10,
+            ..ResourceLimits::default()
+        },
+        ..WriterQos::default()
+    };
+    let (mut net, a, _b, w, _r) = pair(43, wq, reliable_reader());
+    let now = net.now;
+    assert!(!net.p(a).writer_history_full_wait(w));
+    for i in 0..10 {
+        net.p(a).write(w, alive(&payload(i)), now).unwrap();
+    }
+    assert!(net.p(a).writer_history_full(w));
+    assert!(net.p(a).writer_history_full_wait(w));
+    let ok = net.run_until(Duration::from_secs(1), |net| {
+        net.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::WriterResourcesAvailable { writer } if *writer == w))
+    });
+    assert!(ok, "no WriterResourcesAvailable after asking");
+    assert!(!net.p(a).writer_history_full(w));
+}

@@ -298,6 +298,20 @@ impl Participant {
             && w.history.first_sn().is_none_or(|f| f > w.ack_bound())
     }
 
+    /// [`writer_history_full`](Self::writer_history_full) for a write that will wait for
+    /// room: when full, the writer is marked blocked as a refused write marks it, so that
+    /// [`Event::WriterResourcesAvailable`] reports the room the next acknowledgement makes
+    /// (without it the waiting writer only tried again at its poll interval).
+    pub fn writer_history_full_wait(&mut self, w: WriterId) -> bool {
+        if !self.writer_history_full(w) {
+            return false;
+        }
+        if let Some(w) = self.writers.get_mut(w.0).and_then(Option::as_mut) {
+            w.blocked = true;
+        }
+        true
+    }
+
     /// Moves the shared payloads writer `w`'s history released (see
     /// [`SharedPayload::release`]) into `out`, for the runtime to reuse.
     pub fn reclaim_shared_payloads(&mut self, w: WriterId, out: &mut Vec<Box<dyn SharedPayload>>) {
