@@ -186,6 +186,7 @@ impl<T: TopicType> Lending<T> {
 }
 
 /// The [`SampleInfo`] of a taken or read sample.
+#[inline(always)]
 fn sample_info(
     s: &ferrodds_rtps::Sample,
     instance_state: ferrodds_rtps::InstanceState,

@@ -265,6 +265,7 @@ impl HistoryCache {
         self.live += 1;
     }
 
+    #[inline]
     fn recycle(
         pool: &mut Vec<Vec<u8>>,
         pool_bytes: &mut usize,
@@ -274,14 +275,7 @@ impl HistoryCache {
     ) {
         let payload = match payload {
             ChangePayload::Owned(p) => p,
-            ChangePayload::Shared(mut s) => {
-                // The memory goes back to its owner now; the value waits to be reused.
-                s.release();
-                if released.len() < RELEASED_MAX {
-                    released.push(s);
-                }
-                return;
-            }
+            ChangePayload::Shared(s) => return Self::release(released, s),
         };
         let cap = payload.capacity();
         if cap > POOL_BUFFER_MAX {
@@ -289,6 +283,16 @@ impl HistoryCache {
         } else if cap > 0 && pool.len() < POOL_MAX && *pool_bytes + cap <= POOL_MAX_BYTES {
             *pool_bytes += cap;
             pool.push(payload);
+        }
+    }
+
+    /// Gives a shared payload's memory back to its owner now; the value waits to be reused.
+    #[cold]
+    #[inline(never)]
+    fn release(released: &mut Vec<Box<dyn SharedPayload>>, mut s: Box<dyn SharedPayload>) {
+        s.release();
+        if released.len() < RELEASED_MAX {
+            released.push(s);
         }
     }
 

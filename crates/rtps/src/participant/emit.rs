@@ -26,19 +26,20 @@ pub(super) fn emit_change(
 ) -> Emitted {
     let (reader_id, writer_id) = ids;
     let key_only = c.kind != ChangeKind::Alive;
+    let payload: &[u8] = &c.payload;
     if sizes.refs && from <= 1 {
         if let Some(reference) = c.payload.reference() {
             return emit_ref(e, ids, c, reference, reserve, stats);
         }
     }
-    if c.payload.len() <= sizes.max_data {
-        let need = Emitter::data_len(c.key_hash.is_some(), key_only, c.payload.len())
+    if payload.len() <= sizes.max_data {
+        let need = Emitter::data_len(c.key_hash.is_some(), key_only, payload.len())
             + e.info_ts_len(c.source_timestamp);
         if need + reserve > e.room() {
             return Emitted::Nothing;
         }
         let written = if c.key_hash.is_none() && c.kind == ChangeKind::Alive && e.unprotected() {
-            e.timed_data(c.source_timestamp, reader_id, writer_id, c.sn, &c.payload)
+            e.timed_data(c.source_timestamp, reader_id, writer_id, c.sn, payload)
         } else {
             e.info_ts(c.source_timestamp)
                 && e.data(
@@ -47,7 +48,7 @@ pub(super) fn emit_change(
                     c.sn,
                     c.key_hash.as_ref(),
                     c.kind.status_info(),
-                    &c.payload,
+                    payload,
                     key_only,
                 )
         };
@@ -58,7 +59,7 @@ pub(super) fn emit_change(
         stats.sent_data += 1;
         return Emitted::All;
     }
-    let total = c.payload.len().div_ceil(sizes.frag) as u32;
+    let total = payload.len().div_ceil(sizes.frag) as u32;
     let mut f = from.max(1);
     while f <= total {
         if !emit_fragment(e, ids, c, sizes, f, 0) {

@@ -477,10 +477,10 @@ impl Participant {
                 let ids = (reader_id, w.guid.entity_id);
                 let len = c.payload.len();
                 let sizes = if w.push_frag == 1 { whole_sizes } else { sizes };
-                let by_ref = sizes.refs && w.push_frag == 1 && c.payload.reference().is_some();
-                if !by_ref
-                    && w.push_frag == 1
+                // (A change sent by reference is never fragmented.)
+                if w.push_frag == 1
                     && len > sizes.max_data
+                    && !(sizes.refs && c.payload.reference().is_some())
                     && w.frag_window_full(acked, sn, len)
                 {
                     window_full = true;
