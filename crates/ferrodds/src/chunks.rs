@@ -111,8 +111,8 @@ impl ChunkReader for EngineChunkReader {
         }
     }
 
-    fn read(&mut self, reference: &[u8], out: &mut Vec<u8>) -> bool {
-        let Some(r) = ChunkRef::decode(reference) else {
+    fn read(&mut self, reference: &[u8], max_len: usize, out: &mut Vec<u8>) -> bool {
+        let Some(r) = ChunkRef::decode(reference).filter(|r| r.len as usize <= max_len) else {
             return false;
         };
         match self.reader.copy(&r, out) {

@@ -66,8 +66,11 @@
 //!   FerroDDS peers on this host exchange user data through each receiver's segment in
 //!   `/dev/shm` instead of UDP. A sample of 16 KiB or more for readers all on this host goes
 //!   by reference: the writer puts it in a chunk of its participant's loan pool (a second
-//!   file beside its segment) and sends a 20-byte reference; each reader copies it out once,
-//!   checked by the chunk's generation (a reused chunk is a lost sample, repaired as bytes).
+//!   file beside its segment) and sends a 20-byte reference, to readers whose participants
+//!   announced (in SPDP) that they read such references; each reader copies it out once,
+//!   checked by the chunk's generation. A released chunk waits in a quarantine of the last
+//!   few released before it is reused; a reader slower than that finds it reused: a lost
+//!   sample (a reliable writer repairs it with the bytes while its history holds it).
 //!   [`DataWriter::loan_sample`] / [`DataWriter::write_loan`] let the application write
 //!   such a sample in place, in its serialized form ([`FlatType`]), so the write copies
 //!   nothing.

@@ -576,7 +576,9 @@ impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
             for t in &batch {
                 let s = &t.sample;
                 let body = if s.kind == ChangeKind::Alive {
-                    match xcdr1_le_body(&s.payload).filter(|b| T::validate_body(b).is_ok()) {
+                    match xcdr1_le_body(&s.payload)
+                        .filter(|b| T::validate_body(b).is_ok_and(|n| n == b.len()))
+                    {
                         Some(b) => Some(b),
                         None => {
                             if !t.read {

@@ -610,3 +610,60 @@ fn serialized_take_hands_each_body_as_written() {
         }
     });
 }
+
+/// Large samples by reference from writers whose history lets a sample go as soon as it is
+/// sent: best effort (no reliable reader to wait for) and reliable KEEP_LAST 1 (each write
+/// replaces the last). The released chunk waits in the pool's quarantine, so a reader that
+/// keeps up still copies every sample out (before it, the next write took the same chunk at
+/// once and nearly every reference was stale).
+#[test]
+fn samples_by_reference_survive_their_writers_history() {
+    with_timeout(90, || {
+        let _serial = serial();
+        let a = shm_participant(130, true);
+        let b = shm_participant(130, true);
+        for (name, wq, rq) in [
+            (
+                "best effort",
+                DataWriterQos::default().best_effort(),
+                ferrodds::DataReaderQos::default().best_effort().keep_all(),
+            ),
+            (
+                "reliable KEEP_LAST 1",
+                DataWriterQos::default().reliable().keep_last(1),
+                ferrodds::DataReaderQos::default().reliable().keep_all(),
+            ),
+        ] {
+            let topic = format!("ShmRefsHistory{}", name.len());
+            let tw = a
+                .create_topic::<TestDataLarge>(&topic, TopicQos::default())
+                .unwrap();
+            let tr = b
+                .create_topic::<TestDataLarge>(&topic, TopicQos::default())
+                .unwrap();
+            let w = a
+                .create_publisher(PublisherQos::default())
+                .unwrap()
+                .create_datawriter(&tw, wq)
+                .unwrap();
+            let r = b
+                .create_subscriber(ferrodds::SubscriberQos::default())
+                .unwrap()
+                .create_datareader(&tr, rq)
+                .unwrap();
+            assert!(w.wait_for_matched(1, WAIT) && r.wait_for_matched(1, WAIT));
+            let refs_before = b.engine_stats().received_data_refs;
+            let n = 100u32;
+            for seq in 0..n {
+                w.write(&large_data(seq, 60_000)).unwrap();
+                if seq % 4 == 3 {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+            let got = receive(&r, n as usize, 60_000, Duration::from_secs(10));
+            assert_eq!(got, (0..n).collect::<Vec<_>>(), "{name}");
+            let refs = b.engine_stats().received_data_refs - refs_before;
+            assert_eq!(refs, u64::from(n), "{name}: every sample by reference");
+        }
+    });
+}

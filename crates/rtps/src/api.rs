@@ -256,9 +256,11 @@ pub const MAX_CHUNK_REFERENCE: usize = 32;
 pub trait ChunkReader: Send + core::fmt::Debug {
     /// Replaces `out`'s contents with the bytes `reference` names; false (and `out`
     /// unspecified) when it cannot: the chunk's owner is gone, the chunk was reused since
-    /// the reference was sent, or the reference is invalid. The engine then handles the
-    /// DATA_REF as a lost DATA (a reliable reader asks for it again and gets it as DATA).
-    fn read(&mut self, reference: &[u8], out: &mut Vec<u8>) -> bool;
+    /// the reference was sent, the reference is invalid, or it names more than `max_len`
+    /// bytes (the participant's largest sample, [`crate::ReassemblyLimits::max_sample_size`]).
+    /// The engine then handles the DATA_REF as a lost DATA (a reliable reader asks for it
+    /// again and gets it as DATA).
+    fn read(&mut self, reference: &[u8], max_len: usize, out: &mut Vec<u8>) -> bool;
     /// A remote participant that announced this shared-memory locator is gone (its lease
     /// ended or it said goodbye): forget what was kept for it (a mapping of its memory).
     /// Default: nothing.

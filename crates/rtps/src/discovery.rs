@@ -50,6 +50,10 @@ pub(crate) const PID_DOMAIN_TAG: u16 = 0x4014;
 /// incarnation ([`crate::ParticipantConfig::incarnation`]), in SPDP
 /// announcements and disposals.
 pub(crate) const PID_FERRODDS_INCARNATION: u16 = 0x8001;
+/// FerroDDS vendor-specific, in SPDP announcements (a `u32`, bit 0 set): the participant reads
+/// DATA_REF submessages (it maps other participants' loan pools and runs without DDS
+/// Security), so writers on its host may send it large samples by reference.
+pub(crate) const PID_FERRODDS_DATA_REFS: u16 = 0x8002;
 
 /// Builtin endpoint set bits we use.
 pub(crate) mod bes {
@@ -115,6 +119,8 @@ pub(crate) struct SpdpData {
     pub(crate) entity_name: Option<String>,
     /// The FerroDDS incarnation stamp, when the sender is FerroDDS and sent one.
     pub(crate) incarnation: Option<u64>,
+    /// The sender is FerroDDS and reads DATA_REF submessages ([`PID_FERRODDS_DATA_REFS`]).
+    pub(crate) data_refs: bool,
     /// DDS Security parameters (identity and permissions tokens, security info), when any
     /// was announced (ours: set by a secure participant, values little endian).
     pub(crate) security: Option<RemoteSecurityParams>,
@@ -335,6 +341,9 @@ impl SpdpData {
         if let Some(i) = self.incarnation {
             w.push(PID_FERRODDS_INCARNATION, &Incarnation(i));
         }
+        if self.data_refs {
+            w.push(PID_FERRODDS_DATA_REFS, &1u32);
+        }
     }
 
     /// Decodes a PL_CDR payload; `None` if malformed or lacking a GUID.
@@ -355,11 +364,13 @@ impl SpdpData {
             lease_duration: Duration::from_secs(100),
             entity_name: None,
             incarnation: None,
+            data_refs: false,
             security: None,
         };
         let mut have_guid = false;
         // (Vendor-specific: applied once the vendor id is known, wherever it is.)
         let mut incarnation = None;
+        let mut data_refs = false;
         for p in list {
             let p = p.ok()?;
             match p.pid {
@@ -387,6 +398,7 @@ impl SpdpData {
                 }
                 PID_ENTITY_NAME => d.entity_name = val::<&str>(&p, e).map(str::to_owned),
                 PID_FERRODDS_INCARNATION => incarnation = val::<Incarnation>(&p, e),
+                PID_FERRODDS_DATA_REFS => data_refs = val::<u32>(&p, e).is_some_and(|v| v & 1 != 0),
                 PID_IDENTITY_TOKEN | PID_PERMISSIONS_TOKEN | PID_PARTICIPANT_SECURITY_INFO => {
                     // A parameter value is a whole number of 4-byte words on the wire; a
                     // token that is not is malformed and ignored (kept, it would come back
@@ -422,6 +434,7 @@ impl SpdpData {
         }
         if d.vendor == VendorId::FERRODDS.0 {
             d.incarnation = incarnation.map(|i| i.0);
+            d.data_refs = data_refs;
         }
         have_guid.then_some(d)
     }
@@ -722,6 +735,7 @@ mod tests {
             lease_duration: Duration::from_secs(20),
             entity_name: None,
             incarnation: None,
+            data_refs: false,
             security: Some(RemoteSecurityParams {
                 identity_token: Some(token.clone()),
                 permissions_token: Some(token.clone()),
@@ -780,6 +794,7 @@ mod tests {
             lease_duration: Duration::from_secs(20),
             entity_name: Some("p1".into()),
             incarnation: Some(0x0123_4567_89ab_cdef),
+            data_refs: true,
             security: None,
         };
         let bytes = d.encode();
@@ -792,6 +807,13 @@ mod tests {
             ..d.clone()
         };
         assert_eq!(SpdpData::decode(&other.encode()).unwrap().incarnation, None);
+        // So is the DATA_REF flag (0x8002).
+        assert!(!SpdpData::decode(&other.encode()).unwrap().data_refs);
+        let without = SpdpData {
+            data_refs: false,
+            ..d.clone()
+        };
+        assert_eq!(SpdpData::decode(&without.encode()), Some(without.clone()));
         // Truncations never panic, never succeed wrongly with a different GUID.
         for cut in 0..bytes.len() {
             if let Some(x) = SpdpData::decode(&bytes[..cut]) {
@@ -939,6 +961,7 @@ mod golden_tests {
             lease_duration: Duration::from_millis(20_100),
             entity_name: Some("golden".into()),
             incarnation: None,
+            data_refs: false,
             security: None,
         }
     }

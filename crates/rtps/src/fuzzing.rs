@@ -202,6 +202,7 @@ mod tests {
             lease_duration: Duration::new(20, 100_000_000),
             entity_name: Some("p1".into()),
             incarnation: Some(0x0123_4567_89ab_cdef),
+            data_refs: true,
             security: None,
         };
         check_discovery_payload(&d.encode()).unwrap();

@@ -112,12 +112,15 @@
 //!   before writing it, `publish` stores the next even value (release); a reader loads the
 //!   generation (relaxed, then an acquire fence), requires it to equal the reference's, copies
 //!   the bytes as plain bytes into private memory, issues an acquire fence, and re-loads it:
-//!   any change discards the copy ([`PoolReadError::Stale`]). Freed chunks are reused
-//!   last-in first-out (warm memory, and the sparse file takes memory only for the peak of
-//!   chunks in use at once): a reference stays valid until its chunk is freed (a reliable
-//!   writer frees it once every reader acknowledged the sample, a best-effort one when its
-//!   history replaces the sample) and allocated again; a reader too slow for that loses the
-//!   sample, never reads a torn one. Readers validate the header once (magic, version, id,
+//!   any change discards the copy ([`PoolReadError::Stale`]). A released chunk waits in a quarantine of the
+//!   class's last few released (up to 16 chunks, 32 MiB and half the class) before it can be
+//!   allocated again; after that chunks are reused last-in first-out (warm memory, and the
+//!   sparse file takes memory only for the peak of chunks in use at once). The owner
+//!   releases a chunk when its history lets the sample go: once every reliable reader
+//!   acknowledged it, at once for best-effort-only readers, when KEEP_LAST replaces it. A
+//!   reference so stays valid for the quarantine's length of later releases; a reader
+//!   slower than that loses the sample (a reliable one asks again: repaired as bytes while
+//!   the writer's history still holds it), never reads a torn one. Readers validate the header once (magic, version, id,
 //!   sizes within limits, regions inside the file, aligned, not overlapping) and use only that
 //!   private copy; a reference outside it is [`PoolReadError::OutOfRange`]; a cached mapping is
 //!   re-checked (same file) every 100 ms and on a stale reference. Same-user trust applies as

@@ -55,8 +55,9 @@ pub const DEFAULT_POOL_MAX_CHUNK: usize = 16 << 20;
 pub const DEFAULT_POOL_CLASS_BUDGET: usize = 1 << 30;
 /// Default fewest chunks per class.
 pub const DEFAULT_POOL_MIN_CHUNKS: u32 = 8;
-/// Default most chunks per class (a writer's history of 256 samples of any size up to the
-/// largest chunk fits, unacknowledged).
+/// Default most chunks per class (256: samples of up to 4 MiB fill a 256-sample history
+/// unacknowledged; the 8 MiB class has 128 chunks and the 16 MiB class 64, within the
+/// default budget of address space).
 pub const DEFAULT_POOL_MAX_CHUNKS: u32 = 256;
 
 // Header fields (byte offsets).
@@ -109,13 +110,13 @@ pub struct PoolConfig {
     /// `min_chunk << 15` (16 classes): the largest sample the pool takes. Default
     /// [`DEFAULT_POOL_MAX_CHUNK`] (16 MiB).
     pub max_chunk: usize,
-    /// Bytes per class the chunk count aims at. Default [`DEFAULT_POOL_CLASS_BUDGET`]
-    /// (64 MiB).
+    /// Bytes of address space per class the chunk count aims at. Default
+    /// [`DEFAULT_POOL_CLASS_BUDGET`] (1 GiB: the default pool is about 4 GiB of sparse file).
     pub class_budget: usize,
-    /// Fewest chunks per class, at least 1. Default [`DEFAULT_POOL_MIN_CHUNKS`] (4).
+    /// Fewest chunks per class, at least 1. Default [`DEFAULT_POOL_MIN_CHUNKS`] (8).
     pub min_chunks: u32,
     /// Most chunks per class, at most [`POOL_MAX_CLASS_CHUNKS`]. Default
-    /// [`DEFAULT_POOL_MAX_CHUNKS`] (64).
+    /// [`DEFAULT_POOL_MAX_CHUNKS`] (256).
     pub max_chunks: u32,
 }
 
@@ -420,6 +421,54 @@ fn generation_seed() -> u32 {
     base.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed) << 24) & !1
 }
 
+/// Bytes of chunks a class keeps in quarantine after their release (at least one chunk, at
+/// most [`QUARANTINE_MAX`] and half the class).
+const QUARANTINE_BYTES: usize = 32 << 20;
+/// Most chunks a class keeps in quarantine.
+const QUARANTINE_MAX: usize = 16;
+
+/// The free chunks of a class. A released chunk first waits in a quarantine (first in,
+/// first out) of the last few released, so that a reference to it stays valid for as many
+/// later releases: a best-effort writer's history lets a chunk go as soon as it is sent,
+/// and a KEEP_LAST writer's when the sample is replaced, while a reader on this host may not
+/// have copied it out yet. Out of quarantine, chunks are reused last-in first-out (warm
+/// memory, and only as many chunks touched as were ever in use at once). When the stack is
+/// empty, the oldest quarantined chunk is taken rather than refusing.
+#[derive(Debug)]
+struct FreeList {
+    quarantine: std::collections::VecDeque<u32>,
+    quarantine_len: usize,
+    stack: Vec<u32>,
+}
+
+impl FreeList {
+    fn new(chunk_size: usize, count: u32) -> Self {
+        let count = count as usize;
+        Self {
+            quarantine: std::collections::VecDeque::new(),
+            quarantine_len: (QUARANTINE_BYTES / chunk_size)
+                .min(QUARANTINE_MAX)
+                .min(count / 2)
+                .max(1),
+            // Chunk 0 on top: taken first.
+            stack: (0..count as u32).rev().collect(),
+        }
+    }
+
+    fn release(&mut self, index: u32) {
+        self.quarantine.push_back(index);
+        if self.quarantine.len() > self.quarantine_len {
+            if let Some(i) = self.quarantine.pop_front() {
+                self.stack.push(i);
+            }
+        }
+    }
+
+    fn take(&mut self) -> Option<u32> {
+        self.stack.pop().or_else(|| self.quarantine.pop_front())
+    }
+}
+
 /// Counters of a [`LoanPool`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolStats {
@@ -436,8 +485,8 @@ pub struct PoolStats {
 #[derive(Debug)]
 struct PoolInner {
     mapped: Mapped,
-    /// Per class, the free chunk indices, a stack: the chunk freed last is taken first.
-    free: Vec<Mutex<Vec<u32>>>,
+    /// Per class, the free chunks: a quarantine of the last ones released, then a stack.
+    free: Vec<Mutex<FreeList>>,
     /// Per class and chunk, how many of its bytes have memory reserved (`fallocate`): a
     /// chunk's pages are reserved before it is first written that far, so a full tmpfs is a
     /// refused allocation, not a `SIGBUS` on the write.
@@ -492,7 +541,7 @@ impl PoolInner {
         self.free[usize::from(class)]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(index);
+            .release(index);
     }
 }
 
@@ -545,7 +594,7 @@ impl LoanPool {
         let free = layout
             .classes()
             .iter()
-            .map(|c| Mutex::new((0..c.count).rev().collect()))
+            .map(|c| Mutex::new(FreeList::new(c.chunk_size, c.count)))
             .collect();
         let backed = layout
             .classes()
@@ -638,10 +687,11 @@ impl LoanPool {
         classes[classes.len() - 1].chunk_size
     }
 
-    /// A chunk of `len` bytes from the smallest class whose chunks are that large, the free
-    /// chunk freed last (free chunks are reused last-in first-out: the pages and cache lines
-    /// of a recently used chunk are warm, and the chunks never in use at once are never
-    /// touched, so the sparse file takes only the memory the peak of chunks in use needs). `None` if `len` is 0 or more than
+    /// A chunk of `len` bytes from the smallest class whose chunks are that large: after a
+    /// quarantine of the last few chunks released (see `FreeList`), free chunks are reused
+    /// last-in first-out (the pages and cache lines of a recently used chunk are warm, and
+    /// chunks never in use at once are never touched, so the sparse file takes only the
+    /// memory the peak of chunks in use needs). `None` if `len` is 0 or more than
     /// [`LoanPool::max_len`], or the class has no free chunk (counted in
     /// [`PoolStats::exhausted`]): the caller then uses its ordinary path. The chunk's
     /// generation is made odd (being written) before it is handed out.
@@ -659,7 +709,7 @@ impl LoanPool {
         let popped = inner.free[class]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .pop();
+            .take();
         let Some(index) = popped else {
             inner.exhausted.fetch_add(1, Ordering::Relaxed);
             return None;

@@ -240,33 +240,55 @@ fn class_choice_and_exhaustion() {
 }
 
 #[test]
-fn free_chunks_are_reused_last_in_first_out() {
+fn released_chunks_wait_in_quarantine_then_are_reused_last_in_first_out() {
     let dir = TestDir::new("lifo");
-    let pool = LoanPool::create(&dir.small(7402, 4096, 3)).unwrap();
-    let index = |c: SharedChunk| c.reference().index;
-    // Fresh pool: 0 first; freed, it is taken again at once (nothing else was touched).
+    // 8 chunks of 4 KiB: a quarantine of 4 (half the class).
+    let pool = LoanPool::create(&dir.small(7402, 4096, 8)).unwrap();
+    let index = |c: &SharedChunk| c.reference().index;
+    // Fresh pool: 0, 1, 2, ... in order.
     let a = publish(&pool, 10, |_| 1);
-    assert_eq!(a.reference().index, 0);
+    assert_eq!(index(&a), 0);
     drop(a);
-    assert_eq!(index(publish(&pool, 10, |_| 2)), 0);
-    assert_eq!(index(publish(&pool, 10, |_| 2)), 0);
-    // Take all three, free 2 then 0: 0 (freed last) is reused first.
-    let chunks: Vec<_> = (0..3).map(|_| publish(&pool, 10, |_| 3)).collect();
-    let order: Vec<_> = chunks.iter().map(|c| c.reference().index).collect();
-    assert_eq!(order, [0, 1, 2]);
-    assert!(pool.alloc(10).is_none());
-    let mut chunks = chunks.into_iter();
-    let (c0, c1, c2) = (chunks.next(), chunks.next(), chunks.next());
-    drop(c2);
-    drop(c0);
-    let x = pool.alloc(10).unwrap().publish();
-    let y = pool.alloc(10).unwrap().publish();
-    assert_eq!((x.reference().index, y.reference().index), (0, 2));
-    // An unpublished chunk dropped goes back too.
-    drop((x, c1)); // stack: 0, 1 (1 on top)
-    let unpublished = pool.alloc(10).unwrap(); // 1
-    drop(unpublished);
-    assert_eq!(index(pool.alloc(10).unwrap().publish()), 1);
+    // 0 waits in quarantine: the next chunks come from the untouched ones.
+    let held: Vec<_> = (0..4).map(|_| publish(&pool, 10, |_| 2)).collect();
+    assert_eq!(held.iter().map(index).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    // Releasing 1..4 pushes 0 out of the quarantine (it holds the last 4 released): the
+    // stack then gives 0 back first (last in), before 5, 6, 7.
+    drop(held);
+    let c = publish(&pool, 10, |_| 3);
+    assert_eq!(index(&c), 0);
+    let rest: Vec<_> = (0..3).map(|_| publish(&pool, 10, |_| 3)).collect();
+    assert_eq!(rest.iter().map(index).collect::<Vec<_>>(), [5, 6, 7]);
+    // Stack empty: the oldest quarantined chunk (1) is taken rather than refusing.
+    let d = publish(&pool, 10, |_| 4);
+    assert_eq!(index(&d), 1);
+    // An unpublished chunk dropped is released the same way.
+    drop(pool.alloc(10).unwrap());
+    drop((c, rest, d));
+}
+
+/// A chunk released just after its reference was sent (a best-effort writer's) stays
+/// readable through as many later releases as the quarantine holds.
+#[test]
+fn a_reference_outlives_its_chunks_release_by_the_quarantine() {
+    let dir = TestDir::new("quarantine");
+    let pool = LoanPool::create(&dir.small(7409, 4096, 8)).unwrap();
+    let mut reader = dir.reader();
+    let mut out = Vec::new();
+    let first = publish(&pool, 100, |_| 0x5a);
+    let r = first.reference();
+    drop(first);
+    // Three more written and released (a stream): the first one is still in quarantine.
+    for i in 0..3u8 {
+        drop(publish(&pool, 100, move |_| i));
+    }
+    reader.copy(&r, &mut out).unwrap();
+    assert_eq!(out, [0x5a; 100]);
+    // Five more: it left the quarantine and was reused.
+    for i in 0..5u8 {
+        drop(publish(&pool, 100, move |_| i));
+    }
+    assert!(reader.copy(&r, &mut out).is_err());
 }
 
 #[test]

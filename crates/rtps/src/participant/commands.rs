@@ -266,9 +266,10 @@ impl Participant {
     }
 
     /// Whether a payload of writer `w` given to [`write_shared`](Self::write_shared) now
-    /// would go by reference: every matched reader is reached through shared memory only,
-    /// the writer is neither flow-controlled nor bounded by a `max_message_size` of its own,
-    /// and DDS Security is off. A runtime asks before it copies a payload into shared memory
+    /// would go by reference: every matched reader is reached through shared memory only and
+    /// its participant announced that it reads DATA_REFs, the writer is neither
+    /// flow-controlled nor bounded by a `max_message_size` of its own, and DDS Security is
+    /// off. A runtime asks before it copies a payload into shared memory
     /// (otherwise the copy buys nothing).
     pub fn writer_sends_by_reference(&self, w: WriterId) -> bool {
         let Some(w) = self.user_writer(w) else {
@@ -283,6 +284,10 @@ impl Participant {
                     && p.locators
                         .iter()
                         .all(|l| l.kind == Locator::KIND_FERRODDS_SHM)
+                    && self
+                        .participants
+                        .get(&p.guid.prefix)
+                        .is_some_and(|r| r.data.data_refs)
             })
     }
 
@@ -324,7 +329,16 @@ impl Participant {
     /// shared memory (`None`: DATA_REFs are counted in [`Stats::unreadable_data_refs`] and
     /// handled as lost DATA). A runtime with shared memory sets it.
     pub fn set_chunk_reader(&mut self, reader: Option<Box<dyn ChunkReader>>) {
+        let refs = reader.is_some() && self.security.is_none();
         self.chunk_reader = reader;
+        // Announced in SPDP: writers on this host send large samples by reference only to
+        // participants that read them.
+        if let Some(mut d) = SpdpData::decode(&self.spdp_payload) {
+            if d.data_refs != refs {
+                d.data_refs = refs;
+                self.spdp_payload = d.encode();
+            }
+        }
     }
 
     /// [`write_taking`](Self::write_taking), then [`flush`](Self::flush).

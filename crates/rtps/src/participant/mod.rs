@@ -299,6 +299,7 @@ fn spdp_data(config: &ParticipantConfig) -> SpdpData {
         lease_duration: config.lease_duration,
         entity_name: config.entity_name.clone(),
         incarnation: config.incarnation,
+        data_refs: false,
         security: None,
     }
 }

@@ -339,10 +339,11 @@ impl Participant {
                             None => Vec::new(),
                         },
                     };
+                    let max = self.config.reassembly.max_sample_size as usize;
                     let read = self
                         .chunk_reader
                         .as_mut()
-                        .is_some_and(|cr| cr.read(reference, &mut buf));
+                        .is_some_and(|cr| cr.read(reference, max, &mut buf));
                     if !read {
                         self.stats.unreadable_data_refs += 1;
                         self.recycle_payload(buf);

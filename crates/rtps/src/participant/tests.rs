@@ -984,7 +984,7 @@ impl ChunkReader for TestChunkReader {
         self.gone.lock().unwrap().push(shm_locator.port);
     }
 
-    fn read(&mut self, reference: &[u8], out: &mut Vec<u8>) -> bool {
+    fn read(&mut self, reference: &[u8], max_len: usize, out: &mut Vec<u8>) -> bool {
         let Ok(id) = <[u8; 4]>::try_from(reference).map(u32::from_le_bytes) else {
             return false;
         };
@@ -993,12 +993,12 @@ impl ChunkReader for TestChunkReader {
             return false;
         }
         match self.pool.lock().unwrap().get(&id) {
-            Some(b) => {
+            Some(b) if b.len() <= max_len => {
                 out.clear();
                 out.extend_from_slice(b);
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 }
@@ -1023,12 +1023,14 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
         c
     };
     let ms = core::time::Duration::from_millis(1);
-    // (reader's host, chunk ids the reader fails to read once, datagrams marked as shared memory)
-    for (rh, refuse, marked) in [
-        (here, vec![], true),
-        (elsewhere, vec![], true),
-        (here, vec![3, 5], true),
-        (here, vec![], false),
+    // (reader's host, chunk ids the reader fails to read once, datagrams marked as shared
+    // memory, the reader's participant reads DATA_REFs)
+    for (rh, refuse, marked, reads) in [
+        (here, vec![], true, true),
+        (elsewhere, vec![], true, true),
+        (here, vec![3, 5], true, true),
+        (here, vec![], false, true),
+        (here, vec![], true, false),
     ] {
         let pool = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
         let mut a = Participant::new(config(1, here), Timestamp(0));
@@ -1038,11 +1040,13 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
         let w = a.create_writer(wa, Timestamp(0)).unwrap();
         let mut b = Participant::new(config(2, rh), Timestamp(0));
         let gone = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        b.set_chunk_reader(Some(Box::new(TestChunkReader {
-            pool: pool.clone(),
-            refuse: refuse.clone(),
-            gone: gone.clone(),
-        })));
+        if reads {
+            b.set_chunk_reader(Some(Box::new(TestChunkReader {
+                pool: pool.clone(),
+                refuse: refuse.clone(),
+                gone: gone.clone(),
+            })));
+        }
         let mut ra = rattrs(false);
         ra.qos.reliability = Reliability::RELIABLE;
         ra.qos.history = History::KeepAll;
@@ -1080,7 +1084,7 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
             step(&mut a, &mut b, t);
         }
         assert_eq!(b.matched_writer_count(r), 1);
-        assert_eq!(a.writer_sends_by_reference(w), rh == here);
+        assert_eq!(a.writer_sends_by_reference(w), rh == here && reads);
         // Ten samples of 100 B ... 1 MiB, each in a chunk.
         let mut sent = Vec::new();
         for i in 0..10u32 {
@@ -1115,11 +1119,19 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
         while let Some(s) = b.take_sample(r) {
             got.push(s.payload.clone());
         }
-        let case = format!("reader's host {rh:?}, refused {refuse:?}, marked {marked}");
+        let case =
+            format!("reader's host {rh:?}, refused {refuse:?}, marked {marked}, reads {reads}");
         assert_eq!(got.len(), sent.len(), "{case}: samples");
         assert!(got == sent, "{case}: payloads");
         let stats = b.stats();
-        if rh == here && marked {
+        if !reads {
+            // Its participant did not announce that it reads DATA_REFs: the bytes.
+            assert_eq!(
+                refs, 0,
+                "{case}: DATA_REFs to a participant that does not read them"
+            );
+            assert_eq!(a.stats().sent_data_refs, 0, "{case}");
+        } else if rh == here && marked {
             assert_eq!(refs, 10, "{case}: DATA_REFs (repairs go as bytes)");
             assert_eq!(a.stats().sent_data_refs, 10, "{case}");
             assert_eq!(stats.received_data_refs, 10 - refuse.len() as u64, "{case}");
@@ -1153,7 +1165,8 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
             }
             let _ = drain(&mut b, t);
         }
-        assert_eq!(*gone.lock().unwrap(), [7411], "{case}: peer gone");
+        let want: &[u32] = if reads { &[7411] } else { &[] };
+        assert_eq!(*gone.lock().unwrap(), want, "{case}: peer gone");
     }
 }
 

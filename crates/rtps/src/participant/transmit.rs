@@ -399,6 +399,16 @@ impl Participant {
             out.clone_from(&plan.dests);
             let (reader_id, same_prefix, with_hb) = (plan.reader_id, plan.prefix, plan.with_hb);
             let all_shm = plan.all_shm;
+            // Shared payloads go by reference only to readers whose participants read
+            // DATA_REFs (FerroDDS, shared memory, no DDS Security: announced in SPDP).
+            let refs_ok = all_shm
+                && *plan.refs.get_or_insert_with(|| {
+                    w.proxies.iter().all(|p| {
+                        self.participants
+                            .get(&p.guid.prefix)
+                            .is_some_and(|r| r.data.data_refs)
+                    })
+                });
             if out.is_empty() {
                 w.pushed = w.last_sn;
                 w.push_frag = 1;
@@ -430,7 +440,7 @@ impl Participant {
                     max_data: sizes
                         .max_data
                         .max(cap.saturating_sub(DATA_OVERHEAD).min(MAX_WHOLE_DATA)),
-                    refs: true,
+                    refs: refs_ok,
                     ..sizes
                 }
             } else {

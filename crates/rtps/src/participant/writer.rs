@@ -99,6 +99,9 @@ pub(super) struct PushPlan {
     /// Every destination is a shared-memory locator (then a push may fill
     /// [`ParticipantConfig::shm_message_size`]).
     pub(super) all_shm: bool,
+    /// Every reader's participant reads DATA_REFs (announced in SPDP); found on the first
+    /// push that may send one.
+    pub(super) refs: Option<bool>,
 }
 
 impl PushPlan {
@@ -114,6 +117,7 @@ impl PushPlan {
             prefix,
             with_hb: Self::heartbeats(proxies, reliable_writer),
             all_shm,
+            refs: None,
         }
     }
 
