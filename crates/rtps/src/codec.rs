@@ -242,7 +242,7 @@ fn data_sub(d: Data<'_>) -> Option<Sub<'_>> {
 /// A DATA_REF: parsed as the DATA it is laid out as; a reference of the right size, or
 /// nothing (an unknown submessage of another vendor that reuses the id is skipped as one).
 #[cold]
-fn data_ref_sub<'a>(
+pub(crate) fn data_ref_sub<'a>(
     h: ferrodds_wire::submessage::SubmessageHeader,
     b: &'a [u8],
     o: usize,

@@ -121,6 +121,11 @@ pub fn check_datagram(datagram: &[u8]) -> Result<usize, String> {
     for sub in subs {
         let generic = match raws.next() {
             // (A DATA_FRAG's `full` reaches the end of its body, as the codec gives it.)
+            // (DATA_REF is FerroDDS's vendor submessage: laid out as a DATA, which the wire
+            // crate does not know under that id.)
+            Some(Ok(raw)) if raw.header.id == codec::DATA_REF => {
+                codec::data_ref_sub(raw.header, raw.body, raw.offset)
+            }
             Some(Ok(raw)) => raw.parse().ok().and_then(|s| match s {
                 Submessage::DataFrag(f) => codec::data_frag_sub(f, raw.body),
                 s => codec::convert(s),
@@ -142,7 +147,9 @@ pub fn check_datagram(datagram: &[u8]) -> Result<usize, String> {
             ));
         }
         let (inline_qos, data, le) = match &sub {
-            Sub::Data(d) => (d.inline_qos, d.payload.unwrap_or(&[]), d.little_endian),
+            Sub::Data(d) | Sub::DataRef(d) => {
+                (d.inline_qos, d.payload.unwrap_or(&[]), d.little_endian)
+            }
             Sub::DataFrag(f) => (f.inline_qos, f.data, f.little_endian),
             _ => (None, &[][..], true),
         };
