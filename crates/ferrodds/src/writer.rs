@@ -338,29 +338,37 @@ impl<T: TopicType> DataWriter<T> {
                     }
                     return Ok(());
                 }
-                Err(WriteError::HistoryFull) => {
-                    if self.inner.is_shut_down() {
-                        return Err(DdsError::AlreadyDeleted);
-                    }
-                    let deadline = *deadline.get_or_insert_with(|| {
-                        Deadline::after(self.qos.reliability.max_blocking_time)
-                    });
-                    let Some(left) = deadline.remaining() else {
-                        return Err(DdsError::Timeout);
-                    };
-                    if let Some(g) = gen {
-                        // Re-check at least every 10 ms in case a wake-up is missed.
-                        self.shared
-                            .wait_resources(g, left.min(Duration::from_millis(10)));
-                    }
-                    // First refusal: no wait, read the generation and try again (space
-                    // freed between the attempt and this read is then not missed).
-                    gen = Some(self.shared.resources_gen());
-                }
+                Err(WriteError::HistoryFull) => self.wait_for_room(&mut deadline, &mut gen)?,
                 Err(WriteError::UnknownWriter) => return Err(DdsError::AlreadyDeleted),
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// After a write refused for a full KEEP_ALL history: fails once the writer is deleted or
+    /// `max_blocking_time` (from the first refusal, `deadline`) has passed; otherwise waits
+    /// for room (not on the first refusal: it reads the resources generation `gen` and lets
+    /// the caller try again, so space freed between the attempt and this read is not missed).
+    fn wait_for_room(
+        &self,
+        deadline: &mut Option<Deadline>,
+        gen: &mut Option<u64>,
+    ) -> DdsResult<()> {
+        if self.inner.is_shut_down() {
+            return Err(DdsError::AlreadyDeleted);
+        }
+        let deadline = *deadline
+            .get_or_insert_with(|| Deadline::after(self.qos.reliability.max_blocking_time));
+        let Some(left) = deadline.remaining() else {
+            return Err(DdsError::Timeout);
+        };
+        if let Some(g) = *gen {
+            // Re-check at least every 10 ms in case a wake-up is missed.
+            self.shared
+                .wait_resources(g, left.min(Duration::from_millis(10)));
+        }
+        *gen = Some(self.shared.resources_gen());
+        Ok(())
     }
 
     /// Blocks until every matched reliable reader acknowledged everything written so far, or
@@ -572,20 +580,7 @@ impl<T: crate::loan::FlatType> DataWriter<T> {
                     return Ok(());
                 }
                 Err(WriteError::HistoryFull) if buf.is_some() => {
-                    if self.inner.is_shut_down() {
-                        return Err(DdsError::AlreadyDeleted);
-                    }
-                    let deadline = *deadline.get_or_insert_with(|| {
-                        Deadline::after(self.qos.reliability.max_blocking_time)
-                    });
-                    let Some(left) = deadline.remaining() else {
-                        return Err(DdsError::Timeout);
-                    };
-                    if let Some(g) = gen {
-                        self.shared
-                            .wait_resources(g, left.min(Duration::from_millis(10)));
-                    }
-                    gen = Some(self.shared.resources_gen());
+                    self.wait_for_room(&mut deadline, &mut gen)?
                 }
                 Err(WriteError::UnknownWriter) => return Err(DdsError::AlreadyDeleted),
                 Err(e) => return Err(e.into()),

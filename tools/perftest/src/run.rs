@@ -145,7 +145,7 @@ pub fn startup_summary_with(
     line("\tMessage Length Header Extension Enabled: No");
     line("\tFlatData: No");
     line(if opts.zero_copy {
-        "\tZero Copy: Yes (writer loans, in shared memory for subscribers on this host; each subscriber copies a sample out once)"
+        "\tZero Copy: Yes (writer loans: samples of 16 KiB or more in shared memory for subscribers on this host, each of which copies a sample out once; smaller ones as bytes)"
     } else {
         "\tZero Copy: No"
     });
