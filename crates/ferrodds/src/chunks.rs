@@ -11,7 +11,9 @@
 //! payload values the engine releases are reused, so a large sample allocates nothing.
 
 use ferrodds_rtps::{ChunkReader, SharedPayload};
-use ferrodds_transport_shm::{ChunkRef, LoanPool, PoolReadError, PoolReader, SharedChunk};
+use ferrodds_transport_shm::{
+    ChunkRef, ChunkView, LoanPool, PoolReadError, PoolReader, SharedChunk,
+};
 
 /// Smallest serialized sample put into shared memory: below it the message carries the
 /// bytes (a copy of a few KiB costs less than the pool's bookkeeping).
@@ -86,20 +88,88 @@ pub(crate) fn published(
     })
 }
 
+/// Other participants' pools as this participant reads them: a [`PoolReader`] shared by the
+/// engine's [`EngineChunkReader`] (which copies chunks out on receipt) and the readers that
+/// read in place (views at take time). Locked under the engine lock or alone, never the
+/// other way round.
+#[derive(Debug)]
+pub(crate) struct Chunks {
+    reader: std::sync::Mutex<PoolReader>,
+    /// Largest sample a reference may name (`Config::max_sample_size`).
+    max_len: usize,
+    /// When a failure was last logged (at most one warning a second).
+    logged: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl Chunks {
+    pub(crate) fn new(reader: PoolReader, max_len: usize) -> Self {
+        Self {
+            reader: std::sync::Mutex::new(reader),
+            max_len,
+            logged: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn reader(&self) -> std::sync::MutexGuard<'_, PoolReader> {
+        self.reader
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The reference a DATA_REF carried, if valid and within `max_len`.
+    fn decode(&self, reference: &[u8], max_len: usize) -> Option<ChunkRef> {
+        ChunkRef::decode(reference).filter(|r| r.len as usize <= max_len.min(self.max_len))
+    }
+
+    /// Replaces `out`'s contents with the bytes `reference` names (false: it cannot).
+    pub(crate) fn copy(&self, reference: &[u8], max_len: usize, out: &mut Vec<u8>) -> bool {
+        let Some(r) = self.decode(reference, max_len) else {
+            return false;
+        };
+        let result = self.reader().copy(&r, out);
+        self.outcome(&r, result).is_some()
+    }
+
+    /// A view of the bytes `reference` names, in place (`None`: it cannot be read).
+    pub(crate) fn view(&self, reference: &[u8]) -> Option<ChunkView> {
+        let r = self.decode(reference, usize::MAX)?;
+        let result = self.reader().view(&r);
+        self.outcome(&r, result)
+    }
+
+    fn outcome<T>(&self, r: &ChunkRef, result: Result<T, PoolReadError>) -> Option<T> {
+        match result {
+            Ok(v) => Some(v),
+            Err(e) => {
+                // A reused chunk is a late reader's loss; a missing or bad pool is worth a word.
+                if !matches!(e, PoolReadError::Stale) {
+                    let mut logged = self
+                        .logged
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if logged.is_none_or(|t| t.elapsed().as_secs() >= 1) {
+                        *logged = Some(std::time::Instant::now());
+                        tracing::warn!(pool = r.pool, error = %e, "shared-memory sample not readable");
+                    }
+                }
+                if matches!(e, PoolReadError::NotFound) {
+                    self.reader().forget(r.pool);
+                }
+                None
+            }
+        }
+    }
+}
+
 /// The engine's reader of other participants' chunks.
 #[derive(Debug)]
 pub(crate) struct EngineChunkReader {
-    reader: PoolReader,
-    /// When a failure was last logged (at most one warning a second).
-    logged: Option<std::time::Instant>,
+    chunks: std::sync::Arc<Chunks>,
 }
 
 impl EngineChunkReader {
-    pub(crate) fn new(reader: PoolReader) -> Self {
-        Self {
-            reader,
-            logged: None,
-        }
+    pub(crate) fn new(chunks: std::sync::Arc<Chunks>) -> Self {
+        Self { chunks }
     }
 }
 
@@ -107,29 +177,11 @@ impl ChunkReader for EngineChunkReader {
     fn peer_gone(&mut self, shm_locator: &ferrodds_rtps::Locator) {
         // A FerroDDS shared-memory locator's port is the peer's segment and pool id.
         if let Ok(id) = u16::try_from(shm_locator.port) {
-            self.reader.forget(id);
+            self.chunks.reader().forget(id);
         }
     }
 
     fn read(&mut self, reference: &[u8], max_len: usize, out: &mut Vec<u8>) -> bool {
-        let Some(r) = ChunkRef::decode(reference).filter(|r| r.len as usize <= max_len) else {
-            return false;
-        };
-        match self.reader.copy(&r, out) {
-            Ok(()) => true,
-            Err(e) => {
-                // A reused chunk is a late reader's loss; a missing or bad pool is worth a word.
-                if !matches!(e, PoolReadError::Stale)
-                    && self.logged.is_none_or(|t| t.elapsed().as_secs() >= 1)
-                {
-                    self.logged = Some(std::time::Instant::now());
-                    tracing::warn!(pool = r.pool, error = %e, "shared-memory sample not readable");
-                }
-                if matches!(e, PoolReadError::NotFound) {
-                    self.reader.forget(r.pool);
-                }
-                false
-            }
-        }
+        self.chunks.copy(reference, max_len, out)
     }
 }

@@ -131,7 +131,7 @@ pub use qos::{
     ReliabilityKind, ResourceLimits, SubscriberQos, TopicQos,
 };
 pub use qos_xml::{QosProvider, QosXmlError};
-pub use reader::{DataReader, Samples};
+pub use reader::{DataReader, Samples, SerializedSample};
 pub use runtime::time_to_unix_nanos;
 pub use sample::{InstanceHandle, InstanceState, Sample, SampleInfo, SampleState};
 pub use status::{

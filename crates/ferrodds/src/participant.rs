@@ -327,15 +327,21 @@ impl DomainParticipant {
                 .map_err(|f| DdsError::Security(f.reason))?,
             None => Participant::new(engine_cfg, Timestamp(0)),
         };
+        // Other participants' pools: read by the engine (copies) and by readers that read
+        // in place (views).
+        #[cfg(feature = "shared-memory")]
+        let chunks = chunk_dir.map(|dir| {
+            Arc::new(crate::chunks::Chunks::new(
+                ferrodds_transport_shm::PoolReader::new(dir, ferrodds_transport_shm::real_uid()),
+                config.max_sample_size as usize,
+            ))
+        });
         #[cfg(feature = "shared-memory")]
         let engine = {
             let mut engine = engine;
-            if let Some(dir) = chunk_dir {
+            if let Some(c) = &chunks {
                 engine.set_chunk_reader(Some(Box::new(crate::chunks::EngineChunkReader::new(
-                    ferrodds_transport_shm::PoolReader::new(
-                        dir,
-                        ferrodds_transport_shm::real_uid(),
-                    ),
+                    Arc::clone(c),
                 ))));
             }
             engine
@@ -389,6 +395,7 @@ impl DomainParticipant {
         #[cfg(feature = "shared-memory")]
         {
             inner.pool = pool;
+            inner.chunks = chunks;
         }
         let inner = Arc::new(inner);
         if let Some(c) = &config.capture {

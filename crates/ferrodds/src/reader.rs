@@ -62,6 +62,8 @@ pub(crate) struct Lending<T> {
     spare_bytes: usize,
     /// Vectors of returned loans: samples and their serialized sizes.
     vecs: Vec<(Vec<Sample<T>>, Vec<usize>)>,
+    /// Samples taken by reference, to release (kept for its capacity).
+    released: Vec<(Guid, ferrodds_rtps::SequenceNumber)>,
 }
 
 impl<T> Default for Lending<T> {
@@ -72,6 +74,7 @@ impl<T> Default for Lending<T> {
             spare: Vec::new(),
             spare_bytes: 0,
             vecs: Vec::new(),
+            released: Vec::new(),
         }
     }
 }
@@ -376,7 +379,7 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
             let Lending { taken, used, .. } = &mut *l;
             let o = self
                 .inner
-                .take_samples(self.id, want, taken, used, &self.shared);
+                .take_samples(self.id, want, taken, used, &self.shared, false);
             transmit_due |= o.transmit_due;
             let got = l.taken.len();
             want -= l.decode_taken(&self.shared, &mut put);
@@ -437,29 +440,34 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
         // The payloads stay in the cache: each is copied, under the engine lock, into a
         // recycled buffer, and decoded after the lock is released.
         let Lending { taken, used, .. } = &mut *l;
-        self.inner
-            .read_samples(self.id, usize::MAX, shared, |s, state, read| {
-                let mut payload = used.pop().unwrap_or_default();
-                payload.clear();
-                payload.extend_from_slice(&s.payload);
-                taken.push(TakenSample {
-                    sample: ferrodds_rtps::Sample {
-                        writer_guid: s.writer_guid,
-                        sequence_number: s.sequence_number,
-                        source_timestamp: s.source_timestamp,
-                        kind: s.kind,
-                        key_hash: s.key_hash,
-                        payload,
-                    },
-                    instance_state: state,
-                    read,
+        let transmit_due =
+            self.inner
+                .read_samples(self.id, usize::MAX, shared, |s, state, read| {
+                    let mut payload = used.pop().unwrap_or_default();
+                    payload.clear();
+                    payload.extend_from_slice(&s.payload);
+                    taken.push(TakenSample {
+                        sample: ferrodds_rtps::Sample {
+                            writer_guid: s.writer_guid,
+                            sequence_number: s.sequence_number,
+                            source_timestamp: s.source_timestamp,
+                            kind: s.kind,
+                            key_hash: s.key_hash,
+                            payload,
+                            by_reference: false,
+                        },
+                        instance_state: state,
+                        read,
+                    });
                 });
-            });
         l.decode_taken(shared, |d, size| {
             items.push(d);
             sizes.push(size);
         });
         drop(l);
+        if transmit_due {
+            self.inner.flush();
+        }
         Ok(Samples {
             items,
             sizes,
@@ -545,38 +553,50 @@ impl<T: TopicType + Send + 'static> DataReader<T> {
 
 impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
     /// Removes at most `max` samples, oldest first, and hands each to `f` in its serialized
-    /// form, without decoding it: the XCDR1 little-endian body (without the encapsulation
-    /// header; `None` when [`SampleInfo::valid_data`] is `false`) and its info; returns how
-    /// many. The reader side of [`DataWriter::loan_sample`](crate::DataWriter::loan_sample):
-    /// the body is the received buffer itself (for a sample from shared memory, the one copy
-    /// out of the writer's chunk), checked with [`FlatType::validate_body`](crate::FlatType)
-    /// only. A sample that is not such a body (another encoding, or malformed) is dropped
-    /// and counted as undecodable, as `take` does.
+    /// form, without decoding it ([`SerializedSample`]: the XCDR1 little-endian body, without
+    /// the encapsulation header, and the sample's info); returns how many. The reader side
+    /// of [`DataWriter::loan_sample`](crate::DataWriter::loan_sample): the body is checked
+    /// with [`FlatType::validate_body`](crate::FlatType) only. A sample that is not such a
+    /// body (another encoding, or malformed) is dropped and counted as undecodable, as
+    /// `take` does.
+    ///
+    /// The body is the received buffer itself, or, for a reader that reads in place
+    /// ([`DataReader::set_in_place`]) and a sample from another participant's shared
+    /// memory, the writer's chunk itself: no copy at all ([`SerializedSample::in_place`]).
+    /// Such a sample stays unacknowledged while `f` runs (its writer keeps the chunk
+    /// unchanged) and is released when this call returns.
     ///
     /// `f` runs with no lock of the reader or the engine held.
     pub fn take_serialized_each(
         &self,
         max: usize,
-        mut f: impl FnMut(Option<&[u8]>, &SampleInfo),
+        mut f: impl FnMut(&SerializedSample<'_>),
     ) -> DdsResult<usize> {
         self.check_alive()?;
         let mut n = 0;
         let mut want = max;
         let mut transmit_due = false;
+        let mut released = Vec::new();
         let mut l = lock(&self.lending);
         while want > 0 {
             let Lending { taken, used, .. } = &mut *l;
             let o = self
                 .inner
-                .take_samples(self.id, want, taken, used, &self.shared);
+                .take_samples(self.id, want, taken, used, &self.shared, true);
             transmit_due |= o.transmit_due;
             let mut batch = std::mem::take(&mut l.taken);
+            std::mem::swap(&mut released, &mut l.released);
             let got = batch.len();
             drop(l);
             for t in &batch {
                 let s = &t.sample;
+                if s.by_reference {
+                    released.push((s.writer_guid, s.sequence_number));
+                }
+                let view = self.view(s);
+                let bytes = view.as_ref().map_or(&s.payload[..], |v| v.bytes());
                 let body = if s.kind == ChangeKind::Alive {
-                    match xcdr1_le_body(&s.payload)
+                    match xcdr1_le_body(bytes)
                         .filter(|b| T::validate_body(b).is_ok_and(|n| n == b.len()))
                     {
                         Some(b) => Some(b),
@@ -590,13 +610,16 @@ impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
                 } else {
                     None
                 };
-                f(
+                f(&SerializedSample {
                     body,
-                    &sample_info(s, t.instance_state, t.read, body.is_some()),
-                );
+                    info: sample_info(s, t.instance_state, t.read, body.is_some()),
+                    view: view.as_ref(),
+                });
                 n += 1;
                 want -= 1;
             }
+            // The writers may reuse the chunks now.
+            self.inner.release_references(self.id, &mut released);
             l = lock(&self.lending);
             for t in batch.drain(..) {
                 let held = l.used.len();
@@ -607,6 +630,7 @@ impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
                 }
             }
             l.taken = batch;
+            std::mem::swap(&mut released, &mut l.released);
             if o.left == 0 || got == 0 {
                 break;
             }
@@ -616,6 +640,99 @@ impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
             self.inner.flush();
         }
         Ok(n)
+    }
+
+    /// The writer's chunk a sample taken by reference names, in place (`None`: the sample
+    /// holds its bytes, or the chunk cannot be read: then its payload is empty and it is
+    /// dropped as undecodable).
+    #[cfg(feature = "shared-memory")]
+    fn view(&self, s: &ferrodds_rtps::Sample) -> Option<ChunkView> {
+        if !s.by_reference {
+            return None;
+        }
+        let view = self.inner.chunks.as_ref().and_then(|c| c.view(&s.payload));
+        if view.is_none() {
+            tracing::debug!(
+                sn = s.sequence_number.0,
+                "a sample held by reference is not readable"
+            );
+        }
+        view
+    }
+
+    #[cfg(not(feature = "shared-memory"))]
+    fn view(&self, _s: &ferrodds_rtps::Sample) -> Option<ChunkView> {
+        None
+    }
+
+    /// Sets whether this reader reads large samples from other participants on this host in
+    /// place, in their writers' shared memory, instead of copying them on receipt: a sample
+    /// a reliable writer sent by reference is then held by reference until taken with
+    /// [`DataReader::take_serialized_each`], which hands `f` the writer's chunk itself.
+    /// Meanwhile the sample is not acknowledged, so the writer keeps the chunk unchanged
+    /// (and a KEEP_ALL writer waits for this reader as it waits for any unacknowledged
+    /// sample). Applies to a KEEP_ALL reader; `take`, `read` and listeners that decode get
+    /// the bytes as ever (copied at that moment). Off by default; without shared memory it
+    /// changes nothing.
+    pub fn set_in_place(&self, on: bool) {
+        self.inner.set_reader_in_place(self.id, on);
+    }
+}
+
+/// A sample taken in its serialized form ([`DataReader::take_serialized_each`]).
+#[derive(Debug)]
+pub struct SerializedSample<'a> {
+    body: Option<&'a [u8]>,
+    info: SampleInfo,
+    view: Option<&'a ChunkView>,
+}
+
+impl SerializedSample<'_> {
+    /// The XCDR1 little-endian body, validated (`None` when [`SampleInfo::valid_data`] is
+    /// `false`).
+    pub fn body(&self) -> Option<&[u8]> {
+        self.body
+    }
+
+    /// The sample's info.
+    pub fn info(&self) -> &SampleInfo {
+        &self.info
+    }
+
+    /// Whether the body is the writer's shared-memory chunk itself (read in place, no copy).
+    pub fn in_place(&self) -> bool {
+        self.view.is_some()
+    }
+
+    /// Whether the body still holds the sample the writer wrote (RTI's
+    /// `is_data_consistent`): always for a body that was copied; for one read in place,
+    /// whether the writer's chunk is unchanged (a writer process that does not wait for
+    /// acknowledgements, or misbehaves, may reuse it). Check after reading the body: true
+    /// means what was read is the sample.
+    pub fn is_consistent(&self) -> bool {
+        self.view.is_none_or(consistent)
+    }
+}
+
+fn consistent(v: &ChunkView) -> bool {
+    v.is_consistent()
+}
+
+#[cfg(feature = "shared-memory")]
+use ferrodds_transport_shm::ChunkView;
+
+/// Without shared memory no sample is read in place.
+#[cfg(not(feature = "shared-memory"))]
+#[derive(Debug)]
+enum ChunkView {}
+
+#[cfg(not(feature = "shared-memory"))]
+impl ChunkView {
+    fn bytes(&self) -> &[u8] {
+        match *self {}
+    }
+    fn is_consistent(&self) -> bool {
+        match *self {}
     }
 }
 

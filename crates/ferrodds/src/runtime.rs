@@ -337,6 +337,10 @@ pub(crate) struct Inner {
     /// readers on this host go there, and only a reference through the ring.
     #[cfg(feature = "shared-memory")]
     pub(crate) pool: Option<ferrodds_transport_shm::LoanPool>,
+    /// Other participants' pools, for readers that read in place (shared with the engine's
+    /// chunk reader).
+    #[cfg(feature = "shared-memory")]
+    pub(crate) chunks: Option<Arc<crate::chunks::Chunks>>,
     local_addr: Ipv4Addr,
     local_port: u16,
     pub(crate) capture: CaptureSlot,
@@ -404,6 +408,8 @@ impl Inner {
             reader_groups: Vec::new(),
             #[cfg(feature = "shared-memory")]
             pool: None,
+            #[cfg(feature = "shared-memory")]
+            chunks: None,
             local_addr,
             local_port,
             capture: CaptureSlot::default(),
@@ -644,6 +650,8 @@ impl Inner {
     /// it, sets the flag again). A take that makes room in a full KEEP_ALL reader reports
     /// `transmit_due`: the caller then calls [`Inner::flush`] once it holds no lock of
     /// its own (sending the acknowledgements the reader held back may produce events).
+    /// Unless `in_place`, samples a reader reading in place holds by reference are turned
+    /// into bytes first (which also makes acknowledgements due).
     #[inline]
     pub(crate) fn take_samples(
         &self,
@@ -652,13 +660,58 @@ impl Inner {
         out: &mut Vec<TakenSample>,
         recycled: &mut Vec<Vec<u8>>,
         shared: &ReaderShared,
+        in_place: bool,
     ) -> TakeOutcome {
         let mut st = lock(&self.engine);
-        let t = st.engine.take_samples(id, max, out, recycled);
+        let resolved = !in_place && self.resolve_references(&mut st.engine, id);
+        let mut t = st.engine.take_samples(id, max, out, recycled);
         if t.left == 0 {
             shared.clear_data_flag();
         }
+        t.transmit_due |= resolved;
         t
+    }
+
+    /// Turns the samples reader `id` holds by reference (it reads in place) into bytes,
+    /// for a take or read that wants bytes; true when acknowledgements became due.
+    fn resolve_references(&self, engine: &mut Participant, id: ReaderId) -> bool {
+        #[cfg(feature = "shared-memory")]
+        if let Some(c) = &self.chunks {
+            return engine
+                .resolve_references(id, |reference, out| c.copy(reference, usize::MAX, out));
+        }
+        let _ = (engine, id);
+        false
+    }
+
+    /// Releases samples a reader read in place (see
+    /// [`Participant::release_references`]), then sends the acknowledgements that
+    /// became due.
+    pub(crate) fn release_references(
+        &self,
+        id: ReaderId,
+        taken: &mut Vec<(ferrodds_rtps::Guid, ferrodds_rtps::SequenceNumber)>,
+    ) {
+        if taken.is_empty() {
+            return;
+        }
+        let due = lock(&self.engine)
+            .engine
+            .release_references(id, taken.drain(..));
+        if due {
+            self.flush();
+        }
+    }
+
+    /// Sets whether reader `id` reads by reference in place
+    /// ([`Participant::set_reader_in_place`]).
+    pub(crate) fn set_reader_in_place(&self, id: ReaderId, on: bool) {
+        let mut st = lock(&self.engine);
+        st.engine.set_reader_in_place(id, on);
+        if !on && self.resolve_references(&mut st.engine, id) {
+            drop(st);
+            self.flush();
+        }
     }
 
     /// Sends what the engine has to send and dispatches its events (after an operation
@@ -671,17 +724,20 @@ impl Inner {
 
     /// A reader's read: visits at most `max` samples of the engine's reader cache,
     /// leaving them there and marking them read (`f` runs under the engine lock: it only
-    /// copies), then clears the reader's DATA_AVAILABLE flag.
+    /// copies), then clears the reader's DATA_AVAILABLE flag. Returns whether
+    /// acknowledgements became due (samples held by reference were turned into bytes).
     pub(crate) fn read_samples(
         &self,
         id: ReaderId,
         max: usize,
         shared: &ReaderShared,
         f: impl FnMut(&ferrodds_rtps::Sample, InstanceState, bool),
-    ) {
+    ) -> bool {
         let mut st = lock(&self.engine);
+        let resolved = self.resolve_references(&mut st.engine, id);
         st.engine.read_samples(id, max, f);
         shared.clear_data_flag();
+        resolved
     }
 
     /// Whether a reader's cache holds samples not read yet.

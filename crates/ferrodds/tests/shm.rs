@@ -568,18 +568,21 @@ fn garbage_in_a_loan_pool_costs_repairs_not_samples() {
 }
 
 /// `take_serialized_each`: the reader side of loans hands each sample's serialized body
-/// (XCDR1, without the encapsulation header) as received, through shared memory (copied
-/// once out of the writer's chunk) and over UDP alike; `write_loan`'s body comes back as
-/// it was written.
+/// (XCDR1, without the encapsulation header) as written, through shared memory (copied once
+/// out of the writer's chunk, or read there in place) and over UDP alike. A reader in place
+/// holds its acknowledgements back until it has taken the samples (the writer keeps its
+/// chunks meanwhile); then every body is the writer's chunk itself, and consistent.
 #[test]
 fn serialized_take_hands_each_body_as_written() {
     with_timeout(90, || {
         let _serial = serial();
         let size = 40_000;
-        for shm in [true, false] {
+        for (shm, in_place) in [(true, false), (true, true), (false, true)] {
+            let case = format!("shared memory {shm}, in place {in_place}");
             let a = shm_participant(129, true);
             let b = shm_participant(129, shm);
-            let (w, r) = endpoints(&a, &b, &format!("ShmSerialized{shm}"), true);
+            let (w, r) = endpoints(&a, &b, &format!("ShmSerialized{shm}{in_place}"), true);
+            r.set_in_place(in_place);
             for seq in 0..30u32 {
                 if seq % 2 == 0 {
                     w.write(&large_data(seq, size)).unwrap();
@@ -589,24 +592,83 @@ fn serialized_take_hands_each_body_as_written() {
                     w.write_loan(loan).unwrap();
                 }
             }
+            // Received but not taken: acknowledged unless held in place.
+            let acked = w
+                .wait_for_acknowledgments(Duration::from_millis(1500))
+                .is_ok();
+            assert_eq!(
+                acked,
+                !(shm && in_place),
+                "{case}: acknowledged before the take"
+            );
             let mut got = Vec::new();
             let deadline = Instant::now() + Duration::from_secs(20);
             while got.len() < 30 && Instant::now() < deadline {
                 let _ = r.wait_for_data(Duration::from_millis(50));
-                r.take_serialized_each(usize::MAX, |body, info| {
-                    let body = body.expect("alive samples have a body");
-                    assert!(info.valid_data);
+                r.take_serialized_each(usize::MAX, |s| {
+                    let body = s.body().expect("alive samples have a body");
+                    assert!(s.info().valid_data);
                     let seq = u32::from_le_bytes(body[8..12].try_into().unwrap());
                     let mut want = vec![0u8; 28 + size];
                     fill_loan(&mut want, seq, size);
-                    assert!(body == want, "shared memory {shm}: body of {seq}");
+                    assert!(body == want, "{case}: body of {seq}");
+                    assert_eq!(s.in_place(), shm && in_place, "{case}: {seq} in place");
+                    assert!(s.is_consistent(), "{case}: {seq} consistent");
                     got.push(seq);
                 })
                 .unwrap();
             }
-            assert_eq!(got, (0..30).collect::<Vec<_>>(), "shared memory {shm}");
+            assert_eq!(got, (0..30).collect::<Vec<_>>(), "{case}");
             let refs = b.engine_stats().received_data_refs;
-            assert_eq!(refs, if shm { 30 } else { 0 }, "shared memory {shm}");
+            assert_eq!(refs, if shm { 30 } else { 0 }, "{case}");
+            w.wait_for_acknowledgments(WAIT)
+                .unwrap_or_else(|e| panic!("{case}: acknowledged after the take: {e}"));
+        }
+    });
+}
+
+/// A reader in place whose samples are taken decoded (`take`) gets them as bytes, copied
+/// at that moment, and acknowledges them; one that goes out of place turns what it holds
+/// into bytes.
+#[test]
+fn a_reader_in_place_still_takes_decoded_samples() {
+    with_timeout(90, || {
+        let _serial = serial();
+        let size = 40_000;
+        for switch_off in [false, true] {
+            let a = shm_participant(129, true);
+            let b = shm_participant(129, true);
+            let (w, r) = endpoints(&a, &b, &format!("ShmInPlaceDecoded{switch_off}"), true);
+            r.set_in_place(true);
+            for seq in 0..20u32 {
+                w.write(&large_data(seq, size)).unwrap();
+            }
+            assert!(w
+                .wait_for_acknowledgments(Duration::from_millis(1000))
+                .is_err());
+            if switch_off {
+                r.set_in_place(false);
+                w.wait_for_acknowledgments(WAIT)
+                    .expect("acknowledged once out of place");
+            }
+            let mut got = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while got.len() < 20 && Instant::now() < deadline {
+                let _ = r.wait_for_data(Duration::from_millis(50));
+                for s in r.take().unwrap().iter() {
+                    let d = s.data.as_ref().expect("valid");
+                    assert!(*d == large_data(d.seq_num, size), "sample {}", d.seq_num);
+                    got.push(d.seq_num);
+                }
+            }
+            assert_eq!(
+                got,
+                (0..20).collect::<Vec<_>>(),
+                "switched off {switch_off}"
+            );
+            assert_eq!(b.engine_stats().received_data_refs, 20);
+            w.wait_for_acknowledgments(WAIT)
+                .expect("acknowledged after the take");
         }
     });
 }

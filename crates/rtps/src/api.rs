@@ -466,7 +466,14 @@ pub struct Sample {
     /// Serialized payload including the encapsulation header, or empty.
     /// May carry up to 3 trailing padding bytes added by the sender's submessage
     /// alignment.
+    ///
+    /// For a reader that reads in place ([`crate::Participant::set_reader_in_place`]),
+    /// when [`Sample::by_reference`], it is instead the reference of a chunk of another
+    /// participant's shared memory (what its DATA_REF carried).
     pub payload: Vec<u8>,
+    /// `payload` is a chunk reference, held until released
+    /// ([`crate::Participant::release_references`]).
+    pub by_reference: bool,
 }
 
 /// Counters kept by the engine.

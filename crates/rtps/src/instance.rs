@@ -150,6 +150,11 @@ impl<V> InstanceMap<V> {
         }
     }
 
+    /// Every entry, in no particular order.
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.unkeyed.iter_mut().chain(self.keyed.values_mut())
+    }
+
     pub(crate) fn remove(&mut self, key: Option<&[u8; 16]>) -> Option<V> {
         match key {
             None => self.unkeyed.take(),
@@ -363,6 +368,15 @@ impl ReaderCache {
         None
     }
 
+    /// Lets `f` change every queued sample (in no particular order; read or not).
+    pub(crate) fn for_each_mut(&mut self, mut f: impl FnMut(&mut Sample)) {
+        for inst in self.instances.values_mut() {
+            for e in &mut inst.queue {
+                f(&mut e.sample);
+            }
+        }
+    }
+
     /// Visits at most `max` queued samples, oldest first, leaving them queued
     /// and marking them read; `f` gets each sample, its instance's current
     /// state and whether it had been read before. Returns how many.
@@ -403,6 +417,7 @@ mod tests {
 
     fn s(key: u8, sn: i64, kind: ChangeKind) -> Sample {
         Sample {
+            by_reference: false,
             writer_guid: Guid::new(GuidPrefix([1; 12]), EntityId([0, 0, 1, 2])),
             sequence_number: SequenceNumber(sn),
             source_timestamp: None,

@@ -1,7 +1,7 @@
 //! Per-remote-endpoint state: the reader proxy kept by a local writer and the
 //! writer proxy kept by a local reader (DDSI-RTPS 2.5 §8.4.7.5, §8.4.10.4).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::reassembly::{
     FragmentRef, Reassembler, ReassemblyBudget, ReassemblyLimits, ReassemblySpares, Rejected,
@@ -33,6 +33,9 @@ pub(crate) struct Change {
     pub(crate) key_hash: Option<[u8; 16]>,
     pub(crate) source_timestamp: Option<Time>,
     pub(crate) payload: Vec<u8>,
+    /// `payload` is a DATA_REF's chunk reference, kept for a reader that reads in place
+    /// ([`crate::Participant::set_reader_in_place`]), not the bytes.
+    pub(crate) by_reference: bool,
 }
 
 /// Payload bytes of a buffered entry (`None`: an SN a GAP made irrelevant).
@@ -373,6 +376,10 @@ pub(crate) struct WriterProxy {
     /// Key of this proxy's live entry in its reader's work queue
     /// (`participant::proxies`), if it has one.
     pub(crate) queued_at: Option<Timestamp>,
+    /// SNs delivered by reference to a reader that reads them in place and not yet
+    /// released (ascending): the ACKNACK acknowledges nothing from the first on, so
+    /// that the writer keeps (and does not reuse) their shared-memory chunks.
+    pub(crate) held: VecDeque<i64>,
 }
 
 /// What a proxy operation produced.
@@ -421,6 +428,23 @@ impl WriterProxy {
             nack_frag_due: None,
             answered_hb: (None, None),
             queued_at: None,
+            held: VecDeque::new(),
+        }
+    }
+
+    /// Releases held SN `sn` ([`WriterProxy::held`]); true when the acknowledged base
+    /// moved (an ACKNACK is worth sending).
+    pub(crate) fn release_held(&mut self, sn: i64) -> bool {
+        match self.held.iter().position(|&h| h == sn) {
+            Some(0) => {
+                self.held.pop_front();
+                true
+            }
+            Some(i) => {
+                self.held.remove(i);
+                false
+            }
+            None => false,
         }
     }
 
@@ -465,6 +489,7 @@ impl WriterProxy {
                 key_hash: c.key_hash,
                 source_timestamp: c.source_timestamp,
                 payload: c.payload,
+                by_reference: false,
             }))
     }
 
@@ -685,8 +710,10 @@ impl WriterProxy {
     /// (at most `room` of them, at most 256). SNs partly received are left
     /// out: they are repaired by NACK_FRAG.
     pub(crate) fn ack_set(&self, room: usize) -> SnSet {
-        let mut set = SnSet::new(self.next);
-        let end = self.max_seen.min(self.next + 255);
+        // Held samples are received but not acknowledged: the base stays at the first.
+        let base = self.held.front().map_or(self.next, |&h| h.min(self.next));
+        let mut set = SnSet::new(base);
+        let end = self.max_seen.min(base + 255);
         let mut budget = room;
         let mut sn = self.next;
         while sn <= end && budget > 0 {
@@ -729,6 +756,7 @@ mod tests {
             key_hash: None,
             source_timestamp: None,
             payload: vec![n],
+            by_reference: false,
         }
     }
 

@@ -173,8 +173,8 @@ use std::path::{Path, PathBuf};
 
 pub use error::{PoolReadError, SendError, ShmError};
 pub use pool::{
-    pool_path, ChunkRef, LoanPool, PoolChunk, PoolConfig, PoolReader, PoolStats, SharedChunk,
-    DEFAULT_POOL_CLASS_BUDGET, DEFAULT_POOL_MAX_CHUNK, DEFAULT_POOL_MAX_CHUNKS,
+    pool_path, ChunkRef, ChunkView, LoanPool, PoolChunk, PoolConfig, PoolReader, PoolStats,
+    SharedChunk, DEFAULT_POOL_CLASS_BUDGET, DEFAULT_POOL_MAX_CHUNK, DEFAULT_POOL_MAX_CHUNKS,
     DEFAULT_POOL_MIN_CHUNK, DEFAULT_POOL_MIN_CHUNKS, POOL_HEADER_SIZE, POOL_LAYOUT_VERSION,
     POOL_MAGIC, POOL_MAX_CHUNK, POOL_MAX_CLASSES, POOL_MAX_CLASS_CHUNKS, POOL_MAX_SIZE,
     POOL_MIN_CHUNK,

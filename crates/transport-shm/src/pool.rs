@@ -943,7 +943,8 @@ impl ChunkRef {
 struct CachedPool {
     id: u16,
     owner: u32,
-    mapped: Mapped,
+    /// Shared with the [`ChunkView`]s made from it, which keep it mapped.
+    mapped: Arc<Mapped>,
     dev: u64,
     ino: u64,
     /// The file's path, for checks without allocating.
@@ -986,7 +987,7 @@ impl CachedPool {
         Ok(Self {
             id,
             owner,
-            mapped: Mapped { map, layout },
+            mapped: Arc::new(Mapped { map, layout }),
             dev: meta.dev(),
             ino: meta.ino(),
             path,
@@ -1002,7 +1003,8 @@ impl CachedPool {
 
     /// Copies the chunk `r` (whose pool and owner are this one's) into `out`, under the
     /// generation check.
-    fn copy(&self, r: &ChunkRef, out: &mut Vec<u8>) -> Result<(), PoolReadError> {
+    /// Checks `r` against the layout and its chunk's current generation; the chunk's class.
+    fn check(&self, r: &ChunkRef) -> Result<usize, PoolReadError> {
         let class = usize::from(r.class);
         let c = *self
             .mapped
@@ -1010,18 +1012,35 @@ impl CachedPool {
             .classes()
             .get(class)
             .ok_or(PoolReadError::OutOfRange)?;
-        let len = r.len as usize;
-        if r.index >= c.count || len > c.chunk_size || r.generation & 1 != 0 {
+        if r.index >= c.count || r.len as usize > c.chunk_size || r.generation & 1 != 0 {
             return Err(PoolReadError::OutOfRange);
         }
-        let generation = self.mapped.generation(class, r.index);
-        // A relaxed load and an acquire fence (an acquire load is not guaranteed to work on
-        // read-only memory): pairs with the owner's release store of `publish`.
-        let g1 = generation.load(Ordering::Relaxed);
+        let g = self
+            .mapped
+            .generation(class, r.index)
+            .load(Ordering::Relaxed);
+        // Pairs with the owner's release store of `publish` (see `copy`).
         fence(Ordering::Acquire);
-        if g1 != r.generation {
+        if g != r.generation {
             return Err(PoolReadError::Stale);
         }
+        Ok(class)
+    }
+
+    fn view(&self, r: &ChunkRef) -> Result<ChunkView, PoolReadError> {
+        let class = self.check(r)?;
+        Ok(ChunkView {
+            mapped: Arc::clone(&self.mapped),
+            class,
+            r: *r,
+        })
+    }
+
+    fn copy(&self, r: &ChunkRef, out: &mut Vec<u8>) -> Result<(), PoolReadError> {
+        let class = self.check(r)?;
+        let len = r.len as usize;
+        let generation = self.mapped.generation(class, r.index);
+        let g1 = r.generation;
         let src = self.mapped.chunk(class, r.index);
         out.clear();
         out.reserve(len);
@@ -1046,6 +1065,52 @@ impl CachedPool {
             return Err(PoolReadError::Stale);
         }
         Ok(())
+    }
+}
+
+/// A chunk of another process's pool seen in place ([`PoolReader::view`]): the bytes a
+/// [`ChunkRef`] names, in a read-only mapping this view keeps alive.
+///
+/// The owner reuses a chunk only once its writer's history released it, so a reader that
+/// holds back its acknowledgement while it reads sees the bytes unchanged. Otherwise the
+/// owner may rewrite them at any time: [`ChunkView::bytes`] may then change under the
+/// caller, and [`ChunkView::is_consistent`] afterwards says so (RTI's `is_data_consistent`).
+#[derive(Debug)]
+pub struct ChunkView {
+    mapped: Arc<Mapped>,
+    class: usize,
+    r: ChunkRef,
+}
+
+impl ChunkView {
+    /// The chunk's bytes, in the owner's memory.
+    pub fn bytes(&self) -> &[u8] {
+        let p = self.mapped.chunk(self.class, self.r.index);
+        // SAFETY: `p` starts a chunk of `chunk_size >= r.len` bytes inside the mapping (the
+        // reference was checked against the validated layout when the view was made), and
+        // `self.mapped` keeps the mapping alive as long as the returned borrow. Every byte
+        // value is a valid `u8`. The owner process may rewrite the chunk if it reuses it
+        // (a writer that does not wait for this reader's acknowledgement): the slice then
+        // reads changing plain bytes, as the seqlock copy in `copy` does, and the generation
+        // check of `is_consistent` is how the caller learns of it.
+        unsafe { std::slice::from_raw_parts(p.cast_const(), self.r.len as usize) }
+    }
+
+    /// Whether the chunk still holds the sample the reference named (its generation is
+    /// unchanged). Call after reading [`ChunkView::bytes`]: true means what was read is the
+    /// sample.
+    pub fn is_consistent(&self) -> bool {
+        // Orders the reads of the bytes before the generation check (as in `copy`).
+        fence(Ordering::Acquire);
+        self.mapped
+            .generation(self.class, self.r.index)
+            .load(Ordering::Relaxed)
+            == self.r.generation
+    }
+
+    /// The reference this view was made from.
+    pub fn reference(&self) -> &ChunkRef {
+        &self.r
     }
 }
 
@@ -1115,6 +1180,21 @@ impl PoolReader {
             return Err(PoolReadError::Stale);
         }
         Ok((self.cache.len() - 1, true))
+    }
+
+    /// A view of chunk `r` in place, without copying it: [`ChunkView::bytes`] reads the
+    /// owner's memory, and [`ChunkView::is_consistent`] tells afterwards whether the chunk
+    /// was reused meanwhile. The view keeps the pool mapped (even past [`PoolReader::forget`]).
+    /// Errors as [`PoolReader::copy`]'s.
+    pub fn view(&mut self, r: &ChunkRef) -> Result<ChunkView, PoolReadError> {
+        let (i, verified) = self.lookup(r, false)?;
+        match self.cache[i].view(r) {
+            Err(PoolReadError::Stale) if !verified => {
+                let (i, _) = self.lookup(r, true)?;
+                self.cache[i].view(r)
+            }
+            result => result,
+        }
     }
 
     /// Drops the mapping of pool `pool` (its owner is gone); a later reference re-opens it.

@@ -144,10 +144,11 @@ pub fn startup_summary_with(
     line("\tCRC Enabled: No");
     line("\tMessage Length Header Extension Enabled: No");
     line("\tFlatData: No");
-    line(if opts.zero_copy {
-        "\tZero Copy: Yes (writer loans: samples of 16 KiB or more in shared memory for subscribers on this host, each of which copies a sample out once; smaller ones as bytes)"
-    } else {
-        "\tZero Copy: No"
+    line(match (opts.zero_copy, is_pub) {
+        (true, true) => "\tZero Copy: Yes (writer loans: samples of 16 KiB or more in shared memory for subscribers on this host; smaller ones as bytes)",
+        (true, false) if opts.check_consistency => "\tZero Copy: Yes (samples of 16 KiB or more from publishers on this host read in place, in their shared memory, each checked for consistency; smaller ones copied)",
+        (true, false) => "\tZero Copy: Yes (samples of 16 KiB or more from publishers on this host read in place, in their shared memory; smaller ones copied)",
+        (false, _) => "\tZero Copy: No",
     });
     if is_pub {
         if opts.asynchronous {

@@ -810,13 +810,15 @@ fn shared_memory_latency_and_throughput() {
 }
 
 /// `-zeroCopy` (default transports, UDPv4 + SHMEM): the throughput samples are written
-/// through writer loans in the shared-memory loan pool, batching is off as RTI's, every
-/// sample arrives; the summary says what the run did.
+/// through writer loans in the shared-memory loan pool and read in place (checked with
+/// `-checkConsistency`), batching is off as RTI's, every sample arrives; the summary says
+/// what the run did.
 #[test]
 fn zero_copy_throughput_over_shared_memory() {
     let sub = spawn(&[
         "-sub",
         "-zeroCopy",
+        "-checkConsistency",
         "-domain",
         "94",
         "-dataLen",
@@ -839,12 +841,11 @@ fn zero_copy_throughput_over_shared_memory() {
     let (p, s) = (wait(publ, T, "publisher"), wait(sub, T, "subscriber"));
     assert_ok(&p, "pub");
     assert_ok(&s, "sub");
-    for r in [&p, &s] {
-        assert!(
-            r.stderr.contains("\tZero Copy: Yes (writer loans"),
-            "{}",
-            r.stderr
-        );
+    for (r, line) in [
+        (&p, "\tZero Copy: Yes (writer loans"),
+        (&s, "\tZero Copy: Yes (samples of 16 KiB or more from publishers on this host read in place, in their shared memory, each checked for consistency;"),
+    ] {
+        assert!(r.stderr.contains(line), "{}", r.stderr);
         assert!(r.stderr.contains("\tFlatData: No"), "{}", r.stderr);
     }
     assert!(

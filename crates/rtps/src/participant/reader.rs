@@ -24,6 +24,10 @@ pub(super) struct LocalReader {
     /// Where the next scan for pending ACKNACKs starts (the proxy served
     /// last; see `LocalWriter::repair_cursor`).
     pub(super) ack_cursor: usize,
+    /// Reads samples by reference in place ([`Participant::set_reader_in_place`]).
+    pub(super) in_place: bool,
+    /// Samples in `samples` whose payload is a chunk reference.
+    pub(super) by_reference: usize,
 }
 
 impl LocalReader {
@@ -35,6 +39,13 @@ impl LocalReader {
             },
             _ => usize::MAX,
         }
+    }
+
+    /// Whether a DATA_REF of a writer through proxy `p` is kept as a reference: the
+    /// reader reads in place and keeps everything (KEEP_ALL, so that only a take removes
+    /// the sample), and the writer is reliable (it keeps the chunk until acknowledged).
+    pub(super) fn keeps_references(&self, p: &WriterProxy) -> bool {
+        self.in_place && p.reliable && self.qos.history == History::KeepAll
     }
 }
 
@@ -76,6 +87,8 @@ pub(super) fn builtin_reader(
         notify: false,
         ack_work: false,
         ack_cursor: 0,
+        in_place: false,
+        by_reference: 0,
     }
 }
 
@@ -117,6 +130,8 @@ impl Participant {
             notify: false,
             ack_work: false,
             ack_cursor: 0,
+            in_place: false,
+            by_reference: 0,
         }));
         let id = ReaderId(self.readers.len() - 1);
         self.announce_endpoint(self.sedp_writer_for(&data.topic_name, false), &data, now);
@@ -189,6 +204,7 @@ impl Participant {
         let reader = Self::user_reader_in(&mut self.readers, r)?;
         let was_full = reader.room() == 0;
         let s = reader.samples.pop()?;
+        reader.by_reference -= usize::from(s.sample.by_reference);
         if was_full {
             Self::room_again(&mut self.work, reader);
         }
@@ -221,6 +237,7 @@ impl Participant {
             let Some(s) = reader.samples.pop() else {
                 break;
             };
+            reader.by_reference -= usize::from(s.sample.by_reference);
             out.push(s);
             n += 1;
         }
@@ -257,6 +274,87 @@ impl Participant {
                 work.watch_writer_proxy(&mut reader.ack_work, &mut reader.proxies, i);
             }
         }
+    }
+
+    /// Sets whether reader `r` reads samples by reference in place: a DATA_REF (a sample in
+    /// another participant's shared memory) of a reliable writer is then delivered to a
+    /// KEEP_ALL reader as a [`Sample`] whose payload is the chunk reference
+    /// ([`Sample::by_reference`]) instead of a copy of the bytes, and the sample stays
+    /// unacknowledged (the writer keeps the chunk unchanged) until the runtime calls
+    /// [`Participant::release_references`] for it. A runtime that takes such samples in
+    /// another way first turns them into bytes with [`Participant::resolve_references`].
+    pub fn set_reader_in_place(&mut self, r: ReaderId, on: bool) {
+        if let Some(reader) = Self::user_reader_in(&mut self.readers, r) {
+            reader.in_place = on;
+        }
+    }
+
+    /// Releases samples of reader `r` taken by reference (writer GUID and SN each): their
+    /// writers may now reuse the chunks. Returns whether an ACKNACK became due (send it:
+    /// `poll_transmit`). Unknown writers and SNs are ignored.
+    pub fn release_references(
+        &mut self,
+        r: ReaderId,
+        taken: impl IntoIterator<Item = (Guid, SequenceNumber)>,
+    ) -> bool {
+        let Some(reader) = Self::user_reader_in(&mut self.readers, r) else {
+            return false;
+        };
+        let mut due = false;
+        for (writer, sn) in taken {
+            let Some(pi) = reader.proxies.position(writer) else {
+                continue;
+            };
+            if reader.proxies[pi].release_held(sn.0) {
+                reader.proxies[pi].ack_pending = true;
+                self.work
+                    .watch_writer_proxy(&mut reader.ack_work, &mut reader.proxies, pi);
+                due = true;
+            }
+        }
+        due
+    }
+
+    /// Turns the by-reference samples in reader `r`'s cache into bytes: `read(reference,
+    /// out)` fills `out` (empty on entry) with the bytes, or returns false (the sample is
+    /// left with an empty payload, which a runtime counts as undecodable). The samples are
+    /// then released (see [`Participant::release_references`]). Returns whether an ACKNACK
+    /// became due. Costs nothing when the cache holds no reference.
+    pub fn resolve_references(
+        &mut self,
+        r: ReaderId,
+        mut read: impl FnMut(&[u8], &mut Vec<u8>) -> bool,
+    ) -> bool {
+        let Some(reader) = Self::user_reader_in(&mut self.readers, r) else {
+            return false;
+        };
+        if reader.by_reference == 0 {
+            return false;
+        }
+        reader.by_reference = 0;
+        let mut released = Vec::new();
+        let pool = &mut self.rx_pool;
+        let pool_bytes = &mut self.rx_pool_bytes;
+        reader.samples.for_each_mut(|s| {
+            if !s.by_reference {
+                return;
+            }
+            let mut buf = match pool.pop() {
+                Some(b) => {
+                    *pool_bytes -= b.capacity();
+                    b
+                }
+                None => Vec::new(),
+            };
+            buf.clear();
+            if !read(&s.payload, &mut buf) {
+                buf.clear();
+            }
+            std::mem::swap(&mut s.payload, &mut buf);
+            s.by_reference = false;
+            released.push((s.writer_guid, s.sequence_number));
+        });
+        self.release_references(r, released)
     }
 
     /// Visits at most `max` samples of this reader, in delivery order, leaving
@@ -360,6 +458,13 @@ impl Participant {
             History::KeepAll => None,
         };
         for (sn, c) in out.delivered.drain(..) {
+            if c.by_reference {
+                // Held (not acknowledged) until the runtime releases it.
+                if let Some(pi) = r.proxies.position(writer_guid) {
+                    r.proxies[pi].held.push_back(sn);
+                }
+                r.by_reference += 1;
+            }
             let key_hash = match (c.key_hash, &r.key_extractor) {
                 (None, Some(k)) if !c.payload.is_empty() => (k.0)(c.kind, &c.payload),
                 (k, _) => k,
@@ -372,6 +477,7 @@ impl Participant {
                     kind: c.kind,
                     key_hash,
                     payload: c.payload,
+                    by_reference: c.by_reference,
                 },
                 depth,
             );

@@ -307,9 +307,21 @@ impl Participant {
             let Some(pi) = r.proxies.position(writer_guid) else {
                 continue;
             };
+            let by_reference = matches!(payload, PayloadSrc::Chunk(_))
+                && self.chunk_reader.is_some()
+                && r.keeps_references(&r.proxies[pi]);
             let p = &mut r.proxies[pi];
             matched = true;
             let buf = match payload {
+                // A reader that reads in place keeps the reference (see
+                // `Participant::set_reader_in_place`).
+                PayloadSrc::Chunk(reference) if by_reference => {
+                    let mut buf = self.rx_pool.pop().unwrap_or_default();
+                    self.rx_pool_bytes -= buf.capacity();
+                    buf.clear();
+                    buf.extend_from_slice(reference);
+                    buf
+                }
                 PayloadSrc::Bytes(payload) => {
                     let mut buf = match self.rx_pool.pop() {
                         Some(b) => {
@@ -357,6 +369,7 @@ impl Participant {
                 key_hash: iq.key_hash,
                 source_timestamp: ts,
                 payload: buf,
+                by_reference,
             };
             let out = reset_scratch(&mut self.scratch);
             p.on_data(d.sn, change, room, out);

@@ -1003,37 +1003,39 @@ impl ChunkReader for TestChunkReader {
     }
 }
 
-/// A payload in shared memory (`write_shared`) goes to a shared-memory reader as a
-/// DATA_REF whatever its size (no fragments), and the reader's participant copies it out
-/// with its chunk reader; a reader on another host gets the bytes (in fragments), and the
-/// history frees each chunk once acknowledged. A DATA_REF the reader cannot read is a lost
-/// DATA: the reliable reader asks again and gets the bytes. A DATA_REF that did not come
-/// through shared memory is not read.
-#[test]
-fn shared_payloads_go_by_reference_to_shared_memory_readers() {
-    let here = [9u8; 12];
-    let elsewhere = [8u8; 12];
-    let config = |n: u8, host: [u8; 12]| {
-        let mut c = cfg(n);
-        c.shm_host = Some(host);
-        c.default_unicast_locators
-            .insert(0, Locator::shm(host, 7411));
-        c.max_message_size = 1472;
-        c.shm_message_size = 65_000;
-        c
-    };
-    let ms = core::time::Duration::from_millis(1);
-    // (reader's host, chunk ids the reader fails to read once, datagrams marked as shared
-    // memory, the reader's participant reads DATA_REFs)
-    for (rh, refuse, marked, reads) in [
-        (here, vec![], true, true),
-        (elsewhere, vec![], true, true),
-        (here, vec![3, 5], true, true),
-        (here, vec![], false, true),
-        (here, vec![], true, false),
-    ] {
-        let pool = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
-        let mut a = Participant::new(config(1, here), Timestamp(0));
+type TestPool = std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<u32, Vec<u8>>>>;
+
+/// Two participants with shared memory for the DATA_REF tests: `a` (on host `here`) with a
+/// reliable KEEP_ALL writer, `b` (on host `rh`, with a [`TestChunkReader`] of `pool` when
+/// `reads`) with a reliable KEEP_ALL reader, matched.
+struct ShmPair {
+    a: Participant,
+    b: Participant,
+    w: WriterId,
+    r: ReaderId,
+    t: Timestamp,
+    gone: std::sync::Arc<std::sync::Mutex<Vec<u32>>>,
+    /// Datagrams to shared-memory locators come from one (else: from nowhere known).
+    marked: bool,
+    /// DATA_REFs and DATA_FRAGs sent by `a`.
+    refs: usize,
+    frags: usize,
+}
+
+const SHM_HERE: [u8; 12] = [9u8; 12];
+
+impl ShmPair {
+    fn new(rh: [u8; 12], refuse: &[u32], marked: bool, reads: bool, pool: &TestPool) -> Self {
+        let config = |n: u8, host: [u8; 12]| {
+            let mut c = cfg(n);
+            c.shm_host = Some(host);
+            c.default_unicast_locators
+                .insert(0, Locator::shm(host, 7411));
+            c.max_message_size = 1472;
+            c.shm_message_size = 65_000;
+            c
+        };
+        let mut a = Participant::new(config(1, SHM_HERE), Timestamp(0));
         let mut wa = wattrs(false);
         wa.qos.history = History::KeepAll;
         wa.qos.reliability = Reliability::RELIABLE;
@@ -1043,7 +1045,7 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
         if reads {
             b.set_chunk_reader(Some(Box::new(TestChunkReader {
                 pool: pool.clone(),
-                refuse: refuse.clone(),
+                refuse: refuse.to_vec(),
                 gone: gone.clone(),
             })));
         }
@@ -1051,40 +1053,96 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
         ra.qos.reliability = Reliability::RELIABLE;
         ra.qos.history = History::KeepAll;
         let r = b.create_reader(ra, Timestamp(0)).unwrap();
-        let mut t = Timestamp(0);
-        let (mut refs, mut frags) = (0, 0);
-        let shm_src = Locator::shm(here, 7410);
-        let mut step = |a: &mut Participant, b: &mut Participant, t: Timestamp| {
-            for p in [&mut *a, &mut *b] {
-                if p.poll_timeout().is_some_and(|d| d <= t) {
-                    p.handle_timeout(t);
-                }
-            }
-            for (d, dst) in &drain(a, t) {
-                let to_shm = dst.iter().any(|l| l.kind == Locator::KIND_FERRODDS_SHM);
-                let (_, subs) = codec::parse(d).unwrap();
-                for s in subs {
-                    match s {
-                        Ok(Sub::DataRef(_)) => refs += 1,
-                        Ok(Sub::DataFrag(_)) => frags += 1,
-                        _ => {}
-                    }
-                }
-                let src = (to_shm && marked).then_some(shm_src);
-                b.handle_datagram(t, src, d);
-            }
-            for (d, _) in drain(b, t) {
-                a.handle_datagram(t, None, &d);
-            }
+        let mut pair = Self {
+            a,
+            b,
+            w,
+            r,
+            t: Timestamp(0),
+            gone,
+            marked,
+            refs: 0,
+            frags: 0,
         };
-        while (a.matched_reader_count(w) == 0 || b.matched_writer_count(r) == 0)
-            && t.0 < 2_000_000_000
+        while (pair.a.matched_reader_count(w) == 0 || pair.b.matched_writer_count(r) == 0)
+            && pair.t.0 < 2_000_000_000
         {
-            t = t.saturating_add(ms);
-            step(&mut a, &mut b, t);
+            pair.step();
         }
-        assert_eq!(b.matched_writer_count(r), 1);
-        assert_eq!(a.writer_sends_by_reference(w), rh == here && reads);
+        assert_eq!(pair.b.matched_writer_count(r), 1);
+        pair
+    }
+
+    /// One millisecond: timers, then what each sends to the other.
+    fn step(&mut self) {
+        let t = self.t.saturating_add(core::time::Duration::from_millis(1));
+        self.t = t;
+        for p in [&mut self.a, &mut self.b] {
+            if p.poll_timeout().is_some_and(|d| d <= t) {
+                p.handle_timeout(t);
+            }
+        }
+        let shm_src = Locator::shm(SHM_HERE, 7410);
+        for (d, dst) in &drain(&mut self.a, t) {
+            let to_shm = dst.iter().any(|l| l.kind == Locator::KIND_FERRODDS_SHM);
+            let (_, subs) = codec::parse(d).unwrap();
+            for s in subs {
+                match s {
+                    Ok(Sub::DataRef(_)) => self.refs += 1,
+                    Ok(Sub::DataFrag(_)) => self.frags += 1,
+                    _ => {}
+                }
+            }
+            let src = (to_shm && self.marked).then_some(shm_src);
+            self.b.handle_datagram(t, src, d);
+        }
+        for (d, _) in drain(&mut self.b, t) {
+            self.a.handle_datagram(t, None, &d);
+        }
+    }
+
+    /// Writes chunk `i` of `pool` (`bytes`) through `write_shared`.
+    fn write_chunk(&mut self, pool: &TestPool, i: u32, bytes: &[u8]) {
+        pool.lock().unwrap().insert(i, bytes.to_vec());
+        let chunk = TestChunk {
+            pool: pool.clone(),
+            id: i,
+            bytes: bytes.to_vec(),
+            reference: i.to_le_bytes(),
+        };
+        let change = SharedWrite {
+            kind: ChangeKind::Alive,
+            key_hash: None,
+            payload: Box::new(chunk),
+            source_timestamp: None,
+        };
+        self.a.write_shared(self.w, change, self.t).unwrap();
+    }
+}
+
+/// A payload in shared memory (`write_shared`) goes to a shared-memory reader as a
+/// DATA_REF whatever its size (no fragments), and the reader's participant copies it out
+/// with its chunk reader; a reader on another host gets the bytes (in fragments), and the
+/// history frees each chunk once acknowledged. A DATA_REF the reader cannot read is a lost
+/// DATA: the reliable reader asks again and gets the bytes. A DATA_REF that did not come
+/// through shared memory is not read.
+#[test]
+fn shared_payloads_go_by_reference_to_shared_memory_readers() {
+    let here = SHM_HERE;
+    let elsewhere = [8u8; 12];
+    // (reader's host, chunk ids the reader fails to read once, datagrams marked as shared
+    // memory, the reader's participant reads DATA_REFs)
+    for (rh, refuse, marked, reads) in [
+        (here, vec![], true, true),
+        (elsewhere, vec![], true, true),
+        (here, vec![3, 5], true, true),
+        (here, vec![], false, true),
+        (here, vec![], true, false),
+    ] {
+        let pool = TestPool::default();
+        let mut pair = ShmPair::new(rh, &refuse, marked, reads, &pool);
+        let w = pair.w;
+        assert_eq!(pair.a.writer_sends_by_reference(w), rh == here && reads);
         // Ten samples of 100 B ... 1 MiB, each in a chunk.
         let mut sent = Vec::new();
         for i in 0..10u32 {
@@ -1092,29 +1150,25 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
             bytes.extend_from_slice(&i.to_le_bytes());
             bytes.resize(100 << (i.min(9) * 4 / 3), i as u8);
             bytes.truncate(1 << 20);
-            pool.lock().unwrap().insert(i, bytes.clone());
-            let chunk = TestChunk {
-                pool: pool.clone(),
-                id: i,
-                bytes: bytes.clone(),
-                reference: i.to_le_bytes(),
-            };
-            let change = SharedWrite {
-                kind: ChangeKind::Alive,
-                key_hash: None,
-                payload: Box::new(chunk),
-                source_timestamp: None,
-            };
-            a.write_shared(w, change, t).unwrap();
+            pair.write_chunk(&pool, i, &bytes);
             sent.push(bytes);
         }
         for _ in 0..2000 {
-            t = t.saturating_add(ms);
-            step(&mut a, &mut b, t);
-            if a.is_acknowledged_by_all(w) {
+            pair.step();
+            if pair.a.is_acknowledged_by_all(w) {
                 break;
             }
         }
+        let ShmPair {
+            mut a,
+            mut b,
+            r,
+            mut t,
+            gone,
+            refs,
+            frags,
+            ..
+        } = pair;
         let mut got = Vec::new();
         while let Some(s) = b.take_sample(r) {
             got.push(s.payload.clone());
@@ -1168,6 +1222,90 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
         let want: &[u32] = if reads { &[7411] } else { &[] };
         assert_eq!(*gone.lock().unwrap(), want, "{case}: peer gone");
     }
+}
+
+/// A reader that reads in place keeps a DATA_REF as the reference, and holds back its
+/// acknowledgement (the writer keeps the chunk) until the runtime releases the sample; a
+/// take that wants the bytes resolves the references left in the cache.
+#[test]
+fn a_reader_in_place_holds_its_acknowledgement_until_released() {
+    let pool = TestPool::default();
+    let mut pair = ShmPair::new(SHM_HERE, &[], true, true, &pool);
+    let (w, r) = (pair.w, pair.r);
+    pair.b.set_reader_in_place(r, true);
+    let mut sent = Vec::new();
+    for i in 0..10u32 {
+        let mut bytes = vec![0, 1, 0, 0];
+        bytes.extend_from_slice(&i.to_le_bytes());
+        bytes.resize(30_000, i as u8);
+        pair.write_chunk(&pool, i, &bytes);
+        sent.push(bytes);
+    }
+    // Heartbeats come and go: nothing is acknowledged, every chunk is kept.
+    for _ in 0..3000 {
+        pair.step();
+    }
+    assert_eq!(pair.refs, 10, "DATA_REFs");
+    assert_eq!(pair.b.stats().received_data_refs, 10);
+    assert!(!pair.a.is_acknowledged_by_all(w), "acknowledged while held");
+    assert_eq!(pool.lock().unwrap().len(), 10, "chunks kept");
+    // Five taken: each is its reference; releasing them lets the writer free those chunks.
+    let mut taken = Vec::new();
+    for i in 0..5u32 {
+        let s = pair.b.take_sample(r).unwrap();
+        assert!(s.by_reference, "sample {i} by reference");
+        assert_eq!(s.payload, i.to_le_bytes(), "sample {i}: its reference");
+        taken.push((s.writer_guid, s.sequence_number));
+    }
+    // Released out of order: the first of them holds the rest back until it goes too.
+    assert!(!pair.b.release_references(r, taken[1..].iter().copied()));
+    for _ in 0..500 {
+        pair.step();
+    }
+    assert_eq!(pool.lock().unwrap().len(), 10, "released behind a held one");
+    assert!(pair.b.release_references(r, taken[..1].iter().copied()));
+    for _ in 0..500 {
+        pair.step();
+    }
+    let left: Vec<u32> = pool.lock().unwrap().keys().copied().collect();
+    assert_eq!(left, [5, 6, 7, 8, 9], "chunks kept after the release");
+    assert!(!pair.a.is_acknowledged_by_all(w));
+    // The rest resolved into bytes (one made unreadable: an empty payload), then taken.
+    let bytes = pool.lock().unwrap().clone();
+    let mut reads = 0;
+    assert!(pair.b.resolve_references(r, |reference, out| {
+        reads += 1;
+        let id = u32::from_le_bytes(reference.try_into().unwrap());
+        match bytes.get(&id).filter(|_| id != 7) {
+            Some(b) => {
+                out.extend_from_slice(b);
+                true
+            }
+            None => false,
+        }
+    }));
+    assert_eq!(reads, 5);
+    assert!(!pair.b.resolve_references(r, |_, _| unreachable!()));
+    for (i, want) in sent.iter().enumerate().skip(5) {
+        let s = pair.b.take_sample(r).unwrap();
+        assert!(!s.by_reference);
+        if i == 7 {
+            assert!(s.payload.is_empty(), "unreadable: empty");
+        } else {
+            assert!(s.payload == *want, "sample {i}: the bytes");
+        }
+    }
+    for _ in 0..500 {
+        pair.step();
+        if pair.a.is_acknowledged_by_all(w) {
+            break;
+        }
+    }
+    assert!(
+        pair.a.is_acknowledged_by_all(w),
+        "acknowledged once resolved"
+    );
+    assert!(pool.lock().unwrap().is_empty(), "every chunk released");
 }
 
 /// Multicast user data: readers announce the participant's default multicast locators, and

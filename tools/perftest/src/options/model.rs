@@ -162,8 +162,12 @@ pub struct Options {
     pub enable_shared_memory: bool,
     /// `-zeroCopy`: throughput samples are written through writer loans
     /// (`DataWriter::loan_sample`), in the shared-memory loan pool when the readers are on
-    /// this host (unkeyed types, no batching; readers copy each sample out once).
+    /// this host (unkeyed types, no batching); the subscriber reads such samples in place,
+    /// in the writer's chunk (`DataReader::set_in_place`).
     pub zero_copy: bool,
+    /// `-checkConsistency` (with `-zeroCopy`): the subscriber checks, after reading a sample
+    /// in place, that the writer did not reuse its chunk meanwhile, and drops it if it did.
+    pub check_consistency: bool,
     /// `-showResourceLimits`: print the participant's resource limits at start and how often
     /// each was exceeded at the end.
     pub show_resource_limits: bool,
@@ -309,6 +313,7 @@ impl Default for Options {
             enable_tcp: false,
             enable_shared_memory: false,
             zero_copy: false,
+            check_consistency: false,
             show_resource_limits: false,
             network_capture: false,
             keep_network_capture: false,

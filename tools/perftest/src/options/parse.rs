@@ -354,6 +354,10 @@ impl Options {
             }
             "-zeroCopy" if caps.transports.contains(&"SHMEM") => self.zero_copy = true,
             "-zeroCopy" => return Err(refuse_transport(name, "SHMEM", caps)),
+            "-checkConsistency" if caps.dds_entities != Support::Yes => {
+                return Err(refuse(name, caps.dds_entities))
+            }
+            "-checkConsistency" => self.check_consistency = true,
             "-enableSharedMemory" if caps.dds_entities != Support::Yes => {
                 return Err(OptionError::Conflict(
                     "'-enableSharedMemory' is not used with -rawTransport.",

@@ -70,7 +70,12 @@ pub const OPTIONS: &[OptionSpec] = &[
     o("-bestEffort", Flag, Both, "Use best-effort reliability"),
     o("-cacheStats", Flag, Both, ""),
     o("-cft", Value, Sub, ""),
-    o("-checkConsistency", Flag, Both, ""),
+    o(
+        "-checkConsistency",
+        Flag,
+        Both,
+        "With -zeroCopy: drop a sample read in place whose chunk was reused meanwhile",
+    ),
     o("-collectorPeer", Value, Both, ""),
     o("-compressionId", Value, Both, ""),
     o("-compressionLevel", Value, Both, ""),
@@ -427,7 +432,12 @@ pub const OPTIONS: &[OptionSpec] = &[
     o("-waitsetEventCount", Value, Both, ""),
     o("-writeInstance", Value, Pub, "<i> Always write instance i"),
     o("-writerStats", Flag, Pub, ""),
-    o("-zeroCopy", Flag, Both, ""),
+    o(
+        "-zeroCopy",
+        Flag,
+        Both,
+        "Large samples by reference in shared memory: writer loans, reads in place",
+    ),
 ];
 
 /// Finds the option an argument names: a case-insensitive exact name, else the one option

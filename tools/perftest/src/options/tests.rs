@@ -426,6 +426,8 @@ fn capability_refusals_name_the_reason() {
         ("-flatData", "'-flatData' is not supported by FerroDDS perftest: this QoS feature is not available in FerroDDS yet."),
         ("-raw -zeroCopy", "'-zeroCopy' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
         ("-zeroCopy -transport UDPv4", "Zero Copy must be run with SHMEM as transport"),
+        ("-checkConsistency", "'-checkConsistency' checks samples read in place: it can only be used with '-zeroCopy'."),
+        ("-raw -checkConsistency", "'-checkConsistency' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
         ("-zeroCopy -transport TCP", "Zero Copy must be run with SHMEM as transport"),
         ("-zeroCopy -keyed", "'-zeroCopy' cannot be used with '-keyed': FerroDDS's writer loans are for unkeyed types (a loan carries no key hash)."),
         ("-pub -zeroCopy -batchSize 8192", "Batching cannot be used with FlatData and/or Zero-Copy ('-zeroCopy' disables batching: give '-batchSize 0' or no '-batchSize')."),

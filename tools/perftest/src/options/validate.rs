@@ -178,6 +178,11 @@ impl Options {
                 ));
             }
         }
+        if self.check_consistency && !self.zero_copy {
+            return Err(OptionError::Conflict(
+                "'-checkConsistency' checks samples read in place: it can only be used with '-zeroCopy'.",
+            ));
+        }
         if self.zero_copy {
             if !self.uses_shared_memory() {
                 // RTI's message.

@@ -114,8 +114,11 @@ pub struct DdsTransport {
     transient_local: bool,
     send_queue: u32,
     max_payload: usize,
-    /// `-zeroCopy`: the throughput writer writes through writer loans.
+    /// `-zeroCopy`: the throughput writer writes through writer loans, and the throughput
+    /// reader reads in place.
     zero_copy: bool,
+    /// `-checkConsistency`.
+    check_consistency: bool,
     /// Batch size in bytes and samples per batch (throughput writer).
     batch: Option<(u64, u64)>,
     asynchronous: Option<FlowController>,
@@ -448,6 +451,7 @@ impl DdsTransport {
             send_queue: opts.effective_send_queue_size().min(u64::from(u32::MAX)) as u32,
             max_payload: opts.payload_len().max(FINISHED_SIZE + 1),
             zero_copy: opts.zero_copy,
+            check_consistency: opts.check_consistency,
             batch: match batching {
                 // The history must hold a whole batch of the smallest size (-scan sizes
                 // differ): a batch is only sent when full or flushed.
@@ -568,12 +572,20 @@ impl DdsTransport {
             .subscriber
             .create_datareader(&t, self.reader_qos(topic))
             .map_err(dds("creating a reader"))?;
+        // -zeroCopy: throughput samples are read in their serialized form (only the header
+        // fields), in place in the writer's shared memory when it sent them by reference.
+        let mode = if self.zero_copy && topic == TopicKind::Throughput {
+            reader.set_in_place(true);
+            ReadMode::InPlace {
+                check_consistency: self.check_consistency,
+            }
+        } else {
+            ReadMode::Decoded
+        };
         Ok(Box::new(DdsReader {
             reader: Arc::new(reader),
             listener: None,
-            // -zeroCopy: throughput samples are read in their serialized form, as RTI's
-            // FlatData readers read them in place (only the header fields).
-            serialized: self.zero_copy && topic == TopicKind::Throughput,
+            mode,
         }))
     }
 }
@@ -815,22 +827,38 @@ impl<T: PerfType> Writer for DdsWriter<T> {
 struct DdsReader<T: PerfType> {
     reader: Arc<DataReader<T>>,
     listener: Option<Arc<Forward<T>>>,
-    /// Take serialized bodies (`take_serialized_each`) instead of decoded values.
-    serialized: bool,
+    /// How samples are taken.
+    mode: ReadMode,
+}
+
+/// How a perftest reader takes its samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadMode {
+    /// Decoded values (`take_each`).
+    Decoded,
+    /// `-zeroCopy`: serialized bodies (`take_serialized_each`) of which only the header
+    /// fields are read, in place when the writer sent them by reference; with
+    /// `-checkConsistency` a sample whose chunk was reused meanwhile is dropped.
+    InPlace { check_consistency: bool },
 }
 
 /// Takes every sample of `reader` and hands each to `f`: decoded (`take_each`, into reused
-/// values), or, with `serialized`, as its serialized body of which only the header fields
-/// are read (`take_serialized_each`: `bin_data` is neither decoded nor copied).
+/// values), or, [`ReadMode::InPlace`], as its serialized body of which only the header
+/// fields are read (`take_serialized_each`: `bin_data` is neither decoded nor copied).
 fn take_all<T: PerfType>(
     reader: &DataReader<T>,
-    serialized: bool,
+    mode: ReadMode,
     f: &mut dyn FnMut(&TestMessage),
 ) -> Result<usize, DdsError> {
     let mut n = 0;
-    if serialized {
-        reader.take_serialized_each(usize::MAX, |body, _| {
-            if let Some(m) = body.and_then(crate::message::body_message) {
+    if let ReadMode::InPlace { check_consistency } = mode {
+        reader.take_serialized_each(usize::MAX, |s| {
+            if let Some(m) = s.body().and_then(crate::message::body_message) {
+                // RTI's -checkConsistency: the header just read is the sample's only if
+                // the writer's chunk is unchanged.
+                if check_consistency && !s.is_consistent() {
+                    return;
+                }
                 f(&m);
                 n += 1;
             }
@@ -849,8 +877,8 @@ fn take_all<T: PerfType>(
 /// The listener: takes every sample on the receive thread and hands it to the callback.
 struct Forward<T: PerfType> {
     reader: Weak<DataReader<T>>,
-    /// As [`DdsReader::serialized`].
-    serialized: bool,
+    /// As [`DdsReader::mode`].
+    mode: ReadMode,
     callback: Mutex<Option<OnMessage>>,
     /// Samples may be waiting (set by every call; cleared by the caller holding the
     /// callback before it takes).
@@ -860,8 +888,8 @@ struct Forward<T: PerfType> {
 impl<T: PerfType> Forward<T> {
     /// Hands every sample to the callback in place (`take_each`: no per-call vector, and
     /// the reader decodes the next samples into these values' buffers).
-    fn deliver(reader: &DataReader<T>, serialized: bool, f: &mut OnMessage) {
-        let _ = take_all(reader, serialized, &mut |m| f(m));
+    fn deliver(reader: &DataReader<T>, mode: ReadMode, f: &mut OnMessage) {
+        let _ = take_all(reader, mode, &mut |m| f(m));
     }
 }
 
@@ -881,7 +909,7 @@ impl<T: PerfType> DataReaderListener for Forward<T> {
             };
             while self.again.swap(false, Ordering::AcqRel) {
                 if let Some(f) = guard.as_mut() {
-                    Self::deliver(&reader, self.serialized, f);
+                    Self::deliver(&reader, self.mode, f);
                 }
             }
         }
@@ -892,7 +920,7 @@ impl<T: PerfType> Reader for DdsReader<T> {
     fn listen(&mut self, f: OnMessage) -> Result<Option<OnMessage>, PerftestError> {
         let fwd = Arc::new(Forward {
             reader: Arc::downgrade(&self.reader),
-            serialized: self.serialized,
+            mode: self.mode,
             callback: Mutex::new(Some(f)),
             again: AtomicBool::new(false),
         });
@@ -926,7 +954,7 @@ impl<T: PerfType> Reader for DdsReader<T> {
         {
             return Ok(0);
         }
-        take_all(&self.reader, self.serialized, f).map_err(dds("taking samples"))
+        take_all(&self.reader, self.mode, f).map_err(dds("taking samples"))
     }
 
     fn matched(&self) -> u32 {
