@@ -54,8 +54,10 @@ fn main() {
     beside(publisher("173", &["--shared-memory"]), || {
         receive_opts(173, Take::Each, true)
     });
-    // Large samples through shared memory by reference, both ends in this process.
-    large_by_reference(174);
+    // Large samples through shared memory by reference, both ends in this process: copied
+    // out on receipt, then read in place.
+    large_by_reference(174, false);
+    large_by_reference(174, true);
     // A reader that falls behind: thousands of samples taken at once.
     beside(publisher("104", &[]), || receive_backlog(104));
     // DDS Security with RTPS messages encrypted: the write path (a secure `shapes`
@@ -520,7 +522,10 @@ fn assert_shared_memory_used(p: &DomainParticipant, n: u64) {
 /// allocate less than once per 100 samples (everything in this process is counted: both
 /// participants). Under CI load the reader's first version, a thread taking apart from the
 /// receive thread, fell behind, and its cache grew with what it left untaken.
-fn large_by_reference(domain: u32) {
+///
+/// `in_place`: the reader reads each sample in the writer's chunk (`set_in_place`,
+/// `take_serialized_each`), holding its acknowledgement until then.
+fn large_by_reference(domain: u32, in_place: bool) {
     const N: u32 = 20_000;
     let cfg = || {
         Config::loopback()
@@ -558,9 +563,11 @@ fn large_by_reference(domain: u32) {
     );
     // Taken in the receive thread as the samples arrive (the listener), as the other
     // receive-path checks do: the reader's cache never holds more than one delivery.
+    r.set_in_place(in_place);
     let taker = Arc::new(LargeTaker {
         reader: Mutex::new(Arc::downgrade(&r)),
         samples: AtomicU64::new(0),
+        in_place,
     });
     r.set_listener(Some(Arc::clone(&taker) as Arc<dyn DataReaderListener>));
     assert!(
@@ -603,8 +610,10 @@ fn large_by_reference(domain: u32) {
     let per_sample = stats.allocations as f64 / f64::from(N);
     println!(
         "alloc: {} allocations, {} reallocations over {N} 63,000 B samples by reference \
-         (writer and reader; {refs} DATA_REFs read) ({per_sample:.4}/sample)",
-        stats.allocations, stats.reallocations
+         (writer and reader{}; {refs} DATA_REFs read) ({per_sample:.4}/sample)",
+        stats.allocations,
+        stats.reallocations,
+        if in_place { ", read in place" } else { "" }
     );
     assert_eq!(refs, u64::from(N), "every sample by reference");
     assert!(
@@ -618,6 +627,8 @@ fn large_by_reference(domain: u32) {
 struct LargeTaker {
     reader: Mutex<Weak<DataReader<TestData>>>,
     samples: AtomicU64,
+    /// Takes serialized bodies, each read in place (checked).
+    in_place: bool,
 }
 
 impl DataReaderListener for LargeTaker {
@@ -626,12 +637,23 @@ impl DataReaderListener for LargeTaker {
             return;
         };
         let mut n = 0;
-        let _ = r.take_each(usize::MAX, |d, _| {
-            if let Some(d) = d {
-                assert_eq!(d.bin_data.len(), 63_000 - 28);
-                n += 1;
-            }
-        });
+        if self.in_place {
+            let _ = r.take_serialized_each(usize::MAX, |s| {
+                if let Some(body) = s.body() {
+                    assert!(s.in_place(), "read in place");
+                    assert_eq!(body.len(), 63_000);
+                    assert!(s.is_consistent());
+                    n += 1;
+                }
+            });
+        } else {
+            let _ = r.take_each(usize::MAX, |d, _| {
+                if let Some(d) = d {
+                    assert_eq!(d.bin_data.len(), 63_000 - 28);
+                    n += 1;
+                }
+            });
+        }
         self.samples.fetch_add(n, Ordering::AcqRel);
     }
 }

@@ -350,6 +350,39 @@ fn stale_references_are_detected() {
     );
 }
 
+/// A view reads the chunk in place (the owner's own bytes, no copy) and stays consistent
+/// until the owner reuses the chunk; it keeps the pool mapped after the reader forgets it.
+#[test]
+fn views_read_in_place_until_the_chunk_is_reused() {
+    let dir = TestDir::new("view");
+    let pool = LoanPool::create(&dir.small(7413, 4096, 1)).unwrap();
+    let mut reader = dir.reader();
+    let first = publish(&pool, 100, |i| i as u8);
+    let r1 = first.reference();
+    let view = reader.view(&r1).unwrap();
+    assert_eq!(view.reference(), &r1);
+    assert_eq!(view.bytes(), first.bytes());
+    assert!(view.is_consistent());
+    // Forgotten by the reader (its owner said goodbye): the view still reads.
+    reader.forget(7413);
+    assert_eq!(reader.mapped_pools(), 0);
+    assert_eq!(view.bytes(), first.bytes());
+    // Released and reused: the view sees the new bytes and says it is no longer consistent;
+    // a new view of the old reference is refused.
+    drop(first);
+    assert!(view.is_consistent(), "released but not reused");
+    let second = publish(&pool, 100, |_| 0xee);
+    assert_eq!(view.bytes(), [0xee; 100], "the owner's memory, not a copy");
+    assert!(!view.is_consistent());
+    assert_eq!(reader.view(&r1).err(), Some(PoolReadError::Stale));
+    assert!(reader.view(&second.reference()).unwrap().is_consistent());
+    let missing = ChunkRef {
+        pool: 9999,
+        ..second.reference()
+    };
+    assert_eq!(reader.view(&missing).err(), Some(PoolReadError::NotFound));
+}
+
 #[test]
 fn a_replaced_pool_of_the_same_id_and_pid_is_reopened() {
     let dir = TestDir::new("replaced");

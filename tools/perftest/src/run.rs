@@ -144,12 +144,21 @@ pub fn startup_summary_with(
     line("\tCRC Enabled: No");
     line("\tMessage Length Header Extension Enabled: No");
     line("\tFlatData: No");
-    line(match (opts.zero_copy, is_pub) {
+    // -loaningSendReceive over shared memory does what -zeroCopy does.
+    let zero_copy = opts.zero_copy || (opts.loaning && opts.uses_shared_memory());
+    line(match (zero_copy, is_pub) {
         (true, true) => "\tZero Copy: Yes (writer loans: samples of 16 KiB or more in shared memory for subscribers on this host; smaller ones as bytes)",
         (true, false) if opts.check_consistency => "\tZero Copy: Yes (samples of 16 KiB or more from publishers on this host read in place, in their shared memory, each checked for consistency; smaller ones copied)",
         (true, false) => "\tZero Copy: Yes (samples of 16 KiB or more from publishers on this host read in place, in their shared memory; smaller ones copied)",
         (false, _) => "\tZero Copy: No",
     });
+    if opts.loaning {
+        line(if is_pub {
+            "\tLoaning Send/Receive: Yes (throughput samples written through writer loans)"
+        } else {
+            "\tLoaning Send/Receive: Yes (throughput samples taken in their serialized form)"
+        });
+    }
     if is_pub {
         if opts.asynchronous {
             line("\tAsynchronous Publishing: Yes");

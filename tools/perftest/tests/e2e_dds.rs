@@ -859,6 +859,60 @@ fn zero_copy_throughput_over_shared_memory() {
     assert_eq!((t[1], t[4]), (5000.0, 0.0), "{t:?}");
 }
 
+/// `-loaningSendReceive` over UDPv4 alone: the throughput samples go through writer loans
+/// (buffers the history takes) and are taken in their serialized form; batching is off, every
+/// sample arrives, and the summary says so without claiming zero copy.
+#[test]
+fn loaning_send_receive_over_udp() {
+    let common = [
+        "-loaningSendReceive",
+        "-domain",
+        "87",
+        "-dataLen",
+        "1000",
+        "-transport",
+        "UDPv4",
+        "-nic",
+        "127.0.0.1",
+        "-peer",
+        "127.0.0.1",
+        "-noPrint",
+    ];
+    let sub = spawn(&[&["-sub"][..], &common[..]].concat());
+    let publ = spawn(
+        &[
+            &["-pub", "-numIter", "5000", "-latencyCount", "100"][..],
+            &common[..],
+        ]
+        .concat(),
+    );
+    let (p, s) = (wait(publ, T, "publisher"), wait(sub, T, "subscriber"));
+    assert_ok(&p, "pub");
+    assert_ok(&s, "sub");
+    for (r, line) in [
+        (
+            &p,
+            "\tLoaning Send/Receive: Yes (throughput samples written through writer loans)",
+        ),
+        (
+            &s,
+            "\tLoaning Send/Receive: Yes (throughput samples taken in their serialized form)",
+        ),
+    ] {
+        assert!(r.stderr.contains(line), "{}", r.stderr);
+        assert!(r.stderr.contains("\tZero Copy: No"), "{}", r.stderr);
+    }
+    assert!(
+        p.stderr.contains(
+            "\tBatching: Disabled by RTI Perftest.\n\t\t  BatchSize cannot be used with -loaningSendReceive."
+        ),
+        "{}",
+        p.stderr
+    );
+    let t = throughput_summary(&s.stdout);
+    assert_eq!((t[1], t[4]), (5000.0, 0.0), "{t:?}");
+}
+
 /// `-nomulticast` (RTI 2.x): multicast off as `-multicast` turns it on, discovery through the
 /// unicast peers; a latency test still runs. With `-multicast` as well it is refused.
 #[test]

@@ -168,6 +168,10 @@ pub struct Options {
     /// `-checkConsistency` (with `-zeroCopy`): the subscriber checks, after reading a sample
     /// in place, that the writer did not reuse its chunk meanwhile, and drops it if it did.
     pub check_consistency: bool,
+    /// `-loaningSendReceive`: the throughput samples are sent through writer loans and
+    /// taken in their serialized form (read in place when they come by reference), over
+    /// any transport (unkeyed types, no batching).
+    pub loaning: bool,
     /// `-showResourceLimits`: print the participant's resource limits at start and how often
     /// each was exceeded at the end.
     pub show_resource_limits: bool,
@@ -314,6 +318,7 @@ impl Default for Options {
             enable_shared_memory: false,
             zero_copy: false,
             check_consistency: false,
+            loaning: false,
             show_resource_limits: false,
             network_capture: false,
             keep_network_capture: false,

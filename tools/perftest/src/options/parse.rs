@@ -358,6 +358,10 @@ impl Options {
                 return Err(refuse(name, caps.dds_entities))
             }
             "-checkConsistency" => self.check_consistency = true,
+            "-loaningSendReceive" if caps.dds_entities != Support::Yes => {
+                return Err(refuse(name, caps.dds_entities))
+            }
+            "-loaningSendReceive" => self.loaning = true,
             "-enableSharedMemory" if caps.dds_entities != Support::Yes => {
                 return Err(OptionError::Conflict(
                     "'-enableSharedMemory' is not used with -rawTransport.",

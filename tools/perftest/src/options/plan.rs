@@ -102,6 +102,13 @@ impl Options {
                 BatchingState::Disabled("BatchSize cannot be used with FlatData and/or Zero-Copy.")
             };
         }
+        if self.loaning {
+            return if explicit == Some(0) {
+                BatchingState::Off
+            } else {
+                BatchingState::Disabled("BatchSize cannot be used with -loaningSendReceive.")
+            };
+        }
         let size = match (explicit, self.raw) {
             (Some(0), _) => return BatchingState::Off,
             (Some(b), _) => b,

@@ -362,6 +362,20 @@ fn batching_rules() {
         b("-pub -zeroCopy -latencyTest"),
         BatchingState::Disabled("BatchSize disabled for a Latency Test")
     ));
+    // -loaningSendReceive: no batching either, on any transport.
+    assert_eq!(
+        b("-pub -loaningSendReceive -transport UDPv4"),
+        BatchingState::Disabled("BatchSize cannot be used with -loaningSendReceive.")
+    );
+    assert_eq!(
+        b("-pub -loaningSendReceive -batchSize 0"),
+        BatchingState::Off
+    );
+    assert!(
+        parse("-sub -loaningSendReceive -transport TCP")
+            .unwrap()
+            .loaning
+    );
     for ok in [
         "-pub -zeroCopy",
         "-pub -zeroCopy -transport SHMEM",
@@ -426,6 +440,9 @@ fn capability_refusals_name_the_reason() {
         ("-flatData", "'-flatData' is not supported by FerroDDS perftest: this QoS feature is not available in FerroDDS yet."),
         ("-raw -zeroCopy", "'-zeroCopy' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
         ("-zeroCopy -transport UDPv4", "Zero Copy must be run with SHMEM as transport"),
+        ("-loaningSendReceive -keyed", "'-loaningSendReceive' cannot be used with '-keyed': FerroDDS's writer loans are for unkeyed types (a loan carries no key hash)."),
+        ("-pub -loaningSendReceive -batchSize 8192", "'-loaningSendReceive' cannot be used with batching: FerroDDS writes each loan as one sample (give '-batchSize 0' or no '-batchSize')."),
+        ("-raw -loaningSendReceive", "'-loaningSendReceive' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
         ("-checkConsistency", "'-checkConsistency' checks samples read in place: it can only be used with '-zeroCopy'."),
         ("-raw -checkConsistency", "'-checkConsistency' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
         ("-zeroCopy -transport TCP", "Zero Copy must be run with SHMEM as transport"),

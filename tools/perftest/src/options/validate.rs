@@ -183,6 +183,18 @@ impl Options {
                 "'-checkConsistency' checks samples read in place: it can only be used with '-zeroCopy'.",
             ));
         }
+        if self.loaning && !self.zero_copy {
+            if self.keyed {
+                return Err(OptionError::Conflict(
+                    "'-loaningSendReceive' cannot be used with '-keyed': FerroDDS's writer loans are for unkeyed types (a loan carries no key hash).",
+                ));
+            }
+            if self.batch_size.is_some_and(|b| b > 0) {
+                return Err(OptionError::Conflict(
+                    "'-loaningSendReceive' cannot be used with batching: FerroDDS writes each loan as one sample (give '-batchSize 0' or no '-batchSize').",
+                ));
+            }
+        }
         if self.zero_copy {
             if !self.uses_shared_memory() {
                 // RTI's message.

@@ -450,7 +450,8 @@ impl DdsTransport {
             transient_local: opts.durability == Some(1),
             send_queue: opts.effective_send_queue_size().min(u64::from(u32::MAX)) as u32,
             max_payload: opts.payload_len().max(FINISHED_SIZE + 1),
-            zero_copy: opts.zero_copy,
+            // -loaningSendReceive: the same loans and serialized takes, on any transport.
+            zero_copy: opts.zero_copy || opts.loaning,
             check_consistency: opts.check_consistency,
             batch: match batching {
                 // The history must hold a whole batch of the smallest size (-scan sizes
