@@ -1,7 +1,8 @@
 //! Shared-memory payloads (feature `shared-memory`): the participant's loan pool
 //! (`ferrodds_transport_shm::LoanPool`, beside its segment and named from the same id) holds
-//! large samples that readers on this host copy out themselves, and the engine's
-//! [`ChunkReader`] copies the chunks other participants' DATA_REF submessages name.
+//! large samples that readers on this host copy out themselves (or read in place), and
+//! [`Chunks`] reads the chunks other participants' DATA_REF submessages name: the engine's
+//! [`ChunkReader`] copies them on receipt, readers set in place view them at take time.
 //!
 //! A writer whose matched readers are all reached through shared memory puts a serialized
 //! sample of at least [`SHARED_PAYLOAD_MIN`] bytes into a chunk (its one copy after

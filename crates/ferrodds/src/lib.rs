@@ -73,7 +73,10 @@
 //!   sample (a reliable writer repairs it with the bytes while its history holds it).
 //!   [`DataWriter::loan_sample`] / [`DataWriter::write_loan`] let the application write
 //!   such a sample in place, in its serialized form ([`FlatType`]), so the write copies
-//!   nothing.
+//!   nothing. A reader set in place ([`DataReader::set_in_place`]) copies nothing either:
+//!   it keeps a reliable writer's reference, holds back its acknowledgement (so the writer
+//!   keeps the chunk) and [`DataReader::take_serialized_each`] hands the writer's chunk
+//!   itself ([`SerializedSample::is_consistent`] as RTI's `is_data_consistent`).
 //! * **Not yet.** Content filters, deadline/liveliness enforcement in the API, per-endpoint
 //!   engine locks, an async facade, a serde `Config`.
 //! * **Network capture.** [`Config::capture`] or [`DomainParticipant::start_capture`]

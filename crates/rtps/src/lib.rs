@@ -121,6 +121,9 @@
 //! locators sends it as a DATA_REF (FerroDDS's vendor submessage 0xfd: a DATA whose payload
 //! is the chunk's reference, never fragmented), and the receiving participant's
 //! [`ChunkReader`] copies the bytes out. Everyone else, and every repair, gets the bytes.
+//! A reader set in place ([`Participant::set_reader_in_place`]) keeps the reference instead
+//! ([`Sample::by_reference`]) and acknowledges the sample only once the runtime releases it
+//! ([`Participant::release_references`]), so that the writer keeps the chunk meanwhile.
 //! A DATA_REF is acted on only from FerroDDS, through shared memory, without DDS Security.
 //!
 //! Received DATA_FRAGs are reassembled per (local reader, remote writer) by
