@@ -131,6 +131,15 @@ impl Chunks {
         self.outcome(&r, result).is_some()
     }
 
+    /// Whether the bytes `reference` names can be read now.
+    pub(crate) fn check(&self, reference: &[u8], max_len: usize) -> bool {
+        let Some(r) = self.decode(reference, max_len) else {
+            return false;
+        };
+        let result = self.reader().check(&r);
+        self.outcome(&r, result).is_some()
+    }
+
     /// A view of the bytes `reference` names, in place (`None`: it cannot be read).
     pub(crate) fn view(&self, reference: &[u8]) -> Option<ChunkView> {
         let r = self.decode(reference, usize::MAX)?;
@@ -184,5 +193,9 @@ impl ChunkReader for EngineChunkReader {
 
     fn read(&mut self, reference: &[u8], max_len: usize, out: &mut Vec<u8>) -> bool {
         self.chunks.copy(reference, max_len, out)
+    }
+
+    fn check(&mut self, reference: &[u8], max_len: usize) -> bool {
+        self.chunks.check(reference, max_len)
     }
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferrodds_cdr::{decode_sample, decode_sample_into, TopicType};
-use ferrodds_rtps::{ChangeKind, Guid, ReaderId, TakenSample};
+use ferrodds_rtps::{ChangeKind, Event, Guid, ReaderId, TakenSample};
 
 use crate::entity::ReaderShared;
 use crate::error::{DdsError, DdsResult};
@@ -563,8 +563,9 @@ impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
     /// The body is the received buffer itself, or, for a reader that reads in place
     /// ([`DataReader::set_in_place`]) and a sample from another participant's shared
     /// memory, the writer's chunk itself: no copy at all ([`SerializedSample::in_place`]).
-    /// Such a sample stays unacknowledged while `f` runs (its writer keeps the chunk
-    /// unchanged) and is released when this call returns.
+    /// Such a sample stays unacknowledged while `f` runs (a KEEP_ALL writer keeps the chunk
+    /// unchanged) and is released when this call returns, or if `f` panics. One whose chunk
+    /// cannot be read any more is counted lost (`sample_lost_status`).
     ///
     /// `f` runs with no lock of the reader or the engine held.
     pub fn take_serialized_each(
@@ -576,7 +577,6 @@ impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
         let mut n = 0;
         let mut want = max;
         let mut transmit_due = false;
-        let mut released = Vec::new();
         let mut l = lock(&self.lending);
         while want > 0 {
             let Lending { taken, used, .. } = &mut *l;
@@ -585,15 +585,36 @@ impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
                 .take_samples(self.id, want, taken, used, &self.shared, true);
             transmit_due |= o.transmit_due;
             let mut batch = std::mem::take(&mut l.taken);
-            std::mem::swap(&mut released, &mut l.released);
+            // Released when the batch is done, or if `f` panics (else the writer would wait
+            // for ever for these acknowledgements).
+            let mut release = Release {
+                inner: &self.inner,
+                id: self.id,
+                taken: std::mem::take(&mut l.released),
+            };
+            release.taken.extend(
+                batch
+                    .iter()
+                    .filter(|t| t.sample.by_reference)
+                    .map(|t| (t.sample.writer_guid, t.sample.sequence_number)),
+            );
             let got = batch.len();
             drop(l);
+            let mut lost = 0;
             for t in &batch {
                 let s = &t.sample;
-                if s.by_reference {
-                    released.push((s.writer_guid, s.sequence_number));
-                }
-                let view = self.view(s);
+                let view = if s.by_reference {
+                    match self.view(s) {
+                        Some(v) => Some(v),
+                        None => {
+                            // The chunk was reused or its pool is gone.
+                            lost += 1;
+                            continue;
+                        }
+                    }
+                } else {
+                    None
+                };
                 let bytes = view.as_ref().map_or(&s.payload[..], |v| v.bytes());
                 let body = if s.kind == ChangeKind::Alive {
                     match xcdr1_le_body(bytes)
@@ -619,7 +640,18 @@ impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
                 want -= 1;
             }
             // The writers may reuse the chunks now.
-            self.inner.release_references(self.id, &mut released);
+            self.inner.release_references(self.id, &mut release.taken);
+            let released = std::mem::take(&mut release.taken);
+            drop(release);
+            if lost > 0 {
+                self.shared.on_event(
+                    &Event::SampleLost {
+                        reader: self.id,
+                        count: lost,
+                    },
+                    0,
+                );
+            }
             l = lock(&self.lending);
             for t in batch.drain(..) {
                 let held = l.used.len();
@@ -630,7 +662,7 @@ impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
                 }
             }
             l.taken = batch;
-            std::mem::swap(&mut released, &mut l.released);
+            l.released = released;
             if o.left == 0 || got == 0 {
                 break;
             }
@@ -642,14 +674,10 @@ impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
         Ok(n)
     }
 
-    /// The writer's chunk a sample taken by reference names, in place (`None`: the sample
-    /// holds its bytes, or the chunk cannot be read: then its payload is empty and it is
-    /// dropped as undecodable).
+    /// The writer's chunk a sample taken by reference names, in place (`None`: the chunk
+    /// cannot be read, the sample is lost).
     #[cfg(feature = "shared-memory")]
     fn view(&self, s: &ferrodds_rtps::Sample) -> Option<ChunkView> {
-        if !s.by_reference {
-            return None;
-        }
         let view = self.inner.chunks.as_ref().and_then(|c| c.view(&s.payload));
         if view.is_none() {
             tracing::debug!(
@@ -669,13 +697,29 @@ impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
     /// place, in their writers' shared memory, instead of copying them on receipt: a sample
     /// a reliable writer sent by reference is then held by reference until taken with
     /// [`DataReader::take_serialized_each`], which hands `f` the writer's chunk itself.
-    /// Meanwhile the sample is not acknowledged, so the writer keeps the chunk unchanged
-    /// (and a KEEP_ALL writer waits for this reader as it waits for any unacknowledged
-    /// sample). Applies to a KEEP_ALL reader; `take`, `read` and listeners that decode get
-    /// the bytes as ever (copied at that moment). Off by default; without shared memory it
-    /// changes nothing.
+    /// Meanwhile the sample is not acknowledged, so a KEEP_ALL writer keeps the chunk
+    /// unchanged (and waits for this reader as it waits for any unacknowledged sample). A
+    /// KEEP_LAST writer that replaces the sample lets its chunk go after a short quarantine:
+    /// a sample whose chunk was reused before the take is lost (`sample_lost_status`), and
+    /// one reused during `f` reads [`SerializedSample::is_consistent`] false. Samples held
+    /// when their writer goes away are copied out then. Applies to a KEEP_ALL reader;
+    /// `take`, `read` and listeners that decode get the bytes as ever (copied at that
+    /// moment). Off by default; without shared memory it changes nothing.
     pub fn set_in_place(&self, on: bool) {
         self.inner.set_reader_in_place(self.id, on);
+    }
+}
+
+/// Samples taken by reference, released on drop (a panic in a take's callback included).
+struct Release<'a> {
+    inner: &'a Inner,
+    id: ReaderId,
+    taken: Vec<(Guid, ferrodds_rtps::SequenceNumber)>,
+}
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.inner.release_references(self.id, &mut self.taken);
     }
 }
 

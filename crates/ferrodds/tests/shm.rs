@@ -673,6 +673,38 @@ fn a_reader_in_place_still_takes_decoded_samples() {
     });
 }
 
+/// A callback that panics in `take_serialized_each` still releases the samples held in
+/// place: the writer is not left waiting for their acknowledgements.
+#[test]
+fn a_panicking_take_releases_what_it_held() {
+    with_timeout(90, || {
+        let _serial = serial();
+        let a = shm_participant(129, true);
+        let b = shm_participant(129, true);
+        let (w, r) = endpoints(&a, &b, "ShmInPlacePanic", true);
+        r.set_in_place(true);
+        for seq in 0..10u32 {
+            w.write(&large_data(seq, 40_000)).unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while r.cached_len() < 10 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(w
+            .wait_for_acknowledgments(Duration::from_millis(500))
+            .is_err());
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            r.take_serialized_each(usize::MAX, |s| {
+                assert!(s.in_place());
+                panic!("the application fails");
+            })
+        }));
+        assert!(res.is_err());
+        w.wait_for_acknowledgments(WAIT)
+            .expect("acknowledged after the panic");
+    });
+}
+
 /// Large samples by reference from writers whose history lets a sample go as soon as it is
 /// sent: best effort (no reliable reader to wait for) and reliable KEEP_LAST 1 (each write
 /// replaces the last). The released chunk waits in the pool's quarantine, so a reader that

@@ -261,6 +261,13 @@ pub trait ChunkReader: Send + core::fmt::Debug {
     /// The engine then handles the DATA_REF as a lost DATA (a reliable reader asks for it
     /// again and gets it as DATA).
     fn read(&mut self, reference: &[u8], max_len: usize, out: &mut Vec<u8>) -> bool;
+    /// Whether `reference` can be read now (as [`ChunkReader::read`] would succeed),
+    /// without copying: checked when a reader that reads in place keeps a reference, so
+    /// that one already stale is handled as a lost DATA (repaired as bytes). Default: true.
+    fn check(&mut self, reference: &[u8], max_len: usize) -> bool {
+        let _ = (reference, max_len);
+        true
+    }
     /// A remote participant that announced this shared-memory locator is gone (its lease
     /// ended or it said goodbye): forget what was kept for it (a mapping of its memory).
     /// Default: nothing.

@@ -368,13 +368,24 @@ impl ReaderCache {
         None
     }
 
-    /// Lets `f` change every queued sample (in no particular order; read or not).
-    pub(crate) fn for_each_mut(&mut self, mut f: impl FnMut(&mut Sample)) {
+    /// Lets `f` change every queued sample (in no particular order; read or not) and drops
+    /// those it returns false for; returns how many were dropped.
+    pub(crate) fn retain_mut(&mut self, mut f: impl FnMut(&mut Sample) -> bool) -> usize {
+        let (mut dropped, mut dropped_unread) = (0, 0);
         for inst in self.instances.values_mut() {
-            for e in &mut inst.queue {
-                f(&mut e.sample);
-            }
+            inst.queue.retain_mut(|e| {
+                let keep = f(&mut e.sample);
+                if !keep {
+                    dropped += 1;
+                    dropped_unread += usize::from(!e.read);
+                }
+                keep
+            });
         }
+        // Their `order` entries no longer match a queue's front: `pop` skips them.
+        self.live -= dropped;
+        self.unread -= dropped_unread;
+        dropped
     }
 
     /// Visits at most `max` queued samples, oldest first, leaving them queued

@@ -710,7 +710,9 @@ impl WriterProxy {
     /// (at most `room` of them, at most 256). SNs partly received are left
     /// out: they are repaired by NACK_FRAG.
     pub(crate) fn ack_set(&self, room: usize) -> SnSet {
-        // Held samples are received but not acknowledged: the base stays at the first.
+        // Held samples are received but not acknowledged: the base stays at the first. (While
+        // it is 256 or more behind `next`, what is missing after that cannot be asked for
+        // yet: repairs wait for the application's takes, they are not lost.)
         let base = self.held.front().map_or(self.next, |&h| h.min(self.next));
         let mut set = SnSet::new(base);
         let end = self.max_seen.min(base + 255);

@@ -1197,6 +1197,12 @@ impl PoolReader {
         }
     }
 
+    /// Whether chunk `r` can be read now (as [`PoolReader::copy`] would succeed), without
+    /// copying it. Errors as [`PoolReader::copy`]'s.
+    pub fn check(&mut self, r: &ChunkRef) -> Result<(), PoolReadError> {
+        self.view(r).map(drop)
+    }
+
     /// Drops the mapping of pool `pool` (its owner is gone); a later reference re-opens it.
     pub fn forget(&mut self, pool: u16) {
         self.cache.retain(|p| p.id != pool);

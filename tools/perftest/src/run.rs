@@ -145,9 +145,10 @@ pub fn startup_summary_with(
     line("\tMessage Length Header Extension Enabled: No");
     line("\tFlatData: No");
     // -loaningSendReceive over shared memory does what -zeroCopy does.
-    let zero_copy = opts.zero_copy || (opts.loaning && opts.uses_shared_memory());
-    line(match (zero_copy, is_pub) {
+    line(match (opts.by_reference(), is_pub) {
         (true, true) => "\tZero Copy: Yes (writer loans: samples of 16 KiB or more in shared memory for subscribers on this host; smaller ones as bytes)",
+        // Only a reliable writer waits for the acknowledgement that keeps a chunk in place.
+        (true, false) if opts.best_effort => "\tZero Copy: Yes (samples of 16 KiB or more from publishers on this host copied once out of their shared memory on receipt: best effort holds no acknowledgement to keep them in place; smaller ones copied)",
         (true, false) if opts.check_consistency => "\tZero Copy: Yes (samples of 16 KiB or more from publishers on this host read in place, in their shared memory, each checked for consistency; smaller ones copied)",
         (true, false) => "\tZero Copy: Yes (samples of 16 KiB or more from publishers on this host read in place, in their shared memory; smaller ones copied)",
         (false, _) => "\tZero Copy: No",

@@ -198,6 +198,11 @@ impl Participant {
             }
             Err(policy) => {
                 if let Some(i) = existing {
+                    // Samples it sent by reference and the reader holds: copied out now.
+                    self.resolve_writer_references(ri, writer.guid);
+                    let Some(r) = self.readers.get_mut(ri).and_then(Option::as_mut) else {
+                        return;
+                    };
                     r.proxies.remove(i);
                     if r.proxies.is_empty() {
                         r.samples.no_writers();

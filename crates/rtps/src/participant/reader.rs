@@ -316,14 +316,15 @@ impl Participant {
     }
 
     /// Turns the by-reference samples in reader `r`'s cache into bytes: `read(reference,
-    /// out)` fills `out` (empty on entry) with the bytes, or returns false (the sample is
-    /// left with an empty payload, which a runtime counts as undecodable). The samples are
-    /// then released (see [`Participant::release_references`]). Returns whether an ACKNACK
-    /// became due. Costs nothing when the cache holds no reference.
+    /// out)` fills `out` (empty on entry) with the bytes, or returns false (the chunk was
+    /// reused or its pool is gone: the sample is dropped and counted lost,
+    /// [`Event::SampleLost`]). The samples are then released (see
+    /// [`Participant::release_references`]). Returns whether an ACKNACK or event became due
+    /// (send and dispatch them). Costs nothing when the cache holds no reference.
     pub fn resolve_references(
         &mut self,
         r: ReaderId,
-        mut read: impl FnMut(&[u8], &mut Vec<u8>) -> bool,
+        read: impl FnMut(&[u8], &mut Vec<u8>) -> bool,
     ) -> bool {
         let Some(reader) = Self::user_reader_in(&mut self.readers, r) else {
             return false;
@@ -331,30 +332,57 @@ impl Participant {
         if reader.by_reference == 0 {
             return false;
         }
-        reader.by_reference = 0;
         let mut released = Vec::new();
-        let pool = &mut self.rx_pool;
-        let pool_bytes = &mut self.rx_pool_bytes;
-        reader.samples.for_each_mut(|s| {
-            if !s.by_reference {
-                return;
-            }
-            let mut buf = match pool.pop() {
-                Some(b) => {
-                    *pool_bytes -= b.capacity();
-                    b
-                }
-                None => Vec::new(),
-            };
-            buf.clear();
-            if !read(&s.payload, &mut buf) {
-                buf.clear();
-            }
-            std::mem::swap(&mut s.payload, &mut buf);
-            s.by_reference = false;
-            released.push((s.writer_guid, s.sequence_number));
-        });
-        self.release_references(r, released)
+        let lost = resolve_cached(
+            reader,
+            None,
+            &mut self.rx_pool,
+            &mut self.rx_pool_bytes,
+            read,
+            &mut released,
+        );
+        self.stats.unreadable_data_refs += lost as u64;
+        if lost > 0 {
+            self.events.push_back(Event::SampleLost {
+                reader: r,
+                count: u32::try_from(lost).unwrap_or(u32::MAX),
+            });
+        }
+        self.release_references(r, released) || lost > 0
+    }
+
+    /// Copies the by-reference samples of writer `writer` in reader `ri`'s cache out of
+    /// their chunks, with the participant's chunk reader: the writer (or its participant)
+    /// is going away, and its chunks are no longer kept for this reader.
+    pub(super) fn resolve_writer_references(&mut self, ri: usize, writer: Guid) {
+        let Some(reader) = self.readers.get_mut(ri).and_then(Option::as_mut) else {
+            return;
+        };
+        if reader.by_reference == 0 {
+            return;
+        }
+        let max = self.config.reassembly.max_sample_size as usize;
+        let chunk_reader = &mut self.chunk_reader;
+        let mut released = Vec::new();
+        let lost = resolve_cached(
+            reader,
+            Some(writer),
+            &mut self.rx_pool,
+            &mut self.rx_pool_bytes,
+            |reference, out| {
+                chunk_reader
+                    .as_mut()
+                    .is_some_and(|c| c.read(reference, max, out))
+            },
+            &mut released,
+        );
+        self.stats.unreadable_data_refs += lost as u64;
+        if lost > 0 {
+            self.events.push_back(Event::SampleLost {
+                reader: ReaderId(ri),
+                count: u32::try_from(lost).unwrap_or(u32::MAX),
+            });
+        }
     }
 
     /// Visits at most `max` samples of this reader, in delivery order, leaving
@@ -395,8 +423,12 @@ impl Participant {
             self.release_remote_endpoint(guid.prefix);
         }
         self.secure_endpoint_gone(guid);
-        for (ri, r) in self.readers.iter_mut().enumerate() {
-            let Some(r) = r.as_mut() else { continue };
+        for ri in 0..self.readers.len() {
+            // Samples it sent by reference and the reader holds: copied out now.
+            self.resolve_writer_references(ri, guid);
+            let Some(r) = self.readers[ri].as_mut() else {
+                continue;
+            };
             if let Some(i) = r.proxies.position(guid) {
                 r.proxies.remove(i);
                 if r.role == Role::User {
@@ -466,7 +498,9 @@ impl Participant {
                 r.by_reference += 1;
             }
             let key_hash = match (c.key_hash, &r.key_extractor) {
-                (None, Some(k)) if !c.payload.is_empty() => (k.0)(c.kind, &c.payload),
+                (None, Some(k)) if !c.payload.is_empty() && !c.by_reference => {
+                    (k.0)(c.kind, &c.payload)
+                }
                 (k, _) => k,
             };
             r.samples.push(
@@ -485,4 +519,39 @@ impl Participant {
             *notify = true;
         }
     }
+}
+
+/// Turns the by-reference samples of `reader`'s cache (of `writer` only, when given) into
+/// bytes with `read`, from buffers of `pool`; drops those `read` refuses. Pushes each
+/// resolved sample's writer and SN to `released`; returns how many were dropped.
+fn resolve_cached(
+    reader: &mut LocalReader,
+    writer: Option<Guid>,
+    pool: &mut Vec<Vec<u8>>,
+    pool_bytes: &mut usize,
+    mut read: impl FnMut(&[u8], &mut Vec<u8>) -> bool,
+    released: &mut Vec<(Guid, SequenceNumber)>,
+) -> usize {
+    let mut resolved = 0;
+    let dropped = reader.samples.retain_mut(|s| {
+        if !s.by_reference || writer.is_some_and(|w| w != s.writer_guid) {
+            return true;
+        }
+        resolved += 1;
+        released.push((s.writer_guid, s.sequence_number));
+        let mut buf = match pool.pop() {
+            Some(b) => {
+                *pool_bytes -= b.capacity();
+                b
+            }
+            None => Vec::new(),
+        };
+        buf.clear();
+        let ok = read(&s.payload, &mut buf);
+        std::mem::swap(&mut s.payload, &mut buf);
+        s.by_reference = false;
+        ok
+    });
+    reader.by_reference -= resolved;
+    dropped
 }

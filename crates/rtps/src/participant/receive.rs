@@ -316,6 +316,16 @@ impl Participant {
                 // A reader that reads in place keeps the reference (see
                 // `Participant::set_reader_in_place`).
                 PayloadSrc::Chunk(reference) if by_reference => {
+                    let max = self.config.reassembly.max_sample_size as usize;
+                    if !self
+                        .chunk_reader
+                        .as_mut()
+                        .is_some_and(|cr| cr.check(reference, max))
+                    {
+                        // Already reused (or unreadable): a lost DATA, repaired as bytes.
+                        self.stats.unreadable_data_refs += 1;
+                        return;
+                    }
                     let mut buf = self.rx_pool.pop().unwrap_or_default();
                     self.rx_pool_bytes -= buf.capacity();
                     buf.clear();

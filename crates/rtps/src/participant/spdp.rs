@@ -136,20 +136,19 @@ impl Participant {
     /// thousands of participants a flood announced expire together.
     pub(super) fn remove_participants(&mut self, prefixes: &[GuidPrefix]) {
         let mut removed: Vec<(GuidPrefix, AuthState)> = Vec::new();
+        // Their shared-memory locators: told to the chunk reader once their writers are
+        // gone (which copies out what readers hold of theirs by reference first).
+        let mut shm_gone: Vec<Locator> = Vec::new();
         for p in prefixes {
             if let Some(r) = self.participants.remove(p) {
-                if let Some(cr) = self.chunk_reader.as_mut() {
-                    // Its shared memory is not read again: the reader unmaps it.
-                    for l in r
-                        .data
-                        .default_unicast
-                        .iter()
-                        .chain(&r.data.metatraffic_unicast)
-                    {
-                        if l.kind == Locator::KIND_FERRODDS_SHM {
-                            cr.peer_gone(l);
-                        }
-                    }
+                if self.chunk_reader.is_some() {
+                    shm_gone.extend(
+                        r.data
+                            .default_unicast
+                            .iter()
+                            .chain(&r.data.metatraffic_unicast)
+                            .filter(|l| l.kind == Locator::KIND_FERRODDS_SHM),
+                    );
                 }
                 removed.push((*p, r.auth));
             }
@@ -195,6 +194,12 @@ impl Participant {
         rs.sort_unstable();
         for g in rs {
             self.remove_remote_reader(g);
+        }
+        if let Some(cr) = self.chunk_reader.as_mut() {
+            // Their shared memory is not read again: the reader unmaps it.
+            for l in &shm_gone {
+                cr.peer_gone(l);
+            }
         }
         for prefix in gone {
             self.events.push_back(Event::ParticipantLost { prefix });

@@ -984,6 +984,11 @@ impl ChunkReader for TestChunkReader {
         self.gone.lock().unwrap().push(shm_locator.port);
     }
 
+    fn check(&mut self, reference: &[u8], max_len: usize) -> bool {
+        let mut scratch = Vec::new();
+        self.read(reference, max_len, &mut scratch)
+    }
+
     fn read(&mut self, reference: &[u8], max_len: usize, out: &mut Vec<u8>) -> bool {
         let Ok(id) = <[u8; 4]>::try_from(reference).map(u32::from_le_bytes) else {
             return false;
@@ -1226,11 +1231,14 @@ fn shared_payloads_go_by_reference_to_shared_memory_readers() {
 
 /// A reader that reads in place keeps a DATA_REF as the reference, and holds back its
 /// acknowledgement (the writer keeps the chunk) until the runtime releases the sample; a
-/// take that wants the bytes resolves the references left in the cache.
+/// reference already stale on arrival is a lost DATA, repaired as bytes; a take that wants
+/// the bytes resolves the references left in the cache, and one that cannot be read then is
+/// a lost sample.
 #[test]
 fn a_reader_in_place_holds_its_acknowledgement_until_released() {
     let pool = TestPool::default();
-    let mut pair = ShmPair::new(SHM_HERE, &[], true, true, &pool);
+    // Chunk 6 cannot be read when it arrives.
+    let mut pair = ShmPair::new(SHM_HERE, &[6], true, true, &pool);
     let (w, r) = (pair.w, pair.r);
     pair.b.set_reader_in_place(r, true);
     let mut sent = Vec::new();
@@ -1245,8 +1253,9 @@ fn a_reader_in_place_holds_its_acknowledgement_until_released() {
     for _ in 0..3000 {
         pair.step();
     }
-    assert_eq!(pair.refs, 10, "DATA_REFs");
-    assert_eq!(pair.b.stats().received_data_refs, 10);
+    assert_eq!(pair.refs, 10, "DATA_REFs (the repair went as bytes)");
+    assert_eq!(pair.b.stats().received_data_refs, 9);
+    assert_eq!(pair.b.stats().unreadable_data_refs, 1);
     assert!(!pair.a.is_acknowledged_by_all(w), "acknowledged while held");
     assert_eq!(pool.lock().unwrap().len(), 10, "chunks kept");
     // Five taken: each is its reference; releasing them lets the writer free those chunks.
@@ -1270,13 +1279,14 @@ fn a_reader_in_place_holds_its_acknowledgement_until_released() {
     let left: Vec<u32> = pool.lock().unwrap().keys().copied().collect();
     assert_eq!(left, [5, 6, 7, 8, 9], "chunks kept after the release");
     assert!(!pair.a.is_acknowledged_by_all(w));
-    // The rest resolved into bytes (one made unreadable: an empty payload), then taken.
+    // The rest resolved into bytes: sample 6 is bytes already; 8 cannot be read now and is
+    // lost.
     let bytes = pool.lock().unwrap().clone();
-    let mut reads = 0;
+    let mut reads = Vec::new();
     assert!(pair.b.resolve_references(r, |reference, out| {
-        reads += 1;
         let id = u32::from_le_bytes(reference.try_into().unwrap());
-        match bytes.get(&id).filter(|_| id != 7) {
+        reads.push(id);
+        match bytes.get(&id).filter(|_| id != 8) {
             Some(b) => {
                 out.extend_from_slice(b);
                 true
@@ -1284,17 +1294,23 @@ fn a_reader_in_place_holds_its_acknowledgement_until_released() {
             None => false,
         }
     }));
-    assert_eq!(reads, 5);
+    reads.sort_unstable();
+    assert_eq!(reads, [5, 7, 8, 9]);
     assert!(!pair.b.resolve_references(r, |_, _| unreachable!()));
-    for (i, want) in sent.iter().enumerate().skip(5) {
+    assert!(
+        pair.b
+            .poll_event()
+            .into_iter()
+            .chain(std::iter::from_fn(|| pair.b.poll_event()))
+            .any(|e| matches!(e, Event::SampleLost { count: 1, .. })),
+        "the unreadable sample counted lost"
+    );
+    for want in [5, 6, 7, 9] {
         let s = pair.b.take_sample(r).unwrap();
         assert!(!s.by_reference);
-        if i == 7 {
-            assert!(s.payload.is_empty(), "unreadable: empty");
-        } else {
-            assert!(s.payload == *want, "sample {i}: the bytes");
-        }
+        assert!(s.payload == sent[want], "sample {want}: the bytes");
     }
+    assert!(pair.b.take_sample(r).is_none());
     for _ in 0..500 {
         pair.step();
         if pair.a.is_acknowledged_by_all(w) {
@@ -1306,6 +1322,46 @@ fn a_reader_in_place_holds_its_acknowledgement_until_released() {
         "acknowledged once resolved"
     );
     assert!(pool.lock().unwrap().is_empty(), "every chunk released");
+}
+
+/// Samples a reader in place holds by reference are copied out when their writer's
+/// participant goes away (before its shared memory is forgotten), and taken as bytes.
+#[test]
+fn held_references_are_copied_out_when_their_writer_goes() {
+    let pool = TestPool::default();
+    let mut pair = ShmPair::new(SHM_HERE, &[], true, true, &pool);
+    let r = pair.r;
+    pair.b.set_reader_in_place(r, true);
+    let mut sent = Vec::new();
+    for i in 0..3u32 {
+        let bytes = vec![i as u8; 20_000];
+        pair.write_chunk(&pool, i, &bytes);
+        sent.push(bytes);
+    }
+    for _ in 0..200 {
+        pair.step();
+    }
+    assert_eq!(pair.b.reader_sample_count(r), 3);
+    // The writer's participant falls silent: its lease ends at the reader's.
+    let mut t = pair.t;
+    for _ in 0..30 {
+        t = t.saturating_add(core::time::Duration::from_secs(1));
+        if pair.b.poll_timeout().is_some_and(|d| d <= t) {
+            pair.b.handle_timeout(t);
+        }
+        let _ = drain(&mut pair.b, t);
+    }
+    assert_eq!(pair.b.matched_writer_count(r), 0, "writer gone");
+    assert_eq!(
+        *pair.gone.lock().unwrap(),
+        [7411],
+        "its shared memory forgotten"
+    );
+    for want in &sent {
+        let s = pair.b.take_sample(r).unwrap();
+        assert!(!s.by_reference, "copied out");
+        assert!(s.payload == *want);
+    }
 }
 
 /// Multicast user data: readers announce the participant's default multicast locators, and

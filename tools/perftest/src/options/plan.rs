@@ -75,6 +75,16 @@ impl Options {
                 || self.enable_shared_memory)
     }
 
+    /// Whether `-zeroCopy` / `-loaningSendReceive` samples of 16 KiB or more go by reference
+    /// through shared memory (shared memory among the transports, no DDS Security, no flow
+    /// controller: FerroDDS sends protected or paced samples as bytes).
+    pub fn by_reference(&self) -> bool {
+        (self.zero_copy || self.loaning)
+            && self.uses_shared_memory()
+            && self.secure.is_none()
+            && !self.asynchronous
+    }
+
     /// Whether the unbounded ("Large") type is used.
     pub fn large_data(&self) -> bool {
         self.unbounded || self.data_len > OVERHEAD_BYTES + MAX_BOUNDED_SEQ_SIZE

@@ -159,7 +159,12 @@ pub const OPTIONS: &[OptionSpec] = &[
     o("-latencyTest", Flag, Pub, "Ping-pong latency test"),
     o("-lightWeightSecurity", Flag, Both, ""),
     o("-loadDataFromFile", Value, Pub, ""),
-    o("-loaningSendReceive", Flag, Both, ""),
+    o(
+        "-loaningSendReceive",
+        Flag,
+        Both,
+        "Throughput samples through writer loans and serialized takes, any transport",
+    ),
     o("-lowResolutionClock", Flag, Pub, ""),
     o("-maximumAllocableBufferSize", Value, Pub, ""),
     o("-messageSizeMax", Value, Both, ""),

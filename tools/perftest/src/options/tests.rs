@@ -376,6 +376,17 @@ fn batching_rules() {
             .unwrap()
             .loaning
     );
+    // By reference only where shared memory carries the samples.
+    for (args, by_ref) in [
+        ("-sub -zeroCopy", true),
+        ("-sub -loaningSendReceive", true),
+        ("-sub -loaningSendReceive -checkConsistency", true),
+        ("-sub -loaningSendReceive -transport UDPv4", false),
+        ("-pub -loaningSendReceive -asynchronous", false),
+        ("-sub", false),
+    ] {
+        assert_eq!(parse(args).unwrap().by_reference(), by_ref, "{args}");
+    }
     for ok in [
         "-pub -zeroCopy",
         "-pub -zeroCopy -transport SHMEM",
@@ -443,7 +454,8 @@ fn capability_refusals_name_the_reason() {
         ("-loaningSendReceive -keyed", "'-loaningSendReceive' cannot be used with '-keyed': FerroDDS's writer loans are for unkeyed types (a loan carries no key hash)."),
         ("-pub -loaningSendReceive -batchSize 8192", "'-loaningSendReceive' cannot be used with batching: FerroDDS writes each loan as one sample (give '-batchSize 0' or no '-batchSize')."),
         ("-raw -loaningSendReceive", "'-loaningSendReceive' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
-        ("-checkConsistency", "'-checkConsistency' checks samples read in place: it can only be used with '-zeroCopy'."),
+        ("-checkConsistency", "'-checkConsistency' checks samples read in place: it can only be used with '-zeroCopy' or '-loaningSendReceive'."),
+        ("-zeroCopy -asynchronous", "'-zeroCopy' cannot be used with '-asynchronous': FerroDDS sends a flow-controlled writer's samples as bytes, never by reference."),
         ("-raw -checkConsistency", "'-checkConsistency' is not supported by FerroDDS perftest: not available with -rawTransport (no DDS)."),
         ("-zeroCopy -transport TCP", "Zero Copy must be run with SHMEM as transport"),
         ("-zeroCopy -keyed", "'-zeroCopy' cannot be used with '-keyed': FerroDDS's writer loans are for unkeyed types (a loan carries no key hash)."),

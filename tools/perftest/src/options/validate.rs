@@ -178,9 +178,9 @@ impl Options {
                 ));
             }
         }
-        if self.check_consistency && !self.zero_copy {
+        if self.check_consistency && !self.zero_copy && !self.loaning {
             return Err(OptionError::Conflict(
-                "'-checkConsistency' checks samples read in place: it can only be used with '-zeroCopy'.",
+                "'-checkConsistency' checks samples read in place: it can only be used with '-zeroCopy' or '-loaningSendReceive'.",
             ));
         }
         if self.loaning && !self.zero_copy {
@@ -215,6 +215,11 @@ impl Options {
             if self.secure.is_some() {
                 return Err(OptionError::Conflict(
                     "'-zeroCopy' cannot be used with DDS Security: FerroDDS sends protected samples through the shared-memory ring, never by reference.",
+                ));
+            }
+            if self.asynchronous {
+                return Err(OptionError::Conflict(
+                    "'-zeroCopy' cannot be used with '-asynchronous': FerroDDS sends a flow-controlled writer's samples as bytes, never by reference.",
                 ));
             }
         }
