@@ -49,6 +49,18 @@ fn piggy_backed_heartbeats_ask_for_acks_only_when_needed() {
     assert!(w.wants_ack(t0.saturating_add(ms), 5 * ms));
 }
 
+/// [`cfg`] on host `host` with shared memory (locator port 7411), UDP datagrams of 1472
+/// bytes and shared-memory messages of 65,000.
+fn shm_cfg(n: u8, host: [u8; 12]) -> ParticipantConfig {
+    let mut c = cfg(n);
+    c.shm_host = Some(host);
+    c.default_unicast_locators
+        .insert(0, Locator::shm(host, 7411));
+    c.max_message_size = 1472;
+    c.shm_message_size = 65_000;
+    c
+}
+
 fn cfg(n: u8) -> ParticipantConfig {
     let ip = core::net::Ipv4Addr::new(127, 0, 0, n);
     ParticipantConfig {
@@ -842,15 +854,7 @@ fn shared_memory_locators_replace_udp_on_the_same_host_only() {
 fn pushes_to_shared_memory_only_fill_a_shared_memory_message() {
     let here = [9u8; 12];
     let elsewhere = [8u8; 12];
-    let config = |n: u8, host: [u8; 12]| {
-        let mut c = cfg(n);
-        c.shm_host = Some(host);
-        c.default_unicast_locators
-            .insert(0, Locator::shm(host, 7411));
-        c.max_message_size = 1472;
-        c.shm_message_size = 65_000;
-        c
-    };
+    let config = shm_cfg;
     let ms = core::time::Duration::from_millis(1);
     // (reader's host, writer's own max_message_size, whether messages may exceed the MTU)
     for (rh, own_max, shm) in [
@@ -1031,15 +1035,7 @@ const SHM_HERE: [u8; 12] = [9u8; 12];
 
 impl ShmPair {
     fn new(rh: [u8; 12], refuse: &[u32], marked: bool, reads: bool, pool: &TestPool) -> Self {
-        let config = |n: u8, host: [u8; 12]| {
-            let mut c = cfg(n);
-            c.shm_host = Some(host);
-            c.default_unicast_locators
-                .insert(0, Locator::shm(host, 7411));
-            c.max_message_size = 1472;
-            c.shm_message_size = 65_000;
-            c
-        };
+        let config = shm_cfg;
         let mut a = Participant::new(config(1, SHM_HERE), Timestamp(0));
         let mut wa = wattrs(false);
         wa.qos.history = History::KeepAll;
