@@ -92,8 +92,9 @@ struct RunArgs {
     #[arg(long)]
     batching: Option<String>,
     /// Transports: udpv4,tcp,tls,udpv4-wan,shmem,shmem-zc (comma-separated).
-    /// shmem-zc: shared memory with writer loans (perftest -transport SHMEM -zeroCopy on both
-    /// sides), FerroDDS only, unkeyed, unbatched, no security; the shmem raw rows are its baseline.
+    /// shmem-zc: shared memory with writer loans and reads in place (perftest -transport SHMEM
+    /// -zeroCopy on both sides), FerroDDS only, unkeyed, unbatched, no security; the shmem raw
+    /// rows are its baseline.
     #[arg(long)]
     transport: Option<String>,
     /// Network capture of the FerroDDS runs (perftest -networkCapture on both sides):

@@ -957,7 +957,7 @@ fn fair_comparison_table(h: &mut String, summary: &Summary) {
         .iter()
         .any(|a| a.scenario.transport == Transport::ShmemZc)
     {
-        h.push_str(" The raw SHMEM rings (one sample per slot) are the baseline of both the SHMEM rows and the SHMEM zero-copy ones (writer loans, unbatched): run shmem beside shmem-zc to have them.");
+        h.push_str(" The raw SHMEM rings (one sample per slot) are the baseline of both the SHMEM rows and the SHMEM zero-copy ones (writer loans and reads in place, unbatched): run shmem beside shmem-zc to have them.");
     }
     h.push_str("</p>\n");
 }
