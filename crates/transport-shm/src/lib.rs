@@ -41,7 +41,8 @@
 //!   write the tail, a slot they claimed, the sequence marks and publishes above, and the
 //!   futex word. All shared words are accessed atomically; payload bytes are copied as plain
 //!   bytes (no type invariants), by the receiver into private memory before any parsing.
-//! * **Wake-ups.** The receiver spins briefly (about 50 `spin_loop` hints), then reads the
+//! * **Wake-ups.** The receiver spins briefly (about 50 `spin_loop` hints; not at all when
+//!   it may run on one CPU only, where its senders cannot run meanwhile), then reads the
 //!   futex word `v`, stores `sleeping = 1` (SeqCst), issues a SeqCst fence, re-checks the head
 //!   slot, and only if still nothing is there calls `FUTEX_WAIT(word, v)` (a shared futex:
 //!   across processes) with a timeout of [`POLL_INTERVAL`] (100 ms, so shutdown and stalled
