@@ -640,9 +640,7 @@ impl<T: crate::loan::FlatType + Send + 'static> DataReader<T> {
                 want -= 1;
             }
             // The writers may reuse the chunks now.
-            self.inner.release_references(self.id, &mut release.taken);
-            let released = std::mem::take(&mut release.taken);
-            drop(release);
+            let released = release.finish();
             if lost > 0 {
                 self.shared.on_event(
                     &Event::SampleLost {
@@ -717,6 +715,14 @@ struct Release<'a> {
     taken: Vec<(Guid, ferrodds_rtps::SequenceNumber)>,
 }
 
+impl Release<'_> {
+    /// Releases the samples now; the emptied vector, for its capacity.
+    fn finish(mut self) -> Vec<(Guid, ferrodds_rtps::SequenceNumber)> {
+        self.inner.release_references(self.id, &mut self.taken);
+        std::mem::take(&mut self.taken)
+    }
+}
+
 impl Drop for Release<'_> {
     fn drop(&mut self) {
         self.inner.release_references(self.id, &mut self.taken);
@@ -754,12 +760,8 @@ impl SerializedSample<'_> {
     /// acknowledgements, or misbehaves, may reuse it). Check after reading the body: true
     /// means what was read is the sample.
     pub fn is_consistent(&self) -> bool {
-        self.view.is_none_or(consistent)
+        self.view.is_none_or(|v| v.is_consistent())
     }
-}
-
-fn consistent(v: &ChunkView) -> bool {
-    v.is_consistent()
 }
 
 #[cfg(feature = "shared-memory")]

@@ -1141,13 +1141,22 @@ impl PoolReader {
     /// reused since `r` was made, is being rewritten, or the pool is another owner's).
     pub fn copy(&mut self, r: &ChunkRef, out: &mut Vec<u8>) -> Result<(), PoolReadError> {
         out.clear();
+        self.on_pool(r, |p| p.copy(r, out))
+    }
+
+    /// Runs `f` on `r`'s cached pool (opened if needed). A stale answer from a pool not
+    /// verified just now is tried once more: perhaps the file was replaced (by a pool of the
+    /// same id and owner pid) since it was last checked, so it is checked, re-opened if so.
+    fn on_pool<T>(
+        &mut self,
+        r: &ChunkRef,
+        mut f: impl FnMut(&CachedPool) -> Result<T, PoolReadError>,
+    ) -> Result<T, PoolReadError> {
         let (i, verified) = self.lookup(r, false)?;
-        match self.cache[i].copy(r, out) {
-            // Perhaps the file was replaced (by a pool of the same id and owner pid) since it
-            // was last checked: check now, re-open if so, and try once more.
+        match f(&self.cache[i]) {
             Err(PoolReadError::Stale) if !verified => {
                 let (i, _) = self.lookup(r, true)?;
-                self.cache[i].copy(r, out)
+                f(&self.cache[i])
             }
             result => result,
         }
@@ -1187,20 +1196,13 @@ impl PoolReader {
     /// was reused meanwhile. The view keeps the pool mapped (even past [`PoolReader::forget`]).
     /// Errors as [`PoolReader::copy`]'s.
     pub fn view(&mut self, r: &ChunkRef) -> Result<ChunkView, PoolReadError> {
-        let (i, verified) = self.lookup(r, false)?;
-        match self.cache[i].view(r) {
-            Err(PoolReadError::Stale) if !verified => {
-                let (i, _) = self.lookup(r, true)?;
-                self.cache[i].view(r)
-            }
-            result => result,
-        }
+        self.on_pool(r, |p| p.view(r))
     }
 
     /// Whether chunk `r` can be read now (as [`PoolReader::copy`] would succeed), without
     /// copying it. Errors as [`PoolReader::copy`]'s.
     pub fn check(&mut self, r: &ChunkRef) -> Result<(), PoolReadError> {
-        self.view(r).map(drop)
+        self.on_pool(r, |p| p.check(r).map(drop))
     }
 
     /// Drops the mapping of pool `pool` (its owner is gone); a later reference re-opens it.
