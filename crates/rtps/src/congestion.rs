@@ -18,7 +18,8 @@
 //! measured delivery rate, and slow multiplicative growth gated by queueing.
 //! - The rate starts at [`INITIAL_RATE`] (a full bucket goes at once) and,
 //!   in slow start, doubles every window in which the sender used it, the
-//!   readers' acknowledgements kept up ([`SLOW_START_DELIVERED`]) and a
+//!   readers' acknowledgements kept up ([`SLOW_START_DELIVERED`] of the
+//!   bytes sent, at no less than [`MAX_DECREASE`] of the rate) and a
 //!   round-trip sample showed no queue. Slow start ends at the first queue,
 //!   at congestion (below), or at a window with losses ([`MIN_LOSS_BYTES`])
 //!   that does not double the rate: the sender sent less than
@@ -53,9 +54,13 @@
 //!   waiting for a repair holds back those of all that follow), but no less
 //!   than [`MAX_DECREASE`] of the previous rate (leaving slow start: no
 //!   less than that share of what the readers took in the window that last
-//!   doubled the rate); then one window passes
+//!   doubled the rate); then one window (or two round trips, the latest one
+//!   counted: behind a full queue it far exceeds the smoothed one) passes
 //!   before the next decision, as the readers' NACKs for data sent before
-//!   the decrease are still arriving.
+//!   the decrease are still arriving. A decision waits for a delivery
+//!   measurement (up to [`MAX_WINDOW`]) unless the window lost more than
+//!   [`HEAVY_LOSS`] of its bytes: an overload's acknowledgements wait for
+//!   repairs that the overload delays.
 //! - A window without congestion or queue in which the sender used its rate
 //!   grows it by [`GROWTH_PER_10MS`] per 10 ms (multiplicative, so the same
 //!   dynamics hold on a 10 Mbit/s radio and a 10 Gbit/s loopback), never
@@ -99,6 +104,10 @@ pub const GOODPUT_SHARE: f64 = 0.9;
 pub const MAX_DECREASE: f64 = 0.5;
 /// Rate growth per 10 ms of pacing-limited sending without congestion.
 pub const GROWTH_PER_10MS: f64 = 0.015;
+/// A window that lost more than this share of its bytes is judged without
+/// waiting for a delivery-rate measurement (the acknowledgements of an overload
+/// wait for repairs that the overload itself delays).
+pub const HEAVY_LOSS: f64 = 0.25;
 /// Shortest evaluation window.
 pub const MIN_WINDOW: u64 = 10_000_000;
 /// Longest evaluation window (a slow sender still gets decisions).
@@ -496,8 +505,16 @@ impl Pacer {
             // The anchor: what the readers acknowledged per second (the
             // bottleneck's rate while it was full), else (no measurement
             // after the longest window) what was sent and not reported lost.
-            if delivery.is_none() && elapsed < MAX_WINDOW {
-                // Acknowledgements are still to come: judge later.
+            let heavy = self.win_lost as f64 > HEAVY_LOSS * self.win_sent as f64;
+            if delivery.is_none() && elapsed < MAX_WINDOW && !heavy {
+                // Acknowledgements are still to come: judge later. (Unless a large
+                // share of the window was lost: that is an overload, and the readers'
+                // acknowledgements, held back by the first sample that lost a
+                // fragment, may not come before the rate comes down. A 100 Mbit/s
+                // start into a 10 Mbit/s shaper used to wait the longest window,
+                // sending 3 MB of which 1.9 MB were lost. The caller's recovery
+                // point leaves out repairs of data sent before the last decrease,
+                // such as a late joiner's.)
                 return false;
             }
             // (Also no less than what was sent and not reported lost in
@@ -544,8 +561,11 @@ impl Pacer {
             self.tokens = self.tokens.min(0.0);
             self.stats.decreases += 1;
             // Losses reported during the next window (or two round trips)
-            // are of data sent before the decrease.
-            let hold = window.max(2 * srtt.unwrap_or(0));
+            // are of data sent before the decrease. (The latest round trip
+            // counts too: behind a full queue it is far above the smoothed
+            // one, and judging again before it passed decreased the rate
+            // again for the same overload.)
+            let hold = window.max(2 * srtt.unwrap_or(0).max(self.last_rtt));
             self.hold_until = now.saturating_add(core::time::Duration::from_nanos(hold));
             self.reset_window(now);
             return true;
@@ -554,9 +574,14 @@ impl Pacer {
             // acknowledgements kept up (they lag a round trip behind, and a
             // queue widens the lag), and a round-trip sample of this window
             // shows no queue.
+            // The readers must also have taken the bytes at no less than half the
+            // rate: a window of one burst and a long wait for its acknowledgement (a
+            // large sample into a slow link, then a pause) kept up by bytes, not by
+            // rate. (It doubled 100 Mbit/s into a 10 Mbit/s shaper.)
             let doubles = self.win_limited
                 && self.win_min_rtt > 0
-                && self.win_delivered as f64 >= SLOW_START_DELIVERED * self.win_sent as f64;
+                && self.win_delivered as f64 >= SLOW_START_DELIVERED * self.win_sent as f64
+                && self.win_delivered as f64 >= MAX_DECREASE * r * secs;
             // ... whose rate also set what went out (not the writers' windows).
             let paced = self.win_sent as f64 >= PACED_SHARE * r * secs;
             let lossy = self.win_lost >= MIN_LOSS_BYTES;
@@ -798,6 +823,66 @@ mod tests {
         let offered = 300e6;
         link.run(&mut p, &mut t, 500, offered);
         assert!(!p.slow_start, "{:?} {:?}", p.rate, p.stats);
+    }
+
+    /// One 63000 B sample into a 10 Mbit/s link, then a pause (perftest's first pings):
+    /// the readers acknowledge all of it, but at a tenth of the rate. That window used to
+    /// double 100 Mbit/s to 200 before the flow started.
+    #[test]
+    fn a_burst_acknowledged_slowly_does_not_double_the_rate() {
+        let mut p = Pacer::new(true);
+        let start = p.rate().expect("paced");
+        let mut t = 0u64;
+        for _ in 0..45 {
+            while !p.may_send(Timestamp(t), Some(500_000)) {
+                t = p.next_send_at().expect("waiting").0;
+            }
+            p.on_sent(Timestamp(t), 1472);
+        }
+        p.on_rtt(Timestamp(t + 500_000), 500_000);
+        // Acknowledged at 10 Mbit/s: 1472 B every 1.18 ms.
+        for _ in 0..45 {
+            t += 1_177_600;
+            p.on_delivered(Timestamp(t), 1472, Some(500_000));
+        }
+        assert!(!p.evaluate(Timestamp(300 * MS), Some(500_000)));
+        assert_eq!(p.rate(), Some(start), "{:?}", p.stats);
+    }
+
+    /// The initial rate ten times a 10 Mbit/s shaper's: the heavy losses bring it down
+    /// within a few round trips, without waiting for a delivery
+    /// measurement that the acknowledgements (held back by the first sample missing a
+    /// fragment) would only give late.
+    #[test]
+    fn an_overload_without_a_delivery_measurement_is_judged_at_once() {
+        let mut p = Pacer::new(true);
+        let mut t = 0u64;
+        // 20 ms at 100 Mbit/s (a datagram every 118 µs): 250 KB into a 62.5 kB queue;
+        // two thirds are lost.
+        let mut sent = 0u64;
+        while t < 20 * MS {
+            p.on_sent(Timestamp(t), 1472);
+            sent += 1472;
+            t += 117_760;
+        }
+        // The round trip shows the full queue; the readers report two thirds lost and
+        // acknowledge nothing yet.
+        p.on_rtt(Timestamp(t), 50 * MS);
+        assert!(p.on_lost(Timestamp(t), 2 * sent / 3, Some(500_000)));
+        let r = p.rate().expect("paced");
+        assert!(
+            r <= MAX_DECREASE * INITIAL_RATE * 1.05,
+            "{r} B/s, {:?}",
+            p.stats
+        );
+        // The next decision waits for the data sent since to be reported: a round trip
+        // behind the full queue, not the smoothed one.
+        for _ in 0..170 {
+            t += 117_760;
+            p.on_sent(Timestamp(t), 1472);
+        }
+        assert!(!p.on_lost(Timestamp(t), 100_000, Some(500_000)));
+        assert_eq!(p.rate(), Some(r));
     }
 
     #[test]
