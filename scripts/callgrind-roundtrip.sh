@@ -25,10 +25,15 @@ fi
 p="$target/release/perftest"
 mkdir -p "$out"
 rm -f "$out"/cg.sub.out "$out"/cg.pub.out "$out"/latency.txt
-common=(-domain "$dom" -noPrint -nic 127.0.0.1 -peer 127.0.0.1 -dataLen 32)
+common=(-domain "$dom" -noPrint -dataLen 32)
 # UDPv4 unless the options name a transport (perftest's default also runs shared memory
-# between processes of one host; the figures in the README are UDPv4's).
-case " $* " in *" -transport "*) ;; *) common+=(-transport UDPv4) ;; esac
+# between processes of one host; the figures in the README are UDPv4's). Shared memory
+# refuses -nic/-peer (its discovery stays on the loopback interface).
+case " $* " in
+    *" -transport SHMEM "*) ;;
+    *" -transport "*) common+=(-nic 127.0.0.1 -peer 127.0.0.1) ;;
+    *) common+=(-nic 127.0.0.1 -peer 127.0.0.1 -transport UDPv4) ;;
+esac
 taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$out/cg.sub.out" \
     "$p" -sub "${common[@]}" "$@" >"$out/sub.out" 2>"$out/sub.err" &
 sub=$!

@@ -229,7 +229,16 @@ fn a_killed_subscriber_process_leaves_no_stuck_writer_nor_segment() {
             w.write(&shape(x)).unwrap();
         }
         w.wait_for_acknowledgments(WAIT).expect("acknowledged");
-        assert!(shm_stats(&p).unwrap().messages_sent >= 200);
+        // Shared memory carried the samples, UDP none. (Neither count is 200: samples
+        // written faster than they go share a message, and this KEEP_LAST 1 writer replaces
+        // a sample not sent yet.)
+        let udp = p
+            .transport_stats()
+            .into_iter()
+            .find(|(k, _)| *k == TransportKind::Udpv4)
+            .map(|(_, s)| s.messages_sent);
+        assert!(shm_stats(&p).unwrap().messages_sent > 0);
+        assert_eq!(udp, Some(0), "{:?}", p.transport_stats());
         let theirs: Vec<_> = new_segments(&before)
             .into_iter()
             .filter(|s| !ours.contains(s))
@@ -602,6 +611,7 @@ fn serialized_take_hands_each_body_as_written() {
                 "{case}: acknowledged before the take"
             );
             let mut got = Vec::new();
+            let mut as_bytes = Vec::new();
             let deadline = Instant::now() + Duration::from_secs(20);
             while got.len() < 30 && Instant::now() < deadline {
                 let _ = r.wait_for_data(Duration::from_millis(50));
@@ -612,15 +622,34 @@ fn serialized_take_hands_each_body_as_written() {
                     let mut want = vec![0u8; 28 + size];
                     fill_loan(&mut want, seq, size);
                     assert!(body == want, "{case}: body of {seq}");
-                    assert_eq!(s.in_place(), shm && in_place, "{case}: {seq} in place");
+                    if !(shm && in_place) {
+                        assert!(!s.in_place(), "{case}: {seq} in place");
+                    } else if !s.in_place() {
+                        as_bytes.push(seq);
+                    }
                     assert!(s.is_consistent(), "{case}: {seq} consistent");
                     got.push(seq);
                 })
                 .unwrap();
             }
             assert_eq!(got, (0..30).collect::<Vec<_>>(), "{case}");
+            // In place, a sample comes as bytes only when it was repaired (repairs carry
+            // bytes): a reader that heard of it from a HEARTBEAT before its reference
+            // arrived asked for it. That is rare (seen once in CI, under load).
+            let resent = a.engine_stats().resent_data as usize;
+            assert!(
+                as_bytes.len() <= resent && as_bytes.len() <= 3,
+                "{case}: {as_bytes:?} not in place, {resent} resent"
+            );
             let refs = b.engine_stats().received_data_refs;
-            assert_eq!(refs, if shm { 30 } else { 0 }, "{case}");
+            if shm {
+                assert!(
+                    refs as usize + as_bytes.len() >= 30 && refs <= 30,
+                    "{case}: {refs}"
+                );
+            } else {
+                assert_eq!(refs, 0, "{case}");
+            }
             w.wait_for_acknowledgments(WAIT)
                 .unwrap_or_else(|e| panic!("{case}: acknowledged after the take: {e}"));
         }

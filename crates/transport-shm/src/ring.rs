@@ -354,7 +354,9 @@ impl ShmReceiver {
     /// the segment's futex (in steps of at most [`POLL_INTERVAL`]). Returns `None` when the
     /// time is up or when woken without a message (by [`ShmWaker::wake`]); callers loop.
     pub fn recv(&mut self, buf: &mut Vec<u8>, timeout: Duration) -> Option<Received> {
-        let deadline = Instant::now() + timeout;
+        // Set at the first look that finds nothing: a call that finds a message at once
+        // reads no clock, one that sleeps reads it once.
+        let mut deadline = None;
         loop {
             if let Some(r) = self.try_recv(buf) {
                 return Some(r);
@@ -362,6 +364,7 @@ impl ShmReceiver {
             // Checked on every round: a segment whose head keeps looking ready without
             // yielding a message must not keep the caller here past its deadline.
             let now = Instant::now();
+            let deadline = *deadline.get_or_insert_with(|| now + timeout);
             if now >= deadline {
                 return None;
             }

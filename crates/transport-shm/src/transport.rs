@@ -1,6 +1,5 @@
 //! [`ShmTransport`]: the [`Transport`] over segments.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, IoSlice};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -8,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferrodds_transport::{
     AnnouncedLocators, HandlerFactory, MessageMeta, NetworkInterface, TrafficKind, Transport,
@@ -32,8 +31,39 @@ struct Peer {
     /// Checks the segment file and its owner without allocating (`None` for a path that
     /// cannot be a C string: then the peer is re-opened at every check).
     probe: Option<LivenessProbe>,
-    /// When it was last checked, in nanoseconds since the transport's epoch.
+    /// When it was last checked, in nanoseconds of the coarse monotonic clock.
     checked: AtomicU64,
+}
+
+/// The cached peers, sorted by id: a binary search on the send path, where a `HashMap`'s
+/// SipHash of the `u16` cost as much as the ring's own work.
+#[derive(Debug)]
+struct Peers<P = Arc<Peer>>(Vec<(u16, P)>);
+
+impl<P> Default for Peers<P> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<P> Peers<P> {
+    fn get(&self, id: u16) -> Option<&P> {
+        let i = self.0.binary_search_by_key(&id, |(k, _)| *k).ok()?;
+        Some(&self.0[i].1)
+    }
+
+    fn insert(&mut self, id: u16, peer: P) {
+        match self.0.binary_search_by_key(&id, |(k, _)| *k) {
+            Ok(i) => self.0[i].1 = peer,
+            Err(i) => self.0.insert(i, (id, peer)),
+        }
+    }
+
+    fn remove(&mut self, id: u16) {
+        if let Ok(i) = self.0.binary_search_by_key(&id, |(k, _)| *k) {
+            self.0.remove(i);
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -56,9 +86,8 @@ pub struct ShmTransport {
     own_file: (PathBuf, u64, u64),
     rx_counters: Arc<RxCounters>,
     counters: Counters,
-    peers: Mutex<HashMap<u16, Arc<Peer>>>,
+    peers: Mutex<Peers>,
     shutdown: Arc<AtomicBool>,
-    epoch: Instant,
 }
 
 impl fmt::Debug for ShmTransport {
@@ -93,9 +122,8 @@ impl ShmTransport {
             rx_counters: receiver.counters(),
             receiver: Mutex::new(Some(receiver)),
             counters: Counters::default(),
-            peers: Mutex::new(HashMap::new()),
+            peers: Mutex::new(Peers::default()),
             shutdown: Arc::new(AtomicBool::new(false)),
-            epoch: Instant::now(),
             config,
         })
     }
@@ -110,17 +138,30 @@ impl ShmTransport {
         &self.own_file.0
     }
 
+    /// Nanoseconds of the coarse monotonic clock (a resolution of a few milliseconds, for a
+    /// fraction of the precise clock's cost): it only spaces the peer checks of the send
+    /// path, which runs for every message.
+    /// (Through the C library, whose clock reads work under valgrind too: rustix's own
+    /// vDSO lookup faults there. Without a coarse clock, the precise one.)
     fn now_nanos(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
+        use nix::time::{clock_gettime, ClockId};
+        clock_gettime(ClockId::CLOCK_MONOTONIC_COARSE)
+            .or_else(|_| clock_gettime(ClockId::CLOCK_MONOTONIC))
+            .map_or(0, |t| {
+                u64::try_from(t.tv_sec())
+                    .unwrap_or(0)
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(u64::try_from(t.tv_nsec()).unwrap_or(0))
+            })
     }
 
-    fn peers(&self) -> std::sync::MutexGuard<'_, HashMap<u16, Arc<Peer>>> {
+    fn peers(&self) -> std::sync::MutexGuard<'_, Peers> {
         self.peers.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The cached sender of peer `id`, opened if not cached.
     fn peer(&self, id: u16) -> Result<Arc<Peer>, ShmError> {
-        if let Some(p) = self.peers().get(&id) {
+        if let Some(p) = self.peers().get(id) {
             return Ok(p.clone());
         }
         // Opened outside the lock (a few system calls); a concurrent open of the same peer
@@ -150,8 +191,8 @@ impl ShmTransport {
         let current = peer.probe.as_ref().is_some_and(|p| p.current(dev, ino));
         if !current {
             let mut peers = self.peers();
-            if peers.get(&id).is_some_and(|p| Arc::ptr_eq(p, peer)) {
-                peers.remove(&id);
+            if peers.get(id).is_some_and(|p| Arc::ptr_eq(p, peer)) {
+                peers.remove(id);
             }
         }
         current
@@ -196,7 +237,7 @@ impl ShmTransport {
                 self.counters
                     .unreachable_drops
                     .fetch_add(1, Ordering::Relaxed);
-                self.peers().remove(&id);
+                self.peers().remove(id);
             }
             SendError::TooLarge { .. } => return e.into(),
         }
@@ -298,7 +339,7 @@ impl Transport for ShmTransport {
         self.waker.wake();
         let (path, dev, ino) = &self.own_file;
         remove_if_same(path, *dev, *ino);
-        self.peers().clear();
+        self.peers().0.clear();
         // A receiver never started is dropped here (its drop removes nothing more).
         self.receiver
             .lock()
@@ -321,5 +362,31 @@ impl Transport for ShmTransport {
 impl Drop for ShmTransport {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_peer_cache_finds_inserts_replaces_and_removes_by_id() {
+        let mut peers = Peers::<&str>::default();
+        peers.insert(7, "seven");
+        peers.insert(3, "three");
+        peers.insert(900, "nine hundred");
+        assert_eq!(peers.get(3), Some(&"three"));
+        assert_eq!(peers.get(7), Some(&"seven"));
+        assert_eq!(peers.get(900), Some(&"nine hundred"));
+        assert_eq!(peers.get(8), None);
+        let ids: Vec<u16> = peers.0.iter().map(|(k, _)| *k).collect();
+        assert_eq!(ids, [3, 7, 900]);
+        peers.insert(7, "seven again");
+        assert_eq!(peers.get(7), Some(&"seven again"));
+        assert_eq!(peers.0.len(), 3);
+        peers.remove(7);
+        peers.remove(8);
+        assert_eq!(peers.get(7), None);
+        assert_eq!(peers.0.len(), 2);
     }
 }

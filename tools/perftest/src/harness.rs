@@ -659,10 +659,16 @@ pub fn is_ping_slot(i: u64, spb: u64, lc: u64) -> bool {
 
 fn wait_for_pong(lat: &(Mutex<LatencyState>, Condvar), seq: u32, reliable: bool) {
     let (state, cv) = lat;
-    let deadline = Instant::now() + Duration::from_millis(200);
-    // Reliable: the pong comes unless the subscriber went away; do not wait for ever.
-    let reliable_deadline = Instant::now() + RELIABLE_PONG_WAIT;
     let mut st = lock(state);
+    if st.last_pong_seq == Some(seq) {
+        // Often so on one CPU: the write let the subscriber and the pong's receiving
+        // thread run before it returned. No clock read then.
+        return;
+    }
+    let start = Instant::now();
+    let deadline = start + Duration::from_millis(200);
+    // Reliable: the pong comes unless the subscriber went away; do not wait for ever.
+    let reliable_deadline = start + RELIABLE_PONG_WAIT;
     while st.last_pong_seq != Some(seq) {
         if stopping() {
             return;
