@@ -546,8 +546,11 @@ fn large_by_reference(domain: u32, in_place: bool) {
         .create_datawriter(
             &ta,
             // A send queue of 50 samples, as perftest's (the pool has 256 chunks of 64 KiB).
+            // A write may wait for room longer than the default 100 ms: on a loaded CI
+            // machine the receiving thread fell behind that once.
             DataWriterQos::default()
                 .reliable()
+                .max_blocking_time(Duration::from_secs(10))
                 .keep_all()
                 .resource_limits(ResourceLimits {
                     max_samples: Some(50),
