@@ -31,9 +31,13 @@ fn shm_participant(domain: u32, shm: bool) -> DomainParticipant {
 }
 
 fn shm_stats(p: &DomainParticipant) -> Option<TransportStats> {
+    stats_of(p, TransportKind::Shm)
+}
+
+fn stats_of(p: &DomainParticipant, kind: TransportKind) -> Option<TransportStats> {
     p.transport_stats()
         .into_iter()
-        .find(|(k, _)| *k == TransportKind::Shm)
+        .find(|(k, _)| *k == kind)
         .map(|(_, s)| s)
 }
 
@@ -232,11 +236,7 @@ fn a_killed_subscriber_process_leaves_no_stuck_writer_nor_segment() {
         // Shared memory carried the samples, UDP none. (Neither count is 200: samples
         // written faster than they go share a message, and this KEEP_LAST 1 writer replaces
         // a sample not sent yet.)
-        let udp = p
-            .transport_stats()
-            .into_iter()
-            .find(|(k, _)| *k == TransportKind::Udpv4)
-            .map(|(_, s)| s.messages_sent);
+        let udp = stats_of(&p, TransportKind::Udpv4).map(|s| s.messages_sent);
         assert!(shm_stats(&p).unwrap().messages_sent > 0);
         assert_eq!(udp, Some(0), "{:?}", p.transport_stats());
         let theirs: Vec<_> = new_segments(&before)

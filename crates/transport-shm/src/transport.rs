@@ -47,20 +47,24 @@ impl<P> Default for Peers<P> {
 }
 
 impl<P> Peers<P> {
+    /// Where `id` is (`Ok`) or would go (`Err`).
+    fn find(&self, id: u16) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&id, |(k, _)| *k)
+    }
+
     fn get(&self, id: u16) -> Option<&P> {
-        let i = self.0.binary_search_by_key(&id, |(k, _)| *k).ok()?;
-        Some(&self.0[i].1)
+        self.find(id).ok().map(|i| &self.0[i].1)
     }
 
     fn insert(&mut self, id: u16, peer: P) {
-        match self.0.binary_search_by_key(&id, |(k, _)| *k) {
+        match self.find(id) {
             Ok(i) => self.0[i].1 = peer,
             Err(i) => self.0.insert(i, (id, peer)),
         }
     }
 
     fn remove(&mut self, id: u16) {
-        if let Ok(i) = self.0.binary_search_by_key(&id, |(k, _)| *k) {
+        if let Ok(i) = self.find(id) {
             self.0.remove(i);
         }
     }
@@ -147,12 +151,7 @@ impl ShmTransport {
         use nix::time::{clock_gettime, ClockId};
         clock_gettime(ClockId::CLOCK_MONOTONIC_COARSE)
             .or_else(|_| clock_gettime(ClockId::CLOCK_MONOTONIC))
-            .map_or(0, |t| {
-                u64::try_from(t.tv_sec())
-                    .unwrap_or(0)
-                    .saturating_mul(1_000_000_000)
-                    .saturating_add(u64::try_from(t.tv_nsec()).unwrap_or(0))
-            })
+            .map_or(0, |t| Duration::from(t).as_nanos() as u64)
     }
 
     fn peers(&self) -> std::sync::MutexGuard<'_, Peers> {
