@@ -866,6 +866,12 @@ pub fn run_lab(
                 .run_timeout
                 .unwrap_or_else(|| default_timeout(run, exec, rate_mbit)),
             server_grace: grace,
+            // perftest's subscriber (ours: the full build, the micro build and the raw
+            // baseline) waits 2 s after the end of the test, as RTI's does; the lab, which
+            // starts nothing else before both ended, does not wait for that (2 s per run).
+            stop_server_after_client: (s.system != System::Cyclone
+                && s.language != crate::matrix::Language::Cs)
+                .then_some(Duration::from_millis(50)),
         };
         let count_in = setup
             .udp_count

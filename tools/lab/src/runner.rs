@@ -608,6 +608,11 @@ pub struct PairTiming {
     pub timeout: Duration,
     /// How long the server may keep running after the client ended.
     pub server_grace: Duration,
+    /// A server that outlives a client that ended well is asked to stop (SIGINT) after
+    /// this long (`None`: it ends by itself, within `server_grace`). For perftest: its
+    /// subscriber waits 2 s after the end of the test, as RTI's does, while the publisher,
+    /// the client, ends once the subscriber confirmed that end, its summary printed.
+    pub stop_server_after_client: Option<Duration>,
 }
 
 struct Running {
@@ -835,6 +840,7 @@ pub fn run_group(
     };
     let mut client_done_at: Option<Instant> = None;
     let mut server_failed_at: Option<Instant> = None;
+    let mut servers_asked_to_stop = false;
     let ending = loop {
         if stop.load(Ordering::Relaxed) {
             break Ending::Interrupted;
@@ -860,6 +866,15 @@ pub fn run_group(
         if let Some(t) = client_done_at {
             if now.duration_since(t) >= timing.server_grace {
                 break Ending::Finished;
+            }
+            let client_ok = cli.status.is_some_and(|st| st.success());
+            if let Some(d) = timing.stop_server_after_client.filter(|_| client_ok) {
+                if !servers_asked_to_stop && now.duration_since(t) >= d {
+                    servers_asked_to_stop = true;
+                    for r in &mut srvs {
+                        r.interrupt();
+                    }
+                }
             }
         }
         if failed && !c {
@@ -1294,6 +1309,44 @@ mod tests {
         assert_eq!(shell_quote("a b'c"), "'a b'\\''c'");
     }
 
+    /// A server that would linger after a client that ended well is interrupted (it prints
+    /// what it prints on SIGINT and ends); after a client that failed it is left its grace.
+    #[test]
+    fn a_lingering_server_is_stopped_after_a_client_that_ended_well() {
+        let stop = AtomicBool::new(false);
+        let timing = PairTiming {
+            server_head_start: Duration::from_millis(10),
+            timeout: Duration::from_secs(20),
+            server_grace: Duration::from_secs(8),
+            stop_server_after_client: Some(Duration::from_millis(50)),
+        };
+        // (Perl: see `pair_runs_and_times_out`.)
+        let lingering = CommandSpec::new("perl").args([
+            "-e",
+            "$| = 1; $SIG{INT} = sub { print \"stopped\\n\"; exit 0 }; print \"summary\\n\"; \
+             sleep 30;",
+        ]);
+        let ok = CommandSpec::new("sh").args(["-c", "sleep 0.2; echo done"]);
+        let o = run_pair(&lingering, &ok, timing, &stop).unwrap();
+        assert_eq!(o.ending, Ending::Finished);
+        assert_eq!(
+            o.server.stdout.split_whitespace().collect::<Vec<_>>(),
+            ["summary", "stopped"]
+        );
+        assert_eq!(o.server.status.unwrap().code(), Some(0));
+        assert!(o.elapsed < Duration::from_secs(3), "{:?}", o.elapsed);
+        // A failed client: the server is not interrupted, it gets its grace.
+        let failed = CommandSpec::new("sh").args(["-c", "sleep 0.2; exit 3"]);
+        let t = PairTiming {
+            server_grace: Duration::from_millis(1500),
+            ..timing
+        };
+        let o = run_pair(&lingering, &failed, t, &stop).unwrap();
+        assert_eq!(o.ending, Ending::Finished);
+        assert_eq!(o.server.stdout.trim(), "summary");
+        assert!(o.elapsed >= Duration::from_millis(1500), "{:?}", o.elapsed);
+    }
+
     #[test]
     fn pair_runs_and_times_out() {
         let stop = AtomicBool::new(false);
@@ -1301,6 +1354,7 @@ mod tests {
             server_head_start: Duration::from_millis(10),
             timeout: Duration::from_secs(10),
             server_grace: Duration::from_millis(300),
+            stop_server_after_client: None,
         };
         let srv = CommandSpec::new("sh").args(["-c", "echo server; sleep 30"]);
         let cli = CommandSpec::new("sh").args(["-c", "echo client; echo oops >&2; exit 3"]);
