@@ -644,7 +644,8 @@ fn large_by_reference(domain: u32, in_place: bool) {
 struct LargeTaker {
     reader: Mutex<Weak<DataReader<TestData>>>,
     samples: AtomicU64,
-    /// Takes serialized bodies, read in place (a repair comes as bytes: counted here).
+    /// Takes serialized bodies, read in place (a repair, or a write that found no free
+    /// chunk, comes as bytes: counted in `as_bytes`).
     in_place: bool,
     /// Samples taken as bytes, not in place.
     as_bytes: AtomicU64,
